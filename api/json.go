@@ -1,0 +1,82 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+)
+
+// maxBodyBytes caps every request body.
+const maxBodyBytes = 1 << 20
+
+// bodyError is a request body that cannot be read as the expected JSON.
+type bodyError struct {
+	kind   problemKind
+	detail string
+}
+
+func (e *bodyError) Error() string { return e.detail }
+
+// readJSON decodes a request body into dst: at most 1 MiB, JSON content
+// type, no unknown fields, exactly one value.
+func readJSON(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &bodyError{kindMediaType, fmt.Sprintf("content type %q is not supported; send application/json", ct)}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return &bodyError{kindTooLarge, fmt.Sprintf("request body is larger than %d bytes", maxBodyBytes)}
+		}
+		return &bodyError{kindMalformedJSON, "cannot read request body: " + err.Error()}
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &bodyError{kindMalformedJSON, "request body is empty; send a JSON object"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return &bodyError{kindMalformedJSON, "request body has data after the JSON value"}
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return &bodyError{kindMalformedJSON, fmt.Sprintf("malformed JSON at byte %d: %v", syntax.Offset, err)}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &bodyError{kindMalformedJSON, "malformed JSON: unexpected end of input"}
+	case errors.As(err, &typeErr):
+		return &bodyError{kindValidation, fmt.Sprintf("field %q must be %s, not JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return &bodyError{kindUnknownField, strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	return &bodyError{kindMalformedJSON, "malformed JSON: " + err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONType(w, "application/json", status, v)
+}
+
+func writeJSONType(w http.ResponseWriter, contentType string, status int, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

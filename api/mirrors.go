@@ -1,0 +1,180 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+
+	"kmirror/service"
+)
+
+func writeOpts(r *http.Request) (service.WriteOpts, error) {
+	var opts service.WriteOpts
+	for name, dst := range map[string]*bool{"dry_run": &opts.DryRun, "skip_connectivity_check": &opts.SkipConnectivityCheck} {
+		if raw := r.URL.Query().Get(name); raw != "" {
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return opts, &service.ValidationError{Fields: []service.FieldError{{Field: name, Message: "must be true or false"}}}
+			}
+			*dst = b
+		}
+	}
+	return opts, nil
+}
+
+// createMirror godoc
+//
+//	@Summary		Create a mirror
+//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+//	@ID				createMirror
+//	@Tags			mirrors
+//	@Accept			json
+//	@Produce		json
+//	@Param			body					body		CreateMirrorRequest	true	"The mirror"
+//	@Param			dry_run					query		bool				false	"Validate only"
+//	@Param			skip_connectivity_check	query		bool				false	"Do not contact the source cluster"
+//	@Success		201						{object}	Mirror
+//	@Success		200						{object}	Mirror	"dry run: valid, nothing written"
+//	@Failure		400						{object}	Problem
+//	@Failure		409						{object}	Problem
+//	@Failure		413						{object}	Problem
+//	@Failure		415						{object}	Problem
+//	@Failure		503						{object}	Problem
+//	@Router			/v1/mirrors [post]
+func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
+	opts, err := writeOpts(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req CreateMirrorRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	src := req.Source
+	m, err := s.svc.CreateMirror(r.Context(), service.MirrorInput{
+		Name: req.Name, Config: req.Config,
+		Source: service.SourceInput{BootstrapServers: src.BootstrapServers,
+			SecurityProtocol: src.SecurityProtocol, SASLMechanism: src.SASLMechanism,
+			SASLUsername: src.SASLUsername, SASLPassword: src.SASLPassword, TLSCAPEM: src.TLSCAPEM,
+			TLSCertPEM: src.TLSCertPEM, TLSKeyPEM: src.TLSKeyPEM, TLSServerName: src.TLSServerName},
+	}, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if opts.DryRun {
+		status = http.StatusOK
+	} else {
+		w.Header().Set("Location", "/v1/mirrors/"+m.Name)
+	}
+	writeJSON(w, status, mirrorView(m))
+}
+
+// listMirrors godoc
+//
+//	@Summary	List mirrors
+//	@ID			listMirrors
+//	@Tags		mirrors
+//	@Produce	json
+//	@Success	200	{object}	MirrorList
+//	@Router		/v1/mirrors [get]
+func (s *server) listMirrors(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.svc.ListMirrors(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := MirrorList{Mirrors: make([]Mirror, len(ms))}
+	for i, m := range ms {
+		out.Mirrors[i] = mirrorView(m)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getMirror godoc
+//
+//	@Summary	Get a mirror
+//	@ID			getMirror
+//	@Tags		mirrors
+//	@Produce	json
+//	@Param		mirror	path		string	true	"Mirror name"
+//	@Success	200		{object}	Mirror
+//	@Failure	404		{object}	Problem
+//	@Router		/v1/mirrors/{mirror} [get]
+func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
+	m, err := s.svc.GetMirror(r.Context(), chi.URLParam(r, "mirror"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, mirrorView(m))
+}
+
+// updateMirror godoc
+//
+//	@Summary		Update a mirror
+//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+//	@ID				updateMirror
+//	@Tags			mirrors
+//	@Accept			json
+//	@Produce		json
+//	@Param			mirror					path		string				true	"Mirror name"
+//	@Param			body					body		UpdateMirrorRequest	true	"The changes"
+//	@Param			dry_run					query		bool				false	"Validate only"
+//	@Param			skip_connectivity_check	query		bool				false	"Do not contact the source cluster"
+//	@Success		200						{object}	Mirror
+//	@Failure		400						{object}	Problem
+//	@Failure		404						{object}	Problem
+//	@Failure		413						{object}	Problem
+//	@Failure		415						{object}	Problem
+//	@Failure		503						{object}	Problem
+//	@Router			/v1/mirrors/{mirror} [patch]
+func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
+	opts, err := writeOpts(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req UpdateMirrorRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	patch := service.MirrorPatch{Config: req.Config}
+	if p := req.Source; p != nil {
+		patch.Source = &service.SourcePatch{BootstrapServers: p.BootstrapServers,
+			SecurityProtocol: p.SecurityProtocol, SASLMechanism: p.SASLMechanism,
+			SASLUsername: p.SASLUsername, SASLPassword: p.SASLPassword, TLSCAPEM: p.TLSCAPEM,
+			TLSCertPEM: p.TLSCertPEM, TLSKeyPEM: p.TLSKeyPEM, TLSServerName: p.TLSServerName}
+	}
+	m, err := s.svc.UpdateMirror(r.Context(), chi.URLParam(r, "mirror"), patch, opts)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, mirrorView(m))
+}
+
+// deleteMirror godoc
+//
+//	@Summary		Delete a mirror
+//	@Description	Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+//	@ID				deleteMirror
+//	@Tags			mirrors
+//	@Produce		json
+//	@Param			mirror	path	string	true	"Mirror name"
+//	@Success		204
+//	@Failure		404	{object}	Problem
+//	@Failure		409	{object}	Problem
+//	@Router			/v1/mirrors/{mirror} [delete]
+func (s *server) deleteMirror(w http.ResponseWriter, r *http.Request) {
+	if err := s.svc.DeleteMirror(r.Context(), chi.URLParam(r, "mirror")); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

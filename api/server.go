@@ -1,0 +1,130 @@
+// Package api is kmirror's REST control plane: chi routes under /v1,
+// problem+json errors, and the OpenAPI spec and docs page.
+//
+//	@title			kmirror API
+//	@version		1.0
+//	@description	Kafka cluster mirroring as a service: mirrors, mirror topics and their partitions.
+//	@BasePath		/
+package api
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"kmirror/service"
+)
+
+// Config wires the HTTP handler.
+type Config struct {
+	Service *service.Service
+	// Pool is pinged by /readyz.
+	Pool   *pgxpool.Pool
+	Logger *slog.Logger
+	// Registry receives the HTTP metrics and is served on /metrics; nil
+	// makes a fresh one.
+	Registry *prometheus.Registry
+	// OpenAPI is the OpenAPI document served at /openapi.json.
+	OpenAPI []byte
+}
+
+func (c *Config) validate() error {
+	if c.Service == nil || c.Pool == nil {
+		return errors.New("api: Service and Pool are required")
+	}
+	return nil
+}
+
+type server struct {
+	svc  *service.Service
+	pool *pgxpool.Pool
+}
+
+// NewHandler returns the full HTTP handler.
+func NewHandler(cfg Config) (http.Handler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cmp.Or(cfg.Logger, slog.Default())
+	reg := cfg.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	metrics := newHTTPMetrics(reg)
+	s := &server{svc: cfg.Service, pool: cfg.Pool}
+
+	r := chi.NewRouter()
+	r.Use(withRequestID(log), metrics.logAndMeasure, recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, kindNotFound, "no route for "+r.Method+" "+r.URL.Path, nil)
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, r, kindMethod, "method "+r.Method+" is not allowed on "+r.URL.Path, nil)
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mountDocs(r, cfg.OpenAPI)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Post("/mirrors", s.createMirror)
+		r.Get("/mirrors", s.listMirrors)
+		r.Get("/mirrors/{mirror}", s.getMirror)
+		r.Patch("/mirrors/{mirror}", s.updateMirror)
+		r.Delete("/mirrors/{mirror}", s.deleteMirror)
+		r.Post("/mirrors/{mirror}/topics:add", s.addTopics)
+		r.Post("/mirrors/{mirror}/topics:pause", s.pauseTopics)
+		r.Post("/mirrors/{mirror}/topics:resume", s.resumeTopics)
+		r.Post("/mirrors/{mirror}/topics:remove", s.removeTopics)
+		r.Get("/mirrors/{mirror}/topics", s.listTopics)
+		r.Get("/mirrors/{mirror}/topics/{topic}", s.getTopic)
+		r.Get("/mirrors/{mirror}/topics/{topic}/partitions/{partition}/translate", s.translate)
+		r.Get("/partitions", s.listPartitions)
+		r.Get("/instances", s.listInstances)
+		r.Get("/events", s.streamEvents)
+	})
+	return r, nil
+}
+
+// healthz godoc
+//
+//	@Summary	Liveness: the process is up
+//	@ID			healthz
+//	@Tags		system
+//	@Produce	json
+//	@Success	200	{object}	map[string]string
+//	@Router		/healthz [get]
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz godoc
+//
+//	@Summary	Readiness: the database answers
+//	@ID			readyz
+//	@Tags		system
+//	@Produce	json
+//	@Success	200	{object}	map[string]string
+//	@Failure	503	{object}	Problem
+//	@Router		/readyz [get]
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		writeProblem(w, r, problemKind{"database-unavailable", "Database unavailable", http.StatusServiceUnavailable},
+			"database did not answer within "+readyTimeout.String()+": "+err.Error(), nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

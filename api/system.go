@@ -1,0 +1,137 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	httpSwagger "github.com/swaggo/http-swagger/v2"
+
+	"kmirror/repo"
+)
+
+const (
+	readyTimeout      = 2 * time.Second
+	eventPollInterval = 500 * time.Millisecond
+	eventKeepAlive    = 15 * time.Second
+	eventReplay       = 50
+)
+
+// listInstances godoc
+//
+//	@Summary	List kmirror instances
+//	@ID			listInstances
+//	@Tags		system
+//	@Produce	json
+//	@Success	200	{object}	InstanceList
+//	@Router		/v1/instances [get]
+func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.ListInstances(r.Context())
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := InstanceList{Instances: make([]Instance, len(list))}
+	for i, in := range list {
+		out.Instances[i] = Instance{ID: in.ID, Hostname: in.Hostname, Version: in.Version,
+			StartedAt: in.StartedAt, HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// streamEvents godoc
+//
+//	@Summary		Stream events (server-sent events)
+//	@Description	Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@ID				streamEvents
+//	@Tags			system
+//	@Produce		text/event-stream
+//	@Param			mirror			query		string	false	"Only this mirror's events"
+//	@Param			since			query		int		false	"Start after this event id"
+//	@Param			Last-Event-ID	header		string	false	"Resume after this event id"
+//	@Success		200				{object}	Event
+//	@Failure		400				{object}	Problem
+//	@Router			/v1/events [get]
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	after := int64(-1)
+	for _, raw := range []string{r.Header.Get("Last-Event-ID"), r.URL.Query().Get("since")} {
+		if raw == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 0 {
+			writeProblem(w, r, kindValidation, fmt.Sprintf("event id %q is not a non-negative integer", raw), nil)
+			return
+		}
+		after = n
+		break
+	}
+	if after < 0 {
+		last, err := repo.EventsLastID(ctx, s.pool)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		after = max(last-eventReplay, 0)
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeProblem(w, r, kindInternal, "streaming is not supported by this connection", nil)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+
+	poll := time.NewTicker(eventPollInterval)
+	defer poll.Stop()
+	lastWrite := time.Now()
+	for {
+		events, err := s.svc.ListEvents(ctx, repo.EventsListParams{AfterID: after, Mirror: r.URL.Query().Get("mirror")})
+		if err != nil {
+			if ctx.Err() == nil {
+				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)
+			}
+			return
+		}
+		for _, e := range events {
+			b, _ := json.Marshal(eventView(e))
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
+			after = e.ID
+		}
+		if len(events) > 0 || time.Since(lastWrite) > eventKeepAlive {
+			if len(events) == 0 {
+				fmt.Fprint(w, ": keep-alive\n\n")
+			}
+			flusher.Flush()
+			lastWrite = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// mountDocs serves the OpenAPI document and the interactive docs page.
+func mountDocs(r chi.Router, spec []byte) {
+	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+		if len(spec) == 0 {
+			writeProblem(w, r, kindNotFound, "no OpenAPI document is built into this server", nil)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(spec)
+	})
+	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/docs/index.html", http.StatusMovedPermanently)
+	})
+	r.Get("/docs/*", httpSwagger.Handler(httpSwagger.URL("/openapi.json")))
+}

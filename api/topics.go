@@ -1,0 +1,176 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"kmirror/service"
+)
+
+// addTopics godoc
+//
+//	@Summary		Add topics to a mirror
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+//	@ID				addTopics
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			mirror	path		string				true	"Mirror name"
+//	@Param			body	body		AddTopicsRequest	true	"Topics to add"
+//	@Success		200		{object}	TopicsResult
+//	@Failure		400		{object}	Problem
+//	@Failure		404		{object}	Problem
+//	@Failure		409		{object}	Problem
+//	@Failure		503		{object}	Problem
+//	@Router			/v1/mirrors/{mirror}/topics:add [post]
+func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
+	var req AddTopicsRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
+		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate})
+	writeTopicsResult(w, r, res, err)
+}
+
+// pauseTopics godoc
+//
+//	@Summary		Pause mirroring topics
+//	@Description	Only mirroring topics can be paused; they stay read-only. All or nothing.
+//	@ID				pauseTopics
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			body	body		TopicsRequest	true	"Topics to pause"
+//	@Success		200		{object}	TopicsResult
+//	@Failure		400		{object}	Problem
+//	@Failure		404		{object}	Problem
+//	@Failure		409		{object}	Problem
+//	@Router			/v1/mirrors/{mirror}/topics:pause [post]
+func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
+	s.topicAction(w, r, s.svc.PauseTopics)
+}
+
+// resumeTopics godoc
+//
+//	@Summary		Resume paused topics
+//	@Description	Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+//	@ID				resumeTopics
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			body	body		TopicsRequest	true	"Topics to resume"
+//	@Success		200		{object}	TopicsResult
+//	@Failure		400		{object}	Problem
+//	@Failure		404		{object}	Problem
+//	@Failure		409		{object}	Problem
+//	@Router			/v1/mirrors/{mirror}/topics:resume [post]
+func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
+	s.topicAction(w, r, s.svc.ResumeTopics)
+}
+
+// removeTopics godoc
+//
+//	@Summary		Remove topics from a mirror (failover)
+//	@Description	Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+//	@ID				removeTopics
+//	@Tags			topics
+//	@Accept			json
+//	@Produce		json
+//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			body	body		TopicsRequest	true	"Topics to remove"
+//	@Success		200		{object}	TopicsResult
+//	@Failure		400		{object}	Problem
+//	@Failure		404		{object}	Problem
+//	@Failure		409		{object}	Problem
+//	@Router			/v1/mirrors/{mirror}/topics:remove [post]
+func (s *server) removeTopics(w http.ResponseWriter, r *http.Request) {
+	s.topicAction(w, r, s.svc.RemoveTopics)
+}
+
+func (s *server) topicAction(w http.ResponseWriter, r *http.Request,
+	act func(ctx context.Context, mirror, pattern string) (service.TopicsResult, error)) {
+	var req TopicsRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	res, err := act(r.Context(), chi.URLParam(r, "mirror"), req.Topic)
+	writeTopicsResult(w, r, res, err)
+}
+
+func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.TopicsResult, err error) {
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, TopicsResult{Mirror: res.Mirror, Action: res.Action, Topics: res.Topics})
+}
+
+// listTopics godoc
+//
+//	@Summary	List a mirror's topics
+//	@ID			listTopics
+//	@Tags		topics
+//	@Produce	json
+//	@Param		mirror	path		string	true	"Mirror name"
+//	@Success	200		{object}	TopicList
+//	@Failure	404		{object}	Problem
+//	@Router		/v1/mirrors/{mirror}/topics [get]
+func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
+	mirror := chi.URLParam(r, "mirror")
+	topics, err := s.svc.ListTopics(r.Context(), mirror)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rows, err := s.svc.ListPartitions(r.Context(), service.PartitionFilter{Mirror: mirror})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	byTopic := map[string][]service.PartitionRow{}
+	for _, p := range rows {
+		byTopic[p.Topic] = append(byTopic[p.Topic], p)
+	}
+	out := TopicList{Topics: make([]Topic, len(topics))}
+	for i, t := range topics {
+		out.Topics[i] = topicView(t, byTopic[t.Topic])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getTopic godoc
+//
+//	@Summary	Get a mirror topic with its partitions
+//	@ID			getTopic
+//	@Tags		topics
+//	@Produce	json
+//	@Param		mirror	path		string	true	"Mirror name"
+//	@Param		topic	path		string	true	"Topic name"
+//	@Success	200		{object}	TopicDetail
+//	@Failure	404		{object}	Problem
+//	@Router		/v1/mirrors/{mirror}/topics/{topic} [get]
+func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
+	mirror, topic := chi.URLParam(r, "mirror"), chi.URLParam(r, "topic")
+	t, err := s.svc.GetTopic(r.Context(), mirror, topic)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	rows, err := s.svc.TopicPartitions(r.Context(), mirror, topic)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := TopicDetail{Topic: topicView(t, rows), PartitionRows: make([]PartitionRow, len(rows))}
+	for i, p := range rows {
+		out.PartitionRows[i] = partitionView(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,238 @@
+package api
+
+import (
+	"time"
+
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// SourceSpec is a source cluster connection, with Kafka's names. Secrets
+// (sasl_password, tls_key_pem) are write-only.
+type SourceSpec struct {
+	BootstrapServers string `json:"bootstrap_servers" example:"h1:9092,h2:9092"`
+	// PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.
+	SecurityProtocol string `json:"security_protocol,omitempty" example:"PLAINTEXT"`
+	// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with SASL_*.
+	SASLMechanism string `json:"sasl_mechanism,omitempty"`
+	SASLUsername  string `json:"sasl_username,omitempty"`
+	SASLPassword  string `json:"sasl_password,omitempty"`
+	TLSCAPEM      string `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM    string `json:"tls_cert_pem,omitempty"`
+	TLSKeyPEM     string `json:"tls_key_pem,omitempty"`
+	TLSServerName string `json:"tls_server_name,omitempty"`
+} // @name SourceSpec
+
+// CreateMirrorRequest is the body of POST /v1/mirrors.
+type CreateMirrorRequest struct {
+	Name   string            `json:"name" example:"m1"`
+	Source SourceSpec        `json:"source"`
+	Config map[string]string `json:"config,omitempty"`
+} // @name CreateMirrorRequest
+
+// SourcePatch changes the given source fields; omitted ones stay.
+type SourcePatch struct {
+	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
+	SecurityProtocol *string `json:"security_protocol,omitempty"`
+	SASLMechanism    *string `json:"sasl_mechanism,omitempty"`
+	SASLUsername     *string `json:"sasl_username,omitempty"`
+	SASLPassword     *string `json:"sasl_password,omitempty"`
+	TLSCAPEM         *string `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM       *string `json:"tls_cert_pem,omitempty"`
+	TLSKeyPEM        *string `json:"tls_key_pem,omitempty"`
+	TLSServerName    *string `json:"tls_server_name,omitempty"`
+} // @name SourcePatch
+
+// UpdateMirrorRequest is the body of PATCH /v1/mirrors/{mirror}: a merge
+// patch. A config key set to null returns to its default.
+type UpdateMirrorRequest struct {
+	Source *SourcePatch        `json:"source,omitempty"`
+	Config map[string]*string `json:"config,omitempty"`
+} // @name UpdateMirrorRequest
+
+// SourceView is a source connection as returned: secrets show only whether
+// they are set.
+type SourceView struct {
+	BootstrapServers string `json:"bootstrap_servers" example:"h1:9092,h2:9092"`
+	SecurityProtocol string `json:"security_protocol" example:"PLAINTEXT"`
+	SASLMechanism    string `json:"sasl_mechanism,omitempty"`
+	SASLUsername     string `json:"sasl_username,omitempty"`
+	SASLPasswordSet  bool   `json:"sasl_password_set"`
+	TLSCAPEM         string `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM       string `json:"tls_cert_pem,omitempty"`
+	TLSKeySet        bool   `json:"tls_key_set"`
+	TLSServerName    string `json:"tls_server_name,omitempty"`
+} // @name SourceView
+
+// Mirror is a mirror as returned by the API.
+type Mirror struct {
+	Name   string     `json:"name" example:"m1"`
+	Source SourceView `json:"source"`
+	// Config holds the keys set on this mirror.
+	Config map[string]string `json:"config"`
+	// EffectiveConfig holds every key with its set or default value.
+	EffectiveConfig map[string]string `json:"effective_config"`
+	// LastSync is the result of the last metadata sync pass, if any.
+	LastSync  map[string]any `json:"last_sync,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+	UpdatedAt time.Time      `json:"updated_at"`
+} // @name Mirror
+
+// MirrorList is the body of GET /v1/mirrors.
+type MirrorList struct {
+	Mirrors []Mirror `json:"mirrors"`
+} // @name MirrorList
+
+// TopicsRequest selects topics by an RE2 pattern matched against whole names.
+type TopicsRequest struct {
+	Topic string `json:"topic" example:"orders|payments"`
+} // @name TopicsRequest
+
+// AddTopicsRequest is the body of topics:add.
+type AddTopicsRequest struct {
+	Topic string `json:"topic" example:"orders|payments"`
+	// ReplicationFactor of the destination topics; omitted is the destination's default.
+	ReplicationFactor *int `json:"replication_factor,omitempty" example:"3"`
+	// Recreate, when restarting a stopped topic, drops and recreates the
+	// destination topic instead of failing on divergent writes.
+	Recreate bool `json:"recreate,omitempty"`
+} // @name AddTopicsRequest
+
+// TopicsResult lists the topics an action applied to.
+type TopicsResult struct {
+	Mirror string   `json:"mirror" example:"m1"`
+	Action string   `json:"action" example:"add"`
+	Topics []string `json:"topics" example:"orders,payments"`
+} // @name TopicsResult
+
+// Topic is a mirror topic with a summary of its partitions.
+type Topic struct {
+	Mirror string `json:"mirror" example:"m1"`
+	Topic  string `json:"topic" example:"orders"`
+	// DesiredState is mirroring, paused or stopped.
+	DesiredState      string `json:"desired_state" example:"mirroring"`
+	ReplicationFactor int    `json:"replication_factor" example:"3"`
+	Recreate          bool   `json:"recreate"`
+	Partitions        int    `json:"partitions" example:"3"`
+	// States counts partitions by actual state.
+	States map[string]int `json:"states"`
+	// Lag sums the known per-partition lag.
+	Lag       int64     `json:"lag"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+} // @name Topic
+
+// TopicDetail is a mirror topic with its partitions.
+type TopicDetail struct {
+	Topic
+	PartitionRows []PartitionRow `json:"partition_rows"`
+} // @name TopicDetail
+
+// TopicList is the body of GET /v1/mirrors/{mirror}/topics.
+type TopicList struct {
+	Topics []Topic `json:"topics"`
+} // @name TopicList
+
+// PartitionRow is one describe row.
+type PartitionRow struct {
+	Mirror    string `json:"mirror" example:"m1"`
+	Topic     string `json:"topic" example:"orders"`
+	Partition int32  `json:"partition" example:"0"`
+	// SourceOffset is the source end offset, when known.
+	SourceOffset *int64 `json:"source_offset" example:"69"`
+	// DestinationOffset is the destination end offset, when known.
+	DestinationOffset *int64 `json:"destination_offset" example:"66"`
+	// Lag is source end offset − next source offset to mirror.
+	Lag          *int64 `json:"lag" example:"3"`
+	State        string `json:"state" example:"MIRRORING"`
+	Error        string `json:"error"`
+	RetryAttempt int    `json:"retry_attempt"`
+	LostRecords  int64  `json:"lost_records"`
+	Owner        string `json:"owner"`
+} // @name PartitionRow
+
+// PartitionList is the body of GET /v1/partitions.
+type PartitionList struct {
+	Partitions []PartitionRow `json:"partitions"`
+} // @name PartitionList
+
+// Translation maps a source offset to the destination.
+type Translation struct {
+	SourceOffset      int64 `json:"source_offset" example:"120"`
+	DestinationOffset int64 `json:"destination_offset" example:"118"`
+	Exact             bool  `json:"exact"`
+} // @name Translation
+
+// Instance is a kmirror server process.
+type Instance struct {
+	ID          string     `json:"id"`
+	Hostname    string     `json:"hostname"`
+	Version     string     `json:"version"`
+	StartedAt   time.Time  `json:"started_at"`
+	HeartbeatAt time.Time  `json:"heartbeat_at"`
+	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
+	Live        bool       `json:"live"`
+} // @name Instance
+
+// InstanceList is the body of GET /v1/instances.
+type InstanceList struct {
+	Instances []Instance `json:"instances"`
+} // @name InstanceList
+
+// Event is an audit-log entry, as streamed by /v1/events.
+type Event struct {
+	ID        int64          `json:"id"`
+	At        time.Time      `json:"at"`
+	Kind      string         `json:"kind" example:"topics.added"`
+	Mirror    string         `json:"mirror,omitempty"`
+	Topic     string         `json:"topic,omitempty"`
+	Partition *int32         `json:"partition,omitempty"`
+	Message   string         `json:"message"`
+	Data      map[string]any `json:"data,omitempty"`
+} // @name Event
+
+func mirrorView(m repo.Mirror) Mirror {
+	src := service.RedactedSource(m)
+	v := Mirror{
+		Name: m.Name,
+		Source: SourceView{BootstrapServers: src.BootstrapServers, SecurityProtocol: src.SecurityProtocol,
+			SASLMechanism: src.SASLMechanism, SASLUsername: src.SASLUsername,
+			SASLPasswordSet: src.SASLPasswordSet, TLSCAPEM: src.TLSCAPEM, TLSCertPEM: src.TLSCertPEM,
+			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName},
+		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+	if len(m.LastSync) > 0 {
+		_ = jsonUnmarshal(m.LastSync, &v.LastSync)
+	}
+	return v
+}
+
+func partitionView(p service.PartitionRow) PartitionRow {
+	return PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
+		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
+		State: p.State.String(), Error: p.Error, RetryAttempt: p.RetryAttempt,
+		LostRecords: p.LostRecords, Owner: p.Owner}
+}
+
+func topicView(t repo.Topic, rows []service.PartitionRow) Topic {
+	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
+		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, Partitions: t.Partitions,
+		States: map[string]int{}, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	for _, r := range rows {
+		v.States[r.State.String()]++
+		if r.Lag != nil {
+			v.Lag += *r.Lag
+		}
+	}
+	return v
+}
+
+func eventView(e repo.Event) Event {
+	v := Event{ID: e.ID, At: e.At, Kind: e.Kind, Mirror: e.Mirror, Topic: e.Topic,
+		Partition: e.Partition, Message: e.Message}
+	if len(e.Data) > 0 {
+		_ = jsonUnmarshal(e.Data, &v.Data)
+	}
+	return v
+}

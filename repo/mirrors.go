@@ -1,0 +1,117 @@
+package repo
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Mirror is one row of mirrors: a named link from a source cluster.
+type Mirror struct {
+	Name             string
+	BootstrapServers string
+	SecurityProtocol string
+	SASLMechanism    string
+	SASLUsername     string
+	SASLPassword     string
+	TLSCAPEM         string
+	TLSCertPEM       string
+	TLSKeyPEM        string
+	TLSServerName    string
+	Config           map[string]string
+	LastSync         json.RawMessage
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+const mirrorColumns = `name, bootstrap_servers, security_protocol,
+	coalesce(sasl_mechanism, ''), coalesce(sasl_username, ''), coalesce(sasl_password, ''),
+	coalesce(tls_ca_pem, ''), coalesce(tls_cert_pem, ''), coalesce(tls_key_pem, ''),
+	coalesce(tls_server_name, ''), config, last_sync, created_at, updated_at`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanMirror(row scanner) (Mirror, error) {
+	var m Mirror
+	err := row.Scan(&m.Name, &m.BootstrapServers, &m.SecurityProtocol, &m.SASLMechanism,
+		&m.SASLUsername, &m.SASLPassword, &m.TLSCAPEM, &m.TLSCertPEM, &m.TLSKeyPEM,
+		&m.TLSServerName, &m.Config, &m.LastSync, &m.CreatedAt, &m.UpdatedAt)
+	if m.Config == nil {
+		m.Config = map[string]string{}
+	}
+	return m, interpret(err)
+}
+
+// MirrorsInsert adds a mirror; a taken name is ErrConflict.
+func MirrorsInsert(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
+	return scanMirror(q.QueryRow(ctx, `
+		INSERT INTO mirrors (name, bootstrap_servers, security_protocol, sasl_mechanism,
+			sasl_username, sasl_password, tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name, config)
+		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), nullif($6, ''), nullif($7, ''),
+			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11)
+		RETURNING `+mirrorColumns,
+		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
+		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config)))
+}
+
+// MirrorsUpdate replaces a mirror's source and config.
+func MirrorsUpdate(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
+	return scanMirror(q.QueryRow(ctx, `
+		UPDATE mirrors SET bootstrap_servers = $2, security_protocol = $3,
+			sasl_mechanism = nullif($4, ''), sasl_username = nullif($5, ''),
+			sasl_password = nullif($6, ''), tls_ca_pem = nullif($7, ''),
+			tls_cert_pem = nullif($8, ''), tls_key_pem = nullif($9, ''),
+			tls_server_name = nullif($10, ''), config = $11, updated_at = now()
+		WHERE name = $1
+		RETURNING `+mirrorColumns,
+		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
+		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config)))
+}
+
+// MirrorsGet returns one mirror, or ErrNotFound.
+func MirrorsGet(ctx context.Context, q DBTX, name string) (Mirror, error) {
+	return scanMirror(q.QueryRow(ctx, `SELECT `+mirrorColumns+` FROM mirrors WHERE name = $1`, name))
+}
+
+// MirrorsGetForUpdate returns one mirror and locks its row until the
+// transaction ends, serializing actions on the same mirror.
+func MirrorsGetForUpdate(ctx context.Context, q DBTX, name string) (Mirror, error) {
+	return scanMirror(q.QueryRow(ctx, `SELECT `+mirrorColumns+` FROM mirrors WHERE name = $1 FOR UPDATE`, name))
+}
+
+// MirrorsList returns every mirror by name.
+func MirrorsList(ctx context.Context, q DBTX) ([]Mirror, error) {
+	rows, err := q.Query(ctx, `SELECT `+mirrorColumns+` FROM mirrors ORDER BY name`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []Mirror
+	for rows.Next() {
+		m, err := scanMirror(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, interpret(rows.Err())
+}
+
+// MirrorsDelete removes a mirror with its topics and partitions.
+func MirrorsDelete(ctx context.Context, q DBTX, name string) error {
+	tag, err := q.Exec(ctx, `DELETE FROM mirrors WHERE name = $1`, name)
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

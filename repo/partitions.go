@@ -1,0 +1,80 @@
+package repo
+
+import (
+	"context"
+	"time"
+)
+
+// Partition is one row of mirror_partitions: a unit of replication.
+type Partition struct {
+	Mirror               string
+	Topic                string
+	Partition            int32
+	State                string // "" is UNKNOWN
+	PreviousState        string
+	Error                string
+	Retryable            bool
+	RetryAttempt         int
+	NextRetryAt          *time.Time
+	LeaseOwner           string
+	LeaseEpoch           int64
+	LeaseExpiresAt       *time.Time
+	SrcNext              *int64
+	DstNext              *int64
+	SourceEndOffset      *int64
+	DestinationEndOffset *int64
+	LostRecords          int64
+	StateChangedAt       *time.Time
+	UpdatedAt            time.Time
+}
+
+const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesce(previous_state, ''),
+	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
+	lease_epoch, lease_expires_at, src_next, dst_next, source_end_offset,
+	destination_end_offset, lost_records, state_changed_at, updated_at`
+
+func scanPartition(row scanner) (Partition, error) {
+	var p Partition
+	err := row.Scan(&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
+		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
+		&p.LeaseExpiresAt, &p.SrcNext, &p.DstNext, &p.SourceEndOffset,
+		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt)
+	return p, interpret(err)
+}
+
+// PartitionsListParams filters PartitionsList; empty fields match all.
+type PartitionsListParams struct {
+	Mirror string
+	// Topics, when non-nil, limits the rows to these topics.
+	Topics []string
+	// State filters by actual state; "UNKNOWN" selects rows with no state.
+	State string
+}
+
+// PartitionsList returns partitions ordered by mirror, topic and partition.
+func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Partition, error) {
+	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
+		WHERE ($1 = '' OR mirror = $1)
+		  AND ($2::text[] IS NULL OR topic = ANY($2))
+		  AND ($3 = '' OR ($3 = 'UNKNOWN' AND state IS NULL) OR state = $3)
+		ORDER BY mirror, topic, partition`, p.Mirror, p.Topics, p.State)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []Partition
+	for rows.Next() {
+		pt, err := scanPartition(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pt)
+	}
+	return out, interpret(rows.Err())
+}
+
+// PartitionsGet returns one partition, or ErrNotFound.
+func PartitionsGet(ctx context.Context, q DBTX, mirror, topic string, partition int32) (Partition, error) {
+	return scanPartition(q.QueryRow(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
+		WHERE mirror = $1 AND topic = $2 AND partition = $3`, mirror, topic, partition))
+}

@@ -1,0 +1,112 @@
+package repo
+
+import (
+	"context"
+	"time"
+)
+
+// Topic is one row of mirror_topics, with its partition count.
+type Topic struct {
+	Mirror            string
+	Topic             string
+	DesiredState      string
+	ReplicationFactor int
+	Recreate          bool
+	Partitions        int
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+const topicSelect = `
+	SELECT t.mirror, t.topic, t.desired_state, t.replication_factor, t.recreate,
+		(SELECT count(*) FROM mirror_partitions p WHERE p.mirror = t.mirror AND p.topic = t.topic),
+		t.created_at, t.updated_at
+	FROM mirror_topics t`
+
+func scanTopic(row scanner) (Topic, error) {
+	var t Topic
+	err := row.Scan(&t.Mirror, &t.Topic, &t.DesiredState, &t.ReplicationFactor, &t.Recreate,
+		&t.Partitions, &t.CreatedAt, &t.UpdatedAt)
+	return t, interpret(err)
+}
+
+// TopicsList returns a mirror's topics by name.
+func TopicsList(ctx context.Context, q DBTX, mirror string) ([]Topic, error) {
+	rows, err := q.Query(ctx, topicSelect+` WHERE t.mirror = $1 ORDER BY t.topic`, mirror)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []Topic
+	for rows.Next() {
+		t, err := scanTopic(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, interpret(rows.Err())
+}
+
+// TopicsGet returns one mirror topic, or ErrNotFound.
+func TopicsGet(ctx context.Context, q DBTX, mirror, topic string) (Topic, error) {
+	return scanTopic(q.QueryRow(ctx, topicSelect+` WHERE t.mirror = $1 AND t.topic = $2`, mirror, topic))
+}
+
+// TopicsUpsertParams describes a topic being added or restarted.
+type TopicsUpsertParams struct {
+	Mirror            string
+	Topic             string
+	DesiredState      string
+	ReplicationFactor int
+	Recreate          bool
+	Partitions        int32
+}
+
+// TopicsUpsert inserts a topic, or sets the desired state of an existing one,
+// and makes sure a partition row exists for each of its partitions.
+func TopicsUpsert(ctx context.Context, q DBTX, p TopicsUpsertParams) error {
+	_, err := q.Exec(ctx, `
+		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (mirror, topic) DO UPDATE SET desired_state = excluded.desired_state,
+			replication_factor = excluded.replication_factor, recreate = excluded.recreate,
+			updated_at = now()`,
+		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate)
+	if err != nil {
+		return interpret(err)
+	}
+	_, err = q.Exec(ctx, `
+		INSERT INTO mirror_partitions (mirror, topic, partition)
+		SELECT $1, $2, g FROM generate_series(0, $3::int - 1) AS g
+		ON CONFLICT DO NOTHING`, p.Mirror, p.Topic, p.Partitions)
+	return interpret(err)
+}
+
+// TopicsSetDesiredState sets the desired state of the named topics.
+func TopicsSetDesiredState(ctx context.Context, q DBTX, mirror string, topics []string, desired string) error {
+	tag, err := q.Exec(ctx, `
+		UPDATE mirror_topics SET desired_state = $3, updated_at = now()
+		WHERE mirror = $1 AND topic = ANY($2)`, mirror, topics, desired)
+	if err != nil {
+		return interpret(err)
+	}
+	if int(tag.RowsAffected()) != len(topics) {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// TopicsCountNotStopped counts a mirror's topics whose desired state or any
+// partition's actual state is not yet stopped (UNKNOWN counts as stopped:
+// nothing was ever started).
+func TopicsCountNotStopped(ctx context.Context, q DBTX, mirror string) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `
+		SELECT count(*) FROM mirror_topics t
+		WHERE t.mirror = $1 AND (t.desired_state <> 'stopped' OR EXISTS (
+			SELECT 1 FROM mirror_partitions p
+			WHERE p.mirror = t.mirror AND p.topic = t.topic
+			  AND p.state IS NOT NULL AND p.state <> 'STOPPED'))`, mirror).Scan(&n)
+	return n, interpret(err)
+}

@@ -1,0 +1,117 @@
+package service
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Mirror configuration keys (DESIGN.md section 5). Values are strings, as in
+// Kafka; each key has a type that is checked when it is set.
+const (
+	CfgMetadataRefreshIntervalMs = "mirror.metadata.refresh.interval.ms"
+	CfgTopicsInclude             = "topics.include"
+	CfgTopicsExclude             = "topics.exclude"
+	CfgGroupsInclude             = "groups.include"
+	CfgGroupsExclude             = "groups.exclude"
+	CfgACLsInclude               = "acls.include"
+	CfgTopicPropertiesExclude    = "topic.properties.exclude"
+)
+
+type configKind int
+
+const (
+	kindLong  configKind = iota // a decimal integer within [min, max]
+	kindRegex                   // an RE2 pattern matched against whole names; "" matches nothing
+	kindList                    // comma-separated names; an entry may end in * as a prefix wildcard
+)
+
+type configKey struct {
+	kind     configKind
+	def      string
+	min, max int64
+}
+
+var configKeys = map[string]configKey{
+	CfgMetadataRefreshIntervalMs: {kind: kindLong, def: "30000", min: 1000, max: 86_400_000},
+	CfgTopicsInclude:             {kind: kindRegex, def: ""},
+	CfgTopicsExclude:             {kind: kindRegex, def: "__.*"},
+	CfgGroupsInclude:             {kind: kindRegex, def: ".*"},
+	CfgGroupsExclude:             {kind: kindRegex, def: ""},
+	CfgACLsInclude:               {kind: kindRegex, def: ".*"},
+	CfgTopicPropertiesExclude: {kind: kindList, def: "follower.replication.throttled.replicas," +
+		"leader.replication.throttled.replicas,message.timestamp.*," +
+		"unclean.leader.election.enable,min.insync.replicas"},
+}
+
+// ConfigKeys returns the known configuration keys, sorted.
+func ConfigKeys() []string {
+	keys := make([]string, 0, len(configKeys))
+	for k := range configKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// EffectiveConfig returns every known key with its set value or its default.
+func EffectiveConfig(set map[string]string) map[string]string {
+	out := make(map[string]string, len(configKeys))
+	for k, ck := range configKeys {
+		out[k] = ck.def
+		if v, ok := set[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// validateConfig checks keys and value types, reporting each bad entry.
+func validateConfig(v *validation, cfg map[string]string) {
+	for _, k := range sortedKeys(cfg) {
+		val := cfg[k]
+		field := "config." + k
+		ck, ok := configKeys[k]
+		if !ok {
+			v.addf(field, "unknown config key %q (known: %s)", k, strings.Join(ConfigKeys(), ", "))
+			continue
+		}
+		switch ck.kind {
+		case kindLong:
+			n, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+			if err != nil {
+				v.addf(field, "value %q is not an integer", val)
+			} else if n < ck.min || n > ck.max {
+				v.addf(field, "value %d is out of range [%d, %d]", n, ck.min, ck.max)
+			}
+		case kindRegex:
+			if val == "" {
+				continue
+			}
+			if _, err := CompilePattern(val); err != nil {
+				v.addf(field, "%s", err)
+			}
+		case kindList:
+			for _, e := range strings.Split(val, ",") {
+				e = strings.TrimSpace(e)
+				if e == "" && val != "" {
+					v.addf(field, "value %q has an empty entry", val)
+					break
+				}
+				if strings.Contains(strings.TrimSuffix(e, "*"), "*") {
+					v.addf(field, "entry %q: * is only allowed at the end", e)
+					break
+				}
+			}
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

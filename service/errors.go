@@ -1,0 +1,73 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FieldError names one rejected input field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError is bad input: nothing was changed.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// validation collects field errors; err returns nil when there are none.
+type validation struct{ fields []FieldError }
+
+func (v *validation) addf(field, format string, args ...any) {
+	v.fields = append(v.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validation) err() error {
+	if len(v.fields) == 0 {
+		return nil
+	}
+	return &ValidationError{Fields: v.fields}
+}
+
+// NotFoundError is an unknown mirror, topic or partition, or a pattern that
+// matched nothing.
+type NotFoundError struct {
+	// Kind is "mirror", "topic", "partition", "offset" or "match".
+	Kind   string
+	Detail string
+}
+
+func (e *NotFoundError) Error() string { return e.Detail }
+
+// ConflictError is an action that does not apply to the current state, or a
+// name that is taken. Topics lists the offending topics, when any.
+type ConflictError struct {
+	Detail string
+	Topics []TopicState
+}
+
+func (e *ConflictError) Error() string { return e.Detail }
+
+// TopicState names a topic and its desired state, for conflict reports.
+type TopicState struct {
+	Topic string `json:"topic"`
+	State string `json:"state"`
+}
+
+// UnavailableError is a dependency (a source cluster) that could not be
+// reached. Nothing was changed.
+type UnavailableError struct {
+	Dependency string
+	Detail     string
+}
+
+func (e *UnavailableError) Error() string { return e.Detail }

@@ -1,0 +1,227 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/jackc/pgx/v5"
+
+	"kmirror/repo"
+)
+
+// Event kinds written by the control plane.
+const (
+	EventMirrorCreated = "mirror.created"
+	EventMirrorUpdated = "mirror.updated"
+	EventMirrorDeleted = "mirror.deleted"
+	EventTopicsAdded   = "topics.added"
+	EventTopicsPaused  = "topics.paused"
+	EventTopicsResumed = "topics.resumed"
+	EventTopicsRemoved = "topics.removed"
+)
+
+// MirrorInput is a new mirror as an operator gives it.
+type MirrorInput struct {
+	Name   string
+	Source SourceInput
+	Config map[string]string
+}
+
+// WriteOpts are the query options of a mirror create or update.
+type WriteOpts struct {
+	// DryRun validates (and checks connectivity) without writing anything.
+	DryRun bool
+	// SkipConnectivityCheck does not contact the source cluster.
+	SkipConnectivityCheck bool
+}
+
+// CreateMirror validates a mirror, checks that its source answers, and
+// stores it.
+func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOpts) (repo.Mirror, error) {
+	if in.Source.SecurityProtocol == "" {
+		in.Source.SecurityProtocol = "PLAINTEXT"
+	}
+	var v validation
+	validateMirrorName(&v, in.Name)
+	validateSource(&v, in.Source)
+	validateConfig(&v, in.Config)
+	if err := v.err(); err != nil {
+		return repo.Mirror{}, err
+	}
+	m := repo.Mirror{Name: in.Name, Config: maps.Clone(in.Config)}
+	if m.Config == nil {
+		m.Config = map[string]string{}
+	}
+	applySource(&m, in.Source)
+	if !opts.SkipConnectivityCheck {
+		if _, err := s.sourceTopics(ctx, ConnOf(m)); err != nil {
+			return repo.Mirror{}, err
+		}
+	}
+	if opts.DryRun {
+		if _, err := repo.MirrorsGet(ctx, s.pool, m.Name); err == nil {
+			return repo.Mirror{}, mirrorExists(m.Name)
+		}
+		return m, nil
+	}
+	var out repo.Mirror
+	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		if out, err = repo.MirrorsInsert(ctx, tx, m); err != nil {
+			if errors.Is(err, repo.ErrConflict) {
+				return mirrorExists(m.Name)
+			}
+			return err
+		}
+		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorCreated, Mirror: out.Name,
+			Message: fmt.Sprintf("mirror %s created (source %s)", out.Name, out.BootstrapServers)},
+			MirrorKey(out.Name), mirrorRecord(out))
+	})
+	if err != nil {
+		return repo.Mirror{}, err
+	}
+	s.log.InfoContext(ctx, "mirror created", "mirror", out.Name, "source", out.BootstrapServers)
+	return out, nil
+}
+
+func mirrorExists(name string) error {
+	return &ConflictError{Detail: fmt.Sprintf("mirror %s already exists", name)}
+}
+
+func mirrorNotFound(name string) error {
+	return &NotFoundError{Kind: "mirror", Detail: fmt.Sprintf("mirror %s does not exist", name)}
+}
+
+// GetMirror returns one mirror.
+func (s *Service) GetMirror(ctx context.Context, name string) (repo.Mirror, error) {
+	m, err := repo.MirrorsGet(ctx, s.pool, name)
+	if errors.Is(err, repo.ErrNotFound) {
+		return m, mirrorNotFound(name)
+	}
+	return m, err
+}
+
+// ListMirrors returns every mirror.
+func (s *Service) ListMirrors(ctx context.Context) ([]repo.Mirror, error) {
+	return repo.MirrorsList(ctx, s.pool)
+}
+
+// SourcePatch replaces the source fields that are non-nil.
+type SourcePatch struct {
+	BootstrapServers, SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword,
+	TLSCAPEM, TLSCertPEM, TLSKeyPEM, TLSServerName *string
+}
+
+// MirrorPatch is a merge patch of a mirror: Config entries set to nil return
+// to their defaults.
+type MirrorPatch struct {
+	Source *SourcePatch
+	Config map[string]*string
+}
+
+// UpdateMirror applies a patch, validating the result as a whole.
+func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (repo.Mirror, error) {
+	var out repo.Mirror
+	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		m, err := repo.MirrorsGetForUpdate(ctx, tx, name)
+		if errors.Is(err, repo.ErrNotFound) {
+			return mirrorNotFound(name)
+		} else if err != nil {
+			return err
+		}
+		src := sourceOf(m)
+		if p := patch.Source; p != nil {
+			for dst, val := range map[*string]*string{
+				&src.BootstrapServers: p.BootstrapServers, &src.SecurityProtocol: p.SecurityProtocol,
+				&src.SASLMechanism: p.SASLMechanism, &src.SASLUsername: p.SASLUsername,
+				&src.SASLPassword: p.SASLPassword, &src.TLSCAPEM: p.TLSCAPEM,
+				&src.TLSCertPEM: p.TLSCertPEM, &src.TLSKeyPEM: p.TLSKeyPEM,
+				&src.TLSServerName: p.TLSServerName,
+			} {
+				if val != nil {
+					*dst = *val
+				}
+			}
+		}
+		cfg := maps.Clone(m.Config)
+		set := map[string]string{}
+		for k, val := range patch.Config {
+			if val == nil {
+				if _, known := configKeys[k]; !known {
+					set[k] = "" // reported as unknown below
+				}
+				delete(cfg, k)
+				continue
+			}
+			cfg[k], set[k] = *val, *val
+		}
+		var v validation
+		validateSource(&v, src)
+		validateConfig(&v, set)
+		if err := v.err(); err != nil {
+			return err
+		}
+		applySource(&m, src)
+		m.Config = cfg
+		if patch.Source != nil && !opts.SkipConnectivityCheck {
+			if _, err := s.sourceTopics(ctx, ConnOf(m)); err != nil {
+				return err
+			}
+		}
+		if opts.DryRun {
+			out = m
+			return nil
+		}
+		if out, err = repo.MirrorsUpdate(ctx, tx, m); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorUpdated, Mirror: name,
+			Message: fmt.Sprintf("mirror %s updated", name)}, MirrorKey(name), mirrorRecord(out))
+	})
+	return out, err
+}
+
+// DeleteMirror removes a mirror whose topics are all stopped, writing
+// tombstones for every record it had in __mirror_state.
+func (s *Service) DeleteMirror(ctx context.Context, name string) error {
+	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := repo.MirrorsGetForUpdate(ctx, tx, name); errors.Is(err, repo.ErrNotFound) {
+			return mirrorNotFound(name)
+		} else if err != nil {
+			return err
+		}
+		n, err := repo.TopicsCountNotStopped(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return &ConflictError{Detail: fmt.Sprintf(
+				"mirror %s still has %d topic(s) not stopped: remove them first and wait for STOPPED", name, n)}
+		}
+		topics, err := repo.TopicsList(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		parts, err := repo.PartitionsList(ctx, tx, repo.PartitionsListParams{Mirror: name})
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if err := repo.OutboxInsert(ctx, tx, name, PartitionKey(name, p.Topic, p.Partition), nil); err != nil {
+				return err
+			}
+		}
+		for _, t := range topics {
+			if err := repo.OutboxInsert(ctx, tx, name, TopicKey(name, t.Topic), nil); err != nil {
+				return err
+			}
+		}
+		if err := repo.MirrorsDelete(ctx, tx, name); err != nil {
+			return err
+		}
+		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorDeleted, Mirror: name,
+			Message: fmt.Sprintf("mirror %s deleted", name)}, MirrorKey(name), nil)
+	})
+}

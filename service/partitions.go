@@ -1,0 +1,151 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"kmirror/repo"
+)
+
+// PartitionRow is one describe row (DESIGN.md section 6).
+type PartitionRow struct {
+	Mirror            string
+	Topic             string
+	Partition         int32
+	SourceOffset      *int64
+	DestinationOffset *int64
+	Lag               *int64
+	State             PartitionState
+	Error             string
+	RetryAttempt      int
+	LostRecords       int64
+	Owner             string
+}
+
+// PartitionFilter selects describe rows; empty fields match all.
+type PartitionFilter struct {
+	Mirror string
+	// Topic is an RE2 pattern matched against whole topic names.
+	Topic string
+	// State is a state name, UNKNOWN included.
+	State string
+}
+
+// ListPartitions returns the describe rows.
+func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]PartitionRow, error) {
+	var v validation
+	if f.Mirror != "" && !validName(f.Mirror) {
+		validateMirrorName(&v, f.Mirror)
+	}
+	state := strings.ToUpper(f.State)
+	if state != "" && state != "UNKNOWN" && !PartitionState(state).Valid() {
+		v.addf("state", "%q is not a partition state (UNKNOWN, %s)", f.State, joinStates())
+	}
+	if f.Topic != "" {
+		if _, err := CompilePattern(f.Topic); err != nil {
+			v.addf("topic", "%s", err)
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	if f.Mirror != "" {
+		if _, err := s.GetMirror(ctx, f.Mirror); err != nil {
+			return nil, err
+		}
+	}
+	parts, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: f.Mirror, State: state})
+	if err != nil {
+		return nil, err
+	}
+	re, _ := CompilePattern(f.Topic)
+	out := make([]PartitionRow, 0, len(parts))
+	for _, p := range parts {
+		if re != nil && !re.MatchString(p.Topic) {
+			continue
+		}
+		out = append(out, describeRow(p))
+	}
+	return out, nil
+}
+
+func joinStates() string {
+	names := make([]string, len(AllStates))
+	for i, s := range AllStates {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+// describeRow derives lag: source end offset − src_next, in source offsets.
+func describeRow(p repo.Partition) PartitionRow {
+	r := PartitionRow{
+		Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
+		SourceOffset: p.SourceEndOffset, DestinationOffset: p.DestinationEndOffset,
+		State: PartitionState(p.State), Error: p.Error, RetryAttempt: p.RetryAttempt,
+		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
+	}
+	if p.SourceEndOffset != nil {
+		next := int64(0)
+		if p.SrcNext != nil {
+			next = *p.SrcNext
+		}
+		lag := max(*p.SourceEndOffset-next, 0)
+		r.Lag = &lag
+	}
+	return r
+}
+
+// TopicPartitions returns the describe rows of one mirror topic.
+func (s *Service) TopicPartitions(ctx context.Context, mirror, topic string) ([]PartitionRow, error) {
+	if _, err := s.GetTopic(ctx, mirror, topic); err != nil {
+		return nil, err
+	}
+	parts, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: mirror, Topics: []string{topic}})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PartitionRow, len(parts))
+	for i, p := range parts {
+		out[i] = describeRow(p)
+	}
+	return out, nil
+}
+
+// Translate maps a source offset of a mirror partition to the destination.
+func (s *Service) Translate(ctx context.Context, mirror, topic string, partition int32, sourceOffset int64) (Translation, error) {
+	if sourceOffset < 0 {
+		return Translation{}, &ValidationError{Fields: []FieldError{{Field: "source_offset", Message: "must be >= 0"}}}
+	}
+	if _, err := s.GetTopic(ctx, mirror, topic); err != nil {
+		return Translation{}, err
+	}
+	if _, err := repo.PartitionsGet(ctx, s.pool, mirror, topic, partition); errors.Is(err, repo.ErrNotFound) {
+		return Translation{}, &NotFoundError{Kind: "partition", Detail: fmt.Sprintf(
+			"topic %s of mirror %s has no partition %d", topic, mirror, partition)}
+	} else if err != nil {
+		return Translation{}, err
+	}
+	before, after, err := repo.OffsetRunsAround(ctx, s.pool, mirror, topic, partition, sourceOffset)
+	if err != nil {
+		return Translation{}, err
+	}
+	t, ok := translateOffset(sourceOffset, before, after)
+	if !ok {
+		return Translation{}, &NotFoundError{Kind: "offset", Detail: fmt.Sprintf(
+			"nothing of %s/%d has been mirrored yet, so no offset can be translated", topic, partition)}
+	}
+	return t, nil
+}
+
+// ListInstances returns the known kmirror instances.
+func (s *Service) ListInstances(ctx context.Context) ([]repo.Instance, error) {
+	return repo.InstancesList(ctx, s.pool, s.instanceTTL)
+}
+
+// ListEvents returns events after an id, oldest first.
+func (s *Service) ListEvents(ctx context.Context, p repo.EventsListParams) ([]repo.Event, error) {
+	return repo.EventsList(ctx, s.pool, p)
+}

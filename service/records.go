@@ -1,0 +1,107 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"kmirror/repo"
+)
+
+// RecordVersion is the schema version of __mirror_state values.
+const RecordVersion = 1
+
+// Keys of __mirror_state records (DESIGN.md section 2).
+func MirrorKey(mirror string) string        { return "mirror/" + mirror }
+func TopicKey(mirror, topic string) string  { return "topic/" + mirror + "/" + topic }
+func PartitionKey(mirror, topic string, p int32) string {
+	return fmt.Sprintf("partition/%s/%s/%d", mirror, topic, p)
+}
+
+// MirrorRecord is a mirror's configuration as published to __mirror_state.
+// Secrets are never in it: only whether each one is set.
+type MirrorRecord struct {
+	Version   int               `json:"version"`
+	Name      string            `json:"name"`
+	Source    SourceRecord      `json:"source"`
+	Config    map[string]string `json:"config"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// SourceRecord is a source connection without its secrets.
+type SourceRecord struct {
+	BootstrapServers string `json:"bootstrap_servers"`
+	SecurityProtocol string `json:"security_protocol"`
+	SASLMechanism    string `json:"sasl_mechanism,omitempty"`
+	SASLUsername     string `json:"sasl_username,omitempty"`
+	SASLPasswordSet  bool   `json:"sasl_password_set"`
+	TLSCAPEM         string `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM       string `json:"tls_cert_pem,omitempty"`
+	TLSKeySet        bool   `json:"tls_key_set"`
+	TLSServerName    string `json:"tls_server_name,omitempty"`
+}
+
+// TopicRecord is a mirror topic's desired state as published to __mirror_state.
+type TopicRecord struct {
+	Version           int       `json:"version"`
+	Mirror            string    `json:"mirror"`
+	Topic             string    `json:"topic"`
+	DesiredState      string    `json:"desired_state"`
+	ReplicationFactor int       `json:"replication_factor"`
+	Recreate          bool      `json:"recreate"`
+	Partitions        int       `json:"partitions"`
+	UpdatedAt         time.Time `json:"updated_at"`
+}
+
+// RedactedSource returns a mirror's source connection without secrets.
+func RedactedSource(m repo.Mirror) SourceRecord {
+	return SourceRecord{
+		BootstrapServers: m.BootstrapServers,
+		SecurityProtocol: m.SecurityProtocol,
+		SASLMechanism:    m.SASLMechanism,
+		SASLUsername:     m.SASLUsername,
+		SASLPasswordSet:  m.SASLPassword != "",
+		TLSCAPEM:         m.TLSCAPEM,
+		TLSCertPEM:       m.TLSCertPEM,
+		TLSKeySet:        m.TLSKeyPEM != "",
+		TLSServerName:    m.TLSServerName,
+	}
+}
+
+func mirrorRecord(m repo.Mirror) MirrorRecord {
+	return MirrorRecord{Version: RecordVersion, Name: m.Name, Source: RedactedSource(m),
+		Config: m.Config, UpdatedAt: m.UpdatedAt}
+}
+
+func topicRecord(t repo.Topic) TopicRecord {
+	return TopicRecord{Version: RecordVersion, Mirror: t.Mirror, Topic: t.Topic,
+		DesiredState: t.DesiredState, ReplicationFactor: t.ReplicationFactor,
+		Recreate: t.Recreate, Partitions: t.Partitions, UpdatedAt: t.UpdatedAt}
+}
+
+// recordChange writes a change's event and its outbox row in the caller's
+// transaction, so neither can exist without the other.
+func recordChange(ctx context.Context, q repo.DBTX, e repo.Event, key string, value any) error {
+	if err := repo.EventsInsert(ctx, q, e); err != nil {
+		return err
+	}
+	return repo.OutboxInsert(ctx, q, e.Mirror, key, value)
+}
+
+// recordTopics publishes the current record of each named topic with one
+// event for the action.
+func recordTopics(ctx context.Context, q repo.DBTX, e repo.Event, topics []string) error {
+	if err := repo.EventsInsert(ctx, q, e); err != nil {
+		return err
+	}
+	for _, name := range topics {
+		t, err := repo.TopicsGet(ctx, q, e.Mirror, name)
+		if err != nil {
+			return err
+		}
+		if err := repo.OutboxInsert(ctx, q, e.Mirror, TopicKey(t.Mirror, t.Topic), topicRecord(t)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+// Package service holds kmirror's domain rules: validation, the partition
+// state machine, desired-state changes and topic resolution. It changes
+// desired state in Postgres; workers reconcile from there.
+package service
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/kafkaconn"
+)
+
+// SourceCatalog lists a source cluster's topics with their partition counts.
+// kafkaconn.TopicPartitions implements it for real clusters.
+type SourceCatalog interface {
+	TopicPartitions(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error)
+}
+
+// CatalogFunc adapts a function to SourceCatalog.
+type CatalogFunc func(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error)
+
+// TopicPartitions calls f.
+func (f CatalogFunc) TopicPartitions(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
+	return f(ctx, conn)
+}
+
+// KafkaCatalog returns the real SourceCatalog, giving up on a source after timeout.
+func KafkaCatalog(timeout time.Duration) SourceCatalog {
+	return CatalogFunc(func(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
+		return kafkaconn.TopicPartitions(ctx, conn, timeout)
+	})
+}
+
+// Config wires a Service.
+type Config struct {
+	Pool    *pgxpool.Pool
+	Catalog SourceCatalog
+	Logger  *slog.Logger
+	// InstanceTTL is how recent a heartbeat must be for an instance to count
+	// as live (the lease TTL).
+	InstanceTTL time.Duration
+}
+
+func (c *Config) validate() error {
+	if c.Pool == nil {
+		return errors.New("service: Pool is required")
+	}
+	if c.Catalog == nil {
+		return errors.New("service: Catalog is required")
+	}
+	return nil
+}
+
+// Service is the control plane's domain layer.
+type Service struct {
+	pool        *pgxpool.Pool
+	catalog     SourceCatalog
+	log         *slog.Logger
+	instanceTTL time.Duration
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Service{
+		pool:        cfg.Pool,
+		catalog:     cfg.Catalog,
+		log:         cmp.Or(cfg.Logger, slog.Default()),
+		instanceTTL: cmp.Or(cfg.InstanceTTL, 15*time.Second),
+	}, nil
+}
+
+// sourceTopics lists the source's topics, turning any failure into an
+// *UnavailableError that names the bootstrap servers.
+func (s *Service) sourceTopics(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
+	topics, err := s.catalog.TopicPartitions(ctx, conn)
+	if err != nil {
+		detail := err.Error()
+		var unreachable *kafkaconn.UnreachableError
+		if !errors.As(err, &unreachable) {
+			detail = fmt.Sprintf("source cluster at %s: %v", strings.Join(conn.BootstrapServers, ","), err)
+		}
+		return nil, &UnavailableError{Dependency: "source cluster", Detail: detail}
+	}
+	return topics, nil
+}

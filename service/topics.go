@@ -1,0 +1,249 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"kmirror/repo"
+)
+
+// Desired states of a mirror topic.
+const (
+	DesiredMirroring = "mirroring"
+	DesiredPaused    = "paused"
+	DesiredStopped   = "stopped"
+)
+
+// kafkaInternalTopics are never mirrored, whatever the pattern.
+var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
+	"__share_group_state", "__cluster_metadata", "__mirror_state"}
+
+// AddTopicsInput is a request to start (or restart) mirroring topics.
+type AddTopicsInput struct {
+	// Topic is an RE2 pattern matched against whole source topic names.
+	Topic string
+	// ReplicationFactor for the destination topics; nil is the destination's default.
+	ReplicationFactor *int
+	// Recreate, on a restart, drops and recreates the destination topic
+	// instead of failing on divergence.
+	Recreate bool
+}
+
+// TopicsResult lists the topics an action applied to, sorted.
+type TopicsResult struct {
+	Mirror string   `json:"mirror"`
+	Action string   `json:"action"`
+	Topics []string `json:"topics"`
+}
+
+func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
+	re, err := CompilePattern(pattern)
+	if err != nil {
+		return nil, &ValidationError{Fields: []FieldError{{Field: "topic", Message: err.Error()}}}
+	}
+	return re, nil
+}
+
+// AddTopics resolves the pattern against the source cluster's topics and
+// starts mirroring each match. A stopped topic is restarted. All or nothing:
+// a match already mirroring or paused is a conflict and nothing changes.
+func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInput) (TopicsResult, error) {
+	re, err := compileTopicPattern(in.Topic)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	rf := -1
+	if in.ReplicationFactor != nil {
+		rf = *in.ReplicationFactor
+		if rf < 1 || rf > 32767 {
+			return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "replication_factor",
+				Message: fmt.Sprintf("%d is out of range [1, 32767]", rf)}}}
+		}
+	}
+	m, err := s.GetMirror(ctx, mirror)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	// The source is asked before any write, so a failure changes nothing.
+	source, err := s.sourceTopics(ctx, ConnOf(m))
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	matched := map[string]int32{}
+	for name, parts := range source {
+		if re.MatchString(name) && !slices.Contains(kafkaInternalTopics, name) {
+			matched[name] = parts
+		}
+	}
+	if len(matched) == 0 {
+		return TopicsResult{}, &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
+			"no topic on the source cluster of mirror %s matches %q", mirror, in.Topic)}
+	}
+	names := sortedKeys(matched)
+	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
+			return mirrorNotFound(mirror)
+		} else if err != nil {
+			return err
+		}
+		existing, err := topicsByName(ctx, tx, mirror)
+		if err != nil {
+			return err
+		}
+		var conflicts []TopicState
+		for _, name := range names {
+			if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
+				conflicts = append(conflicts, TopicState{Topic: name, State: t.DesiredState})
+			}
+		}
+		if len(conflicts) > 0 {
+			return topicConflict("add", conflicts)
+		}
+		for _, name := range names {
+			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
+				ReplicationFactor: rf, Recreate: in.Recreate, Partitions: matched[name]}
+			if t, ok := existing[name]; ok && in.ReplicationFactor == nil {
+				p.ReplicationFactor = t.ReplicationFactor // a restart keeps its factor
+			}
+			if err := repo.TopicsUpsert(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		return recordTopics(ctx, tx, repo.Event{Kind: EventTopicsAdded, Mirror: mirror,
+			Message: fmt.Sprintf("added %d topic(s) to mirror %s: [%s]", len(names), mirror, strings.Join(names, ", "))}, names)
+	})
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	return TopicsResult{Mirror: mirror, Action: "add", Topics: names}, nil
+}
+
+// topicTransition is one desired-state action on existing mirror topics.
+type topicTransition struct {
+	action string
+	from   []string
+	to     string
+	event  string
+	verb   string
+}
+
+var (
+	pauseTransition  = topicTransition{"pause", []string{DesiredMirroring}, DesiredPaused, EventTopicsPaused, "paused mirroring for"}
+	resumeTransition = topicTransition{"resume", []string{DesiredPaused}, DesiredMirroring, EventTopicsResumed, "resumed mirroring for"}
+	removeTransition = topicTransition{"remove", []string{DesiredMirroring, DesiredPaused}, DesiredStopped, EventTopicsRemoved, "removed from mirror"}
+)
+
+// PauseTopics stops fetching for mirroring topics; they stay read-only.
+func (s *Service) PauseTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+	return s.transitionTopics(ctx, mirror, pattern, pauseTransition)
+}
+
+// ResumeTopics resumes paused topics from their checkpoints.
+func (s *Service) ResumeTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+	return s.transitionTopics(ctx, mirror, pattern, resumeTransition)
+}
+
+// RemoveTopics stops mirroring (failover): the topics become writable once
+// their partitions reach STOPPED.
+func (s *Service) RemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+	return s.transitionTopics(ctx, mirror, pattern, removeTransition)
+}
+
+// transitionTopics resolves the pattern against the mirror's own topics and
+// moves all of them, or none, to the target desired state.
+func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, tr topicTransition) (TopicsResult, error) {
+	re, err := compileTopicPattern(pattern)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	var names []string
+	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
+			return mirrorNotFound(mirror)
+		} else if err != nil {
+			return err
+		}
+		existing, err := topicsByName(ctx, tx, mirror)
+		if err != nil {
+			return err
+		}
+		var conflicts []TopicState
+		for name, t := range existing {
+			if !re.MatchString(name) {
+				continue
+			}
+			names = append(names, name)
+			if !slices.Contains(tr.from, t.DesiredState) {
+				conflicts = append(conflicts, TopicState{Topic: name, State: t.DesiredState})
+			}
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			return &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
+				"no topic of mirror %s matches %q", mirror, pattern)}
+		}
+		if len(conflicts) > 0 {
+			return topicConflict(tr.action, conflicts)
+		}
+		if err := repo.TopicsSetDesiredState(ctx, tx, mirror, names, tr.to); err != nil {
+			return err
+		}
+		return recordTopics(ctx, tx, repo.Event{Kind: tr.event, Mirror: mirror,
+			Message: fmt.Sprintf("%s %d topic(s) of mirror %s: [%s]", tr.verb, len(names), mirror, strings.Join(names, ", "))}, names)
+	})
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	return TopicsResult{Mirror: mirror, Action: tr.action, Topics: names}, nil
+}
+
+func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]repo.Topic, error) {
+	list, err := repo.TopicsList(ctx, q, mirror)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]repo.Topic, len(list))
+	for _, t := range list {
+		out[t.Topic] = t
+	}
+	return out, nil
+}
+
+func topicConflict(action string, conflicts []TopicState) error {
+	sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Topic < conflicts[j].Topic })
+	parts := make([]string, len(conflicts))
+	for i, c := range conflicts {
+		parts[i] = fmt.Sprintf("%s is %s", c.Topic, c.State)
+	}
+	return &ConflictError{
+		Detail: fmt.Sprintf("cannot %s: %s", action, strings.Join(parts, ", ")),
+		Topics: conflicts,
+	}
+}
+
+// ListTopics returns a mirror's topics.
+func (s *Service) ListTopics(ctx context.Context, mirror string) ([]repo.Topic, error) {
+	if _, err := s.GetMirror(ctx, mirror); err != nil {
+		return nil, err
+	}
+	return repo.TopicsList(ctx, s.pool, mirror)
+}
+
+// GetTopic returns one mirror topic.
+func (s *Service) GetTopic(ctx context.Context, mirror, topic string) (repo.Topic, error) {
+	if _, err := s.GetMirror(ctx, mirror); err != nil {
+		return repo.Topic{}, err
+	}
+	t, err := repo.TopicsGet(ctx, s.pool, mirror, topic)
+	if errors.Is(err, repo.ErrNotFound) {
+		return t, &NotFoundError{Kind: "topic", Detail: fmt.Sprintf("mirror %s has no topic %s", mirror, topic)}
+	}
+	return t, err
+}
