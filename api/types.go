@@ -46,7 +46,7 @@ type SourcePatch struct {
 // UpdateMirrorRequest is the body of PATCH /v1/mirrors/{mirror}: a merge
 // patch. A config key set to null returns to its default.
 type UpdateMirrorRequest struct {
-	Source *SourcePatch        `json:"source,omitempty"`
+	Source *SourcePatch       `json:"source,omitempty"`
 	Config map[string]*string `json:"config,omitempty"`
 } // @name UpdateMirrorRequest
 

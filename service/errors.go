@@ -9,7 +9,7 @@ import (
 type FieldError struct {
 	Field   string `json:"field"`
 	Message string `json:"message"`
-}
+} // @name FieldError
 
 // ValidationError is bad input: nothing was changed.
 type ValidationError struct {
@@ -61,7 +61,7 @@ func (e *ConflictError) Error() string { return e.Detail }
 type TopicState struct {
 	Topic string `json:"topic"`
 	State string `json:"state"`
-}
+} // @name TopicState
 
 // UnavailableError is a dependency (a source cluster) that could not be
 // reached. Nothing was changed.

@@ -12,8 +12,8 @@ import (
 const RecordVersion = 1
 
 // Keys of __mirror_state records (DESIGN.md section 2).
-func MirrorKey(mirror string) string        { return "mirror/" + mirror }
-func TopicKey(mirror, topic string) string  { return "topic/" + mirror + "/" + topic }
+func MirrorKey(mirror string) string       { return "mirror/" + mirror }
+func TopicKey(mirror, topic string) string { return "topic/" + mirror + "/" + topic }
 func PartitionKey(mirror, topic string, p int32) string {
 	return fmt.Sprintf("partition/%s/%s/%d", mirror, topic, p)
 }

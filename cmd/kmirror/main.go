@@ -1,0 +1,66 @@
+// Command kmirror is Kafka cluster mirroring as a service.
+//
+//	kmirror server    run an instance (REST API and workers)
+//	kmirror dev       everything on one machine, for trying it out
+//	kmirror mirrors   the operator CLI, against the REST API
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `kmirror: Kafka cluster mirroring as a service.
+
+Usage:
+  kmirror server [flags]    run an instance: REST API, leases and workers
+  kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
+  kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
+  kmirror version
+
+Run 'kmirror COMMAND --help' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run dispatches a subcommand and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "server":
+		err = serverCommand(ctx, args[1:], stderr)
+	case "dev":
+		err = devCommand(ctx, args[1:], stdout, stderr)
+	case "mirrors":
+		return mirrorsCommand(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "kmirror", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kmirror: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "kmirror:", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"kmirror/api"
+	"kmirror/internal/kafkaconn"
+	"kmirror/migrations"
+	"kmirror/openapi"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers"
+)
+
+// serverConfig is everything `kmirror server` needs; `kmirror dev` fills it
+// in code.
+type serverConfig struct {
+	Listen             string
+	DatabaseURL        string
+	Destination        kafkaconn.Config
+	InstanceID         string
+	LeaseTTL           time.Duration
+	LeaseRenewInterval time.Duration
+	SourceTimeout      time.Duration
+	ShutdownTimeout    time.Duration
+	Logger             *slog.Logger
+	// Ready, when set, receives the bound address once the API serves.
+	Ready func(addr string)
+}
+
+func (c *serverConfig) validate() error {
+	if c.DatabaseURL == "" {
+		return errors.New("--database-url (KMIRROR_DATABASE_URL) is required")
+	}
+	if c.LeaseRenewInterval >= c.LeaseTTL {
+		return fmt.Errorf("lease renew interval %s must be shorter than the lease TTL %s", c.LeaseRenewInterval, c.LeaseTTL)
+	}
+	return nil
+}
+
+func envOr(name, def string) string { return cmp.Or(os.Getenv(name), def) }
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
+		return d
+	}
+	return def
+}
+
+func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("kmirror server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serverConfig
+	var dest string
+	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address (KMIRROR_LISTEN)")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL (KMIRROR_DATABASE_URL)")
+	fs.StringVar(&dest, "destination-bootstrap", os.Getenv("KMIRROR_DESTINATION_BOOTSTRAP"), "destination cluster host:port list (KMIRROR_DESTINATION_BOOTSTRAP)")
+	fs.StringVar(&cfg.InstanceID, "instance-id", envOr("KMIRROR_INSTANCE_ID", fmt.Sprintf("%s-%d", host, os.Getpid())), "unique id of this instance (KMIRROR_INSTANCE_ID)")
+	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
+	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
+	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
+	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var err error
+	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
+		return err
+	}
+	return runServer(ctx, cfg)
+}
+
+// destinationFromEnv builds the destination connection from the
+// KMIRROR_DESTINATION_* variables, reading TLS files.
+func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
+	c := kafkaconn.Config{Security: kafkaconn.Security{
+		Protocol:      envOr("KMIRROR_DESTINATION_SECURITY_PROTOCOL", "PLAINTEXT"),
+		SASLMechanism: os.Getenv("KMIRROR_DESTINATION_SASL_MECHANISM"),
+		SASLUsername:  os.Getenv("KMIRROR_DESTINATION_SASL_USERNAME"),
+		SASLPassword:  os.Getenv("KMIRROR_DESTINATION_SASL_PASSWORD"),
+		TLSServerName: os.Getenv("KMIRROR_DESTINATION_TLS_SERVER_NAME"),
+	}}
+	if bootstrap != "" {
+		servers, err := service.ParseBootstrapServers(bootstrap)
+		if err != nil {
+			return c, fmt.Errorf("--destination-bootstrap: %w", err)
+		}
+		c.BootstrapServers = servers
+	}
+	for env, dst := range map[string]*string{
+		"KMIRROR_DESTINATION_TLS_CA_FILE":   &c.Security.TLSCAPEM,
+		"KMIRROR_DESTINATION_TLS_CERT_FILE": &c.Security.TLSCertPEM,
+		"KMIRROR_DESTINATION_TLS_KEY_FILE":  &c.Security.TLSKeyPEM,
+	} {
+		if path := os.Getenv(env); path != "" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return c, fmt.Errorf("%s: %w", env, err)
+			}
+			*dst = string(b)
+		}
+	}
+	return c, nil
+}
+
+// runServer migrates the schema, registers the instance and serves the API
+// until ctx ends, then shuts down in order: HTTP, then the workers.
+func runServer(ctx context.Context, cfg serverConfig) error {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 10*time.Second)
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger.With("instance", cfg.InstanceID)
+	if err := migrations.Up(cfg.DatabaseURL); err != nil {
+		return err
+	}
+	pool, err := repo.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
+		Logger: log, InstanceTTL: cfg.LeaseTTL})
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON})
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	hb, err := workers.NewHeartbeat(workers.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
+		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := hb.Start(ctx); err != nil {
+		return fmt.Errorf("register instance: %w", err)
+	}
+	defer hb.Stop()
+	if len(cfg.Destination.BootstrapServers) == 0 {
+		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	addr := ln.Addr().String()
+	log.Info("kmirror server started", "listen", addr, "version", version,
+		"destination", strings.Join(cfg.Destination.BootstrapServers, ","))
+	if cfg.Ready != nil {
+		cfg.Ready(addr)
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("http shutdown timed out after "+cfg.ShutdownTimeout.String(), "err", err)
+	}
+	return nil
+}
