@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/pgserver"
+)
+
+// devConfig is `kmirror dev`'s flags.
+type devConfig struct {
+	Listen          string
+	SourcePort      int
+	DestinationPort int
+	RecordsPerSec   int
+	LogLevel        string
+	// ready, in tests, receives the API's base URL once the demo is set up.
+	ready func(baseURL string)
+}
+
+func devCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kmirror dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg devConfig
+	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
+	fs.IntVar(&cfg.SourcePort, "source-port", 19092, "source cluster port on 127.0.0.1")
+	fs.IntVar(&cfg.DestinationPort, "destination-port", 29092, "destination cluster port on 127.0.0.1")
+	fs.IntVar(&cfg.RecordsPerSec, "rate", 5, "demo records per second per topic")
+	fs.StringVar(&cfg.LogLevel, "log-level", envOr("KMIRROR_LOG_LEVEL", "warn"), "server log level")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return runDev(ctx, cfg, stdout, stderr)
+}
+
+// runDev starts Postgres (unless KMIRROR_DATABASE_URL is set), the two
+// in-process clusters with demo traffic, the server and the demo mirror, and
+// tears it all down when ctx ends.
+func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	dbURL := os.Getenv("KMIRROR_DATABASE_URL")
+	if dbURL == "" {
+		fmt.Fprintln(stdout, "Starting a throw-away PostgreSQL ...")
+		pg, err := pgserver.Start(ctx, pgserver.Config{Logger: log})
+		if err != nil {
+			return fmt.Errorf("start PostgreSQL: %w", err)
+		}
+		defer func() {
+			if err := pg.Stop(); err != nil {
+				log.Warn("stopping PostgreSQL failed", "err", err)
+			}
+		}()
+		dbURL = pg.URL("postgres")
+	}
+
+	fmt.Fprintln(stdout, "Starting the source and destination Kafka clusters ...")
+	clusters, err := devcluster.Start(devcluster.Config{SourcePort: cfg.SourcePort,
+		DestinationPort: cfg.DestinationPort, Logger: log})
+	if err != nil {
+		return fmt.Errorf("start dev clusters (are ports %d and %d free?): %w", cfg.SourcePort, cfg.DestinationPort, err)
+	}
+	defer clusters.Close()
+	if err := clusters.StartDemo(ctx, devcluster.Demo{RecordsPerSecond: cfg.RecordsPerSec}); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ready := make(chan string, 1)
+	serverErr := make(chan error, 1)
+	go func() {
+		serverErr <- runServer(ctx, serverConfig{
+			Listen: cfg.Listen, DatabaseURL: dbURL, InstanceID: "dev",
+			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+			LeaseTTL:           15 * time.Second,
+			LeaseRenewInterval: 5 * time.Second,
+			SourceTimeout:      5 * time.Second,
+			Logger:             log,
+			Ready:              func(addr string) { ready <- addr },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-serverErr:
+		return err
+	case <-ctx.Done():
+		return nil
+	}
+	base := "http://" + addr
+	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr()); err != nil {
+		return err
+	}
+	printDevBanner(stdout, base, clusters.SourceAddr(), clusters.DestinationAddr())
+	if cfg.ready != nil {
+		cfg.ready(base)
+	}
+	select {
+	case err := <-serverErr:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(stdout, "\nStopping ...")
+	return <-serverErr
+}
+
+// setUpDemoMirror creates the mirror demo and adds orders and payments, as
+// an operator would with curl; existing ones (a reused database) are kept.
+func setUpDemoMirror(ctx context.Context, base, source string) error {
+	steps := []struct{ path, body string }{
+		{"/v1/mirrors", fmt.Sprintf(`{"name":"demo","source":{"bootstrap_servers":%q}}`, source)},
+		{"/v1/mirrors/demo/topics:add", `{"topic":"orders|payments"}`},
+	}
+	for _, s := range steps {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+s.path, strings.NewReader(s.body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("set up demo mirror: %w", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode >= 300 && resp.StatusCode != http.StatusConflict {
+			return fmt.Errorf("set up demo mirror: POST %s: %s: %s", s.path, resp.Status, bytes.TrimSpace(body))
+		}
+	}
+	return nil
+}
+
+func printDevBanner(w io.Writer, base, source, dest string) {
+	fmt.Fprintf(w, `
+kmirror dev is running. Ctrl-C stops everything and removes the data.
+
+  API and docs     %[1]s/docs
+  OpenAPI          %[1]s/openapi.json
+  Metrics          %[1]s/metrics
+  Source Kafka     %[2]s   (topics orders, payments; group demo-consumers)
+  Destination      %[3]s
+
+Try it:
+  curl -s %[1]s/v1/mirrors/demo/topics
+  curl -s '%[1]s/v1/partitions?mirror=demo'
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:pause
+  curl -s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:resume
+  curl -sN %[1]s/v1/events
+
+  go run ./cmd/kmirror mirrors --server %[1]s --describe
+  go run ./cmd/kmirror mirrors --server %[1]s --pause --mirror demo --topic orders
+
+  kcat -b %[2]s -L
+  kcat -b %[2]s -C -t orders -o -5 -e
+  kcat -b %[3]s -C -t orders -o -5 -e
+`, base, source, dest)
+}
