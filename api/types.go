@@ -139,11 +139,11 @@ type PartitionRow struct {
 	Topic     string `json:"topic" example:"orders"`
 	Partition int32  `json:"partition" example:"0"`
 	// SourceOffset is the source end offset, when known.
-	SourceOffset *int64 `json:"source_offset" example:"69"`
+	SourceOffset *int64 `json:"source_offset" extensions:"x-nullable" example:"69"`
 	// DestinationOffset is the destination end offset, when known.
-	DestinationOffset *int64 `json:"destination_offset" example:"66"`
+	DestinationOffset *int64 `json:"destination_offset" extensions:"x-nullable" example:"66"`
 	// Lag is source end offset − next source offset to mirror.
-	Lag          *int64 `json:"lag" example:"3"`
+	Lag          *int64 `json:"lag" extensions:"x-nullable" example:"3"`
 	State        string `json:"state" example:"MIRRORING"`
 	Error        string `json:"error"`
 	RetryAttempt int    `json:"retry_attempt"`

@@ -1,9 +1,11 @@
 package service
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 )
@@ -11,10 +13,15 @@ import (
 // nameRE is Kafka's legal topic-name alphabet, which mirror names share.
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
-func validName(s string) bool { return nameRE.MatchString(s) }
+// validName applies Kafka's topic-name rules, "." and ".." excluded: in a
+// URL path they are dot segments, so such a mirror could not be addressed.
+func validName(s string) bool { return nameRE.MatchString(s) && s != "." && s != ".." }
 
 func validateMirrorName(v *validation, name string) {
-	if !validName(name) {
+	switch {
+	case name == "." || name == "..":
+		v.addf("name", "mirror name %q is not allowed: a URL path cannot address it (Kafka forbids it as a topic name too)", name)
+	case !validName(name):
 		v.addf("name", "mirror name %q must be 1-249 characters of [a-zA-Z0-9._-]", name)
 	}
 }
@@ -24,11 +31,16 @@ func CompilePattern(pattern string) (*regexp.Regexp, error) {
 	if pattern == "" {
 		return nil, fmt.Errorf("pattern is empty")
 	}
-	re, err := regexp.Compile(`^(?:` + pattern + `)$`)
-	if err != nil {
-		return nil, fmt.Errorf("invalid regular expression %q: %s", pattern, strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+	// Compiled alone first so an error quotes the operator's pattern, not
+	// the anchored one.
+	if _, err := regexp.Compile(pattern); err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("invalid regular expression %q: %s", pattern, se.Code)
+		}
+		return nil, fmt.Errorf("invalid regular expression %q: %v", pattern, err)
 	}
-	return re, nil
+	return regexp.Compile(`^(?:` + pattern + `)$`)
 }
 
 // ParseBootstrapServers splits a comma-separated list of host:port entries,

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"kmirror/openapi/client"
+)
+
+// The seed's flag language: exactly one action, then what it acts on.
+const mirrorsUsage = `Usage: kmirror mirrors [--server URL] ACTION [flags]
+
+Manages mirrors through the kmirror REST API at --server (else KMIRROR_SERVER,
+else http://127.0.0.1:8080). Exactly one action:
+
+  --create --mirror NAME --source-bootstrap HOST:PORT[,HOST:PORT...]
+           [--security-protocol P] [--sasl-mechanism M] [--sasl-username U]
+           [--sasl-password-file F] [--tls-ca-file F] [--tls-cert-file F]
+           [--tls-key-file F] [--tls-server-name N] [--config KEY=VALUE ...]
+           [--dry-run] [--skip-connectivity-check]
+  --delete   --mirror NAME
+  --list
+  --describe [--mirror NAME] [--topic REGEX] [--failed] [--json]
+  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate]
+  --pause    --mirror NAME --topic REGEX
+  --resume   --mirror NAME --topic REGEX
+  --remove   --mirror NAME --topic REGEX
+
+--topic is an RE2 pattern matched against whole topic names. The source's SASL
+password comes from --sasl-password-file or, with a SASL_* protocol, from
+KMIRROR_SOURCE_SASL_PASSWORD; never from the command line.
+
+--describe prints the seed's table; partitions with an error or lost records
+get a line each below it. --json prints the rows as the API returns them.
+
+Exit status: 0 done, 1 refused by the server or not reachable, 2 bad usage.
+
+Flags:
+`
+
+// mirrorsActions are the action flags, in the order usage lists them.
+var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove"}
+
+// mirrorsFlagActions lists, for each non-action flag, the actions it applies
+// to; --server applies to all. A flag given with another action is a usage
+// error rather than silently ignored.
+var mirrorsFlagActions = map[string][]string{
+	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove"},
+	"topic":                   {"describe", "add", "pause", "resume", "remove"},
+	"source-bootstrap":        {"create"},
+	"security-protocol":       {"create"},
+	"sasl-mechanism":          {"create"},
+	"sasl-username":           {"create"},
+	"sasl-password-file":      {"create"},
+	"tls-ca-file":             {"create"},
+	"tls-cert-file":           {"create"},
+	"tls-key-file":            {"create"},
+	"tls-server-name":         {"create"},
+	"config":                  {"create"},
+	"dry-run":                 {"create"},
+	"skip-connectivity-check": {"create"},
+	"replication-factor":      {"add"},
+	"recreate":                {"add"},
+	"failed":                  {"describe"},
+	"json":                    {"describe"},
+}
+
+// mirrorsOptions holds the parsed flags.
+type mirrorsOptions struct {
+	server string
+	action string
+	set    map[string]bool // flags given on the command line
+
+	mirror string
+	topic  string
+
+	sourceBootstrap       string
+	securityProtocol      string
+	saslMechanism         string
+	saslUsername          string
+	saslPasswordFile      string
+	tlsCAFile             string
+	tlsCertFile           string
+	tlsKeyFile            string
+	tlsServerName         string
+	config                configFlag
+	dryRun                bool
+	skipConnectivityCheck bool
+
+	replicationFactor int
+	recreate          bool
+
+	failed bool
+	json   bool
+}
+
+// usageError is bad command-line usage: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// mirrorsCommand runs `kmirror mirrors` and returns the exit status.
+func mirrorsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseMirrorsFlags(args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var usage *usageError
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "kmirror mirrors: %s\nRun 'kmirror mirrors --help' for usage.\n", usage.msg)
+		return 2
+	}
+	if err != nil { // the flag package has already printed why
+		fmt.Fprintln(stderr, "Run 'kmirror mirrors --help' for usage.")
+		return 2
+	}
+	cli, err := newMirrorsCLI(opts, stdout)
+	if err == nil {
+		err = cli.run(ctx)
+	}
+	if errors.As(err, &usage) {
+		fmt.Fprintf(stderr, "kmirror mirrors: %s\nRun 'kmirror mirrors --help' for usage.\n", usage.msg)
+		return 2
+	}
+	if err != nil {
+		printError(stderr, err)
+		return 1
+	}
+	return 0
+}
+
+func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions, error) {
+	o := &mirrorsOptions{set: map[string]bool{}}
+	fs := flag.NewFlagSet("kmirror mirrors", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), mirrorsUsage)
+		fs.PrintDefaults()
+	}
+	actions := make(map[string]*bool, len(mirrorsActions))
+	for _, a := range mirrorsActions {
+		actions[a] = fs.Bool(a, false, "action: "+a)
+	}
+	fs.StringVar(&o.server, "server", cmp.Or(os.Getenv("KMIRROR_SERVER"), "http://127.0.0.1:8080"), "kmirror REST API base URL (KMIRROR_SERVER)")
+	fs.StringVar(&o.mirror, "mirror", "", "mirror name")
+	fs.StringVar(&o.topic, "topic", "", "RE2 pattern matched against whole topic names")
+	fs.StringVar(&o.sourceBootstrap, "source-bootstrap", "", "source cluster bootstrap servers, HOST:PORT[,HOST:PORT...]")
+	fs.StringVar(&o.securityProtocol, "security-protocol", "", "source security protocol: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL")
+	fs.StringVar(&o.saslMechanism, "sasl-mechanism", "", "source SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&o.saslUsername, "sasl-username", "", "source SASL username")
+	fs.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the source SASL password (else KMIRROR_SOURCE_SASL_PASSWORD)")
+	fs.StringVar(&o.tlsCAFile, "tls-ca-file", "", "PEM file of CA certificates that sign the source brokers' certificates")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM client certificate for the source")
+	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM client key for the source")
+	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "server name to verify the source brokers' certificates against")
+	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "validate the mirror (and reach its source) without creating it")
+	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
+	fs.IntVar(&o.replicationFactor, "replication-factor", 0, "replication factor of the destination topics (default: the destination's)")
+	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
+	fs.BoolVar(&o.failed, "failed", false, "describe only FAILED partitions")
+	fs.BoolVar(&o.json, "json", false, "describe as JSON")
+
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stdout)
+			break
+		}
+		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "bootstrap-server" {
+			// The seed's Kafka tools take --bootstrap-server; this CLI talks
+			// to the kmirror server instead.
+			return nil, usagef("kmirror mirrors talks to the kmirror REST API, not to Kafka: use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server")
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+
+	var chosen []string
+	for _, a := range mirrorsActions {
+		if *actions[a] {
+			chosen = append(chosen, "--"+a)
+			o.action = a
+		}
+	}
+	switch len(chosen) {
+	case 0:
+		return nil, usagef("an action is required: one of --%s", strings.Join(mirrorsActions, ", --"))
+	case 1:
+	default:
+		return nil, usagef("only one action at a time, not %s", strings.Join(chosen, " and "))
+	}
+	for name, applies := range mirrorsFlagActions {
+		if o.set[name] && !slices.Contains(applies, o.action) {
+			return nil, usagef("--%s does not apply to --%s", name, o.action)
+		}
+	}
+	var required []string
+	switch o.action {
+	case "create":
+		required = []string{"mirror", "source-bootstrap"}
+	case "delete":
+		required = []string{"mirror"}
+	case "add", "pause", "resume", "remove":
+		required = []string{"mirror", "topic"}
+	}
+	for _, name := range required {
+		if !o.set[name] {
+			return nil, usagef("--%s requires --%s", o.action, name)
+		}
+	}
+	return o, nil
+}
+
+// configFlag collects repeated --config KEY=VALUE flags.
+type configFlag map[string]string
+
+func (c *configFlag) String() string { return "" }
+
+func (c *configFlag) Set(s string) error {
+	key, value, ok := strings.Cut(s, "=")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", s)
+	}
+	if *c == nil {
+		*c = configFlag{}
+	}
+	if _, dup := (*c)[key]; dup {
+		return fmt.Errorf("%s is given twice", key)
+	}
+	(*c)[key] = value
+	return nil
+}
+
+// ptr returns a pointer to v, for the generated client's optional fields.
+func ptr[T any](v T) *T { return &v }
+
+// ptrOrNil returns nil for the zero value: an omitted optional field.
+func ptrOrNil[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+// val dereferences an optional field, giving the zero value for nil.
+func val[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+// topicList formats topic names the way the seed (Java's List.toString) does.
+func topicList(topics []string) string {
+	return "[" + strings.Join(topics, ", ") + "]"
+}
+
+func readSecretFile(flagName, path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", flagName, err)
+	}
+	return string(b), nil
+}
+
+// sourceSpec builds the create request's source from the flags, reading the
+// password and TLS files.
+func (o *mirrorsOptions) sourceSpec() (*client.SourceSpec, error) {
+	src := &client.SourceSpec{
+		BootstrapServers: ptr(o.sourceBootstrap),
+		SecurityProtocol: ptrOrNil(strings.ToUpper(o.securityProtocol)),
+		SaslMechanism:    ptrOrNil(strings.ToUpper(o.saslMechanism)),
+		SaslUsername:     ptrOrNil(o.saslUsername),
+		TlsServerName:    ptrOrNil(o.tlsServerName),
+	}
+	switch {
+	case o.saslPasswordFile != "":
+		pw, err := readSecretFile("sasl-password-file", o.saslPasswordFile)
+		if err != nil {
+			return nil, err
+		}
+		// A password file usually ends with a newline that is not part of it.
+		src.SaslPassword = ptrOrNil(strings.TrimRight(pw, "\r\n"))
+	case strings.HasPrefix(strings.ToUpper(o.securityProtocol), "SASL_"):
+		// Only with SASL: a password left in the environment must not make a
+		// PLAINTEXT or SSL mirror invalid.
+		src.SaslPassword = ptrOrNil(os.Getenv("KMIRROR_SOURCE_SASL_PASSWORD"))
+	}
+	for _, f := range []struct {
+		flag, path string
+		dst        **string
+	}{
+		{"tls-ca-file", o.tlsCAFile, &src.TlsCaPem},
+		{"tls-cert-file", o.tlsCertFile, &src.TlsCertPem},
+		{"tls-key-file", o.tlsKeyFile, &src.TlsKeyPem},
+	} {
+		if f.path == "" {
+			continue
+		}
+		pem, err := readSecretFile(f.flag, f.path)
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = ptr(pem)
+	}
+	return src, nil
+}

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"kmirror/openapi/client"
+)
+
+// mirrorsRequestTimeout bounds each API call. Creating a mirror and adding
+// topics wait for the source cluster, which the server itself bounds
+// (--source-timeout, 5s by default).
+const mirrorsRequestTimeout = 60 * time.Second
+
+// mirrorsCLI runs one `kmirror mirrors` action through the generated client.
+type mirrorsCLI struct {
+	opts   *mirrorsOptions
+	server string
+	api    *client.ClientWithResponses
+	stdout io.Writer
+}
+
+func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) {
+	server := strings.TrimSpace(opts.server)
+	if !strings.Contains(server, "://") {
+		server = "http://" + server
+	}
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, usagef("--server %q is not an http(s) URL", opts.server)
+	}
+	api, err := client.NewClientWithResponses(server,
+		client.WithHTTPClient(&http.Client{Timeout: mirrorsRequestTimeout}),
+		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("User-Agent", "kmirror-cli/"+version)
+			return nil
+		}))
+	if err != nil {
+		return nil, err
+	}
+	return &mirrorsCLI{opts: opts, server: strings.TrimSuffix(server, "/"), api: api, stdout: stdout}, nil
+}
+
+func (c *mirrorsCLI) run(ctx context.Context) error {
+	switch c.opts.action {
+	case "create":
+		return c.create(ctx)
+	case "delete":
+		return c.delete(ctx)
+	case "list":
+		return c.list(ctx)
+	case "describe":
+		return c.describe(ctx)
+	case "add":
+		return c.add(ctx)
+	case "pause", "resume", "remove":
+		return c.transition(ctx)
+	}
+	return usagef("unknown action %q", c.opts.action)
+}
+
+func (c *mirrorsCLI) create(ctx context.Context) error {
+	src, err := c.opts.sourceSpec()
+	if err != nil {
+		return err
+	}
+	body := client.CreateMirrorRequest{Name: ptr(c.opts.mirror), Source: src}
+	if len(c.opts.config) > 0 {
+		cfg := map[string]string(c.opts.config)
+		body.Config = &cfg
+	}
+	params := &client.CreateMirrorParams{
+		DryRun:                ptrOrNil(c.opts.dryRun),
+		SkipConnectivityCheck: ptrOrNil(c.opts.skipConnectivityCheck),
+	}
+	resp, err := c.api.CreateMirrorWithResponse(ctx, params, body)
+	if err := c.check(resp, err, http.StatusCreated, http.StatusOK); err != nil {
+		return err
+	}
+	if c.opts.dryRun {
+		fmt.Fprintf(c.stdout, "Mirror %s is valid (dry run, nothing created).\n", c.opts.mirror)
+	} else {
+		fmt.Fprintf(c.stdout, "Created mirror %s.\n", c.opts.mirror)
+	}
+	return nil
+}
+
+func (c *mirrorsCLI) delete(ctx context.Context) error {
+	resp, err := c.api.DeleteMirrorWithResponse(ctx, c.opts.mirror)
+	if err := c.check(resp, err, http.StatusNoContent); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "Deleted mirror %s.\n", c.opts.mirror)
+	return nil
+}
+
+func (c *mirrorsCLI) list(ctx context.Context) error {
+	resp, err := c.api.ListMirrorsWithResponse(ctx)
+	if err := c.check(resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	for _, m := range val(resp.JSON200.Mirrors) {
+		fmt.Fprintln(c.stdout, val(m.Name))
+	}
+	return nil
+}
+
+func (c *mirrorsCLI) add(ctx context.Context) error {
+	body := client.AddTopicsRequest{Topic: ptr(c.opts.topic), Recreate: ptrOrNil(c.opts.recreate)}
+	if c.opts.set["replication-factor"] {
+		body.ReplicationFactor = ptr(c.opts.replicationFactor)
+	}
+	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, body)
+	if err := c.check(resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	topics := val(resp.JSON200.Topics)
+	fmt.Fprintf(c.stdout, "Added %d topic(s) to mirror %s: %s\n", len(topics), c.opts.mirror, topicList(topics))
+	return nil
+}
+
+// transition pauses, resumes or removes topics; the three share a request
+// and a result.
+func (c *mirrorsCLI) transition(ctx context.Context) error {
+	body := client.TopicsRequest{Topic: ptr(c.opts.topic)}
+	var (
+		resp   apiResponse
+		result *client.TopicsResult
+		err    error
+		format string
+	)
+	switch c.opts.action {
+	case "pause":
+		format = "Paused mirroring for %[1]d topic(s): %[3]s\n"
+		var r *client.PauseTopicsResponse
+		if r, err = c.api.PauseTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+			resp, result = r, r.JSON200
+		}
+	case "resume":
+		format = "Resumed mirroring for %[1]d topic(s): %[3]s\n"
+		var r *client.ResumeTopicsResponse
+		if r, err = c.api.ResumeTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+			resp, result = r, r.JSON200
+		}
+	case "remove":
+		format = "Removed %[1]d topic(s) from mirror %[2]s: %[3]s\n"
+		var r *client.RemoveTopicsResponse
+		if r, err = c.api.RemoveTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+			resp, result = r, r.JSON200
+		}
+	}
+	if err := c.check(resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if result == nil {
+		return c.unexpected(resp)
+	}
+	topics := val(result.Topics)
+	fmt.Fprintf(c.stdout, format, len(topics), c.opts.mirror, topicList(topics))
+	return nil
+}
+
+// apiResponse is what every generated *XxxResponse offers.
+type apiResponse interface {
+	StatusCode() int
+	ContentType() string
+	GetBody() []byte
+}
+
+// problemError is an error the server answered with, as problem+json.
+type problemError struct {
+	status  int
+	problem client.Problem
+}
+
+func (e *problemError) Error() string {
+	return cmp.Or(val(e.problem.Detail), val(e.problem.Title), http.StatusText(e.status))
+}
+
+// check turns a transport failure or an unexpected status into an error:
+// the server's problem when it sent one.
+func (c *mirrorsCLI) check(resp apiResponse, err error, want ...int) error {
+	if err != nil {
+		return c.transportError(err)
+	}
+	status := resp.StatusCode()
+	for _, w := range want {
+		if status == w {
+			return nil
+		}
+	}
+	if strings.Contains(resp.ContentType(), "json") {
+		var p client.Problem
+		if json.Unmarshal(resp.GetBody(), &p) == nil && (p.Detail != nil || p.Title != nil) {
+			return &problemError{status: status, problem: p}
+		}
+	}
+	return c.unexpected(resp)
+}
+
+// unexpected describes a response that is not what the API promises, for
+// example a proxy's error page.
+func (c *mirrorsCLI) unexpected(resp apiResponse) error {
+	body := strings.TrimSpace(string(resp.GetBody()))
+	if len(body) > 200 {
+		body = body[:200] + "..."
+	}
+	msg := fmt.Sprintf("unexpected answer from the kmirror server at %s: HTTP %d", c.server, resp.StatusCode())
+	if ct := resp.ContentType(); ct != "" {
+		msg += " (" + ct + ")"
+	}
+	if body != "" {
+		msg += ": " + body
+	}
+	return errors.New(msg)
+}
+
+func (c *mirrorsCLI) transportError(err error) error {
+	var urlErr *url.Error
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted before the kmirror server at %s answered", c.server)
+	case errors.As(err, &urlErr) && urlErr.Timeout():
+		return fmt.Errorf("the kmirror server at %s did not answer within %s", c.server, mirrorsRequestTimeout)
+	case errors.As(err, &urlErr):
+		return fmt.Errorf("cannot reach the kmirror server at %s: %v", c.server, urlErr.Err)
+	}
+	return fmt.Errorf("kmirror server at %s: %w", c.server, err)
+}
+
+// printError writes "Error: <detail>" and any per-field errors the detail
+// does not already spell out.
+func printError(w io.Writer, err error) {
+	fmt.Fprintf(w, "Error: %v\n", err)
+	var pe *problemError
+	if !errors.As(err, &pe) {
+		return
+	}
+	detail := val(pe.problem.Detail)
+	for _, f := range val(pe.problem.Errors) {
+		line := val(f.Field) + ": " + val(f.Message)
+		if !strings.Contains(detail, line) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+}

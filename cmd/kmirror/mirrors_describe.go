@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"kmirror/openapi/client"
+)
+
+// describeFormat reproduces the seed's describe table: each column is
+// left-aligned and padded to the seed's width (31, 41, 11, 16, 19, 9 and 12
+// characters, STATE included, so lines carry its trailing spaces). A value
+// longer than its column still gets one space before the next.
+const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
+
+// describe prints the describe rows. The seed's seven columns are kept
+// exactly; what they cannot show (an error with its retry attempt, records
+// lost to source retention) goes on one line per affected partition below
+// the table, as MIRROR/TOPIC/PARTITION: .... --json prints every field.
+func (c *mirrorsCLI) describe(ctx context.Context) error {
+	params := &client.ListPartitionsParams{Mirror: ptrOrNil(c.opts.mirror), Topic: ptrOrNil(c.opts.topic)}
+	if c.opts.failed {
+		params.State = ptr("FAILED")
+	}
+	resp, err := c.api.ListPartitionsWithResponse(ctx, params)
+	if err := c.check(resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	if c.opts.json {
+		return printRowsJSON(c.stdout, resp.Body)
+	}
+	rows := val(resp.JSON200.Partitions)
+	slices.SortStableFunc(rows, func(a, b client.PartitionRow) int {
+		return cmp.Or(cmp.Compare(val(a.Mirror), val(b.Mirror)),
+			cmp.Compare(val(a.Topic), val(b.Topic)), cmp.Compare(val(a.Partition), val(b.Partition)))
+	})
+	writeDescribeTable(c.stdout, rows)
+	return nil
+}
+
+func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
+	fmt.Fprintf(w, describeFormat, "MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE")
+	var notes []string
+	for _, r := range rows {
+		fmt.Fprintf(w, describeFormat, val(r.Mirror), val(r.Topic), strconv.Itoa(val(r.Partition)),
+			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), val(r.State))
+		if note := partitionNote(r); note != "" {
+			notes = append(notes, fmt.Sprintf("%s/%s/%d: %s", val(r.Mirror), val(r.Topic), val(r.Partition), note))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
+}
+
+// offset prints a known offset or lag, and - for an unknown one.
+func offset(p *int) string {
+	if p == nil {
+		return "-"
+	}
+	return strconv.Itoa(*p)
+}
+
+// partitionNote says what the table's columns cannot: the partition's error
+// and retry attempt, and records lost to source retention.
+func partitionNote(r client.PartitionRow) string {
+	var parts []string
+	if e := val(r.Error); e != "" {
+		if n := val(r.RetryAttempt); n > 0 {
+			e += fmt.Sprintf(" (retry attempt %d)", n)
+		}
+		parts = append(parts, e)
+	}
+	if n := val(r.LostRecords); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d record(s) removed by source retention before they were mirrored", n))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// printRowsJSON prints the response's rows array as the server sent it, so
+// unknown offsets stay null.
+func printRowsJSON(w io.Writer, body []byte) error {
+	var list struct {
+		Partitions json.RawMessage `json:"partitions"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return fmt.Errorf("decode the partitions: %w", err)
+	}
+	if len(list.Partitions) == 0 || string(list.Partitions) == "null" {
+		list.Partitions = json.RawMessage("[]")
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, list.Partitions, "", "  "); err != nil {
+		return fmt.Errorf("decode the partitions: %w", err)
+	}
+	buf.WriteByte('\n')
+	_, err := w.Write(buf.Bytes())
+	return err
+}

@@ -1,0 +1,326 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"kmirror/api"
+	"kmirror/internal/testdb"
+	"kmirror/openapi"
+	"kmirror/openapi/client"
+	"kmirror/service"
+)
+
+// seedHeader is the describe header exactly as the seed prints it, trailing
+// spaces included.
+const seedHeader = "MIRROR                         TOPIC                                    PARTITION  SOURCE-OFFSET   DESTINATION-OFFSET LAG      STATE       "
+
+// mirrorsEnv is a real API server (handler, service, Postgres) and a kfake
+// source cluster with my-topic (3 partitions) and other-topic (1).
+type mirrorsEnv struct {
+	server string
+	source string
+}
+
+func newMirrorsEnv(t *testing.T) mirrorsEnv {
+	t.Helper()
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
+		kfake.SeedTopics(3, "my-topic"), kfake.SeedTopics(1, "other-topic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+
+	pool := testdb.Pool(t)
+	log := slog.New(slog.DiscardHandler)
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, OpenAPI: openapi.JSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return mirrorsEnv{server: srv.URL, source: strings.Join(cluster.ListenAddrs(), ",")}
+}
+
+// mirrors runs `kmirror mirrors --server URL args...` in process.
+func (e mirrorsEnv) mirrors(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	return runMirrors(t, append([]string{"--server", e.server}, args...)...)
+}
+
+func runMirrors(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(t.Context(), append([]string{"mirrors"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// mustMirrors runs the command and fails unless it exits 0 with exactly want
+// on stdout.
+func (e mirrorsEnv) mustMirrors(t *testing.T, want string, args ...string) {
+	t.Helper()
+	code, out, errOut := e.mirrors(t, args...)
+	if code != 0 {
+		t.Fatalf("mirrors %v: exit %d, stderr:\n%s", args, code, errOut)
+	}
+	if out != want {
+		t.Fatalf("mirrors %v: stdout\n%q\nwant\n%q", args, out, want)
+	}
+}
+
+// wantFailure runs the command and checks its exit code and that stderr
+// holds each of the fragments.
+func (e mirrorsEnv) wantFailure(t *testing.T, wantCode int, fragments []string, args ...string) string {
+	t.Helper()
+	code, out, errOut := e.mirrors(t, args...)
+	if code != wantCode {
+		t.Fatalf("mirrors %v: exit %d, want %d; stdout %q, stderr %q", args, code, wantCode, out, errOut)
+	}
+	if out != "" {
+		t.Errorf("mirrors %v: stdout %q, want nothing", args, out)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(errOut, f) {
+			t.Errorf("mirrors %v: stderr %q does not contain %q", args, errOut, f)
+		}
+	}
+	return errOut
+}
+
+func TestMirrorsLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+
+	e.mustMirrors(t, "Mirror my-mirror is valid (dry run, nothing created).\n",
+		"--create", "--mirror", "my-mirror", "--source-bootstrap", e.source, "--dry-run")
+	e.mustMirrors(t, "", "--list")
+	e.mustMirrors(t, "Created mirror my-mirror.\n",
+		"--create", "--mirror", "my-mirror", "--source-bootstrap", e.source,
+		"--config", "mirror.metadata.refresh.interval.ms=10000")
+	e.wantFailure(t, 1, []string{"Error: mirror my-mirror already exists"},
+		"--create", "--mirror", "my-mirror", "--source-bootstrap", e.source)
+	e.mustMirrors(t, "Created mirror new-mirror.\n",
+		"--create", "--mirror", "new-mirror", "--source-bootstrap", e.source, "--skip-connectivity-check")
+	e.mustMirrors(t, "my-mirror\nnew-mirror\n", "--list")
+
+	e.mustMirrors(t, "Added 1 topic(s) to mirror my-mirror: [my-topic]\n",
+		"--add", "--topic", "my-topic", "--mirror", "my-mirror", "--replication-factor", "1")
+	e.mustMirrors(t, "Added 2 topic(s) to mirror new-mirror: [my-topic, other-topic]\n",
+		"--add", "--topic", ".*-topic", "--mirror", "new-mirror")
+
+	// No workers run here, so nothing has an offset or state yet: every
+	// partition shows - for its offsets.
+	code, out, errOut := e.mirrors(t, "--describe")
+	if code != 0 {
+		t.Fatalf("describe: exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if lines[0] != seedHeader {
+		t.Fatalf("describe header\n%q\nwant\n%q", lines[0], seedHeader)
+	}
+	if len(lines) != 1+3+3+1 {
+		t.Fatalf("describe: %d lines, want header and 7 rows:\n%s", len(lines), out)
+	}
+	wantRows := []string{"my-mirror my-topic 0", "my-mirror my-topic 1", "my-mirror my-topic 2",
+		"new-mirror my-topic 0", "new-mirror my-topic 1", "new-mirror my-topic 2", "new-mirror other-topic 0"}
+	for i, want := range wantRows {
+		f := strings.Fields(lines[i+1])
+		if got := strings.Join(f[:3], " "); got != want || f[3] != "-" || f[4] != "-" || f[5] != "-" {
+			t.Errorf("describe row %d: %q, want %s with - - -", i, lines[i+1], want)
+		}
+		if len(lines[i+1]) != len(seedHeader) {
+			t.Errorf("describe row %d is %d characters wide, the header %d: %q", i, len(lines[i+1]), len(seedHeader), lines[i+1])
+		}
+	}
+
+	// Filters, and JSON.
+	code, out, _ = e.mirrors(t, "--describe", "--mirror", "new-mirror", "--topic", "other.*")
+	if n := strings.Count(out, "\n"); code != 0 || n != 2 || !strings.HasPrefix(strings.Split(out, "\n")[1], "new-mirror ") {
+		t.Errorf("describe --mirror new-mirror --topic other.*: exit %d, output:\n%s", code, out)
+	}
+	e.mustMirrors(t, seedHeader+"\n", "--describe", "--failed")
+	code, out, errOut = e.mirrors(t, "--describe", "--mirror", "my-mirror", "--json")
+	var rows []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 {
+		t.Fatalf("describe --json: exit %d, stderr %q, output:\n%s", code, errOut, out)
+	}
+	if v, ok := rows[0]["source_offset"]; !ok || v != nil {
+		t.Errorf("describe --json: source_offset %v (present %v), want null", v, ok)
+	}
+	if rows[0]["mirror"] != "my-mirror" || rows[0]["topic"] != "my-topic" {
+		t.Errorf("describe --json: first row %v", rows[0])
+	}
+
+	// Pause, pause again (refused: the topic is paused), resume, remove.
+	e.mustMirrors(t, "Paused mirroring for 1 topic(s): [my-topic]\n",
+		"--pause", "--topic", "my-topic", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{"Error: ", "my-topic is paused"},
+		"--pause", "--topic", "my-topic", "--mirror", "my-mirror")
+	e.mustMirrors(t, "Resumed mirroring for 1 topic(s): [my-topic]\n",
+		"--resume", "--topic", "my-topic", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{"Error: ", "my-topic is mirroring"},
+		"--resume", "--topic", "my-topic", "--mirror", "my-mirror")
+
+	e.wantFailure(t, 1, []string{"Error: ", "my-mirror", "not stopped"}, "--delete", "--mirror", "my-mirror")
+	e.mustMirrors(t, "Removed 1 topic(s) from mirror my-mirror: [my-topic]\n",
+		"--remove", "--topic", "my-topic", "--mirror", "my-mirror")
+	e.mustMirrors(t, "Deleted mirror my-mirror.\n", "--delete", "--mirror", "my-mirror")
+	e.mustMirrors(t, "new-mirror\n", "--list")
+	e.wantFailure(t, 1, []string{"Error: mirror my-mirror does not exist"}, "--delete", "--mirror", "my-mirror")
+}
+
+func TestMirrorsCreateUnreachableSource(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+
+	e.wantFailure(t, 1, []string{"Error: ", dead}, "--create", "--mirror", "m1", "--source-bootstrap", dead)
+	e.mustMirrors(t, "", "--list") // nothing was created
+}
+
+func TestMirrorsErrors(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+	e.mustMirrors(t, "Created mirror my-mirror.\n", "--create", "--mirror", "my-mirror", "--source-bootstrap", e.source)
+
+	e.wantFailure(t, 1, []string{`Error: no topic on the source cluster of mirror my-mirror matches "nothing.*"`},
+		"--add", "--topic", "nothing.*", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{`Error: no topic of mirror my-mirror matches "my-topic"`},
+		"--pause", "--topic", "my-topic", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{"Error: mirror nope does not exist"},
+		"--add", "--topic", "my-topic", "--mirror", "nope")
+	e.wantFailure(t, 1, []string{"Error: invalid input: ", "topic: "},
+		"--add", "--topic", "(", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{"Error: invalid input: ", "replication_factor"},
+		"--add", "--topic", "my-topic", "--mirror", "my-mirror", "--replication-factor", "0")
+	e.wantFailure(t, 1, []string{"Error: invalid input: ", "name"},
+		"--create", "--mirror", "bad name", "--source-bootstrap", e.source)
+	e.wantFailure(t, 1, []string{"Error: invalid input: ", "source.sasl_password"},
+		"--create", "--mirror", "m2", "--source-bootstrap", e.source,
+		"--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "PLAIN", "--sasl-username", "u")
+	e.wantFailure(t, 1, []string{"Error: invalid input: topic: "}, "--describe", "--topic", "(")
+	e.wantFailure(t, 1, []string{"Error: mirror nope does not exist"}, "--describe", "--mirror", "nope")
+
+	// The secret comes from a file, and a wrong password for a broker without
+	// SASL still reaches the server's connectivity check.
+	pw := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.wantFailure(t, 1, []string{"Error: ", e.source},
+		"--create", "--mirror", "m3", "--source-bootstrap", e.source, "--security-protocol", "SASL_PLAINTEXT",
+		"--sasl-mechanism", "PLAIN", "--sasl-username", "u", "--sasl-password-file", pw)
+	e.wantFailure(t, 1, []string{"Error: --sasl-password-file: "},
+		"--create", "--mirror", "m3", "--source-bootstrap", e.source, "--sasl-password-file", pw+".missing")
+
+	// No server at all.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close()
+	code, _, errOut := runMirrors(t, "--server", dead, "--list")
+	if code != 1 || !strings.Contains(errOut, "Error: cannot reach the kmirror server at http://"+dead) {
+		t.Errorf("unreachable server: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestMirrorsServerFromEnv(t *testing.T) {
+	e := newMirrorsEnv(t)
+	t.Setenv("KMIRROR_SERVER", e.server)
+	code, out, errOut := runMirrors(t, "--create", "--mirror", "env-mirror", "--source-bootstrap", e.source)
+	if code != 0 || out != "Created mirror env-mirror.\n" {
+		t.Fatalf("create via KMIRROR_SERVER: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+func TestMirrorsUsage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no action", nil, "an action is required"},
+		{"two actions", []string{"--add", "--pause", "--mirror", "m", "--topic", "t"}, "only one action at a time, not --add and --pause"},
+		{"add without mirror", []string{"--add", "--topic", "t"}, "--add requires --mirror"},
+		{"pause without topic", []string{"--pause", "--mirror", "m"}, "--pause requires --topic"},
+		{"create without source", []string{"--create", "--mirror", "m"}, "--create requires --source-bootstrap"},
+		{"delete without mirror", []string{"--delete"}, "--delete requires --mirror"},
+		{"flag of another action", []string{"--pause", "--mirror", "m", "--topic", "t", "--replication-factor", "2"}, "--replication-factor does not apply to --pause"},
+		{"unknown flag", []string{"--list", "--source", "x"}, "flag provided but not defined: -source"},
+		{"seed's Kafka flag", []string{"--bootstrap-server", ":9094", "--list"}, "use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server"},
+		{"stray argument", []string{"--list", "extra"}, `unexpected argument "extra"`},
+		{"bad config", []string{"--create", "--mirror", "m", "--source-bootstrap", "h:1", "--config", "novalue"}, `"novalue" is not KEY=VALUE`},
+		{"bad server", []string{"--server", "ftp://x", "--list"}, `--server "ftp://x" is not an http(s) URL`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runMirrors(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "kmirror mirrors --help") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, tc.want)
+			}
+		})
+	}
+	code, out, errOut := runMirrors(t, "--help")
+	if code != 0 || !strings.HasPrefix(out, "Usage: kmirror mirrors") || !strings.Contains(out, "-replication-factor") || errOut != "" {
+		t.Errorf("--help: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestDescribeTable checks the seed's layout byte for byte, with the seed's
+// own rows, and how unknown offsets, errors and lost records print.
+func TestDescribeTable(t *testing.T) {
+	t.Parallel()
+	row := func(mirror, topic string, partition int, src, dst, lag *int, state string) client.PartitionRow {
+		return client.PartitionRow{Mirror: &mirror, Topic: &topic, Partition: &partition,
+			SourceOffset: src, DestinationOffset: dst, Lag: lag, State: &state}
+	}
+	n := func(v int) *int { return &v }
+	var b bytes.Buffer
+	writeDescribeTable(&b, []client.PartitionRow{
+		row("my-mirror", "bar", 0, n(2324), n(2324), n(0), "MIRRORING"),
+		row("my-mirror", "foo", 0, n(69), n(66), n(3), "MIRRORING"),
+	})
+	want := seedHeader + "\n" +
+		"my-mirror                      bar                                      0          2324            2324               0        MIRRORING   \n" +
+		"my-mirror                      foo                                      0          69              66                 3        MIRRORING   \n"
+	if b.String() != want {
+		t.Errorf("seed rows:\n%q\nwant\n%q", b.String(), want)
+	}
+
+	failed := row("m", "t", 1, nil, n(5), nil, "FAILED")
+	failed.Error, failed.RetryAttempt = ptr("source topic t was recreated"), ptr(3)
+	lost := row("m", "t", 2, n(100), n(90), n(0), "MIRRORING")
+	lost.LostRecords = ptr(10)
+	b.Reset()
+	writeDescribeTable(&b, []client.PartitionRow{failed, lost})
+	want = seedHeader + "\n" +
+		"m                              t                                        1          -               5                  -        FAILED      \n" +
+		"m                              t                                        2          100             90                 0        MIRRORING   \n" +
+		"\n" +
+		"m/t/1: source topic t was recreated (retry attempt 3)\n" +
+		"m/t/2: 10 record(s) removed by source retention before they were mirrored\n"
+	if b.String() != want {
+		t.Errorf("errors and lost records:\n%s\nwant\n%s", b.String(), want)
+	}
+}

@@ -1,0 +1,158 @@
+package kafkaconn
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Security protocols, spelled as Kafka's security.protocol.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
+// SASL mechanisms, spelled as Kafka's sasl.mechanism.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Security holds a cluster's security settings under their Kafka names. The
+// PEM fields hold PEM text, not file paths. Errors name the fields as the REST
+// API spells them (security_protocol, tls_ca_pem, ...).
+type Security struct {
+	Protocol      string // PLAINTEXT (also ""), SSL, SASL_PLAINTEXT, SASL_SSL
+	SASLMechanism string // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+	SASLUsername  string
+	SASLPassword  string
+	TLSCAPEM      string // trusted CAs; empty means the system roots
+	TLSCertPEM    string // client certificate, with TLSKeyPEM
+	TLSKeyPEM     string
+	TLSServerName string // empty means the host being dialed
+}
+
+// protocol returns the normalized protocol: upper case, "" as PLAINTEXT.
+func (s Security) protocol() string {
+	p := strings.ToUpper(strings.TrimSpace(s.Protocol))
+	if p == "" {
+		return ProtocolPlaintext
+	}
+	return p
+}
+
+// opts validates s and turns it into SASL and TLS dialer options.
+func (s Security) opts() ([]kgo.Opt, error) {
+	var useSASL, useTLS bool
+	switch p := s.protocol(); p {
+	case ProtocolPlaintext:
+	case ProtocolSSL:
+		useTLS = true
+	case ProtocolSASLPlaintext:
+		useSASL = true
+	case ProtocolSASLSSL:
+		useSASL, useTLS = true, true
+	default:
+		return nil, fmt.Errorf("security_protocol: unknown %q (want PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL)", s.Protocol)
+	}
+
+	// Settings the protocol would ignore are almost always a typo in the
+	// protocol, so they are rejected rather than silently dropped.
+	if f := firstSet(!useSASL, "sasl_mechanism", s.SASLMechanism, "sasl_username", s.SASLUsername, "sasl_password", s.SASLPassword); f != "" {
+		return nil, fmt.Errorf("%s: set, but security_protocol %s does not use SASL", f, s.protocol())
+	}
+	if f := firstSet(!useTLS, "tls_ca_pem", s.TLSCAPEM, "tls_cert_pem", s.TLSCertPEM, "tls_key_pem", s.TLSKeyPEM, "tls_server_name", s.TLSServerName); f != "" {
+		return nil, fmt.Errorf("%s: set, but security_protocol %s does not use TLS", f, s.protocol())
+	}
+
+	var opts []kgo.Opt
+	if useSASL {
+		m, err := s.saslMechanism()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	if useTLS {
+		tc, err := s.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	return opts, nil
+}
+
+// firstSet returns the name of the first non-empty value in name, value
+// pairs, if check.
+func firstSet(check bool, pairs ...string) string {
+	for i := 0; check && i < len(pairs); i += 2 {
+		if pairs[i+1] != "" {
+			return pairs[i]
+		}
+	}
+	return ""
+}
+
+func (s Security) saslMechanism() (sasl.Mechanism, error) {
+	if s.SASLUsername == "" {
+		return nil, fmt.Errorf("sasl_username: required with security_protocol %s", s.protocol())
+	}
+	switch strings.ToUpper(strings.TrimSpace(s.SASLMechanism)) {
+	case MechanismPlain:
+		return plain.Auth{User: s.SASLUsername, Pass: s.SASLPassword}.AsMechanism(), nil
+	case MechanismScramSHA256:
+		return scram.Auth{User: s.SASLUsername, Pass: s.SASLPassword}.AsSha256Mechanism(), nil
+	case MechanismScramSHA512:
+		return scram.Auth{User: s.SASLUsername, Pass: s.SASLPassword}.AsSha512Mechanism(), nil
+	case "":
+		// Kafka would default to GSSAPI, which kmirror does not speak.
+		return nil, fmt.Errorf("sasl_mechanism: required with security_protocol %s (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", s.protocol())
+	default:
+		return nil, fmt.Errorf("sasl_mechanism: unsupported %q (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)", s.SASLMechanism)
+	}
+}
+
+// String redacts the password and private key, so a Security printed by
+// mistake leaks nothing.
+func (s Security) String() string {
+	return fmt.Sprintf("{protocol=%s mechanism=%s username=%s password=%s ca=%s cert=%s key=%s server_name=%s}",
+		s.protocol(), s.SASLMechanism, s.SASLUsername, redact(s.SASLPassword),
+		present(s.TLSCAPEM), present(s.TLSCertPEM), redact(s.TLSKeyPEM), s.TLSServerName)
+}
+
+// LogValue redacts like String.
+func (s Security) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("security_protocol", s.protocol()),
+		slog.String("sasl_mechanism", s.SASLMechanism),
+		slog.String("sasl_username", s.SASLUsername),
+		slog.String("sasl_password", redact(s.SASLPassword)),
+		slog.String("tls_ca_pem", present(s.TLSCAPEM)),
+		slog.String("tls_cert_pem", present(s.TLSCertPEM)),
+		slog.String("tls_key_pem", redact(s.TLSKeyPEM)),
+		slog.String("tls_server_name", s.TLSServerName),
+	)
+}
+
+func redact(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+func present(pem string) string {
+	if pem == "" {
+		return ""
+	}
+	return "[set]"
+}

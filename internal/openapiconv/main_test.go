@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestConvert converts the checked-in Swagger document and checks what the
+// conversion must fix and keep.
+func TestConvert(t *testing.T) {
+	src, err := os.ReadFile("../../openapi/swagger.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := convert(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := convert(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out, again) {
+		t.Fatal("two conversions of the same input differ")
+	}
+	if bytes.Contains(out, []byte("x-originalParamName")) {
+		t.Error("output keeps the x-originalParamName conversion marker")
+	}
+
+	doc, err := openapi3.NewLoader().LoadFromData(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.0.3" {
+		t.Errorf("openapi version %q", doc.OpenAPI)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for code, resp := range op.Responses.Map() {
+				for mt, media := range resp.Value.Content {
+					isProblem := media.Schema != nil && media.Schema.Ref == problemRef
+					if isErrorStatus(code) && isProblem && mt != problemMediaType {
+						t.Errorf("%s %s %s: a Problem as %s, want %s", method, path, code, mt, problemMediaType)
+					}
+					if !isErrorStatus(code) && mt == problemMediaType {
+						t.Errorf("%s %s %s: success as %s", method, path, code, mt)
+					}
+				}
+			}
+		}
+	}
+
+	events := doc.Paths.Find("/v1/events").Get
+	if events == nil {
+		t.Fatal("no GET /v1/events")
+	}
+	if ok := events.Responses.Status(200).Value.Content.Get("text/event-stream"); ok == nil {
+		t.Error("GET /v1/events 200 is not text/event-stream")
+	}
+	if bad := events.Responses.Status(400).Value.Content.Get(problemMediaType); bad == nil {
+		t.Error("GET /v1/events 400 is not application/problem+json")
+	}
+}
