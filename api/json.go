@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -62,7 +63,11 @@ func decodeError(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &bodyError{kindMalformedJSON, "malformed JSON: unexpected end of input"}
 	case errors.As(err, &typeErr):
-		return &bodyError{kindValidation, fmt.Sprintf("field %q must be %s, not JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
+		where := "the request body"
+		if typeErr.Field != "" {
+			where = fmt.Sprintf("field %q", typeErr.Field)
+		}
+		return &bodyError{kindValidation, fmt.Sprintf("%s must be %s, not JSON %s", where, jsonKind(typeErr.Type), typeErr.Value)}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		return &bodyError{kindUnknownField, strings.TrimPrefix(err.Error(), "json: ")}
 	}
@@ -79,4 +84,26 @@ func writeJSONType(w http.ResponseWriter, contentType string, status int, v any)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(v)
+}
+
+// jsonKind names a Go type as a JSON client knows it, never by its Go name.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a " + t.Kind().String()
 }

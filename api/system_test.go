@@ -1,0 +1,222 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"kmirror/api"
+)
+
+func TestHealthReadyMetrics(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		ok(t, e.do(t, "GET", path, nil), http.StatusOK, nil)
+	}
+	ok(t, e.do(t, "GET", "/v1/mirrors", nil), http.StatusOK, nil)
+	r := e.do(t, "GET", "/metrics", nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("/metrics: %s", r)
+	}
+	for _, want := range []string{
+		`kmirror_http_requests_total{method="GET",route="/healthz",status="200"} 1`,
+		`kmirror_http_requests_total{method="GET",route="/v1/mirrors",status="200"} 1`,
+		"kmirror_http_request_duration_seconds_bucket",
+	} {
+		if !strings.Contains(string(r.body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// Raw paths never become label values: routes are patterns.
+	wantProblem(t, e.do(t, "GET", "/v1/mirrors/some-name", nil), 404, "not-found")
+	r = e.do(t, "GET", "/metrics", nil)
+	if strings.Contains(string(r.body), "some-name") || !strings.Contains(string(r.body), `route="/v1/mirrors/{mirror}"`) {
+		t.Errorf("/metrics labels by raw path or lacks the route pattern:\n%s", r.body)
+	}
+}
+
+func TestUnknownRouteAndMethod(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wantProblem(t, e.do(t, "GET", "/v1/nothing-here", nil), http.StatusNotFound, "not-found", "no route for GET /v1/nothing-here")
+	wantProblem(t, e.do(t, "GET", "/", nil), http.StatusNotFound, "not-found")
+	wantProblem(t, e.do(t, "POST", "/v1/mirrors/m1/topics:explode", map[string]any{"topic": "x"}), http.StatusNotFound, "not-found")
+	wantProblem(t, e.do(t, "PUT", "/v1/mirrors", "{}"), http.StatusMethodNotAllowed, "method-not-allowed", "method PUT is not allowed on /v1/mirrors")
+	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors", nil), http.StatusMethodNotAllowed, "method-not-allowed")
+	wantProblem(t, e.do(t, "GET", "/v1/mirrors/m1/topics:add", nil), http.StatusMethodNotAllowed, "method-not-allowed")
+	wantProblem(t, e.do(t, "POST", "/healthz", nil), http.StatusMethodNotAllowed, "method-not-allowed")
+}
+
+func TestRequestID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	generated := regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+	r := e.do(t, "GET", "/healthz", nil)
+	if id := r.header.Get("X-Request-Id"); !generated.MatchString(id) {
+		t.Fatalf("generated X-Request-Id %q", id)
+	}
+	if r2 := e.do(t, "GET", "/healthz", nil); r2.header.Get("X-Request-Id") == r.header.Get("X-Request-Id") {
+		t.Fatal("two requests got the same generated id")
+	}
+
+	r = e.do(t, "GET", "/healthz", nil, "X-Request-Id", "client-id.42:abc")
+	if id := r.header.Get("X-Request-Id"); id != "client-id.42:abc" {
+		t.Fatalf("X-Request-Id %q, want the client's echoed", id)
+	}
+
+	r = e.do(t, "GET", "/v1/mirrors/nope", nil, "X-Request-Id", "trace-7")
+	if p := wantProblem(t, r, 404, "not-found"); p.RequestID != "trace-7" || p.Instance != "/v1/mirrors/nope" {
+		t.Fatalf("problem %+v: want request_id trace-7 and instance /v1/mirrors/nope", p)
+	}
+	if !strings.Contains(e.logs.String(), "request_id=trace-7") {
+		t.Error("server log does not carry the request id")
+	}
+
+	// An id that could inject into logs or headers is replaced.
+	for _, bad := range []string{"has space", strings.Repeat("x", 129), "a\tb"} {
+		r = e.do(t, "GET", "/healthz", nil, "X-Request-Id", bad)
+		if id := r.header.Get("X-Request-Id"); !generated.MatchString(id) {
+			t.Fatalf("X-Request-Id for %q = %q, want a generated one", bad, id)
+		}
+	}
+}
+
+// TestEventStream reads the server-sent events of a created mirror.
+func TestEventStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createMirror(t, "m1")
+	e.topicsAction(t, "m1", "add", "orders")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/events?since=0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("events: %d %q", resp.StatusCode, ct)
+	}
+	if resp.Header.Get("X-Request-Id") == "" {
+		t.Fatal("event stream has no X-Request-Id")
+	}
+
+	// Each message is id, event and data lines, then a blank line.
+	type message struct{ id, event, data string }
+	var msgs []message
+	var cur message
+	sc := bufio.NewScanner(resp.Body)
+	for len(msgs) < 2 && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.event != "" {
+				msgs = append(msgs, cur)
+			}
+			cur = message{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	if len(msgs) < 2 {
+		t.Fatalf("stream ended after %v: %v (context: %v)", msgs, sc.Err(), ctx.Err())
+	}
+	cancel()
+	if msgs[0].event != "mirror.created" || msgs[0].id != "1" || msgs[1].event != "topics.added" || msgs[1].id != "2" {
+		t.Fatalf("events %+v, want mirror.created (1) then topics.added (2)", msgs)
+	}
+	var ev api.Event
+	if err := json.Unmarshal([]byte(msgs[0].data), &ev); err != nil {
+		t.Fatalf("event data %q: %v", msgs[0].data, err)
+	}
+	if ev.ID != 1 || ev.Kind != "mirror.created" || ev.Mirror != "m1" || !strings.Contains(ev.Message, "m1") {
+		t.Fatalf("event %+v", ev)
+	}
+
+	wantProblem(t, e.do(t, "GET", "/v1/events?since=abc", nil), 400, "validation", `"abc"`)
+	wantProblem(t, e.do(t, "GET", "/v1/events", nil, "Last-Event-ID", "-4"), 400, "validation", `"-4"`)
+}
+
+// TestEventStreamSeesNewEvents starts a stream after the existing events and
+// checks that a change made afterwards arrives on it.
+func TestEventStreamSeesNewEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createMirror(t, "m1")
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/events?mirror=m2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Last-Event-ID", "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	e.createMirror(t, "m1b") // filtered out: another mirror
+	e.createMirror(t, "m2")
+	var events []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if ev, found := strings.CutPrefix(sc.Text(), "event: "); found {
+			events = append(events, ev)
+		}
+		if id, found := strings.CutPrefix(sc.Text(), "id: "); found && id != "3" {
+			t.Fatalf("event id %s, want only 3 (mirror m2's)", id)
+		}
+		if len(events) == 1 {
+			break
+		}
+	}
+	cancel()
+	if !slices.Equal(events, []string{"mirror.created"}) {
+		t.Fatalf("events %v (scan error %v)", events, sc.Err())
+	}
+}
+
+func TestInstancesAndDocs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if _, err := e.pool.Exec(t.Context(), `INSERT INTO instances (id, hostname, version) VALUES ('i1', 'h', 'v1')`); err != nil {
+		t.Fatal(err)
+	}
+	var l api.InstanceList
+	ok(t, e.do(t, "GET", "/v1/instances", nil), http.StatusOK, &l)
+	if len(l.Instances) != 1 || l.Instances[0].ID != "i1" || !l.Instances[0].Live {
+		t.Fatalf("instances %+v", l)
+	}
+	// No document is wired in this handler: a clear 404, not an empty 200.
+	wantProblem(t, e.do(t, "GET", "/openapi.json", nil), 404, "not-found", "OpenAPI")
+}
+
+func TestReadyzDatabaseDown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ok(t, e.do(t, "GET", "/readyz", nil), http.StatusOK, nil)
+	e.pool.Close()
+	wantProblem(t, e.do(t, "GET", "/readyz", nil), http.StatusServiceUnavailable, "database-unavailable", "database did not answer")
+	ok(t, e.do(t, "GET", "/healthz", nil), http.StatusOK, nil)
+}
