@@ -1,0 +1,209 @@
+package repo
+
+import (
+	"context"
+	"time"
+)
+
+// PartitionsSetStateParams is a fenced state write by a lease holder.
+type PartitionsSetStateParams struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Owner     string
+	Epoch     int64
+	// From must equal the stored state ("" is UNKNOWN) or nothing is written.
+	From string
+	To   string
+	// Error, Retryable, RetryAttempt and NextRetryAt are stored as given.
+	Error        string
+	Retryable    bool
+	RetryAttempt int
+	NextRetryAt  *time.Time
+	// SrcNext and DstNext, when both non-nil, replace the checkpoint.
+	SrcNext, DstNext *int64
+	// LostRecordsAdd is added to lost_records.
+	LostRecordsAdd int64
+}
+
+// PartitionsSetState writes a state change only while the caller still holds
+// the lease (owner and epoch) and the state is still From. ErrNotFound means
+// the lease or the state moved on.
+func PartitionsSetState(ctx context.Context, q DBTX, p PartitionsSetStateParams) (Partition, error) {
+	return scanPartition(q.QueryRow(ctx, `
+		UPDATE mirror_partitions SET
+			previous_state = state, state = $7, error = nullif($8, ''), retryable = $9,
+			retry_attempt = $10, next_retry_at = $11,
+			src_next = CASE WHEN $12::bigint IS NULL THEN src_next ELSE $12 END,
+			dst_next = CASE WHEN $13::bigint IS NULL THEN dst_next ELSE $13 END,
+			lost_records = lost_records + $14,
+			state_changed_at = now(), updated_at = now()
+		WHERE mirror = $1 AND topic = $2 AND partition = $3
+		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
+		RETURNING `+partitionColumns,
+		p.Mirror, p.Topic, p.Partition, p.Owner, p.Epoch, p.From, p.To, p.Error, p.Retryable,
+		p.RetryAttempt, p.NextRetryAt, p.SrcNext, p.DstNext, p.LostRecordsAdd))
+}
+
+// Checkpoint is one partition's progress, saved by its lease holder.
+type Checkpoint struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Epoch     int64
+	SrcNext   int64
+	DstNext   int64
+	// SourceEnd and DestinationEnd are the latest known end offsets (-1 unknown).
+	SourceEnd      int64
+	DestinationEnd int64
+	// Runs are offset-map runs to insert or extend (keyed by SrcStart).
+	Runs []OffsetRun
+	// ResetRetries clears retry_attempt: mirroring has made progress again.
+	ResetRetries bool
+}
+
+// CheckpointsSave stores the checkpoints of one owner in one statement,
+// fenced by owner and each partition's epoch, then upserts the offset-map
+// runs of the partitions it could write. It returns the keys it saved; a
+// missing key means that lease is gone.
+func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint) (map[PartitionID]bool, error) {
+	n := len(cps)
+	mirrors, topics := make([]string, n), make([]string, n)
+	parts := make([]int32, n)
+	epochs, src, dst, srcEnd, dstEnd := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	reset := make([]bool, n)
+	for i, c := range cps {
+		mirrors[i], topics[i], parts[i], epochs[i] = c.Mirror, c.Topic, c.Partition, c.Epoch
+		src[i], dst[i], srcEnd[i], dstEnd[i] = c.SrcNext, c.DstNext, c.SourceEnd, c.DestinationEnd
+		reset[i] = c.ResetRetries
+	}
+	rows, err := q.Query(ctx, `
+		UPDATE mirror_partitions p SET src_next = v.src_next, dst_next = v.dst_next,
+			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
+			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END,
+			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,
+			updated_at = now()
+		FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[])
+			AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset)
+		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
+		  AND p.lease_owner = $1 AND p.lease_epoch = v.epoch
+		RETURNING p.mirror, p.topic, p.partition`,
+		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	saved := map[PartitionID]bool{}
+	for rows.Next() {
+		var id PartitionID
+		if err := rows.Scan(&id.Mirror, &id.Topic, &id.Partition); err != nil {
+			rows.Close()
+			return nil, interpret(err)
+		}
+		saved[id] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, interpret(err)
+	}
+	var rm, rt []string
+	var rp []int32
+	var rs, rd, rc []int64
+	for _, c := range cps {
+		if !saved[PartitionID{c.Mirror, c.Topic, c.Partition}] {
+			continue
+		}
+		for _, r := range c.Runs {
+			rm, rt, rp = append(rm, c.Mirror), append(rt, c.Topic), append(rp, c.Partition)
+			rs, rd, rc = append(rs, r.SrcStart), append(rd, r.DstStart), append(rc, r.Count)
+		}
+	}
+	if len(rm) > 0 {
+		_, err = q.Exec(ctx, `
+			INSERT INTO offset_map_runs (mirror, topic, partition, src_start, dst_start, count)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[])
+			ON CONFLICT (mirror, topic, partition, src_start)
+			DO UPDATE SET dst_start = excluded.dst_start, count = excluded.count`, rm, rt, rp, rs, rd, rc)
+		if err != nil {
+			return nil, interpret(err)
+		}
+	}
+	return saved, nil
+}
+
+// PartitionID names a mirror partition.
+type PartitionID struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+}
+
+// OffsetRunsTruncate deletes the offset-map runs that map to destination
+// offsets at or after dstFrom, and shortens a run that straddles it: the
+// destination lost those records, so the map must not claim them.
+func OffsetRunsTruncate(ctx context.Context, q DBTX, mirror, topic string, partition int32, dstFrom int64) error {
+	_, err := q.Exec(ctx, `
+		WITH del AS (
+			DELETE FROM offset_map_runs
+			WHERE mirror = $1 AND topic = $2 AND partition = $3 AND dst_start >= $4)
+		UPDATE offset_map_runs SET count = $4 - dst_start
+		WHERE mirror = $1 AND topic = $2 AND partition = $3
+		  AND dst_start < $4 AND dst_start + count > $4`, mirror, topic, partition, dstFrom)
+	return interpret(err)
+}
+
+// OffsetRunByDestination returns the run holding destination offset dst, or
+// ErrNotFound.
+func OffsetRunByDestination(ctx context.Context, q DBTX, mirror, topic string, partition int32, dst int64) (OffsetRun, error) {
+	var r OffsetRun
+	err := q.QueryRow(ctx, `SELECT src_start, dst_start, count FROM offset_map_runs
+		WHERE mirror = $1 AND topic = $2 AND partition = $3 AND dst_start <= $4 AND dst_start + count > $4
+		ORDER BY dst_start DESC LIMIT 1`, mirror, topic, partition, dst).Scan(&r.SrcStart, &r.DstStart, &r.Count)
+	return r, interpret(err)
+}
+
+// OffsetRunsFirst returns the earliest run of a partition, or ErrNotFound.
+func OffsetRunsFirst(ctx context.Context, q DBTX, mirror, topic string, partition int32) (OffsetRun, error) {
+	var r OffsetRun
+	err := q.QueryRow(ctx, `SELECT src_start, dst_start, count FROM offset_map_runs
+		WHERE mirror = $1 AND topic = $2 AND partition = $3 ORDER BY src_start LIMIT 1`,
+		mirror, topic, partition).Scan(&r.SrcStart, &r.DstStart, &r.Count)
+	return r, interpret(err)
+}
+
+// OffsetRunsDelete removes every run of a partition (a recreated destination).
+func OffsetRunsDelete(ctx context.Context, q DBTX, mirror, topic string, partition int32) error {
+	_, err := q.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2 AND partition = $3`,
+		mirror, topic, partition)
+	return interpret(err)
+}
+
+// EndOffsets are a partition's latest end offsets (-1 unknown), for lag.
+type EndOffsets struct {
+	ID             PartitionID
+	Epoch          int64
+	SourceEnd      int64
+	DestinationEnd int64
+}
+
+// PartitionsSetEnds stores end offsets for the owner's partitions in one
+// statement, fenced by owner and epoch; the checkpoint is not touched.
+func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffsets) error {
+	n := len(ends)
+	mirrors, topics := make([]string, n), make([]string, n)
+	parts := make([]int32, n)
+	epochs, src, dst := make([]int64, n), make([]int64, n), make([]int64, n)
+	for i, e := range ends {
+		mirrors[i], topics[i], parts[i] = e.ID.Mirror, e.ID.Topic, e.ID.Partition
+		epochs[i], src[i], dst[i] = e.Epoch, e.SourceEnd, e.DestinationEnd
+	}
+	_, err := q.Exec(ctx, `
+		UPDATE mirror_partitions p SET
+			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
+			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END
+		FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
+			AS v(mirror, topic, partition, epoch, src_end, dst_end)
+		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
+		  AND p.lease_owner = $1 AND p.lease_epoch = v.epoch`,
+		owner, mirrors, topics, parts, epochs, src, dst)
+	return interpret(err)
+}

@@ -1,0 +1,96 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"kmirror/repo"
+)
+
+// EventPartitionState is the event kind of every partition state change.
+const EventPartitionState = "partition.state"
+
+// ErrLeaseLost is a fenced write that found another owner, epoch or state:
+// the caller must stop acting on the partition.
+var ErrLeaseLost = errors.New("partition lease lost or state changed underneath")
+
+// PartitionTransition is one state change by a partition's lease holder.
+type PartitionTransition struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Owner     string
+	Epoch     int64
+	From, To  PartitionState
+	// Error is the FAILED cause; Retryable says whether backoff retries it.
+	Error        string
+	Retryable    bool
+	RetryAttempt int
+	NextRetryAt  *time.Time
+	// SrcNext and DstNext, when both set, replace the checkpoint.
+	SrcNext, DstNext *int64
+	LostRecordsAdd   int64
+	// Reason is added to the event message.
+	Reason string
+}
+
+// PartitionRecord is a partition's state as published to __mirror_state.
+type PartitionRecord struct {
+	Version       int       `json:"version"`
+	Mirror        string    `json:"mirror"`
+	Topic         string    `json:"topic"`
+	Partition     int32     `json:"partition"`
+	State         string    `json:"state"`
+	PreviousState string    `json:"previous_state,omitempty"`
+	Error         string    `json:"error,omitempty"`
+	SrcNext       *int64    `json:"src_next,omitempty"`
+	DstNext       *int64    `json:"dst_next,omitempty"`
+	LostRecords   int64     `json:"lost_records"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// PartitionRecordOf builds the __mirror_state record of a partition row.
+func PartitionRecordOf(p repo.Partition) PartitionRecord {
+	return PartitionRecord{Version: RecordVersion, Mirror: p.Mirror, Topic: p.Topic,
+		Partition: p.Partition, State: p.State, PreviousState: p.PreviousState, Error: p.Error,
+		SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords, UpdatedAt: p.UpdatedAt}
+}
+
+// TransitionPartition validates a state change with the state machine and
+// writes it, fenced by owner and epoch, with its event and outbox rows in one
+// transaction. An invalid step is an *InvalidTransitionError and writes
+// nothing; a lost lease is ErrLeaseLost.
+func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition) (repo.Partition, error) {
+	if err := CheckTransition(t.From, t.To); err != nil {
+		return repo.Partition{}, err
+	}
+	var out repo.Partition
+	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = repo.PartitionsSetState(ctx, tx, repo.PartitionsSetStateParams{
+			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
+			From: string(t.From), To: string(t.To), Error: t.Error, Retryable: t.Retryable,
+			RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
+			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
+		if errors.Is(err, repo.ErrNotFound) {
+			return ErrLeaseLost
+		} else if err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("%s/%d: %s → %s", t.Topic, t.Partition, t.From, t.To)
+		if t.Reason != "" {
+			msg += ": " + t.Reason
+		} else if t.Error != "" {
+			msg += ": " + t.Error
+		}
+		p := t.Partition
+		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionState, Mirror: t.Mirror,
+			Topic: t.Topic, Partition: &p, Message: msg},
+			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
+	})
+	return out, err
+}
