@@ -42,6 +42,11 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 		return alignResult{}, retryable("list source offsets: %v", err)
 	}
 	dstOff, err := readOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+	// A topic just created may take a moment to show in metadata.
+	for wait := time.Now().Add(5 * time.Second); errors.Is(err, errTopicMissing) && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+		dstOff, err = readOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+	}
 	if err != nil {
 		return alignResult{}, retryable("list destination offsets: %v", err)
 	}

@@ -110,7 +110,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("destination producer: %w", err)
 	}
-	admin, err := cfg.Destination.NewAdmin()
+	admin, err := cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond))
 	if err != nil {
 		producer.Close()
 		return nil, fmt.Errorf("destination admin: %w", err)
@@ -268,7 +268,7 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 		s.close()
 		delete(e.sources, mirror)
 	}
-	adm, err := conn.NewAdmin(e.cfg.SourceOpts...)
+	adm, err := conn.NewAdmin(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
 	if err != nil {
 		return nil, err
 	}

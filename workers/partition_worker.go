@@ -115,7 +115,13 @@ func (w *partitionWorker) run(ctx context.Context) {
 func (w *partitionWorker) step(ctx context.Context) error {
 	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
 	if !ok {
-		return errStop // the topic is gone (mirror deleted)
+		// A lease can be taken before the cache has seen a new topic.
+		if err := w.e.desired.refresh(ctx); err != nil {
+			return retryable("read desired state: %v", err)
+		}
+		if desire, ok = w.e.desired.get(w.key.Mirror, w.key.Topic); !ok {
+			return errStop // the topic is gone (mirror deleted)
+		}
 	}
 	state := service.PartitionState(w.row.State)
 	want := desire.state

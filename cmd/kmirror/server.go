@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -37,7 +38,10 @@ type serverConfig struct {
 	LeaseRenewInterval time.Duration
 	SourceTimeout      time.Duration
 	ShutdownTimeout    time.Duration
-	Logger             *slog.Logger
+	// DeliveryTimeout bounds a produced record's flight; it must be shorter
+	// than the lease margin (TTL/3).
+	DeliveryTimeout time.Duration
+	Logger          *slog.Logger
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -48,6 +52,9 @@ func (c *serverConfig) validate() error {
 	}
 	if c.LeaseRenewInterval >= c.LeaseTTL {
 		return fmt.Errorf("lease renew interval %s must be shorter than the lease TTL %s", c.LeaseRenewInterval, c.LeaseTTL)
+	}
+	if c.DeliveryTimeout >= c.LeaseTTL/3 {
+		return fmt.Errorf("delivery timeout %s must be shorter than the lease safety margin (TTL/3 = %s)", c.DeliveryTimeout, c.LeaseTTL/3)
 	}
 	return nil
 }
@@ -74,6 +81,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
+	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -123,11 +131,39 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 	return c, nil
 }
 
+// startWorkers starts the engine and the lease manager; the returned stop
+// releases the leases after the workers flush, then closes the clients.
+func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, log *slog.Logger) (func(), error) {
+	eng, err := workers.NewEngine(workers.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
+		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout})
+	if err != nil {
+		return nil, err
+	}
+	if err := eng.Start(ctx); err != nil {
+		return nil, err
+	}
+	lm, err := workers.NewLeaseManager(workers.LeaseManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
+		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log, Partitions: eng})
+	if err != nil {
+		eng.Stop()
+		return nil, err
+	}
+	if err := lm.Start(ctx); err != nil {
+		eng.Stop()
+		return nil, err
+	}
+	return func() {
+		lm.Stop()
+		eng.Stop()
+	}, nil
+}
+
 // runServer migrates the schema, registers the instance and serves the API
 // until ctx ends, then shuts down in order: HTTP, then the workers.
 func runServer(ctx context.Context, cfg serverConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 10*time.Second)
+	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, min(4*time.Second, cfg.LeaseTTL/4))
 	if err := cfg.validate(); err != nil {
 		return err
 	}
@@ -164,6 +200,14 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	defer hb.Stop()
 	if len(cfg.Destination.BootstrapServers) == 0 {
 		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
+	} else {
+		stopWorkers, err := startWorkers(ctx, cfg, pool, svc, log)
+		if err != nil {
+			return err
+		}
+		// Deferred after the HTTP shutdown below: leases are released only
+		// once every worker has flushed.
+		defer stopWorkers()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
