@@ -230,6 +230,9 @@ func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourc
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return retryable("create destination topic %s: %v", w.key.Topic, err)
 	}
+	// A topic created anew (it may have been deleted under us) has a new id:
+	// the producer must not keep the old one.
+	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
 	w.log.Info("destination topic created", "partitions", len(sd.Partitions), "replication_factor", desire.replicationFactor)
 	return nil
 }

@@ -24,6 +24,9 @@ type partitionWorker struct {
 
 	// row is the partition as last written by this worker.
 	row repo.Partition
+	// awaitingRecreate is set while partition 0's worker recreates the
+	// destination topic; the checkpoint is re-read afterwards.
+	awaitingRecreate bool
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed by stop(): finish gracefully
@@ -134,6 +137,20 @@ func (w *partitionWorker) step(ctx context.Context) error {
 	case service.StatePreparing:
 		if want == service.DesiredStopped {
 			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
+		}
+		if desire.recreate {
+			if w.key.Partition != 0 {
+				w.awaitingRecreate = true
+				return w.idle(ctx) // partition 0's worker recreates the topic
+			}
+			if err := w.recreateDestination(ctx, desire); err != nil {
+				return err
+			}
+		} else if w.awaitingRecreate {
+			if err := w.reloadCheckpoint(ctx); err != nil {
+				return err
+			}
+			w.awaitingRecreate = false
 		}
 		res, err := w.align(ctx, desire)
 		if err != nil {
