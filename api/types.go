@@ -113,7 +113,9 @@ type Topic struct {
 	DesiredState      string `json:"desired_state" example:"mirroring"`
 	ReplicationFactor int    `json:"replication_factor" example:"3"`
 	Recreate          bool   `json:"recreate"`
-	Partitions        int    `json:"partitions" example:"3"`
+	// ReadOnlyEnforced: see PartitionRow.
+	ReadOnlyEnforced *bool `json:"read_only_enforced" extensions:"x-nullable"`
+	Partitions       int   `json:"partitions" example:"3"`
 	// States counts partitions by actual state.
 	States map[string]int `json:"states"`
 	// Lag sums the known per-partition lag.
@@ -149,6 +151,10 @@ type PartitionRow struct {
 	RetryAttempt int    `json:"retry_attempt"`
 	LostRecords  int64  `json:"lost_records"`
 	Owner        string `json:"owner"`
+	// ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
+	// topic read-only (false: the destination has no authorizer); null
+	// until the topic is first mirrored.
+	ReadOnlyEnforced *bool `json:"read_only_enforced" extensions:"x-nullable"`
 } // @name PartitionRow
 
 // PartitionList is the body of GET /v1/partitions.
@@ -212,12 +218,12 @@ func partitionView(p service.PartitionRow) PartitionRow {
 	return PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
 		State: p.State.String(), Error: p.Error, RetryAttempt: p.RetryAttempt,
-		LostRecords: p.LostRecords, Owner: p.Owner}
+		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced}
 }
 
 func topicView(t repo.Topic, rows []service.PartitionRow) Topic {
 	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
-		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, Partitions: t.Partitions,
+		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
 		States: map[string]int{}, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for _, r := range rows {
 		v.States[r.State.String()]++

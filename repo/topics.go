@@ -12,20 +12,23 @@ type Topic struct {
 	DesiredState      string
 	ReplicationFactor int
 	Recreate          bool
-	Partitions        int
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
+	// read-only with an ACL while the topic is mirrored.
+	ReadOnlyEnforced *bool
+	Partitions       int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 const topicSelect = `
-	SELECT t.mirror, t.topic, t.desired_state, t.replication_factor, t.recreate,
+	SELECT t.mirror, t.topic, t.desired_state, t.replication_factor, t.recreate, t.read_only_enforced,
 		(SELECT count(*) FROM mirror_partitions p WHERE p.mirror = t.mirror AND p.topic = t.topic),
 		t.created_at, t.updated_at
 	FROM mirror_topics t`
 
 func scanTopic(row scanner) (Topic, error) {
 	var t Topic
-	err := row.Scan(&t.Mirror, &t.Topic, &t.DesiredState, &t.ReplicationFactor, &t.Recreate,
+	err := row.Scan(&t.Mirror, &t.Topic, &t.DesiredState, &t.ReplicationFactor, &t.Recreate, &t.ReadOnlyEnforced,
 		&t.Partitions, &t.CreatedAt, &t.UpdatedAt)
 	return t, interpret(err)
 }
@@ -60,7 +63,10 @@ type TopicsUpsertParams struct {
 	DesiredState      string
 	ReplicationFactor int
 	Recreate          bool
-	Partitions        int32
+	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
+	// read-only with an ACL while the topic is mirrored.
+	ReadOnlyEnforced *bool
+	Partitions       int32
 }
 
 // TopicsUpsert inserts a topic, or sets the desired state of an existing one,

@@ -22,6 +22,9 @@ type PartitionRow struct {
 	RetryAttempt      int
 	LostRecords       int64
 	Owner             string
+	// ReadOnlyEnforced: nil unknown, else whether a DENY WRITE ACL keeps the
+	// destination topic read-only.
+	ReadOnlyEnforced *bool
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -60,13 +63,43 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 	if err != nil {
 		return nil, err
 	}
+	readOnly, err := s.readOnlyByTopic(ctx, f.Mirror)
+	if err != nil {
+		return nil, err
+	}
 	re, _ := CompilePattern(f.Topic)
 	out := make([]PartitionRow, 0, len(parts))
 	for _, p := range parts {
 		if re != nil && !re.MatchString(p.Topic) {
 			continue
 		}
-		out = append(out, describeRow(p))
+		row := describeRow(p)
+		row.ReadOnlyEnforced = readOnly[[2]string{p.Mirror, p.Topic}]
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// readOnlyByTopic maps (mirror, topic) to whether read-only is enforced.
+func (s *Service) readOnlyByTopic(ctx context.Context, mirror string) (map[[2]string]*bool, error) {
+	var mirrors []repo.Mirror
+	if mirror != "" {
+		mirrors = []repo.Mirror{{Name: mirror}}
+	} else {
+		var err error
+		if mirrors, err = repo.MirrorsList(ctx, s.pool); err != nil {
+			return nil, err
+		}
+	}
+	out := map[[2]string]*bool{}
+	for _, m := range mirrors {
+		topics, err := repo.TopicsList(ctx, s.pool, m.Name)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range topics {
+			out[[2]string{t.Mirror, t.Topic}] = t.ReadOnlyEnforced
+		}
 	}
 	return out, nil
 }
@@ -107,9 +140,14 @@ func (s *Service) TopicPartitions(ctx context.Context, mirror, topic string) ([]
 	if err != nil {
 		return nil, err
 	}
+	t, err := repo.TopicsGet(ctx, s.pool, mirror, topic)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]PartitionRow, len(parts))
 	for i, p := range parts {
 		out[i] = describeRow(p)
+		out[i].ReadOnlyEnforced = t.ReadOnlyEnforced
 	}
 	return out, nil
 }

@@ -51,8 +51,17 @@ func (c *mirrorsCLI) describe(ctx context.Context) error {
 
 func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 	fmt.Fprintf(w, describeFormat, "MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE")
-	var notes []string
+	var notes, readOnly []string
+	seen := map[string]bool{}
 	for _, r := range rows {
+		if topic := val(r.Mirror) + "/" + val(r.Topic); r.ReadOnlyEnforced != nil && !seen[topic] {
+			seen[topic] = true
+			how := "enforced by a DENY WRITE ACL"
+			if !*r.ReadOnlyEnforced {
+				how = "not enforced (no authorizer on the destination, or the topic is stopped)"
+			}
+			readOnly = append(readOnly, fmt.Sprintf("%s: read-only %s", topic, how))
+		}
 		fmt.Fprintf(w, describeFormat, val(r.Mirror), val(r.Topic), strconv.Itoa(val(r.Partition)),
 			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), val(r.State))
 		if note := partitionNote(r); note != "" {
@@ -61,6 +70,9 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 	}
 	if len(notes) > 0 {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
+	}
+	if len(readOnly) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(readOnly, "\n"))
 	}
 }
 

@@ -123,8 +123,13 @@ type PartitionRow struct {
 	Owner  *string `json:"owner,omitempty"`
 
 	// Partition Example: 0
-	Partition    *int `json:"partition,omitempty"`
-	RetryAttempt *int `json:"retry_attempt,omitempty"`
+	Partition *int `json:"partition,omitempty"`
+
+	// ReadOnlyEnforced ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
+	// topic read-only (false: the destination has no authorizer); null
+	// until the topic is first mirrored.
+	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
+	RetryAttempt     *int  `json:"retry_attempt,omitempty"`
 
 	// SourceOffset SourceOffset is the source end offset, when known.
 	//
@@ -232,8 +237,11 @@ type Topic struct {
 	Mirror *string `json:"mirror,omitempty"`
 
 	// Partitions Example: 3
-	Partitions *int  `json:"partitions,omitempty"`
-	Recreate   *bool `json:"recreate,omitempty"`
+	Partitions *int `json:"partitions,omitempty"`
+
+	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
+	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
+	Recreate         *bool `json:"recreate,omitempty"`
 
 	// ReplicationFactor Example: 3
 	ReplicationFactor *int `json:"replication_factor,omitempty"`
@@ -263,8 +271,11 @@ type TopicDetail struct {
 	PartitionRows *[]PartitionRow `json:"partition_rows,omitempty"`
 
 	// Partitions Example: 3
-	Partitions *int  `json:"partitions,omitempty"`
-	Recreate   *bool `json:"recreate,omitempty"`
+	Partitions *int `json:"partitions,omitempty"`
+
+	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
+	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
+	Recreate         *bool `json:"recreate,omitempty"`
 
 	// ReplicationFactor Example: 3
 	ReplicationFactor *int `json:"replication_factor,omitempty"`
