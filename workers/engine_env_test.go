@@ -31,13 +31,21 @@ const (
 // engineEnv is one data-plane test's world: its own database, a source and
 // destination kfake cluster, and the service over them.
 type engineEnv struct {
-	t        *testing.T
+	t        *testing.T // nil in benchmarks
+	tb       testing.TB
 	pool     *pgxpool.Pool
 	svc      *service.Service
 	clusters *devcluster.Clusters
 }
 
 func newEngineEnv(t *testing.T, cfg devcluster.Config) *engineEnv {
+	t.Helper()
+	env := newEngineEnvTB(t, cfg)
+	env.t = t
+	return env
+}
+
+func newEngineEnvTB(t testing.TB, cfg devcluster.Config) *engineEnv {
 	t.Helper()
 	pool := testdb.Pool(t)
 	clusters, err := devcluster.Start(cfg)
@@ -49,7 +57,7 @@ func newEngineEnv(t *testing.T, cfg devcluster.Config) *engineEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &engineEnv{t: t, pool: pool, svc: svc, clusters: clusters}
+	return &engineEnv{tb: t, pool: pool, svc: svc, clusters: clusters}
 }
 
 func testLogger() *slog.Logger {
@@ -71,37 +79,37 @@ type instance struct {
 // startInstance runs an instance with short lease timings; it is stopped
 // gracefully at cleanup unless the test stopped or killed it.
 func (env *engineEnv) startInstance(id string) *instance {
-	env.t.Helper()
+	env.tb.Helper()
 	ctx := context.Background()
-	log := testLogger().With("test", env.t.Name())
+	log := testLogger().With("test", env.tb.Name())
 	dest := kafkaconn.Config{BootstrapServers: []string{env.clusters.DestinationAddr()}}
 	eng, err := NewEngine(EngineConfig{Pool: env.pool, Service: env.svc, InstanceID: id, Destination: dest,
 		Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, DesiredInterval: 100 * time.Millisecond,
 		Retry: RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}})
 	if err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	if err := eng.Start(ctx); err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	hb, err := NewHeartbeat(HeartbeatConfig{Pool: env.pool, InstanceID: id, Interval: engineRenew})
 	if err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	if err := hb.Start(ctx); err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	lm, err := NewLeaseManager(LeaseManagerConfig{Pool: env.pool, InstanceID: id, TTL: engineTTL,
 		RenewInterval: engineRenew, Margin: engineMargin, Logger: log, Partitions: eng})
 	if err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	if err := lm.Start(ctx); err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	in := &instance{id: id, hb: hb, leases: lm, engine: eng}
-	env.t.Cleanup(in.stop)
+	env.tb.Cleanup(in.stop)
 	return in
 }
 
@@ -113,23 +121,23 @@ func (in *instance) stop() {
 
 // createMirror creates a mirror over the source and adds topics matching re.
 func (env *engineEnv) createMirror(name, re string) {
-	env.t.Helper()
+	env.tb.Helper()
 	ctx := context.Background()
 	if _, err := env.svc.CreateMirror(ctx, service.MirrorInput{Name: name,
 		Source: service.SourceInput{BootstrapServers: env.clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	if _, err := env.svc.AddTopics(ctx, name, service.AddTopicsInput{Topic: re}); err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 }
 
 // partitions returns the describe rows of a mirror.
 func (env *engineEnv) partitions(mirror string) []repo.Partition {
-	env.t.Helper()
+	env.tb.Helper()
 	ps, err := repo.PartitionsList(context.Background(), env.pool, repo.PartitionsListParams{Mirror: mirror})
 	if err != nil {
-		env.t.Fatal(err)
+		env.tb.Fatal(err)
 	}
 	return ps
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +42,9 @@ type serverConfig struct {
 	// DeliveryTimeout bounds a produced record's flight; it must be shorter
 	// than the lease margin (TTL/3).
 	DeliveryTimeout time.Duration
-	Logger          *slog.Logger
+	// Retry is the FAILED → PREPARING backoff policy.
+	Retry  workers.RetryPolicy
+	Logger *slog.Logger
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -60,6 +63,13 @@ func (c *serverConfig) validate() error {
 }
 
 func envOr(name, def string) string { return cmp.Or(os.Getenv(name), def) }
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
 
 func envDuration(name string, def time.Duration) time.Duration {
 	if d, err := time.ParseDuration(os.Getenv(name)); err == nil {
@@ -82,6 +92,9 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
+	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
+	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
+	fs.IntVar(&cfg.Retry.MaxAttempts, "retry-max-attempts", envInt("KMIRROR_RETRY_MAX_ATTEMPTS", 100), "FAILED retries before waiting for an operator (KMIRROR_RETRY_MAX_ATTEMPTS)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -135,7 +148,7 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // releases the leases after the workers flush, then closes the clients.
 func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, log *slog.Logger) (func(), error) {
 	eng, err := workers.NewEngine(workers.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
-		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout})
+		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry})
 	if err != nil {
 		return nil, err
 	}
