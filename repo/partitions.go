@@ -78,3 +78,22 @@ func PartitionsGet(ctx context.Context, q DBTX, mirror, topic string, partition 
 	return scanPartition(q.QueryRow(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
 		WHERE mirror = $1 AND topic = $2 AND partition = $3`, mirror, topic, partition))
 }
+
+// PartitionsChangedSince returns partitions whose row changed after t.
+func PartitionsChangedSince(ctx context.Context, q DBTX, t time.Time) ([]Partition, error) {
+	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions WHERE updated_at > $1
+		ORDER BY mirror, topic, partition`, t)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []Partition
+	for rows.Next() {
+		p, err := scanPartition(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, interpret(rows.Err())
+}

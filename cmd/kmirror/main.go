@@ -3,6 +3,7 @@
 //	kmirror server    run an instance (REST API and workers)
 //	kmirror dev       everything on one machine, for trying it out
 //	kmirror mirrors   the operator CLI, against the REST API
+//	kmirror restore   rebuild an empty database from __mirror_state
 package main
 
 import (
@@ -23,6 +24,7 @@ Usage:
   kmirror server [flags]    run an instance: REST API, leases and workers
   kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
   kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
+  kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
@@ -46,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = serverCommand(ctx, args[1:], stderr)
 	case "dev":
 		err = devCommand(ctx, args[1:], stdout, stderr)
+	case "restore":
+		err = restoreCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

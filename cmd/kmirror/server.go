@@ -43,8 +43,12 @@ type serverConfig struct {
 	// than the lease margin (TTL/3).
 	DeliveryTimeout time.Duration
 	// Retry is the FAILED → PREPARING backoff policy.
-	Retry  workers.RetryPolicy
-	Logger *slog.Logger
+	Retry workers.RetryPolicy
+	// StatePartitions and StateReplicationFactor shape __mirror_state when
+	// kmirror creates it (mirror.topic.num.partitions, default 50).
+	StatePartitions        int
+	StateReplicationFactor int
+	Logger                 *slog.Logger
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -95,6 +99,8 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
 	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
 	fs.IntVar(&cfg.Retry.MaxAttempts, "retry-max-attempts", envInt("KMIRROR_RETRY_MAX_ATTEMPTS", 100), "FAILED retries before waiting for an operator (KMIRROR_RETRY_MAX_ATTEMPTS)")
+	fs.IntVar(&cfg.StatePartitions, "state-topic-partitions", envInt("KMIRROR_STATE_TOPIC_PARTITIONS", 50), "partitions of __mirror_state when created: mirror.topic.num.partitions (KMIRROR_STATE_TOPIC_PARTITIONS)")
+	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -165,9 +171,18 @@ func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc
 		eng.Stop()
 		return nil, err
 	}
+	relay, err := workers.NewOutboxRelay(workers.OutboxRelayConfig{Pool: pool, Destination: cfg.Destination,
+		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
+	if err != nil {
+		lm.Stop()
+		eng.Stop()
+		return nil, err
+	}
+	_ = relay.Start(ctx)
 	return func() {
 		lm.Stop()
 		eng.Stop()
+		relay.Stop() // last, so the final state changes are published
 	}, nil
 }
 
