@@ -75,6 +75,9 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	var res alignResult
 	switch {
 	case E == d:
+		if err := w.verifyLastMirrored(ctx, src, d, srcOff); err != nil {
+			return alignResult{}, err
+		}
 		res = alignResult{checkpoint: checkpoint{s, d}, summary: fmt.Sprintf("resuming at source offset %d", s)}
 	case E > d:
 		res, err = w.alignForward(ctx, src, s, d, E, srcOff)
@@ -168,6 +171,48 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 	}
 	return alignResult{checkpoint: checkpoint{srcLast + 1, E},
 		summary: fmt.Sprintf("destination lost records (end %d < checkpoint %d); rewound to source offset %d", E, d, srcLast+1)}, nil
+}
+
+// verifyLastMirrored checks, when the destination ends exactly at the
+// checkpoint, that the source still holds the last mirrored record at the
+// same offset. A source topic deleted and recreated with at least as many
+// records passes the end-offset check, and resuming would silently append
+// another topic's records. Only a different record at that offset fails:
+// a record that is gone (retention, compaction) or unreadable cannot be
+// verified, and mirroring resumes as before.
+func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceClients, d int64, srcOff partitionOffsets) error {
+	if d == 0 {
+		return nil
+	}
+	run, err := repo.OffsetRunByDestination(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition, d-1)
+	if errors.Is(err, repo.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return retryable("read offset map: %v", err)
+	}
+	srcLast := run.SrcStart + (d - 1 - run.DstStart)
+	if srcLast < srcOff.start {
+		return nil
+	}
+	recs, err := readRecords(ctx, src.conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.e.cfg.SourceOpts...)
+	if err != nil {
+		return retryable("read source record %d: %v", srcLast, err)
+	}
+	if len(recs) != 1 || recs[0].Offset != srcLast {
+		return nil
+	}
+	got, err := readRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, d-1, d, 1, false)
+	if err != nil {
+		return retryable("read destination record %d: %v", d-1, err)
+	}
+	if len(got) != 1 || got[0].Offset != d-1 {
+		return nil
+	}
+	if err := sameRecord(recs[0], got[0]); err != nil {
+		return permanent("source %s/%d offset %d no longer holds the record mirrored to destination offset %d (%v): "+
+			"the source topic was recreated or rewritten", w.key.Topic, w.key.Partition, srcLast, d-1, err)
+	}
+	return nil
 }
 
 // compareDestination checks that destination record at dstOffset equals the

@@ -2,10 +2,12 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/repo"
@@ -61,6 +63,9 @@ type mirrorSession struct {
 	changed   []repo.OffsetRun
 	srcEnd    int64
 	failure   error
+	// topicRecreated: a produce failed with UNKNOWN_TOPIC_ID, so the
+	// destination topic was deleted and created again under the producer.
+	topicRecreated bool
 	// cancels release each produce batch's deadline context once every
 	// record up to destination offset upTo is settled.
 	cancels []pendingCancel
@@ -132,8 +137,23 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	for _, c := range s.cancels {
 		c.cancel()
 	}
+	if s.topicRecreated {
+		// kgo never adopts a recreated topic's new ID: it fails every
+		// record with UNKNOWN_TOPIC_ID until the topic is purged from the
+		// client. Purge it, so that after re-alignment (the destination
+		// lost its records) the producer loads the new topic.
+		w.e.producer.PurgeTopicsFromClient(w.key.Topic)
+	}
 	s.publish()
 	if s.failure != nil {
+		// Save the verified progress before the FAILED write: that write
+		// returns the stored row, so a checkpoint left to the batch saver
+		// would be forgotten and alignment would start from an older one.
+		if w.lease.Valid() {
+			if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+				w.log.Warn("saving the checkpoint before failing", "err", err)
+			}
+		}
 		w.syncRow(s)
 		return s.failure
 	}
@@ -209,6 +229,7 @@ func (s *mirrorSession) handleAcks() {
 		}
 		switch {
 		case a.err != nil:
+			s.topicRecreated = s.topicRecreated || errors.Is(a.err, kerr.UnknownTopicID)
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, a.err)
 		case a.offset != p.dst:
 			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
