@@ -23,9 +23,9 @@ import (
 // Lease timings of data-plane tests: kgo's shortest record delivery
 // timeout is 1s, and it must be shorter than the margin.
 const (
-	engineTTL    = 4 * time.Second
-	engineRenew  = 400 * time.Millisecond
-	engineMargin = 1500 * time.Millisecond
+	engineTTL    = 6 * time.Second
+	engineRenew  = 500 * time.Millisecond
+	engineMargin = 2 * time.Second
 )
 
 // engineEnv is one data-plane test's world: its own database, a source and

@@ -207,6 +207,15 @@ func (m *LeaseManager) run(ctx context.Context) {
 // fair share. Its statements run under m.base, bounded by Timeout, so Stop
 // waits for a pass instead of cutting a statement whose result is needed.
 func (m *LeaseManager) pass() {
+	// Demand is counted before renewing: a partition that finishes stopping
+	// in between is then handed back by the renewal as inactive, and the
+	// share cannot shrink under a lease that still needs its worker (which
+	// would hand back a partition mid-STOPPING instead).
+	var demand repo.LeaseDemand
+	demandErr := m.within("lease demand count", func(ctx context.Context) (err error) {
+		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.InstanceTTL)
+		return err
+	})
 	renewed := true
 	for _, s := range m.sets {
 		m.reap(s)
@@ -221,13 +230,8 @@ func (m *LeaseManager) pass() {
 	for _, s := range m.sets {
 		m.flushReleases(s) // before acquiring, so they are free to take again
 	}
-	var demand repo.LeaseDemand
-	err := m.within("lease demand count", func(ctx context.Context) (err error) {
-		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.InstanceTTL)
-		return err
-	})
-	if err != nil {
-		m.log.Warn("counting lease demand failed", "err", err)
+	if demandErr != nil {
+		m.log.Warn("counting lease demand failed", "err", demandErr)
 		return
 	}
 	for _, s := range m.sets {
