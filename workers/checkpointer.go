@@ -21,6 +21,13 @@ type checkpointer struct {
 	owner string
 	log   *slog.Logger
 
+	// saveMu runs saves one at a time, in the order their checkpoints were
+	// taken: a partition's checkpoint saved by flushKey must not commit
+	// while an earlier batch still carries the offset-map runs below it.
+	// That batch would otherwise commit later, or be fenced after a
+	// hand-back and dropped, leaving a hole in the offset map.
+	saveMu sync.Mutex
+
 	mu    sync.Mutex
 	dirty map[PartitionKey]*repo.Checkpoint
 	// lost is told about partitions whose save found another owner.
@@ -92,6 +99,8 @@ func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 // flush saves every pending checkpoint; ones that fail to save for a
 // transient reason are put back for the next round.
 func (c *checkpointer) flush(ctx context.Context) {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	c.mu.Lock()
 	if len(c.dirty) == 0 {
 		c.mu.Unlock()
@@ -130,6 +139,8 @@ func (c *checkpointer) flush(ctx context.Context) {
 // flushKey saves one partition's pending checkpoint now, before a state
 // change that must not run ahead of it.
 func (c *checkpointer) flushKey(ctx context.Context, k PartitionKey) error {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	cp := c.take(k)
 	if cp == nil {
 		return nil

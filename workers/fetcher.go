@@ -61,6 +61,10 @@ type mirrorFetcher struct {
 func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, extra ...kgo.Opt) (*mirrorFetcher, error) {
 	opts := append([]kgo.Opt{
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers are handed to the workers (never produced),
+		// so a checkpoint can pass a partition's last marker and lag
+		// reaches 0.
+		kgo.KeepControlRecords(),
 		// Out of range must surface as an error: a silent reset would skip
 		// records. Alignment then counts them as lost, visibly.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),

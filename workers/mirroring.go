@@ -14,9 +14,14 @@ import (
 	"kmirror/service"
 )
 
-// inflight is one produced record awaiting its acknowledgement.
+// inflight is one produced record awaiting its acknowledgement, or a
+// source transaction marker (control) queued behind them.
 type inflight struct {
 	src, dst int64
+	// control: nothing was produced; the checkpoint passes the marker once
+	// every record before it is acknowledged, so that lag reaches 0 on a
+	// transactional source.
+	control bool
 }
 
 // ackQueue collects produce results; kgo calls promises in order per
@@ -201,6 +206,11 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		if r.Offset < s.fetchNext {
 			continue // already copied (a re-fetch after re-adding)
 		}
+		if r.Attrs.IsControl() {
+			s.pending = append(s.pending, inflight{src: r.Offset, control: true})
+			s.fetchNext = r.Offset + 1
+			continue
+		}
 		if !w.lease.Valid() {
 			s.failure = errStop
 			return
@@ -213,12 +223,14 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 			s.acks.push(ackResult{offset: pr.Offset, err: err})
 		})
 	}
+	s.passControls()
 }
 
 // handleAcks checks each acknowledgement against the expected destination
 // offset and advances the checkpoint only over verified copies.
 func (s *mirrorSession) handleAcks() {
 	for _, a := range s.acks.drain() {
+		s.passControls()
 		if len(s.pending) == 0 {
 			break
 		}
@@ -239,6 +251,7 @@ func (s *mirrorSession) handleAcks() {
 			s.srcNext, s.dstNext = p.src+1, p.dst+1
 		}
 	}
+	s.passControls()
 	settled := s.produced
 	if len(s.pending) > 0 {
 		settled = s.pending[0].dst
@@ -246,6 +259,17 @@ func (s *mirrorSession) handleAcks() {
 	for len(s.cancels) > 0 && s.cancels[0].upTo <= settled {
 		s.cancels[0].cancel()
 		s.cancels = s.cancels[1:]
+	}
+}
+
+// passControls moves the checkpoint past the transaction markers at the
+// head of the queue: every record before them is acknowledged.
+func (s *mirrorSession) passControls() {
+	for len(s.pending) > 0 && s.pending[0].control {
+		if s.failure == nil {
+			s.srcNext = s.pending[0].src + 1
+		}
+		s.pending = s.pending[1:]
 	}
 }
 
