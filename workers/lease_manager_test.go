@@ -358,7 +358,7 @@ func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
 	slow := nodeOpts{ttl: 30 * time.Second, renew: 10 * time.Second, margin: 10 * time.Second}
 	n := startNode(t, dbURL, "solo", newRunRegistry(t), slow)
 
-	waitShares(t, 5*time.Second, n)
+	waitShares(t, 15*time.Second, n)
 	for k, l := range n.runner.partitions() {
 		if !isActiveInFixture(k) {
 			t.Errorf("took inactive partition %s", k)
@@ -391,7 +391,7 @@ func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
 	if err := repo.EventsInsert(t.Context(), admin, repo.Event{Kind: "partition_state", Mirror: "beta", Topic: "logs", Message: "stopped"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "beta/logs handed back", func() (bool, string) {
+	waitFor(t, 10*time.Second, "beta/logs handed back", func() (bool, string) {
 		held := len(n.runner.partitions())
 		return held == 25, fmt.Sprint(held, " held")
 	})
@@ -428,7 +428,7 @@ func TestLeaseManagersShareAndFailOver(t *testing.T) {
 	reg := newRunRegistry(t)
 
 	a := startNode(t, dbURL, "a", reg, fastLeases)
-	waitShares(t, 5*time.Second, a)
+	waitShares(t, 15*time.Second, a)
 
 	// Two instances join: a hands back 20 partitions and 2 mirrors.
 	b := startNode(t, dbURL, "b", reg, fastLeases)
@@ -482,7 +482,7 @@ func TestLeaseManagerStopsWorkerOfStolenLease(t *testing.T) {
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
 	n := startNode(t, dbURL, "victim", newRunRegistry(t), fastLeases)
-	waitShares(t, 5*time.Second, n)
+	waitShares(t, 15*time.Second, n)
 
 	key := PartitionKey{"alpha", "orders", 3}
 	n.runner.mu.Lock()
@@ -495,7 +495,7 @@ func TestLeaseManagerStopsWorkerOfStolenLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitFor(t, 5*testRenew+time.Second, "the stolen partition's worker to stop", func() (bool, string) {
+	waitFor(t, 5*testRenew+5*time.Second, "the stolen partition's worker to stop", func() (bool, string) {
 		_, running := n.runner.partitions()[key]
 		return !running && slices.Contains(n.runner.stoppedKeys(), key), fmt.Sprint("running=", running)
 	})
@@ -529,14 +529,14 @@ func TestLeaseManagerStepsDownWhenDatabaseUnreachable(t *testing.T) {
 	reg := newRunRegistry(t)
 	cut := startNode(t, dbURL, "cut", reg, fastLeases)
 	peer := startNode(t, dbURL, "peer", reg, fastLeases)
-	waitShares(t, 5*time.Second, cut, peer)
+	waitShares(t, 15*time.Second, cut, peer)
 
 	leases := cut.runner.partitions()
 	cut.pool.Close() // renewals and heartbeats now fail
 	cutAt := time.Now()
 
 	// Valid turns false at the deadline, by the local clock alone.
-	waitFor(t, testTTL, "the cut instance's leases to lapse", func() (bool, string) {
+	waitFor(t, testTTL+3*time.Second, "the cut instance's leases to lapse", func() (bool, string) {
 		valid := 0
 		for _, l := range leases {
 			if l.Valid() {
@@ -558,7 +558,7 @@ func TestLeaseManagerStepsDownWhenDatabaseUnreachable(t *testing.T) {
 			t.Errorf("%s: Done not closed after the deadline", k)
 		}
 	}
-	waitFor(t, time.Second, "the cut instance's workers to stop", func() (bool, string) {
+	waitFor(t, 5*time.Second, "the cut instance's workers to stop", func() (bool, string) {
 		held := len(cut.runner.partitions())
 		return held == 0 && cut.runner.mirrors() == 0, fmt.Sprint(held, " running")
 	})
@@ -589,7 +589,7 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 	o := fastLeases
 	o.log = io.MultiWriter(logs, t.Output())
 	n := startNode(t, dbURL, "stuck", newRunRegistry(t), o)
-	waitShares(t, 5*time.Second, n)
+	waitShares(t, 15*time.Second, n)
 	leases := n.runner.partitions()
 
 	tx, err := admin.Begin(t.Context())
@@ -608,10 +608,10 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 			t.Fatalf("%s: Done not closed by the trust deadline while renewals hang", k)
 		}
 	}
-	waitFor(t, 2*testTimeout, "a named renew timeout in the log", func() (bool, string) {
+	waitFor(t, 2*testTimeout+3*time.Second, "a named renew timeout in the log", func() (bool, string) {
 		return strings.Contains(logs.String(), "partition lease renew timed out after 1s"), ""
 	})
-	waitFor(t, 2*testTimeout+testRenew, "the workers to stop", func() (bool, string) {
+	waitFor(t, 2*testTimeout+testRenew+3*time.Second, "the workers to stop", func() (bool, string) {
 		held := len(n.runner.partitions())
 		return held == 0, fmt.Sprint(held, " running")
 	})
@@ -621,7 +621,7 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 	if err := tx.Rollback(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitShares(t, 5*time.Second, n)
+	waitShares(t, 15*time.Second, n)
 	for k, l := range n.runner.partitions() {
 		if l.Epoch != 2 {
 			t.Errorf("%s re-taken at epoch %d, want 2", k, l.Epoch)
