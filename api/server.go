@@ -81,6 +81,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		r.Get("/mirrors/{mirror}", s.getMirror)
 		r.Patch("/mirrors/{mirror}", s.updateMirror)
 		r.Delete("/mirrors/{mirror}", s.deleteMirror)
+		r.Post("/mirrors/{mirror}:sync", s.syncMirror)
 		r.Post("/mirrors/{mirror}/topics:add", s.addTopics)
 		r.Post("/mirrors/{mirror}/topics:pause", s.pauseTopics)
 		r.Post("/mirrors/{mirror}/topics:resume", s.resumeTopics)

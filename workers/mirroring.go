@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,6 +72,9 @@ type mirrorSession struct {
 	// topicRecreated: a produce failed with UNKNOWN_TOPIC_ID, so the
 	// destination topic was deleted and created again under the producer.
 	topicRecreated bool
+	// partitionUnknown: the producer's metadata predates the partition
+	// (the topic just grew).
+	partitionUnknown bool
 	// cancels release each produce batch's deadline context once every
 	// record up to destination offset upTo is settled.
 	cancels []pendingCancel
@@ -141,6 +145,11 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s.settle(ctx)
 	for _, c := range s.cancels {
 		c.cancel()
+	}
+	if s.partitionUnknown {
+		// kgo fails records for a partition its metadata does not have
+		// yet, without refreshing it by itself.
+		w.e.producer.ForceMetadataRefresh()
 	}
 	if s.topicRecreated {
 		// kgo never adopts a recreated topic's new ID: it fails every
@@ -242,6 +251,7 @@ func (s *mirrorSession) handleAcks() {
 		switch {
 		case a.err != nil:
 			s.topicRecreated = s.topicRecreated || errors.Is(a.err, kerr.UnknownTopicID)
+			s.partitionUnknown = s.partitionUnknown || strings.Contains(a.err.Error(), "invalid record partitioning choice")
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, a.err)
 		case a.offset != p.dst:
 			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",

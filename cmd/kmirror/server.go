@@ -48,7 +48,10 @@ type serverConfig struct {
 	// kmirror creates it (mirror.topic.num.partitions, default 50).
 	StatePartitions        int
 	StateReplicationFactor int
-	Logger                 *slog.Logger
+	// MetadataRefreshInterval is the metadata sync interval of mirrors
+	// that do not set mirror.metadata.refresh.interval.ms; default 30s.
+	MetadataRefreshInterval time.Duration
+	Logger                  *slog.Logger
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -101,6 +104,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.Retry.MaxAttempts, "retry-max-attempts", envInt("KMIRROR_RETRY_MAX_ATTEMPTS", 100), "FAILED retries before waiting for an operator (KMIRROR_RETRY_MAX_ATTEMPTS)")
 	fs.IntVar(&cfg.StatePartitions, "state-topic-partitions", envInt("KMIRROR_STATE_TOPIC_PARTITIONS", 50), "partitions of __mirror_state when created: mirror.topic.num.partitions (KMIRROR_STATE_TOPIC_PARTITIONS)")
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
+	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -150,9 +154,10 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 	return c, nil
 }
 
-// startWorkers starts the engine and the lease manager; the returned stop
-// releases the leases after the workers flush, then closes the clients.
-func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, log *slog.Logger) (func(), error) {
+// startWorkers starts the engine, the metadata syncer and the lease
+// manager; the returned stop releases the leases after the workers flush,
+// then closes the clients.
+func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	eng, err := workers.NewEngine(workers.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry})
 	if err != nil {
@@ -161,13 +166,23 @@ func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}
-	lm, err := workers.NewLeaseManager(workers.LeaseManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
-		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log, Partitions: eng})
+	syncer, err := workers.NewMetadataSyncer(workers.MetadataSyncerConfig{Pool: pool, Service: svc,
+		InstanceID: cfg.InstanceID, Destination: cfg.Destination, Logger: log,
+		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Engine: eng})
 	if err != nil {
 		eng.Stop()
 		return nil, err
 	}
+	_ = syncer.Start(ctx)
+	lm, err := workers.NewLeaseManager(workers.LeaseManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
+		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log, Partitions: eng, Mirrors: syncer})
+	if err != nil {
+		syncer.Stop()
+		eng.Stop()
+		return nil, err
+	}
 	if err := lm.Start(ctx); err != nil {
+		syncer.Stop()
 		eng.Stop()
 		return nil, err
 	}
@@ -175,12 +190,14 @@ func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
 	if err != nil {
 		lm.Stop()
+		syncer.Stop()
 		eng.Stop()
 		return nil, err
 	}
 	_ = relay.Start(ctx)
 	return func() {
 		lm.Stop()
+		syncer.Stop()
 		eng.Stop()
 		relay.Stop() // last, so the final state changes are published
 	}, nil
@@ -229,7 +246,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if len(cfg.Destination.BootstrapServers) == 0 {
 		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
 	} else {
-		stopWorkers, err := startWorkers(ctx, cfg, pool, svc, log)
+		stopWorkers, err := startWorkers(ctx, cfg, pool, svc, reg, log)
 		if err != nil {
 			return err
 		}

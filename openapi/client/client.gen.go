@@ -60,6 +60,35 @@ type FieldError struct {
 	Message *string `json:"message,omitempty"`
 }
 
+// GroupOffsetsOutcome defines model for GroupOffsetsOutcome.
+type GroupOffsetsOutcome struct {
+	Error  *string      `json:"error,omitempty"`
+	Groups *[]GroupSync `json:"groups,omitempty"`
+	Ok     *bool        `json:"ok,omitempty"`
+}
+
+// GroupSync defines model for GroupSync.
+type GroupSync struct {
+	// Committed Committed counts the partitions this pass committed (the others were
+	// already in step).
+	Committed *int    `json:"committed,omitempty"`
+	Error     *string `json:"error,omitempty"`
+
+	// Group Example: orders-app
+	Group *string `json:"group,omitempty"`
+
+	// Skipped Skipped lists partitions that were not synced, with the reason.
+	Skipped *[]SkippedPartition `json:"skipped,omitempty"`
+
+	// SkippedReason SkippedReason is set when the whole group was skipped, for example
+	// because it is active on the destination.
+	SkippedReason *string `json:"skipped_reason,omitempty"`
+
+	// SyncedPartitions SyncedPartitions counts the partitions whose translated offset is
+	// committed on the destination after the pass.
+	SyncedPartitions *int `json:"synced_partitions,omitempty"`
+}
+
 // Instance defines model for Instance.
 type Instance struct {
 	HeartbeatAt *string `json:"heartbeat_at,omitempty"`
@@ -172,6 +201,15 @@ type Problem struct {
 	Type *string `json:"type,omitempty"`
 }
 
+// SkippedPartition defines model for SkippedPartition.
+type SkippedPartition struct {
+	Partition *int `json:"partition,omitempty"`
+
+	// Reason Example: topic is STOPPED
+	Reason *string `json:"reason,omitempty"`
+	Topic  *string `json:"topic,omitempty"`
+}
+
 // SourcePatch defines model for SourcePatch.
 type SourcePatch struct {
 	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
@@ -219,6 +257,59 @@ type SourceView struct {
 	TlsCertPem       *string `json:"tls_cert_pem,omitempty"`
 	TlsKeySet        *bool   `json:"tls_key_set,omitempty"`
 	TlsServerName    *string `json:"tls_server_name,omitempty"`
+}
+
+// SyncItem defines model for SyncItem.
+type SyncItem struct {
+	// Action Action is what happened: updated, grown, added, missing, stopped,
+	// created, deleted, refreshed, skipped or failed.
+	//
+	// Example: updated
+	Action *string `json:"action,omitempty"`
+
+	// Detail Example: retention.ms=3600000
+	Detail *string `json:"detail,omitempty"`
+
+	// Name Name is a topic, or an ACL as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
+	//
+	// Example: orders
+	Name *string `json:"name,omitempty"`
+}
+
+// SyncOutcome defines model for SyncOutcome.
+type SyncOutcome struct {
+	Error *string     `json:"error,omitempty"`
+	Items *[]SyncItem `json:"items,omitempty"`
+	Ok    *bool       `json:"ok,omitempty"`
+}
+
+// SyncResult defines model for SyncResult.
+type SyncResult struct {
+	Acls          *SyncOutcome `json:"acls,omitempty"`
+	DeletedTopics *SyncOutcome `json:"deleted_topics,omitempty"`
+	DurationMs    *int         `json:"duration_ms,omitempty"`
+
+	// Epoch Epoch is the metadata-sync lease epoch the pass ran under.
+	Epoch        *int                 `json:"epoch,omitempty"`
+	FinishedAt   *string              `json:"finished_at,omitempty"`
+	GroupOffsets *GroupOffsetsOutcome `json:"group_offsets,omitempty"`
+	Instance     *string              `json:"instance,omitempty"`
+
+	// Mirror Example: m1
+	Mirror    *string      `json:"mirror,omitempty"`
+	NewTopics *SyncOutcome `json:"new_topics,omitempty"`
+
+	// Ok OK is true when every kind is OK.
+	Ok           *bool        `json:"ok,omitempty"`
+	Partitions   *SyncOutcome `json:"partitions,omitempty"`
+	PausedTopics *SyncOutcome `json:"paused_topics,omitempty"`
+	StartedAt    *string      `json:"started_at,omitempty"`
+	TopicConfigs *SyncOutcome `json:"topic_configs,omitempty"`
+
+	// Trigger Trigger is start (the lease was just taken), interval or request.
+	//
+	// Example: interval
+	Trigger *string `json:"trigger,omitempty"`
 }
 
 // Topic defines model for Topic.
@@ -637,6 +728,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 	ResumeTopics(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SyncMirror Run a metadata sync pass now
+	//
+	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
+	SyncMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListPartitions Describe mirror partitions
 	//
 	// The describe rows: offsets, lag, state, error, retries, lost records and owner.
@@ -1019,6 +1117,23 @@ func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, conten
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 func (c *Client) ResumeTopics(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeTopicsRequest(c.Server, mirror, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SyncMirror Run a metadata sync pass now
+//
+// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+//
+// Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
+func (c *Client) SyncMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSyncMirrorRequest(c.Server, mirror)
 	if err != nil {
 		return nil, err
 	}
@@ -1802,6 +1917,40 @@ func NewResumeTopicsRequestWithBody(server string, mirror string, contentType st
 	return req, nil
 }
 
+// NewSyncMirrorRequest constructs an http.Request for the SyncMirror method
+func NewSyncMirrorRequest(server string, mirror string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "mirror", mirror, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/mirrors/%s:sync", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListPartitionsRequest constructs an http.Request for the ListPartitions method
 func NewListPartitionsRequest(server string, params *ListPartitionsParams) (*http.Request, error) {
 	var err error
@@ -2107,6 +2256,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 	ResumeTopicsWithResponse(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
+
+	// SyncMirrorWithResponse Run a metadata sync pass now
+	//
+	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
+	SyncMirrorWithResponse(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*SyncMirrorResponse, error)
 
 	// ListPartitionsWithResponse Describe mirror partitions
 	//
@@ -2991,6 +3149,68 @@ func (r ResumeTopicsResponse) ContentType() string {
 	return ""
 }
 
+type SyncMirrorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SyncResult
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
+	ApplicationproblemJSON504 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SyncMirrorResponse) GetJSON200() *SyncResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetApplicationproblemJSON504 returns the response for an HTTP 504 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON504() *Problem {
+	return r.ApplicationproblemJSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r SyncMirrorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SyncMirrorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SyncMirrorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SyncMirrorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListPartitionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3360,6 +3580,21 @@ func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirr
 		return nil, err
 	}
 	return ParseResumeTopicsResponse(rsp)
+}
+
+// SyncMirrorWithResponse Run a metadata sync pass now
+//
+// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
+func (c *ClientWithResponses) SyncMirrorWithResponse(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*SyncMirrorResponse, error) {
+	rsp, err := c.SyncMirror(ctx, mirror, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSyncMirrorResponse(rsp)
 }
 
 // ListPartitionsWithResponse Describe mirror partitions
@@ -4007,6 +4242,53 @@ func ParseResumeTopicsResponse(rsp *http.Response) (*ResumeTopicsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSyncMirrorResponse parses an HTTP response from a SyncMirrorWithResponse call
+func ParseSyncMirrorResponse(rsp *http.Response) (*SyncMirrorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SyncMirrorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SyncResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON504 = &dest
 
 	}
 
