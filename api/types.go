@@ -73,9 +73,9 @@ type Mirror struct {
 	// EffectiveConfig holds every key with its set or default value.
 	EffectiveConfig map[string]string `json:"effective_config"`
 	// LastSync is the result of the last metadata sync pass, if any.
-	LastSync  map[string]any `json:"last_sync,omitempty"`
-	CreatedAt time.Time      `json:"created_at"`
-	UpdatedAt time.Time      `json:"updated_at"`
+	LastSync  *service.SyncResult `json:"last_sync,omitempty"`
+	CreatedAt time.Time           `json:"created_at"`
+	UpdatedAt time.Time           `json:"updated_at"`
 } // @name Mirror
 
 // MirrorList is the body of GET /v1/mirrors.
@@ -209,7 +209,10 @@ func mirrorView(m repo.Mirror) Mirror {
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 	if len(m.LastSync) > 0 {
-		_ = jsonUnmarshal(m.LastSync, &v.LastSync)
+		var r service.SyncResult
+		if jsonUnmarshal(m.LastSync, &r) == nil {
+			v.LastSync = &r
+		}
 	}
 	return v
 }

@@ -46,6 +46,9 @@ func (c *mirrorsCLI) describe(ctx context.Context) error {
 			cmp.Compare(val(a.Topic), val(b.Topic)), cmp.Compare(val(a.Partition), val(b.Partition)))
 	})
 	writeDescribeTable(c.stdout, rows)
+	if c.opts.mirror != "" {
+		return c.printLastSync(ctx, c.opts.mirror)
+	}
 	return nil
 }
 

@@ -149,7 +149,9 @@ func TestMirrorsLifecycle(t *testing.T) {
 
 	// Filters, and JSON.
 	code, out, _ = e.mirrors(t, "--describe", "--mirror", "new-mirror", "--topic", "other.*")
-	if n := strings.Count(out, "\n"); code != 0 || n != 2 || !strings.HasPrefix(strings.Split(out, "\n")[1], "new-mirror ") {
+	// The table, then the mirror's last metadata sync (none: no syncer runs here).
+	if n := strings.Count(out, "\n"); code != 0 || n != 4 || !strings.HasPrefix(strings.Split(out, "\n")[1], "new-mirror ") ||
+		!strings.Contains(out, "\nLast sync of new-mirror: none yet\n") {
 		t.Errorf("describe --mirror new-mirror --topic other.*: exit %d, output:\n%s", code, out)
 	}
 	e.mustMirrors(t, seedHeader+"\n", "--describe", "--failed")

@@ -115,7 +115,7 @@ type Mirror struct {
 	EffectiveConfig *map[string]string `json:"effective_config,omitempty"`
 
 	// LastSync LastSync is the result of the last metadata sync pass, if any.
-	LastSync *map[string]interface{} `json:"last_sync,omitempty"`
+	LastSync *SyncResult `json:"last_sync,omitempty"`
 
 	// Name Example: m1
 	Name      *string     `json:"name,omitempty"`

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"kmirror/openapi/client"
+)
+
+// printLastSync prints the last metadata sync pass of a mirror below the
+// describe table: when it ran, how long it took, and each kind's outcome.
+func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
+	resp, err := c.api.GetMirrorWithResponse(ctx, mirror)
+	if err := c.check(resp, err, 200); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	writeLastSync(c.stdout, mirror, resp.JSON200.LastSync)
+	return nil
+}
+
+func writeLastSync(w io.Writer, mirror string, r *client.SyncResult) {
+	if r == nil || r.StartedAt == nil {
+		fmt.Fprintf(w, "\nLast sync of %s: none yet\n", mirror)
+		return
+	}
+	fmt.Fprintf(w, "\nLast sync of %s: %s (%d ms, %s)\n", mirror,
+		val(r.StartedAt), val(r.DurationMs), val(r.Trigger))
+	kinds := []struct {
+		name string
+		o    *client.SyncOutcome
+	}{{"topic configs", r.TopicConfigs}, {"partitions", r.Partitions}, {"new topics", r.NewTopics},
+		{"deleted topics", r.DeletedTopics}, {"acls", r.Acls}, {"paused topics", r.PausedTopics}}
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, k.name+": "+outcome(k.o != nil && val(k.o.Ok), func() string {
+			if k.o == nil {
+				return "not run"
+			}
+			return val(k.o.Error)
+		}()))
+	}
+	g := r.GroupOffsets
+	parts = append(parts, "group offsets: "+outcome(g != nil && val(g.Ok), func() string {
+		if g == nil {
+			return "not run"
+		}
+		return val(g.Error)
+	}()))
+	fmt.Fprintf(w, "  %s\n", strings.Join(parts, "\n  "))
+}
+
+func outcome(ok bool, errText string) string {
+	if ok {
+		return "ok"
+	}
+	if errText == "" {
+		errText = "failed"
+	}
+	return "ERROR " + errText
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"kmirror/openapi/client"
+)
+
+func TestWriteLastSync(t *testing.T) {
+	ok := client.SyncOutcome{Ok: ptr(true)}
+	bad := client.SyncOutcome{Ok: ptr(false), Error: ptr("cannot reach Kafka at 127.0.0.1:1 within 5s")}
+	r := &client.SyncResult{StartedAt: ptr("2026-12-02T13:00:00Z"), DurationMs: ptr(42), Trigger: ptr("interval"),
+		TopicConfigs: &bad, Partitions: &ok, NewTopics: &ok, DeletedTopics: &ok, Acls: &ok, PausedTopics: &ok,
+		GroupOffsets: &client.GroupOffsetsOutcome{Ok: ptr(true)}}
+	var b bytes.Buffer
+	writeLastSync(&b, "m1", r)
+	got := b.String()
+	for _, want := range []string{
+		"Last sync of m1: 2026-12-02T13:00:00Z (42 ms, interval)",
+		"  topic configs: ERROR cannot reach Kafka at 127.0.0.1:1 within 5s\n",
+		"  partitions: ok\n", "  group offsets: ok\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in:\n%s", want, got)
+		}
+	}
+}
