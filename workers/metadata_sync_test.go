@@ -681,7 +681,7 @@ func TestSyncNowOverHTTP(t *testing.T) {
 	if err := json.NewDecoder(get.Body).Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	if m.LastSync["trigger"] != triggerRequest || m.LastSync["started_at"] != res.StartedAt.Format(time.RFC3339Nano) {
+	if m.LastSync == nil || m.LastSync.Trigger != triggerRequest || !m.LastSync.StartedAt.Equal(res.StartedAt) {
 		t.Fatalf("last_sync %v, want the pass %+v", m.LastSync, res)
 	}
 }
