@@ -190,12 +190,7 @@ func (s *Service) SyncMirror(ctx context.Context, name string) (SyncResult, erro
 func (s *Service) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]string, error) {
 	var added []string
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
-			return mirrorNotFound(mirror)
-		} else if err != nil {
-			return err
-		}
-		existing, err := topicsByName(ctx, tx, mirror)
+		existing, err := lockedTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}
@@ -267,12 +262,7 @@ func (s *Service) CountSourceMissing(ctx context.Context, mirror string, missing
 func (s *Service) StopSourceDeletedTopics(ctx context.Context, mirror string, topics []string) ([]string, error) {
 	var stopped []string
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
-			return mirrorNotFound(mirror)
-		} else if err != nil {
-			return err
-		}
-		existing, err := topicsByName(ctx, tx, mirror)
+		existing, err := lockedTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}

@@ -88,12 +88,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	}
 	names := sortedKeys(matched)
 	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
-			return mirrorNotFound(mirror)
-		} else if err != nil {
-			return err
-		}
-		existing, err := topicsByName(ctx, tx, mirror)
+		existing, err := lockedTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}
@@ -165,12 +160,7 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 	}
 	var names []string
 	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
-			return mirrorNotFound(mirror)
-		} else if err != nil {
-			return err
-		}
-		existing, err := topicsByName(ctx, tx, mirror)
+		existing, err := lockedTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}
@@ -202,6 +192,17 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 		return TopicsResult{}, err
 	}
 	return TopicsResult{Mirror: mirror, Action: tr.action, Topics: names}, nil
+}
+
+// lockedTopics locks the mirror's row for the transaction, which serializes
+// actions on one mirror, and returns its topics by name.
+func lockedTopics(ctx context.Context, tx pgx.Tx, mirror string) (map[string]repo.Topic, error) {
+	if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
+		return nil, mirrorNotFound(mirror)
+	} else if err != nil {
+		return nil, err
+	}
+	return topicsByName(ctx, tx, mirror)
 }
 
 func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]repo.Topic, error) {
