@@ -108,7 +108,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 		return retryable("source fetcher: %v", err)
 	}
 	defer w.e.releaseFetcher(w.key.Mirror)
-	sink := &fetchSink{ch: make(chan fetchBatch, 4), done: make(chan struct{})}
+	sink := &fetchSink{ch: make(chan fetchBatch, 16), done: make(chan struct{})}
 	tp := topicPartition{w.key.Topic, w.key.Partition}
 	f.add(tp, s.fetchNext, sink)
 	defer func() {

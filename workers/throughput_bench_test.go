@@ -21,7 +21,7 @@ import (
 //	go test ./workers -run '^$' -bench Throughput -benchtime=1x
 const (
 	benchPartitions = 4
-	benchRecords    = 40_000 // per partition
+	benchRecords    = 120_000 // per partition
 	benchValueBytes = 1024
 )
 
