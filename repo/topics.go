@@ -116,3 +116,24 @@ func TopicsCountNotStopped(ctx context.Context, q DBTX, mirror string) (int, err
 			  AND p.state IS NOT NULL AND p.state <> 'STOPPED'))`, mirror).Scan(&n)
 	return n, interpret(err)
 }
+
+// TopicsReadOnly maps (mirror, topic) to read_only_enforced, for one mirror
+// or, with mirror "", for all.
+func TopicsReadOnly(ctx context.Context, q DBTX, mirror string) (map[[2]string]*bool, error) {
+	rows, err := q.Query(ctx, `SELECT mirror, topic, read_only_enforced FROM mirror_topics
+		WHERE $1 = '' OR mirror = $1`, mirror)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[[2]string]*bool{}
+	for rows.Next() {
+		var m, t string
+		var ro *bool
+		if err := rows.Scan(&m, &t, &ro); err != nil {
+			return nil, interpret(err)
+		}
+		out[[2]string{m, t}] = ro
+	}
+	return out, interpret(rows.Err())
+}

@@ -63,7 +63,7 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 	if err != nil {
 		return nil, err
 	}
-	readOnly, err := s.readOnlyByTopic(ctx, f.Mirror)
+	readOnly, err := repo.TopicsReadOnly(ctx, s.pool, f.Mirror)
 	if err != nil {
 		return nil, err
 	}
@@ -76,30 +76,6 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 		row := describeRow(p)
 		row.ReadOnlyEnforced = readOnly[[2]string{p.Mirror, p.Topic}]
 		out = append(out, row)
-	}
-	return out, nil
-}
-
-// readOnlyByTopic maps (mirror, topic) to whether read-only is enforced.
-func (s *Service) readOnlyByTopic(ctx context.Context, mirror string) (map[[2]string]*bool, error) {
-	var mirrors []repo.Mirror
-	if mirror != "" {
-		mirrors = []repo.Mirror{{Name: mirror}}
-	} else {
-		var err error
-		if mirrors, err = repo.MirrorsList(ctx, s.pool); err != nil {
-			return nil, err
-		}
-	}
-	out := map[[2]string]*bool{}
-	for _, m := range mirrors {
-		topics, err := repo.TopicsList(ctx, s.pool, m.Name)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range topics {
-			out[[2]string{t.Mirror, t.Topic}] = t.ReadOnlyEnforced
-		}
 	}
 	return out, nil
 }

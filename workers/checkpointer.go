@@ -30,8 +30,6 @@ type checkpointer struct {
 
 	mu    sync.Mutex
 	dirty map[PartitionKey]*repo.Checkpoint
-	// lost is told about partitions whose save found another owner.
-	lost func(PartitionKey)
 }
 
 func newCheckpointer(pool *pgxpool.Pool, owner string, log *slog.Logger) *checkpointer {
@@ -129,9 +127,11 @@ func (c *checkpointer) flush(ctx context.Context) {
 		c.mu.Unlock()
 		return
 	}
+	// A checkpoint the fence refused belongs to a lease that moved on; the
+	// lease manager stops that worker on its next renewal.
 	for k := range batch {
-		if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] && c.lost != nil {
-			c.lost(k)
+		if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] {
+			c.log.Info("checkpoint not saved: the lease moved on", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition)
 		}
 	}
 }
