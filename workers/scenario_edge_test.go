@@ -90,14 +90,7 @@ func TestScenarioRetentionLoss(t *testing.T) {
 func TestScenarioDestinationTopicDeleted(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, env.clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 2, 20*time.Second)
+	env.startMirrored("orders", 2, 10)
 
 	if err := env.clusters.Destination.DeleteTopic("orders"); err != nil {
 		t.Fatal(err)

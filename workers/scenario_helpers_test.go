@@ -286,3 +286,18 @@ func holdsFor(t *testing.T, d time.Duration, what string, cond func() (bool, str
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// startMirrored creates a source topic "orders" with records, mirrors it as
+// mirror "m" on instance "i1", and waits until the destination caught up.
+func (env *engineEnv) startMirrored(topic string, partitions int32, records int) *instance {
+	env.t.Helper()
+	if err := env.clusters.Source.CreateTopic(topic, partitions, nil); err != nil {
+		env.t.Fatal(err)
+	}
+	produce(env.t, env.clusters.SourceAddr(), topic, partitions, records, kgo.NoCompression())
+	env.createMirror("m", topic)
+	in := env.startInstance("i1")
+	env.waitStates("m", service.StateMirroring, 20*time.Second)
+	waitEndsEqual(env.t, env, topic, partitions, 20*time.Second)
+	return in
+}

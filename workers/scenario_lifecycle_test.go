@@ -56,14 +56,7 @@ func TestScenarioSeedStart(t *testing.T) {
 func TestScenarioPauseResume(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, env.clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 2, 20*time.Second)
+	env.startMirrored("orders", 2, 10)
 
 	ctx := context.Background()
 	if _, err := env.svc.PauseTopics(ctx, "m", "orders"); err != nil {
@@ -134,14 +127,7 @@ func TestScenarioFailover(t *testing.T) {
 	t.Parallel()
 	kcatPath(t)
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, env.clusters.SourceAddr(), "orders", 1, 10, kgo.NoCompression())
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 1, 20*time.Second)
+	env.startMirrored("orders", 1, 10)
 
 	if _, err := env.svc.RemoveTopics(context.Background(), "m", "orders"); err != nil {
 		t.Fatal(err)
@@ -249,14 +235,7 @@ func TestScenarioFailoverReadOnlyACL(t *testing.T) {
 func TestScenarioRestartStopped(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, env.clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 2, 20*time.Second)
+	env.startMirrored("orders", 2, 10)
 	ctx := context.Background()
 	if _, err := env.svc.RemoveTopics(ctx, "m", "orders"); err != nil {
 		t.Fatal(err)
@@ -286,14 +265,7 @@ func TestScenarioRestartAfterDivergentWrites(t *testing.T) {
 	t.Parallel()
 	kcatPath(t)
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, env.clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 2, 20*time.Second)
+	env.startMirrored("orders", 2, 10)
 	ctx := context.Background()
 	if _, err := env.svc.RemoveTopics(ctx, "m", "orders"); err != nil {
 		t.Fatal(err)
