@@ -228,7 +228,8 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		service.NewStateCollector(pool))
 	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON})
 	if err != nil {
 		return err

@@ -1,0 +1,47 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"kmirror/internal/testdb"
+)
+
+func TestStateCollector(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t)
+	_, err := pool.Exec(context.Background(), `
+		INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1');
+		INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES ('m', 'orders', 'mirroring');
+		INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, source_end_offset, lost_records) VALUES
+			('m', 'orders', 0, 'MIRRORING', 10, 10, 15, 0),
+			('m', 'orders', 1, 'MIRRORING', 20, 20, 20, 3),
+			('m', 'orders', 2, NULL, NULL, NULL, 7, 0)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewStateCollector(pool))
+	want := `
+# HELP kmirror_lag_records Source end offset minus the next source offset to mirror, summed over the topic's partitions.
+# TYPE kmirror_lag_records gauge
+kmirror_lag_records{mirror="m",topic="orders"} 12
+# HELP kmirror_lost_records_total Source records removed by retention before they were mirrored.
+# TYPE kmirror_lost_records_total counter
+kmirror_lost_records_total{mirror="m",topic="orders"} 3
+# HELP kmirror_partitions Mirror partitions by state.
+# TYPE kmirror_partitions gauge
+kmirror_partitions{mirror="m",state="MIRRORING",topic="orders"} 2
+kmirror_partitions{mirror="m",state="UNKNOWN",topic="orders"} 1
+# HELP kmirror_state_scrape_ok 1 when the partition state query succeeded.
+# TYPE kmirror_state_scrape_ok gauge
+kmirror_state_scrape_ok 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
