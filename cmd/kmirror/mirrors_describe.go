@@ -59,7 +59,7 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 	for _, r := range rows {
 		if topic := val(r.Mirror) + "/" + val(r.Topic); r.ReadOnlyEnforced != nil && !seen[topic] {
 			seen[topic] = true
-			how := "enforced by a DENY WRITE ACL"
+			how := "enforced: a DENY WRITE ACL for User:* is set on the destination topic"
 			if !*r.ReadOnlyEnforced {
 				how = "not enforced (no authorizer on the destination, or the topic is stopped)"
 			}
