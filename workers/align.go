@@ -32,6 +32,9 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	if err != nil {
 		return alignResult{}, retryable("source: %v", err)
 	}
+	if err := w.checkSourceTopicID(ctx, src); err != nil {
+		return alignResult{}, err
+	}
 	if err := w.ensureDestinationTopic(ctx, src, desire); err != nil {
 		return alignResult{}, err
 	}

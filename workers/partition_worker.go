@@ -174,6 +174,9 @@ func (w *partitionWorker) step(ctx context.Context) error {
 	case service.StatePaused:
 		switch want {
 		case service.DesiredMirroring:
+			if err := w.resumeCheck(ctx); err != nil {
+				return err
+			}
 			return w.transition(ctx, service.StateMirroring, transitionOpts{reason: "resumed from the checkpoint"})
 		case service.DesiredStopped:
 			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})

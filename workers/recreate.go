@@ -68,7 +68,9 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 		if _, err := tx.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE mirror_topics SET recreate = false WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic)
+		// The source topic may be a new one too: its id is taken afresh.
+		_, err := tx.Exec(ctx, `UPDATE mirror_topics SET recreate = false, source_topic_id = NULL
+			WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic)
 		return err
 	})
 	if err != nil {
