@@ -137,3 +137,23 @@ func TopicsReadOnly(ctx context.Context, q DBTX, mirror string) (map[[2]string]*
 	}
 	return out, interpret(rows.Err())
 }
+
+// TopicsMirroredElsewhere maps each of the topics that another mirror than
+// mirror mirrors (desired state not stopped) to that mirror.
+func TopicsMirroredElsewhere(ctx context.Context, q DBTX, mirror string, topics []string) (map[string]string, error) {
+	rows, err := q.Query(ctx, `SELECT topic, mirror FROM mirror_topics
+		WHERE topic = ANY($2) AND mirror <> $1 AND desired_state <> 'stopped'`, mirror, topics)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var t, m string
+		if err := rows.Scan(&t, &m); err != nil {
+			return nil, interpret(err)
+		}
+		out[t] = m
+	}
+	return out, interpret(rows.Err())
+}

@@ -194,8 +194,13 @@ func (s *Service) AddSourceTopics(ctx context.Context, mirror string, topics map
 		if err != nil {
 			return err
 		}
+		elsewhere, err := repo.TopicsMirroredElsewhere(ctx, tx, mirror, sortedKeys(topics))
+		if err != nil {
+			return err
+		}
 		for _, name := range sortedKeys(topics) {
-			if _, ok := existing[name]; ok || slices.Contains(kafkaInternalTopics, name) || !validName(name) {
+			_, other := elsewhere[name] // another mirror writes that destination topic
+			if _, ok := existing[name]; ok || other || slices.Contains(kafkaInternalTopics, name) || !validName(name) {
 				continue
 			}
 			if err := repo.TopicsUpsert(ctx, tx, repo.TopicsUpsertParams{Mirror: mirror, Topic: name,

@@ -101,13 +101,18 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		if len(conflicts) > 0 {
 			return topicConflict("add", conflicts)
 		}
+		if err := checkNotMirroredElsewhere(ctx, tx, mirror, names); err != nil {
+			return err
+		}
 		for _, name := range names {
 			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
 				ReplicationFactor: rf, Recreate: in.Recreate, Partitions: matched[name]}
 			if t, ok := existing[name]; ok && in.ReplicationFactor == nil {
 				p.ReplicationFactor = t.ReplicationFactor // a restart keeps its factor
 			}
-			if err := repo.TopicsUpsert(ctx, tx, p); err != nil {
+			if err := repo.TopicsUpsert(ctx, tx, p); errors.Is(err, repo.ErrConflict) {
+				return &ConflictError{Detail: fmt.Sprintf("cannot add: topic %s was just added to another mirror", name)}
+			} else if err != nil {
 				return err
 			}
 		}
@@ -215,6 +220,27 @@ func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]r
 		out[t.Topic] = t
 	}
 	return out, nil
+}
+
+// checkNotMirroredElsewhere refuses topics another mirror is mirroring: all
+// mirrors write into the one destination under the same names. The database
+// enforces it too (mirror_topics_one_active_mirror) for concurrent adds.
+func checkNotMirroredElsewhere(ctx context.Context, tx pgx.Tx, mirror string, names []string) error {
+	others, err := repo.TopicsMirroredElsewhere(ctx, tx, mirror, names)
+	if err != nil {
+		return err
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	var conflicts []TopicState
+	var parts []string
+	for _, name := range sortedKeys(others) {
+		conflicts = append(conflicts, TopicState{Topic: name, State: "mirrored by " + others[name]})
+		parts = append(parts, fmt.Sprintf("%s is mirrored by mirror %s", name, others[name]))
+	}
+	return &ConflictError{Detail: "cannot add: " + strings.Join(parts, ", ") +
+		" (every mirror writes into the same destination topic names)", Topics: conflicts}
 }
 
 func topicConflict(action string, conflicts []TopicState) error {

@@ -50,26 +50,25 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 // changes nothing.
 func TestDesiredStateRules(t *testing.T) {
 	t.Parallel()
-	svc, pool, bootstrap := newService(t)
 	ctx := t.Context()
 
 	type action struct {
 		name   string
-		do     func(ctx context.Context, mirror string) (service.TopicsResult, error)
+		do     func(ctx context.Context, svc *service.Service, mirror string) (service.TopicsResult, error)
 		target string // desired state after success
 		event  string
 	}
 	actions := []action{
-		{"add", func(ctx context.Context, m string) (service.TopicsResult, error) {
+		{"add", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
 			return svc.AddTopics(ctx, m, service.AddTopicsInput{Topic: "orders"})
 		}, service.DesiredMirroring, service.EventTopicsAdded},
-		{"pause", func(ctx context.Context, m string) (service.TopicsResult, error) {
+		{"pause", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
 			return svc.PauseTopics(ctx, m, "orders")
 		}, service.DesiredPaused, service.EventTopicsPaused},
-		{"resume", func(ctx context.Context, m string) (service.TopicsResult, error) {
+		{"resume", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
 			return svc.ResumeTopics(ctx, m, "orders")
 		}, service.DesiredMirroring, service.EventTopicsResumed},
-		{"remove", func(ctx context.Context, m string) (service.TopicsResult, error) {
+		{"remove", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
 			return svc.RemoveTopics(ctx, m, "orders")
 		}, service.DesiredStopped, service.EventTopicsRemoved},
 	}
@@ -90,6 +89,9 @@ func TestDesiredStateRules(t *testing.T) {
 	for _, current := range []string{service.DesiredMirroring, service.DesiredPaused, service.DesiredStopped} {
 		for _, act := range actions {
 			cells++
+			// Each cell has its own database: one topic can be mirrored by
+			// one mirror at a time.
+			svc, pool, bootstrap := newService(t)
 			mirror := fmt.Sprintf("%s-%s", current, act.name)
 			if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: mirror,
 				Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
@@ -97,7 +99,7 @@ func TestDesiredStateRules(t *testing.T) {
 			}
 			for _, step := range setup[current] {
 				i := slices.IndexFunc(actions, func(a action) bool { return a.name == step })
-				if _, err := actions[i].do(ctx, mirror); err != nil {
+				if _, err := actions[i].do(ctx, svc, mirror); err != nil {
 					t.Fatalf("setup %s: %v", step, err)
 				}
 			}
@@ -119,7 +121,7 @@ func TestDesiredStateRules(t *testing.T) {
 				outbox := count(t, pool, `SELECT count(*) FROM outbox WHERE mirror = $1`, mirror)
 				parts := count(t, pool, `SELECT count(*) FROM mirror_partitions WHERE mirror = $1`, mirror)
 
-				res, err := act.do(ctx, mirror)
+				res, err := act.do(ctx, svc, mirror)
 				if want {
 					if err != nil {
 						t.Fatalf("%s of a %s topic: %v, want success", act.name, current, err)

@@ -268,20 +268,21 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 		s.close()
 		delete(e.sources, mirror)
 	}
-	adm, err := conn.NewAdmin(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
 	if err != nil {
 		return nil, err
 	}
-	s := &sourceClients{conn: conn, admin: adm, key: m.UpdatedAt}
+	s := &sourceClients{conn: conn, client: cl, admin: kadm.NewClient(cl), key: m.UpdatedAt}
 	e.sources[mirror] = s
 	return s, nil
 }
 
 // sourceClients is a mirror's source connection and admin client.
 type sourceClients struct {
-	conn  kafkaconn.Config
-	admin *kadm.Client
-	key   time.Time
+	conn   kafkaconn.Config
+	client *kgo.Client // for requests that must not be answered from kgo's metadata cache
+	admin  *kadm.Client
+	key    time.Time
 }
 
 func (s *sourceClients) close() { s.admin.Close() }

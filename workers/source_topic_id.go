@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // checkSourceTopicID compares the source topic's id with the one recorded
@@ -12,30 +14,36 @@ import (
 // the topic was deleted and created again: its offsets start over, so
 // mirroring it into the same destination would mix two topics.
 func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceClients) error {
-	topics, err := src.admin.ListTopics(ctx, w.key.Topic)
+	// A raw request: kadm's ListTopics may answer from kgo's metadata
+	// cache, which keeps a recreated topic's old id for a while.
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(w.key.Topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, src.client)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
-	d, ok := topics[w.key.Topic]
-	if !ok || d.Err != nil {
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
+	id := resp.Topics[0].TopicID
 	var zero [16]byte
-	if d.ID == zero {
+	if id == zero {
 		return nil // an old broker without topic ids: nothing to compare
 	}
 	var stored []byte
 	err = w.e.cfg.Pool.QueryRow(ctx, `
 		UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $3)
 		WHERE mirror = $1 AND topic = $2 RETURNING source_topic_id`,
-		w.key.Mirror, w.key.Topic, d.ID[:]).Scan(&stored)
+		w.key.Mirror, w.key.Topic, id[:]).Scan(&stored)
 	if err != nil {
 		return retryable("record source topic id: %v", err)
 	}
-	if !bytes.Equal(stored, d.ID[:]) {
+	if !bytes.Equal(stored, id[:]) {
 		return permanent("source topic %s was deleted and recreated (topic id %s, mirrored from %s): "+
 			"remove the topic and add it with recreate to mirror the new one", w.key.Topic,
-			hex.EncodeToString(d.ID[:]), hex.EncodeToString(stored))
+			hex.EncodeToString(id[:]), hex.EncodeToString(stored))
 	}
 	return nil
 }

@@ -75,7 +75,9 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return fmt.Errorf("start dev clusters (are ports %d and %d free?): %w", cfg.SourcePort, cfg.DestinationPort, err)
 	}
 	defer clusters.Close()
-	if err := clusters.StartDemo(ctx, devcluster.Demo{RecordsPerSecond: cfg.RecordsPerSec}); err != nil {
+	// inventory is not added to the demo mirror: a second mirror can take it.
+	if err := clusters.StartDemo(ctx, devcluster.Demo{RecordsPerSecond: cfg.RecordsPerSec,
+		Topics: map[string]int32{"orders": 3, "payments": 2, "inventory": 1}}); err != nil {
 		return err
 	}
 
@@ -152,7 +154,7 @@ kmirror dev is running. Ctrl-C stops everything and removes the data.
   API and docs     %[1]s/docs
   OpenAPI          %[1]s/openapi.json
   Metrics          %[1]s/metrics
-  Source Kafka     %[2]s   (topics orders, payments; group demo-consumers)
+  Source Kafka     %[2]s   (topics orders, payments, inventory; group demo-consumers)
   Destination      %[3]s
 
 Try it:

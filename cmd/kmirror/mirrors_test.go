@@ -26,7 +26,8 @@ import (
 const seedHeader = "MIRROR                         TOPIC                                    PARTITION  SOURCE-OFFSET   DESTINATION-OFFSET LAG      STATE       "
 
 // mirrorsEnv is a real API server (handler, service, Postgres) and a kfake
-// source cluster with my-topic (3 partitions) and other-topic (1).
+// source cluster with my-topic (3 partitions), other-topic (1) and
+// third-topic (3).
 type mirrorsEnv struct {
 	server string
 	source string
@@ -35,7 +36,7 @@ type mirrorsEnv struct {
 func newMirrorsEnv(t *testing.T) mirrorsEnv {
 	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
-		kfake.SeedTopics(3, "my-topic"), kfake.SeedTopics(1, "other-topic"))
+		kfake.SeedTopics(3, "my-topic"), kfake.SeedTopics(1, "other-topic"), kfake.SeedTopics(3, "third-topic"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +120,11 @@ func TestMirrorsLifecycle(t *testing.T) {
 
 	e.mustMirrors(t, "Added 1 topic(s) to mirror my-mirror: [my-topic]\n",
 		"--add", "--topic", "my-topic", "--mirror", "my-mirror", "--replication-factor", "1")
-	e.mustMirrors(t, "Added 2 topic(s) to mirror new-mirror: [my-topic, other-topic]\n",
+	// One topic, one mirror: every mirror writes the same destination names.
+	e.wantFailure(t, 1, []string{"Error: cannot add: my-topic is mirrored by mirror my-mirror"},
 		"--add", "--topic", ".*-topic", "--mirror", "new-mirror")
+	e.mustMirrors(t, "Added 2 topic(s) to mirror new-mirror: [other-topic, third-topic]\n",
+		"--add", "--topic", "other-topic|third-topic", "--mirror", "new-mirror")
 
 	// No workers run here, so nothing has an offset or state yet: every
 	// partition shows - for its offsets.
@@ -136,7 +140,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 		t.Fatalf("describe: %d lines, want header and 7 rows:\n%s", len(lines), out)
 	}
 	wantRows := []string{"my-mirror my-topic 0", "my-mirror my-topic 1", "my-mirror my-topic 2",
-		"new-mirror my-topic 0", "new-mirror my-topic 1", "new-mirror my-topic 2", "new-mirror other-topic 0"}
+		"new-mirror other-topic 0", "new-mirror third-topic 0", "new-mirror third-topic 1", "new-mirror third-topic 2"}
 	for i, want := range wantRows {
 		f := strings.Fields(lines[i+1])
 		if got := strings.Join(f[:3], " "); got != want || f[3] != "-" || f[4] != "-" || f[5] != "-" {

@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS mirror_topics_one_active_mirror;
