@@ -75,6 +75,8 @@ type mirrorSession struct {
 	// partitionUnknown: the producer's metadata predates the partition
 	// (the topic just grew).
 	partitionUnknown bool
+	// promise is the produce callback, made once per session.
+	promise func(*kgo.Record, error)
 	// cancels release each produce batch's deadline context once every
 	// record up to destination offset upTo is settled.
 	cancels []pendingCancel
@@ -103,6 +105,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.acks.notify = make(chan struct{}, 1)
+	s.promise = func(pr *kgo.Record, err error) { s.acks.push(ackResult{offset: pr.Offset, err: err}) }
 	f, err := w.e.fetcher(w.key.Mirror, src.conn)
 	if err != nil {
 		return retryable("source fetcher: %v", err)
@@ -228,9 +231,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 			Headers: r.Headers, Timestamp: r.Timestamp}
 		s.pending = append(s.pending, inflight{src: r.Offset, dst: s.produced})
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
-		w.e.producer.Produce(pctx, rec, func(pr *kgo.Record, err error) {
-			s.acks.push(ackResult{offset: pr.Offset, err: err})
-		})
+		w.e.producer.Produce(pctx, rec, s.promise)
 	}
 	s.passControls()
 }
