@@ -73,6 +73,17 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The operator CLI runs a sync pass through the demo's metadata syncer.
+	var syncOut, syncErr bytes.Buffer
+	if code := run(ctx, []string{"mirrors", "--server", base, "--sync", "--mirror", "demo"}, &syncOut, &syncErr); code != 0 {
+		t.Fatalf("--sync: exit %d: %s%s", code, syncOut.String(), syncErr.String())
+	}
+	for _, want := range []string{"Last sync of demo: ", "(", "request)", "  topic configs: ok\n", "  group offsets: ok\n"} {
+		if !strings.Contains(syncOut.String(), want) {
+			t.Errorf("--sync output lacks %q:\n%s", want, syncOut.String())
+		}
+	}
+
 	cancel()
 	select {
 	case err := <-done:

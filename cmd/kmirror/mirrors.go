@@ -32,6 +32,7 @@ else http://127.0.0.1:8080). Exactly one action:
   --pause    --mirror NAME --topic REGEX
   --resume   --mirror NAME --topic REGEX
   --remove   --mirror NAME --topic REGEX
+  --sync     --mirror NAME          run a metadata sync pass now and print its result
 
 --topic is an RE2 pattern matched against whole topic names. The source's SASL
 password comes from --sasl-password-file or, with a SASL_* protocol, from
@@ -46,13 +47,13 @@ Flags:
 `
 
 // mirrorsActions are the action flags, in the order usage lists them.
-var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove"}
+var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync"}
 
 // mirrorsFlagActions lists, for each non-action flag, the actions it applies
 // to; --server applies to all. A flag given with another action is a usage
 // error rather than silently ignored.
 var mirrorsFlagActions = map[string][]string{
-	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove"},
+	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove", "sync"},
 	"topic":                   {"describe", "add", "pause", "resume", "remove"},
 	"source-bootstrap":        {"create"},
 	"security-protocol":       {"create"},
@@ -214,7 +215,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	switch o.action {
 	case "create":
 		required = []string{"mirror", "source-bootstrap"}
-	case "delete":
+	case "delete", "sync":
 		required = []string{"mirror"}
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}

@@ -63,6 +63,8 @@ func (c *mirrorsCLI) run(ctx context.Context) error {
 		return c.add(ctx)
 	case "pause", "resume", "remove":
 		return c.transition(ctx)
+	case "sync":
+		return c.sync(ctx)
 	}
 	return usagef("unknown action %q", c.opts.action)
 }

@@ -9,6 +9,23 @@ import (
 	"kmirror/openapi/client"
 )
 
+// sync runs a metadata sync pass now and prints its result; a pass with a
+// failed kind exits 1.
+func (c *mirrorsCLI) sync(ctx context.Context) error {
+	resp, err := c.api.SyncMirrorWithResponse(ctx, c.opts.mirror)
+	if err := c.check(resp, err, 200); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	writeLastSync(c.stdout, c.opts.mirror, resp.JSON200)
+	if !val(resp.JSON200.Ok) {
+		return fmt.Errorf("the sync pass of mirror %s had errors", c.opts.mirror)
+	}
+	return nil
+}
+
 // printLastSync prints the last metadata sync pass of a mirror below the
 // describe table: when it ran, how long it took, and each kind's outcome.
 func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
