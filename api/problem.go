@@ -47,6 +47,7 @@ var (
 	kindTransition      = problemKind{"invalid-transition", "Invalid state transition", http.StatusConflict}
 	kindSourceDown      = problemKind{"source-unavailable", "Source cluster unavailable", http.StatusServiceUnavailable}
 	kindUnauthenticated = problemKind{"unauthenticated", "Authentication required", http.StatusUnauthorized}
+	kindForbidden       = problemKind{"forbidden", "Forbidden", http.StatusForbidden}
 	kindInternal        = problemKind{"internal", "Internal error", http.StatusInternalServerError}
 )
 

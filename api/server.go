@@ -3,7 +3,7 @@
 //
 //	@title			kmirror API
 //	@version		1.0
-//	@description	Kafka cluster mirroring as a service: mirrors, mirror topics and their partitions.
+//	@description	Kafka cluster mirroring as a service: mirrors, mirror topics and their partitions. When the server has API tokens configured, /v1 requires an Authorization: Bearer token (401 without a valid one; 403 for the read-only token on a change).
 //	@BasePath		/
 package api
 
@@ -34,6 +34,8 @@ type Config struct {
 	Registry *prometheus.Registry
 	// OpenAPI is the OpenAPI document served at /openapi.json.
 	OpenAPI []byte
+	// Tokens, when set, protect /v1 with bearer tokens.
+	Tokens Tokens
 }
 
 func (c *Config) validate() error {
@@ -76,6 +78,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	mountDocs(r, cfg.OpenAPI)
 
 	r.Route("/v1", func(r chi.Router) {
+		r.Use(requireToken(cfg.Tokens))
 		r.Post("/mirrors", s.createMirror)
 		r.Get("/mirrors", s.listMirrors)
 		r.Get("/mirrors/{mirror}", s.getMirror)

@@ -41,6 +41,8 @@ KMIRROR_SOURCE_SASL_PASSWORD; never from the command line.
 --describe prints the seed's table; partitions with an error or lost records
 get a line each below it. --json prints the rows as the API returns them.
 
+When the server requires API tokens, set KMIRROR_TOKEN to one of them.
+
 Exit status: 0 done, 1 refused by the server or not reachable, 2 bad usage.
 
 Flags:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) 
 		client.WithHTTPClient(&http.Client{Timeout: mirrorsRequestTimeout}),
 		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("User-Agent", "kmirror-cli/"+version)
+			if token := os.Getenv("KMIRROR_TOKEN"); token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
 			return nil
 		}))
 	if err != nil {

@@ -52,6 +52,10 @@ type serverConfig struct {
 	// that do not set mirror.metadata.refresh.interval.ms; default 30s.
 	MetadataRefreshInterval time.Duration
 	Logger                  *slog.Logger
+	// Tokens protect the /v1 API when set (KMIRROR_API_TOKEN,
+	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
+	// out of process listings).
+	Tokens api.Tokens
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -114,6 +118,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Tokens = api.Tokens{Admin: os.Getenv("KMIRROR_API_TOKEN"), Read: os.Getenv("KMIRROR_API_READ_TOKEN")}
 	var err error
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
@@ -230,7 +235,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		service.NewStateCollector(pool))
-	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON})
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens})
 	if err != nil {
 		return err
 	}
