@@ -26,3 +26,13 @@ func TestMirrorsSendsToken(t *testing.T) {
 		t.Fatalf("Authorization %q, output %q", got, out.String())
 	}
 }
+
+// TestHelpExitsZero: --help prints the flags and is not an error.
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"server", "dev", "restore"} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{cmd, "--help"}, &out, &errOut); code != 0 || !bytes.Contains(errOut.Bytes(), []byte("Usage of kmirror "+cmd)) {
+			t.Errorf("%s --help: exit %d, stderr %q", cmd, code, errOut.String())
+		}
+	}
+}
