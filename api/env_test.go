@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
+	"kmirror/internal/syncbuf"
 	"kmirror/internal/testdb"
 	"kmirror/service"
 )
@@ -34,7 +34,7 @@ type env struct {
 	pool      *pgxpool.Pool
 	kafka     *kfake.Cluster
 	bootstrap string
-	logs      *syncBuffer
+	logs      *syncbuf.Buffer
 }
 
 func newEnv(t *testing.T) *env {
@@ -46,7 +46,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(kafka.Close)
 
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log})
 	if err != nil {
@@ -273,22 +273,4 @@ func (e *env) desiredState(t *testing.T, mirror, topic string) string {
 		t.Fatalf("desired state of %s/%s: %v", mirror, topic, err)
 	}
 	return s
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

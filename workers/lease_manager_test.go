@@ -1,7 +1,6 @@
 package workers
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/syncbuf"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
 )
@@ -194,24 +194,6 @@ type node struct {
 type nodeOpts struct {
 	ttl, renew, margin time.Duration
 	log                io.Writer // default t.Output()
-}
-
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
@@ -590,7 +572,7 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 	dbURL := testdb.New(t)
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	o := fastLeases
 	o.log = io.MultiWriter(logs, t.Output())
 	n := startNode(t, dbURL, "stuck", newRunRegistry(t), o)

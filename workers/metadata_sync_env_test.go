@@ -143,10 +143,6 @@ func syncAdmin(t *testing.T, conn kafkaconn.Config) *kadm.Client {
 	return adm
 }
 
-func plainConn(addr string) kafkaconn.Config {
-	return kafkaconn.Config{BootstrapServers: []string{addr}}
-}
-
 // syncWaitTopic waits until every partition of a mirror topic is in state.
 func (env *engineEnv) syncWaitTopic(mirror, topic string, state service.PartitionState, timeout time.Duration) {
 	t := env.t
@@ -279,7 +275,7 @@ func consumeToEnd(t *testing.T, conn kafkaconn.Config, group, topic string, part
 func (env *engineEnv) syncWaitCheckpointed(mirror, topic string, timeout time.Duration) {
 	t := env.t
 	t.Helper()
-	adm := syncAdmin(t, plainConn(env.clusters.DestinationAddr()))
+	adm := syncAdmin(t, plain(env.clusters.DestinationAddr()))
 	waitFor(t, timeout, fmt.Sprintf("checkpoints of %s/%s", mirror, topic), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -88,8 +89,8 @@ func TestSyncTopicConfigs(t *testing.T) {
 	env.syncCreateMirror("m1", "orders", service.SourceInput{}, nil)
 	env.syncWaitTopic("m1", "orders", service.StateMirroring, 20*time.Second)
 
-	src := syncAdmin(t, plainConn(env.clusters.SourceAddr()))
-	dst := syncAdmin(t, plainConn(env.clusters.DestinationAddr()))
+	src := syncAdmin(t, plain(env.clusters.SourceAddr()))
+	dst := syncAdmin(t, plain(env.clusters.DestinationAddr()))
 	// No record is produced after this: compaction wants keys.
 	alterConfigs(t, src, "orders", set("retention.ms", "3600000"), set("cleanup.policy", "compact"),
 		set("min.insync.replicas", "1"), set("message.timestamp.type", "LogAppendTime"))
@@ -102,7 +103,7 @@ func TestSyncTopicConfigs(t *testing.T) {
 	}
 	got := dynamicTopicConfigs(t, dst, "orders")
 	want := map[string]string{"retention.ms": "3600000", "cleanup.policy": "compact"}
-	if !mapsEqualStr(got, want) {
+	if !maps.Equal(got, want) {
 		t.Fatalf("destination configs %v, want %v (min.insync.replicas and message.timestamp.* are excluded)", got, want)
 	}
 
@@ -120,21 +121,9 @@ func TestSyncTopicConfigs(t *testing.T) {
 	mustOK(t, env.syncNow("m1"))
 	got = dynamicTopicConfigs(t, dst, "orders")
 	want = map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "1"}
-	if !mapsEqualStr(got, want) {
+	if !maps.Equal(got, want) {
 		t.Fatalf("destination configs %v, want %v", got, want)
 	}
-}
-
-func mapsEqualStr(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSyncPartitionGrowth: partitions grown from 3 to 6 on the source are
@@ -150,7 +139,7 @@ func TestSyncPartitionGrowth(t *testing.T) {
 	env.syncCreateMirror("m1", "orders", service.SourceInput{}, nil)
 	waitMirrored(t, env, "orders", 3, 30*time.Second)
 
-	src := syncAdmin(t, plainConn(env.clusters.SourceAddr()))
+	src := syncAdmin(t, plain(env.clusters.SourceAddr()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if resp, err := src.CreatePartitions(ctx, 3, "orders"); err != nil || resp.Error() != nil {
@@ -163,7 +152,7 @@ func TestSyncPartitionGrowth(t *testing.T) {
 	if it := findItem(t, "partitions", res.Partitions, "orders"); it.Action != "grown" || it.Detail != "from 3 to 6 partitions (3 added)" {
 		t.Fatalf("partitions item %+v", it)
 	}
-	dst := syncAdmin(t, plainConn(env.clusters.DestinationAddr()))
+	dst := syncAdmin(t, plain(env.clusters.DestinationAddr()))
 	if td, err := dst.ListTopics(ctx, "orders"); err != nil || len(td["orders"].Partitions) != 6 {
 		t.Fatalf("destination topic: %+v %v, want 6 partitions", td, err)
 	}
@@ -248,7 +237,7 @@ func TestSyncStopsTopicsDeletedOnSource(t *testing.T) {
 	env.waitStates("m1", service.StateMirroring, 20*time.Second)
 	waitMirrored(t, env, "orders", 1, 20*time.Second)
 
-	src := syncAdmin(t, plainConn(env.clusters.SourceAddr()))
+	src := syncAdmin(t, plain(env.clusters.SourceAddr()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if resp, err := src.DeleteTopics(ctx, "orders"); err != nil || resp.Error() != nil {
@@ -308,7 +297,7 @@ func TestSyncGroupOffsets(t *testing.T) {
 	}
 	env.syncWaitTopic("m1", "gone", service.StateStopped, 20*time.Second)
 
-	srcConn, dstConn := plainConn(env.clusters.SourceAddr()), plainConn(env.clusters.DestinationAddr())
+	srcConn, dstConn := plain(env.clusters.SourceAddr()), plain(env.clusters.DestinationAddr())
 	consumeAndCommit(t, srcConn, "app", "orders", 2, 7, false)
 	src, dst := syncAdmin(t, srcConn), syncAdmin(t, dstConn)
 	if err := src.CommitAllOffsets(ctx, "app", kadm.OffsetsList{{Topic: "gone", Partition: 0, At: 3, LeaderEpoch: -1}}.Offsets()); err != nil {
@@ -419,7 +408,7 @@ func TestSyncGroupOffsetsTransactional(t *testing.T) {
 	waitMirrored(t, env, "txn", 1, 30*time.Second)
 	env.syncWaitCheckpointed("m1", "txn", 10*time.Second)
 
-	srcConn, dstConn := plainConn(env.clusters.SourceAddr()), plainConn(env.clusters.DestinationAddr())
+	srcConn, dstConn := plain(env.clusters.SourceAddr()), plain(env.clusters.DestinationAddr())
 	taken := consumeAndCommit(t, srcConn, "app", "txn", 1, 7, true)
 	if last := taken[0][6].Offset; last != 13 {
 		t.Fatalf("the 7th committed record is at source offset %d, want 13", last)
@@ -593,8 +582,8 @@ func TestSyncSourceUnreachable(t *testing.T) {
 	env.startSyncNode("i1", syncNodeOpts{})
 	env.syncCreateMirror("m1", "orders", service.SourceInput{}, nil)
 	env.syncWaitTopic("m1", "orders", service.StateMirroring, 20*time.Second)
-	src := syncAdmin(t, plainConn(env.clusters.SourceAddr()))
-	dst := syncAdmin(t, plainConn(env.clusters.DestinationAddr()))
+	src := syncAdmin(t, plain(env.clusters.SourceAddr()))
+	dst := syncAdmin(t, plain(env.clusters.DestinationAddr()))
 	alterConfigs(t, src, "orders", set("retention.ms", "3600000"))
 	mustOK(t, env.syncNow("m1"))
 

@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func TestScenarioPauseResume(t *testing.T) {
 	}
 	// A deliberate observation window: nothing may arrive while paused.
 	holdsFor(t, time.Second, "paused destination stays put", func() (bool, string) {
-		if got := endOffsets(t, dst, "orders"); !mapsEqual(got, before) {
+		if got := endOffsets(t, dst, "orders"); !maps.Equal(got, before) {
 			return false, fmt.Sprintf("destination moved while paused: %v, was %v", got, before)
 		}
 		for _, r := range env.partitions("m") {
@@ -106,18 +107,6 @@ func TestScenarioPauseResume(t *testing.T) {
 			return r.SrcNext != nil && r.SourceEndOffset != nil && *r.SourceEndOffset == 25 && *r.SrcNext == 25
 		})
 	}
-}
-
-func mapsEqual(a, b map[int32]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestScenarioFailover: remove (failover) goes MIRRORING → STOPPING →
@@ -310,7 +299,7 @@ func TestScenarioRestartAfterDivergentWrites(t *testing.T) {
 			t.Fatalf("orders/%d state events: %q", p, msgs)
 		}
 	}
-	if got := endOffsets(t, plain(env.clusters.DestinationAddr()), "orders"); !mapsEqual(got, dstBefore) ||
+	if got := endOffsets(t, plain(env.clusters.DestinationAddr()), "orders"); !maps.Equal(got, dstBefore) ||
 		got[0] != 12 || got[1] != 13 {
 		t.Fatalf("destination changed after the divergence: %v (was %v)", got, dstBefore)
 	}

@@ -17,14 +17,7 @@ import (
 func TestSourceRecreatedWhilePaused(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.clusters.Source.CreateTopic("orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produceRecords(t, plain(env.clusters.SourceAddr()), seq("orders", 0, "old", 10)...)
-	env.createMirror("m", "orders")
-	env.startInstance("i1")
-	env.waitStates("m", service.StateMirroring, 20*time.Second)
-	waitEndsEqual(t, env, "orders", 1, 20*time.Second)
+	env.startMirrored("orders", 1, 10)
 	ctx := context.Background()
 	if _, err := env.svc.PauseTopics(ctx, "m", "orders"); err != nil {
 		t.Fatal(err)

@@ -6,28 +6,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"kmirror/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the dev command's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestDevRunsDemoAndCleansUp runs `kmirror dev` on free ports: the demo
 // mirror's partitions reach MIRRORING, the banner has paste-ready lines, and
@@ -37,7 +20,7 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runDev(ctx, devConfig{Listen: "127.0.0.1:0", RecordsPerSec: 20, LogLevel: "warn",
