@@ -10,7 +10,6 @@ package api
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -130,5 +129,3 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
 	"kmirror/repo"
@@ -210,7 +211,7 @@ func mirrorView(m repo.Mirror) Mirror {
 	}
 	if len(m.LastSync) > 0 {
 		var r service.SyncResult
-		if jsonUnmarshal(m.LastSync, &r) == nil {
+		if json.Unmarshal(m.LastSync, &r) == nil {
 			v.LastSync = &r
 		}
 	}
@@ -241,7 +242,7 @@ func eventView(e repo.Event) Event {
 	v := Event{ID: e.ID, At: e.At, Kind: e.Kind, Mirror: e.Mirror, Topic: e.Topic,
 		Partition: e.Partition, Message: e.Message}
 	if len(e.Data) > 0 {
-		_ = jsonUnmarshal(e.Data, &v.Data)
+		_ = json.Unmarshal(e.Data, &v.Data)
 	}
 	return v
 }

@@ -94,10 +94,15 @@ func recordTopics(ctx context.Context, q repo.DBTX, e repo.Event, topics []strin
 	if err := repo.EventsInsert(ctx, q, e); err != nil {
 		return err
 	}
+	// One read for all of them: an add may match many topics.
+	current, err := topicsByName(ctx, q, e.Mirror)
+	if err != nil {
+		return err
+	}
 	for _, name := range topics {
-		t, err := repo.TopicsGet(ctx, q, e.Mirror, name)
-		if err != nil {
-			return err
+		t, ok := current[name]
+		if !ok {
+			return fmt.Errorf("topic %s of mirror %s vanished in its own transaction", name, e.Mirror)
 		}
 		if err := repo.OutboxInsert(ctx, q, e.Mirror, TopicKey(t.Mirror, t.Topic), topicRecord(t)); err != nil {
 			return err
