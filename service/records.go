@@ -8,6 +8,10 @@ import (
 	"kmirror/repo"
 )
 
+// StateTopic is the compacted internal topic on the destination that
+// mirrors Postgres (DESIGN.md section 2). It is never mirrored itself.
+const StateTopic = "__mirror_state"
+
 // RecordVersion is the schema version of __mirror_state values.
 const RecordVersion = 1
 

@@ -38,6 +38,13 @@ const (
 	syncPollInterval = 100 * time.Millisecond
 )
 
+// Triggers of a sync pass, as recorded in its result.
+const (
+	SyncTriggerStart    = "start"    // the mirror's metadata lease was just taken
+	SyncTriggerInterval = "interval" // mirror.metadata.refresh.interval.ms passed
+	SyncTriggerRequest  = "request"  // POST /v1/mirrors/{m}:sync
+)
+
 // SyncResult is one metadata sync pass (DESIGN.md section 5): when it ran,
 // and the outcome of each kind of metadata it keeps in step.
 type SyncResult struct {

@@ -23,7 +23,7 @@ const (
 
 // kafkaInternalTopics are never mirrored, whatever the pattern.
 var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
-	"__share_group_state", "__cluster_metadata", "__mirror_state"}
+	"__share_group_state", "__cluster_metadata", StateTopic}
 
 // AddTopicsInput is a request to start (or restart) mirroring topics.
 type AddTopicsInput struct {

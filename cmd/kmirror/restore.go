@@ -12,7 +12,7 @@ import (
 	"kmirror/migrations"
 	"kmirror/repo"
 	"kmirror/service"
-	"kmirror/workers"
+	"kmirror/workers/statetopic"
 )
 
 // restoreCommand rebuilds an empty database from __mirror_state.
@@ -46,7 +46,7 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	readCtx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	latest, err := workers.ReadState(readCtx, destination)
+	latest, err := statetopic.ReadState(readCtx, destination)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	fmt.Fprintf(stdout, "Restored %d mirror(s), %d topic(s) and %d partition state(s) from %s.\n",
-		res.Mirrors, res.Topics, res.Partitions, workers.StateTopic)
+		res.Mirrors, res.Topics, res.Partitions, service.StateTopic)
 	if len(res.NeedSecrets) > 0 {
 		fmt.Fprintf(stdout, "Source secrets are never published; set them again for: %s\n"+
 			"  (PATCH /v1/mirrors/NAME with {\"source\": {\"sasl_password\": ...}})\n", strings.Join(res.NeedSecrets, ", "))

@@ -25,7 +25,10 @@ import (
 	"kmirror/openapi"
 	"kmirror/repo"
 	"kmirror/service"
-	"kmirror/workers"
+	"kmirror/workers/lease"
+	"kmirror/workers/metadatasync"
+	"kmirror/workers/partition"
+	"kmirror/workers/statetopic"
 )
 
 // serverConfig is everything `kmirror server` needs; `kmirror dev` fills it
@@ -43,7 +46,7 @@ type serverConfig struct {
 	// than the lease margin (TTL/3).
 	DeliveryTimeout time.Duration
 	// Retry is the FAILED → PREPARING backoff policy.
-	Retry workers.RetryPolicy
+	Retry partition.RetryPolicy
 	// StatePartitions and StateReplicationFactor shape __mirror_state when
 	// kmirror creates it (mirror.topic.num.partitions, default 50).
 	StatePartitions        int
@@ -163,7 +166,7 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // manager; the returned stop releases the leases after the workers flush,
 // then closes the clients.
 func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
-	eng, err := workers.NewEngine(workers.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
+	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry})
 	if err != nil {
 		return nil, err
@@ -171,15 +174,15 @@ func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc
 	if err := eng.Start(ctx); err != nil {
 		return nil, err
 	}
-	syncer, err := workers.NewMetadataSyncer(workers.MetadataSyncerConfig{Pool: pool, Service: svc,
+	syncer, err := metadatasync.New(metadatasync.Config{Pool: pool, Service: svc,
 		InstanceID: cfg.InstanceID, Destination: cfg.Destination, Logger: log,
-		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Engine: eng})
+		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Producer: eng})
 	if err != nil {
 		eng.Stop()
 		return nil, err
 	}
 	_ = syncer.Start(ctx)
-	lm, err := workers.NewLeaseManager(workers.LeaseManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
+	lm, err := lease.NewManager(lease.ManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
 		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log, Partitions: eng, Mirrors: syncer})
 	if err != nil {
 		syncer.Stop()
@@ -191,7 +194,7 @@ func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc
 		eng.Stop()
 		return nil, err
 	}
-	relay, err := workers.NewOutboxRelay(workers.OutboxRelayConfig{Pool: pool, Destination: cfg.Destination,
+	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
 	if err != nil {
 		lm.Stop()
@@ -240,7 +243,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	host, _ := os.Hostname()
-	hb, err := workers.NewHeartbeat(workers.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
+	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
 		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
 	if err != nil {
 		return err

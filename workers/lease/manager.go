@@ -1,0 +1,590 @@
+package lease
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/repo"
+)
+
+// eventsChannel is NOTIFYed by the events trigger whenever an event row is
+// inserted: every operator action and state change.
+const eventsChannel = "kmirror_events"
+
+// PartitionRunner runs partition workers for the lease manager. The manager
+// calls it from its own goroutine; StopPartition may be called concurrently
+// for different keys.
+type PartitionRunner interface {
+	// StartPartition starts the worker for l.Key and returns promptly. ctx
+	// ends when the lease does; context.Cause is ErrLost or
+	// ErrReleased. The worker checks l.Valid() before each write that
+	// must not outlive the lease.
+	StartPartition(ctx context.Context, l *Lease)
+	// StopPartition stops the worker for k and blocks until it has exited.
+	// On a hand-back the lease is still valid meanwhile, so the worker can
+	// flush and checkpoint; it should finish well within the lease margin.
+	StopPartition(k Key)
+}
+
+// MirrorRunner runs metadata sync for the mirrors whose metadata lease this
+// instance holds. The lease's Key has only Mirror set. Same contract as
+// PartitionRunner.
+type MirrorRunner interface {
+	StartMirror(ctx context.Context, l *Lease)
+	StopMirror(mirror string)
+}
+
+// ManagerConfig wires a Manager. Zero durations take the defaults.
+type ManagerConfig struct {
+	Pool       *pgxpool.Pool
+	InstanceID string
+	// TTL is how long a lease lasts in the database after each renewal;
+	// default 15s.
+	TTL time.Duration
+	// RenewInterval is the time between renewals; default TTL/3. It must be
+	// shorter than TTL − Margin.
+	RenewInterval time.Duration
+	// Margin is how long before the database expiry this instance stops
+	// trusting a lease; default TTL/3. A worker's record delivery deadline
+	// must be shorter.
+	Margin time.Duration
+	// InstanceTTL is how recent another instance's heartbeat must be for it
+	// to count when computing the fair share; default TTL.
+	InstanceTTL time.Duration
+	// Timeout bounds each lease statement; default RenewInterval.
+	Timeout time.Duration
+	Logger  *slog.Logger
+	// Partitions runs partition workers; nil takes no partition leases.
+	Partitions PartitionRunner
+	// Mirrors runs metadata sync; nil takes no mirror metadata leases.
+	Mirrors MirrorRunner
+}
+
+func (c *ManagerConfig) validate() error {
+	switch {
+	case c.Pool == nil:
+		return errors.New("lease manager: Pool is required")
+	case c.InstanceID == "":
+		return errors.New("lease manager: InstanceID is required")
+	case c.Partitions == nil && c.Mirrors == nil:
+		return errors.New("lease manager: Partitions or Mirrors is required")
+	case c.TTL <= 0 || c.RenewInterval <= 0 || c.Margin <= 0 || c.InstanceTTL <= 0 || c.Timeout <= 0:
+		return errors.New("lease manager: TTL, RenewInterval, Margin, InstanceTTL and Timeout must be positive")
+	case c.Margin >= c.TTL:
+		return fmt.Errorf("lease manager: Margin %s must be shorter than TTL %s", c.Margin, c.TTL)
+	case c.RenewInterval >= c.TTL-c.Margin:
+		return fmt.Errorf("lease manager: RenewInterval %s must be shorter than TTL − Margin (%s), or leases lapse between renewals",
+			c.RenewInterval, c.TTL-c.Margin)
+	}
+	return nil
+}
+
+// Manager keeps this instance's fair share of partition leases and
+// mirror metadata leases: every RenewInterval (and on Poke, which a
+// kmirror_events notification triggers) it renews what it holds, stops the
+// workers of leases it lost, takes free or expired leases up to
+// ceil(demand / live instances), and hands back the excess when another
+// instance joins.
+type Manager struct {
+	cfg  ManagerConfig
+	log  *slog.Logger
+	sets []*leaseSet
+	poke chan struct{}
+
+	mu      sync.Mutex
+	state   int // 0 new, 1 started, 2 stopped
+	cancel  context.CancelFunc
+	base    context.Context // Start's ctx without its cancellation
+	running sync.WaitGroup
+}
+
+// NewManager returns a Manager; Start begins taking leases.
+func NewManager(cfg ManagerConfig) (*Manager, error) {
+	cfg.TTL = cmp.Or(cfg.TTL, 15*time.Second)
+	cfg.RenewInterval = cmp.Or(cfg.RenewInterval, cfg.TTL/3)
+	cfg.Margin = cmp.Or(cfg.Margin, cfg.TTL/3)
+	cfg.InstanceTTL = cmp.Or(cfg.InstanceTTL, cfg.TTL)
+	cfg.Timeout = cmp.Or(cfg.Timeout, cfg.RenewInterval)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg:  cfg,
+		log:  cmp.Or(cfg.Logger, slog.Default()).With("instance", cfg.InstanceID),
+		poke: make(chan struct{}, 1),
+	}
+	if r := cfg.Partitions; r != nil {
+		m.sets = append(m.sets, partitionLeaseSet(cfg.Pool, r))
+	}
+	if r := cfg.Mirrors; r != nil {
+		m.sets = append(m.sets, mirrorLeaseSet(cfg.Pool, r))
+	}
+	return m, nil
+}
+
+// Start begins the lease loop and the LISTEN on kmirror_events. ctx provides
+// values only: the loop runs until Stop, so that leases are always handed
+// back in order.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.state != 0 {
+		return errors.New("lease manager: Start called twice")
+	}
+	m.state = 1
+	m.base = context.WithoutCancel(ctx)
+	var loopCtx context.Context
+	loopCtx, m.cancel = context.WithCancel(m.base)
+	m.running.Add(2)
+	go func() {
+		defer m.running.Done()
+		m.run(loopCtx)
+	}()
+	go func() {
+		defer m.running.Done()
+		m.listen(loopCtx)
+	}()
+	return nil
+}
+
+// Stop ends the loop, stops every worker (waiting for each to exit), then
+// releases all leases in the database.
+func (m *Manager) Stop() {
+	if !m.halt() {
+		return
+	}
+	for _, s := range m.sets {
+		m.handBack(s, s.all())
+	}
+}
+
+// Crash stops the manager as a crashed process would: the loop ends, every
+// lease ends as lost (so workers stop without flushing a hand-back) and
+// nothing is released in the database, where the leases stay until they
+// expire. It exists for crash tests.
+func (m *Manager) Crash() {
+	m.halt()
+	for _, s := range m.sets {
+		held := s.all()
+		for _, l := range held {
+			l.end(fmt.Errorf("%w: crashed", ErrLost))
+		}
+		s.stopAll(held)
+	}
+}
+
+// halt stops the loop and the listener; it reports whether this call did.
+func (m *Manager) halt() bool {
+	m.mu.Lock()
+	if m.state != 1 {
+		m.mu.Unlock()
+		return false
+	}
+	m.state = 2
+	cancel := m.cancel
+	m.mu.Unlock()
+	cancel()
+	m.running.Wait()
+	return true
+}
+
+// Poke makes the loop run a pass now instead of at the next interval.
+func (m *Manager) Poke() {
+	select {
+	case m.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) run(ctx context.Context) {
+	t := time.NewTicker(m.cfg.RenewInterval)
+	defer t.Stop()
+	for {
+		m.pass()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-m.poke:
+		}
+	}
+}
+
+// pass renews, drops what was lost, then acquires or hands back towards the
+// fair share. Its statements run under m.base, bounded by Timeout, so Stop
+// waits for a pass instead of cutting a statement whose result is needed.
+func (m *Manager) pass() {
+	// Demand is counted before renewing: a partition that finishes stopping
+	// in between is then handed back by the renewal as inactive, and the
+	// share cannot shrink under a lease that still needs its worker (which
+	// would hand back a partition mid-STOPPING instead).
+	var demand repo.LeaseDemand
+	demandErr := m.within("lease demand count", func(ctx context.Context) (err error) {
+		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.InstanceTTL)
+		return err
+	})
+	renewed := true
+	for _, s := range m.sets {
+		m.reap(s)
+		if err := m.renew(s); err != nil {
+			m.log.Warn("lease renew failed; leases stay trusted until their deadline", "kind", s.kind, "err", err)
+			renewed = false
+		}
+	}
+	if !renewed {
+		return // the database is in trouble: do not take more
+	}
+	for _, s := range m.sets {
+		m.flushReleases(s) // before acquiring, so they are free to take again
+	}
+	if demandErr != nil {
+		m.log.Warn("counting lease demand failed", "err", demandErr)
+		return
+	}
+	for _, s := range m.sets {
+		share := ceilDiv(s.demand(demand), max(demand.LiveInstances, 1))
+		switch held := len(s.held); {
+		case held < share:
+			m.acquire(s, share-held)
+		case held > share:
+			m.handBack(s, s.excess(held-share))
+		}
+	}
+}
+
+// reap stops the workers of leases whose trust deadline passed. The database
+// may still name this instance, so they are queued for release.
+func (m *Manager) reap(s *leaseSet) {
+	var expired []*Lease
+	for _, l := range s.held {
+		if !l.Valid() {
+			expired = append(expired, l)
+		}
+	}
+	m.drop(s, expired, "trust deadline passed without renewal", true)
+}
+
+// renew extends the held leases in one statement. A lease the database did
+// not extend is lost; an extended one whose partition no longer needs a
+// worker is handed back.
+func (m *Manager) renew(s *leaseSet) error {
+	if len(s.held) == 0 {
+		return nil
+	}
+	held := s.all()
+	start := time.Now() // before the statement: the deadline errs early
+	var got []leaseRow
+	err := m.within(s.kind+" lease renew", func(ctx context.Context) (err error) {
+		got, err = s.renew(ctx, m.cfg.InstanceID, m.cfg.TTL, rowsOf(held))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
+	granted := make(map[Key]leaseRow, len(got))
+	for _, r := range got {
+		granted[r.key] = r
+	}
+	var refused, expired, inactive []*Lease
+	for _, l := range held {
+		r, ok := granted[l.Key]
+		switch {
+		case !ok:
+			refused = append(refused, l)
+		case !l.extend(deadline):
+			expired = append(expired, l)
+		case !r.active:
+			inactive = append(inactive, l)
+		}
+	}
+	m.drop(s, refused, "renewal refused: taken by another owner, expired or removed", false)
+	m.drop(s, expired, "trust deadline passed during renewal", true)
+	m.handBack(s, inactive)
+	return nil
+}
+
+// drop ends lost leases first, so their workers see Valid false and a
+// cancelled context, then waits for the workers to exit.
+func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, release bool) {
+	if len(lost) == 0 {
+		return
+	}
+	for _, l := range lost {
+		l.end(fmt.Errorf("%w: %s", ErrLost, why))
+		m.log.Warn("lease lost", append(l.logAttrs(), "kind", s.kind, "reason", why)...)
+	}
+	s.stopAll(lost)
+	if release {
+		s.unreleased = append(s.unreleased, rowsOf(lost)...)
+	}
+}
+
+// acquire takes up to limit leases and starts their workers.
+func (m *Manager) acquire(s *leaseSet, limit int) {
+	start := time.Now()
+	var got []leaseRow
+	err := m.within(s.kind+" lease acquire", func(ctx context.Context) (err error) {
+		got, err = s.acquire(ctx, m.cfg.InstanceID, m.cfg.TTL, limit)
+		return err
+	})
+	if err != nil {
+		m.log.Warn("lease acquire failed", "kind", s.kind, "err", err)
+		return
+	}
+	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
+	for _, r := range got {
+		l, ctx := newLease(m.base, r.key, m.cfg.InstanceID, r.epoch, deadline, m.Poke)
+		if !l.Valid() { // the statement outlasted the trust window
+			l.end(fmt.Errorf("%w: trust deadline passed during acquire", ErrLost))
+			s.unreleased = append(s.unreleased, r)
+			continue
+		}
+		s.held[r.key] = l
+		m.log.Info("lease acquired", append(l.logAttrs(), "kind", s.kind)...)
+		s.start(ctx, l)
+	}
+}
+
+// handBack stops the workers (the leases stay valid while they flush), then
+// ends the leases and releases them in the database.
+func (m *Manager) handBack(s *leaseSet, leases []*Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	s.stopAll(leases)
+	for _, l := range leases {
+		l.end(ErrReleased)
+		m.log.Info("lease handed back", append(l.logAttrs(), "kind", s.kind)...)
+	}
+	s.unreleased = append(s.unreleased, rowsOf(leases)...)
+	m.flushReleases(s)
+}
+
+// flushReleases releases, in one statement, the leases whose workers have
+// exited but which the database may still attribute to this instance.
+// Owner and epoch must match, so a lease someone else took is untouched.
+func (m *Manager) flushReleases(s *leaseSet) {
+	if len(s.unreleased) == 0 {
+		return
+	}
+	err := m.within(s.kind+" lease release", func(ctx context.Context) error {
+		return s.release(ctx, m.cfg.InstanceID, s.unreleased)
+	})
+	if err != nil {
+		m.log.Warn("lease release failed; the leases will expire", "kind", s.kind, "leases", len(s.unreleased), "err", err)
+		return
+	}
+	s.unreleased = s.unreleased[:0]
+}
+
+// within runs fn under Timeout; a timeout's error names the operation, as
+// in "partition lease renew timed out after 5s".
+func (m *Manager) within(what string, fn func(ctx context.Context) error) error {
+	d := m.cfg.Timeout
+	ctx, cancel := context.WithTimeoutCause(m.base, d, fmt.Errorf("%s timed out after %s", what, d))
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", context.Cause(ctx), err)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// listen pokes the loop on every kmirror_events notification, so an API
+// action takes effect without waiting for the next interval. It holds one
+// connection outside the pool and reconnects with backoff.
+func (m *Manager) listen(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := m.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.log.Warn("kmirror_events listen failed; polling meanwhile", "err", err, "retry_in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (m *Manager) listenOnce(ctx context.Context) error {
+	var conn *pgxpool.Conn
+	err := m.within("lease listen connect", func(cctx context.Context) (err error) {
+		if conn, err = m.cfg.Pool.Acquire(cctx); err != nil {
+			return err
+		}
+		if _, err = conn.Exec(cctx, "LISTEN "+eventsChannel); err != nil {
+			conn.Release()
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	c := conn.Hijack() // a LISTENing session must not go back to the pool
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = c.Close(closeCtx)
+	}()
+	m.Poke() // events may have been missed while not listening
+	for {
+		if _, err := c.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		m.Poke()
+	}
+}
+
+// leaseRow is one lease as the database sees it, for either kind.
+type leaseRow struct {
+	key    Key
+	epoch  int64
+	active bool
+}
+
+func rowsOf(leases []*Lease) []leaseRow {
+	out := make([]leaseRow, len(leases))
+	for i, l := range leases {
+		out[i] = leaseRow{key: l.Key, epoch: l.Epoch}
+	}
+	return out
+}
+
+// leaseSet is the held leases of one kind and how to manage them. Only the
+// manager's loop (or Stop, after the loop ended) touches it.
+type leaseSet struct {
+	kind    string // "partition" or "mirror metadata", for logs and errors
+	renew   func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error)
+	acquire func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error)
+	release func(ctx context.Context, owner string, held []leaseRow) error
+	demand  func(repo.LeaseDemand) int
+	start   func(ctx context.Context, l *Lease)
+	stop    func(k Key)
+
+	held map[Key]*Lease
+	// unreleased are leases whose workers have exited but which may still
+	// be ours in the database; they are released at the next chance.
+	unreleased []leaseRow
+}
+
+// all returns the held leases in key order.
+func (s *leaseSet) all() []*Lease {
+	out := make([]*Lease, 0, len(s.held))
+	for _, l := range s.held {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b *Lease) int { return compareKeys(a.Key, b.Key) })
+	return out
+}
+
+// excess picks n leases to hand back: the last ones in key order, so an
+// instance keeps a stable set.
+func (s *leaseSet) excess(n int) []*Lease {
+	all := s.all()
+	return all[len(all)-n:]
+}
+
+// stopAll stops the workers concurrently, waits for all of them, and forgets
+// the leases.
+func (s *leaseSet) stopAll(leases []*Lease) {
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Go(func() { s.stop(l.Key) })
+	}
+	wg.Wait()
+	for _, l := range leases {
+		if s.held[l.Key] == l {
+			delete(s.held, l.Key)
+		}
+	}
+}
+
+func partitionLeaseSet(pool *pgxpool.Pool, r PartitionRunner) *leaseSet {
+	toRepo := func(rows []leaseRow) []repo.PartitionLeaseRow {
+		out := make([]repo.PartitionLeaseRow, len(rows))
+		for i, r := range rows {
+			out[i] = repo.PartitionLeaseRow{Mirror: r.key.Mirror, Topic: r.key.Topic, Partition: r.key.Partition, Epoch: r.epoch}
+		}
+		return out
+	}
+	fromRepo := func(rows []repo.PartitionLeaseRow, err error) ([]leaseRow, error) {
+		out := make([]leaseRow, len(rows))
+		for i, r := range rows {
+			out[i] = leaseRow{key: Key{r.Mirror, r.Topic, r.Partition}, epoch: r.Epoch, active: r.Active}
+		}
+		return out, err
+	}
+	return &leaseSet{
+		kind: "partition",
+		renew: func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error) {
+			return fromRepo(repo.PartitionsRenewLeases(ctx, pool, owner, ttl, toRepo(held)))
+		},
+		acquire: func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error) {
+			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, ttl, limit))
+		},
+		release: func(ctx context.Context, owner string, held []leaseRow) error {
+			_, err := repo.PartitionsReleaseLeases(ctx, pool, owner, toRepo(held))
+			return err
+		},
+		demand: func(d repo.LeaseDemand) int { return d.ActivePartitions },
+		start:  r.StartPartition,
+		stop:   r.StopPartition,
+		held:   map[Key]*Lease{},
+	}
+}
+
+func mirrorLeaseSet(pool *pgxpool.Pool, r MirrorRunner) *leaseSet {
+	toRepo := func(rows []leaseRow) []repo.MirrorLeaseRow {
+		out := make([]repo.MirrorLeaseRow, len(rows))
+		for i, r := range rows {
+			out[i] = repo.MirrorLeaseRow{Mirror: r.key.Mirror, Epoch: r.epoch}
+		}
+		return out
+	}
+	fromRepo := func(rows []repo.MirrorLeaseRow, err error) ([]leaseRow, error) {
+		out := make([]leaseRow, len(rows))
+		for i, r := range rows {
+			out[i] = leaseRow{key: Key{Mirror: r.Mirror}, epoch: r.Epoch, active: true}
+		}
+		return out, err
+	}
+	return &leaseSet{
+		kind: "mirror metadata",
+		renew: func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error) {
+			return fromRepo(repo.MirrorsRenewMetaLeases(ctx, pool, owner, ttl, toRepo(held)))
+		},
+		acquire: func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error) {
+			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, ttl, limit))
+		},
+		release: func(ctx context.Context, owner string, held []leaseRow) error {
+			_, err := repo.MirrorsReleaseMetaLeases(ctx, pool, owner, toRepo(held))
+			return err
+		},
+		demand: func(d repo.LeaseDemand) int { return d.Mirrors },
+		start:  r.StartMirror,
+		stop:   func(k Key) { r.StopMirror(k.Mirror) },
+		held:   map[Key]*Lease{},
+	}
+}
+
+func compareKeys(a, b Key) int {
+	return cmp.Or(cmp.Compare(a.Mirror, b.Mirror), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -1,0 +1,629 @@
+package lease
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/syncbuf"
+	"kmirror/internal/testdb"
+	"kmirror/repo"
+)
+
+// Short timings keep the tests fast: trust window TTL − Margin = 1.4s,
+// renewed every 200ms.
+const (
+	testTTL     = 2 * time.Second
+	testRenew   = 200 * time.Millisecond
+	testMargin  = 600 * time.Millisecond
+	testTimeout = time.Second
+)
+
+// seedLeaseFixture creates three mirrors and 40 partitions, 30 of them
+// active:
+//
+//	alpha/orders   mirroring  10 × UNKNOWN      active
+//	alpha/payments paused     10 × PAUSED       active
+//	beta/logs      stopped     5 × STOPPING     active (still stopping)
+//	beta/clicks    mirroring   5 × MIRRORING    active
+//	gamma/old      stopped     5 × STOPPED, 5 × UNKNOWN: not active
+func seedLeaseFixture(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(t.Context(), `
+		INSERT INTO mirrors (name, bootstrap_servers) VALUES
+			('alpha', 'src:9092'), ('beta', 'src:9092'), ('gamma', 'src:9092');
+		INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES
+			('alpha', 'orders', 'mirroring'), ('alpha', 'payments', 'paused'),
+			('beta', 'logs', 'stopped'), ('beta', 'clicks', 'mirroring'),
+			('gamma', 'old', 'stopped');
+		INSERT INTO mirror_partitions (mirror, topic, partition, state)
+			SELECT 'alpha', 'orders', g, NULL FROM generate_series(0, 9) g
+			UNION ALL SELECT 'alpha', 'payments', g, 'PAUSED' FROM generate_series(0, 9) g
+			UNION ALL SELECT 'beta', 'logs', g, 'STOPPING' FROM generate_series(0, 4) g
+			UNION ALL SELECT 'beta', 'clicks', g, 'MIRRORING' FROM generate_series(0, 4) g
+			UNION ALL SELECT 'gamma', 'old', g, CASE WHEN g < 5 THEN 'STOPPED' END FROM generate_series(0, 9) g`)
+	if err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+}
+
+const activeInFixture = 30
+
+// runRegistry is shared by every fakeRunner in a test: it knows which
+// runner runs each key, and records a start of a key another runner still
+// runs — two workers on one partition, which leases exist to prevent.
+type runRegistry struct {
+	mu         sync.Mutex
+	running    map[Key]string
+	violations []string
+}
+
+func newRunRegistry(t *testing.T) *runRegistry {
+	r := &runRegistry{running: map[Key]string{}}
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, v := range r.violations {
+			t.Error(v)
+		}
+	})
+	return r
+}
+
+// fakeRunner is a PartitionRunner and MirrorRunner that only records what
+// it runs. Mirror metadata leases use keys with only Mirror set.
+type fakeRunner struct {
+	name string
+	reg  *runRegistry
+
+	mu      sync.Mutex
+	leases  map[Key]*Lease
+	ctxs    map[Key]context.Context
+	stopped []Key
+}
+
+func newFakeRunner(name string, reg *runRegistry) *fakeRunner {
+	return &fakeRunner{name: name, reg: reg, leases: map[Key]*Lease{}, ctxs: map[Key]context.Context{}}
+}
+
+func (f *fakeRunner) start(ctx context.Context, l *Lease) {
+	f.reg.mu.Lock()
+	if other, ok := f.reg.running[l.Key]; ok {
+		f.reg.violations = append(f.reg.violations, fmt.Sprintf("%s started %s while %s still runs it", f.name, l, other))
+	}
+	if !l.Valid() {
+		f.reg.violations = append(f.reg.violations, fmt.Sprintf("%s started %s with an invalid lease", f.name, l))
+	}
+	f.reg.running[l.Key] = f.name
+	f.reg.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.leases[l.Key]; ok {
+		f.reg.mu.Lock()
+		f.reg.violations = append(f.reg.violations, fmt.Sprintf("%s started %s twice", f.name, l))
+		f.reg.mu.Unlock()
+	}
+	f.leases[l.Key], f.ctxs[l.Key] = l, ctx
+}
+
+func (f *fakeRunner) stop(k Key) {
+	f.mu.Lock()
+	delete(f.leases, k)
+	delete(f.ctxs, k)
+	f.stopped = append(f.stopped, k)
+	f.mu.Unlock()
+	f.reg.mu.Lock()
+	if f.reg.running[k] == f.name {
+		delete(f.reg.running, k)
+	}
+	f.reg.mu.Unlock()
+}
+
+func (f *fakeRunner) StartPartition(ctx context.Context, l *Lease) { f.start(ctx, l) }
+func (f *fakeRunner) StopPartition(k Key)                          { f.stop(k) }
+func (f *fakeRunner) StartMirror(ctx context.Context, l *Lease)    { f.start(ctx, l) }
+func (f *fakeRunner) StopMirror(mirror string)                     { f.stop(Key{Mirror: mirror}) }
+
+// partitions returns the running partition leases by key.
+func (f *fakeRunner) partitions() map[Key]*Lease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[Key]*Lease{}
+	for k, l := range f.leases {
+		if k.Topic != "" {
+			out[k] = l
+		}
+	}
+	return out
+}
+
+// mirrors returns how many mirror metadata leases are running.
+func (f *fakeRunner) mirrors() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for k := range f.leases {
+		if k.Topic == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeRunner) stoppedKeys() []Key {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.stopped)
+}
+
+// node is one simulated instance: its own pool, heartbeat, manager and
+// runner.
+type node struct {
+	id      string
+	pool    *pgxpool.Pool
+	runner  *fakeRunner
+	mgr     *Manager
+	beating context.CancelFunc
+	beatWG  sync.WaitGroup
+}
+
+type nodeOpts struct {
+	ttl, renew, margin time.Duration
+	log                io.Writer // default t.Output()
+}
+
+func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// startNode registers the instance, heartbeats it every renew interval on
+// its own pool (so closing that pool silences it, like a partitioned
+// instance), and starts its lease manager.
+func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *node {
+	t.Helper()
+	n := &node{id: id, pool: openPool(t, dbURL), runner: newFakeRunner(id, reg)}
+	if err := repo.InstancesRegister(t.Context(), n.pool, id, "test", "test"); err != nil {
+		t.Fatalf("register %s: %v", id, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.beating = cancel
+	n.beatWG.Go(func() {
+		tk := time.NewTicker(testRenew)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				_ = repo.InstancesHeartbeat(ctx, n.pool, id)
+			}
+		}
+	})
+	mgr, err := NewManager(ManagerConfig{
+		Pool: n.pool, InstanceID: id,
+		TTL: o.ttl, RenewInterval: o.renew, Margin: o.margin, Timeout: testTimeout,
+		Logger:     slog.New(slog.NewTextHandler(cmp.Or[io.Writer](o.log, t.Output()), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Partitions: n.runner, Mirrors: n.runner,
+	})
+	if err != nil {
+		t.Fatalf("new lease manager: %v", err)
+	}
+	n.mgr = mgr
+	if err := mgr.Start(t.Context()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { n.stopHeartbeat(); mgr.Stop() }) // before the pool closes
+	return n
+}
+
+func (n *node) stopHeartbeat() {
+	n.beating()
+	n.beatWG.Wait()
+}
+
+var fastLeases = nodeOpts{ttl: testTTL, renew: testRenew, margin: testMargin}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitShares waits until the nodes run all 30 active partitions and all 3
+// mirrors between them, each node within one of an even share.
+func waitShares(t *testing.T, timeout time.Duration, nodes ...*node) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("an even share over %d nodes", len(nodes)), func() (bool, string) {
+		ok := true
+		var parts, mirrors int
+		var desc []string
+		for _, n := range nodes {
+			p, m := len(n.runner.partitions()), n.runner.mirrors()
+			parts += p
+			mirrors += m
+			desc = append(desc, fmt.Sprintf("%s=%d/%d", n.id, p, m))
+			if p < activeInFixture/len(nodes)-1 || p > ceilDiv(activeInFixture, len(nodes)) ||
+				m > ceilDiv(3, len(nodes)) {
+				ok = false
+			}
+		}
+		return ok && parts == activeInFixture && mirrors == 3, strings.Join(desc, " ")
+	})
+}
+
+type dbLease struct {
+	owner string
+	epoch int64
+}
+
+func dbPartitionLeases(t *testing.T, pool *pgxpool.Pool) map[Key]dbLease {
+	t.Helper()
+	rows, err := repo.PartitionsList(t.Context(), pool, repo.PartitionsListParams{})
+	if err != nil {
+		t.Fatalf("list partitions: %v", err)
+	}
+	out := map[Key]dbLease{}
+	for _, p := range rows {
+		out[Key{p.Mirror, p.Topic, p.Partition}] = dbLease{p.LeaseOwner, p.LeaseEpoch}
+	}
+	return out
+}
+
+func dbMirrorOwners(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(t.Context(), `SELECT coalesce(meta_lease_owner, '') FROM mirrors ORDER BY name`)
+	if err != nil {
+		t.Fatalf("list mirror leases: %v", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var o string
+		if err := rows.Scan(&o); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func isActiveInFixture(k Key) bool {
+	return !(k.Mirror == "gamma" && k.Topic == "old")
+}
+
+func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	// A long renew interval, so only a kmirror_events notification can
+	// explain a prompt reaction below.
+	slow := nodeOpts{ttl: 30 * time.Second, renew: 10 * time.Second, margin: 10 * time.Second}
+	n := startNode(t, dbURL, "solo", newRunRegistry(t), slow)
+
+	waitShares(t, 15*time.Second, n)
+	for k, l := range n.runner.partitions() {
+		if !isActiveInFixture(k) {
+			t.Errorf("took inactive partition %s", k)
+		}
+		if l.Owner != "solo" || l.Epoch != 1 || !l.Valid() {
+			t.Errorf("lease %s: owner %q epoch %d valid %v; want solo, 1, true", k, l.Owner, l.Epoch, l.Valid())
+		}
+		if d := time.Until(l.Deadline()); d <= 0 || d > slow.ttl-slow.margin {
+			t.Errorf("lease %s: deadline in %s; want within (0, %s]", k, d, slow.ttl-slow.margin)
+		}
+	}
+	for k, l := range dbPartitionLeases(t, admin) {
+		if want := map[bool]string{true: "solo", false: ""}[isActiveInFixture(k)]; l.owner != want {
+			t.Errorf("%s: db owner %q, want %q", k, l.owner, want)
+		}
+	}
+
+	// beta/logs finishes stopping: its leases are handed back as soon as
+	// the event announcing it arrives.
+	waitFor(t, 5*time.Second, "the manager to LISTEN", func() (bool, string) {
+		var listening int
+		err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN kmirror_events'`).Scan(&listening)
+		return err == nil && listening == 1, fmt.Sprint(listening, err)
+	})
+	logs0 := n.runner.partitions()[Key{"beta", "logs", 0}]
+	if _, err := admin.Exec(t.Context(), `UPDATE mirror_partitions SET state = 'STOPPED' WHERE mirror = 'beta' AND topic = 'logs'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.EventsInsert(t.Context(), admin, repo.Event{Kind: "partition_state", Mirror: "beta", Topic: "logs", Message: "stopped"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "beta/logs handed back", func() (bool, string) {
+		held := len(n.runner.partitions())
+		return held == 25, fmt.Sprint(held, " held")
+	})
+	// The hand-back stops the worker first, then ends the lease.
+	select {
+	case <-logs0.Done():
+	case <-time.After(time.Second):
+		t.Error("handed-back lease's Done is not closed")
+	}
+	if logs0.Valid() {
+		t.Error("handed-back lease is still valid")
+	}
+	// The release in the database follows the end of the lease.
+	waitFor(t, 5*time.Second, "beta/logs/0 released at epoch 1", func() (bool, string) {
+		got := dbPartitionLeases(t, admin)[Key{"beta", "logs", 0}]
+		return got.owner == "" && got.epoch == 1, fmt.Sprintf("%+v", got)
+	})
+
+	n.mgr.Stop()
+	for k, l := range dbPartitionLeases(t, admin) {
+		if l.owner != "" {
+			t.Errorf("%s still owned by %q after Stop", k, l.owner)
+		}
+	}
+	if owners := dbMirrorOwners(t, admin); slices.ContainsFunc(owners, func(o string) bool { return o != "" }) {
+		t.Errorf("mirror metadata leases still owned after Stop: %q", owners)
+	}
+	if len(n.runner.partitions()) != 0 || n.runner.mirrors() != 0 {
+		t.Error("workers still running after Stop")
+	}
+}
+
+func TestLeaseManagersShareAndFailOver(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+
+	a := startNode(t, dbURL, "a", reg, fastLeases)
+	waitShares(t, 15*time.Second, a)
+
+	// Two instances join: a hands back 20 partitions and 2 mirrors.
+	b := startNode(t, dbURL, "b", reg, fastLeases)
+	c := startNode(t, dbURL, "c", reg, fastLeases)
+	start := time.Now()
+	waitShares(t, 10*time.Second, a, b, c)
+	t.Logf("3 instances balanced in %s", time.Since(start).Round(time.Millisecond))
+
+	// c crashes: nothing is released, so a and b wait for its leases to
+	// expire and for its heartbeat to age out, then take everything.
+	before := dbPartitionLeases(t, admin)
+	cHeld := slices.Collect(maps.Keys(c.runner.partitions()))
+	c.stopHeartbeat()
+	c.mgr.Crash()
+	start = time.Now()
+	waitShares(t, testTTL+10*testRenew+3*time.Second, a, b)
+	t.Logf("survivors took over in %s (TTL %s)", time.Since(start).Round(time.Millisecond), testTTL)
+	after := dbPartitionLeases(t, admin)
+	for _, k := range cHeld {
+		if after[k].owner == "c" || after[k].epoch <= before[k].epoch {
+			t.Errorf("%s: was %+v, now %+v; want a new owner at a higher epoch", k, before[k], after[k])
+		}
+	}
+
+	// c comes back under the same id: shares even out again.
+	c2 := startNode(t, dbURL, "c", reg, fastLeases)
+	start = time.Now()
+	waitShares(t, 10*time.Second, a, b, c2)
+	t.Logf("returning instance balanced in %s", time.Since(start).Round(time.Millisecond))
+	for k, l := range c2.runner.partitions() {
+		if l.Epoch <= before[k].epoch {
+			t.Errorf("%s: returning c holds epoch %d, not above the crashed one's %d", k, l.Epoch, before[k].epoch)
+		}
+	}
+
+	for _, n := range []*node{a, b, c2} {
+		n.mgr.Stop()
+	}
+	for k, l := range dbPartitionLeases(t, admin) {
+		if l.owner != "" {
+			t.Errorf("%s still owned by %q after Stop", k, l.owner)
+		}
+	}
+	if owners := dbMirrorOwners(t, admin); slices.ContainsFunc(owners, func(o string) bool { return o != "" }) {
+		t.Errorf("mirror metadata leases still owned after Stop: %q", owners)
+	}
+}
+
+func TestLeaseManagerStopsWorkerOfStolenLease(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	n := startNode(t, dbURL, "victim", newRunRegistry(t), fastLeases)
+	waitShares(t, 15*time.Second, n)
+
+	key := Key{"alpha", "orders", 3}
+	n.runner.mu.Lock()
+	l, ctx := n.runner.leases[key], n.runner.ctxs[key]
+	n.runner.mu.Unlock()
+	_, err := admin.Exec(t.Context(), `UPDATE mirror_partitions
+		SET lease_owner = 'thief', lease_epoch = lease_epoch + 1, lease_expires_at = now() + interval '1 hour'
+		WHERE mirror = $1 AND topic = $2 AND partition = $3`, key.Mirror, key.Topic, key.Partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	waitFor(t, 5*testRenew+5*time.Second, "the stolen partition's worker to stop", func() (bool, string) {
+		_, running := n.runner.partitions()[key]
+		return !running && slices.Contains(n.runner.stoppedKeys(), key), fmt.Sprint("running=", running)
+	})
+	t.Logf("stolen lease's worker stopped after %s", time.Since(start).Round(time.Millisecond))
+	if l.Valid() {
+		t.Error("stolen lease still valid")
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(time.Second):
+		t.Error("stolen lease's Done not closed")
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, ErrLost) {
+		t.Errorf("worker context cause = %v, want ErrLost", cause)
+	}
+	if held := len(n.runner.partitions()); held != activeInFixture-1 {
+		t.Errorf("holding %d partitions, want the other %d", held, activeInFixture-1)
+	}
+	if got := dbPartitionLeases(t, admin)[key]; got.owner != "thief" {
+		t.Errorf("the thief's lease was touched: %+v", got)
+	}
+}
+
+// A partitioned instance (its database unreachable) stops trusting its
+// leases by its own clock, and stops its workers, before another instance
+// can take them.
+func TestLeaseManagerStepsDownWhenDatabaseUnreachable(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	cut := startNode(t, dbURL, "cut", reg, fastLeases)
+	peer := startNode(t, dbURL, "peer", reg, fastLeases)
+	waitShares(t, 15*time.Second, cut, peer)
+
+	leases := cut.runner.partitions()
+	cut.pool.Close() // renewals and heartbeats now fail
+	cutAt := time.Now()
+
+	// Valid turns false at the deadline, by the local clock alone.
+	waitFor(t, testTTL+3*time.Second, "the cut instance's leases to lapse", func() (bool, string) {
+		valid := 0
+		for _, l := range leases {
+			if l.Valid() {
+				valid++
+			}
+		}
+		return valid == 0, fmt.Sprint(valid, " valid")
+	})
+	lapsed := time.Since(cutAt)
+	t.Logf("leases lapsed %s after the database became unreachable (trust window %s)",
+		lapsed.Round(time.Millisecond), testTTL-testMargin)
+	for k, l := range leases {
+		if time.Now().Before(l.Deadline()) {
+			t.Errorf("%s invalid before its deadline", k)
+		}
+		// Valid reads the clock; Done is closed by the deadline's timer,
+		// which may fire a moment later.
+		select {
+		case <-l.Done():
+		case <-time.After(time.Second):
+			t.Errorf("%s: Done not closed within 1s of the deadline", k)
+		}
+	}
+	waitFor(t, 5*time.Second, "the cut instance's workers to stop", func() (bool, string) {
+		held := len(cut.runner.partitions())
+		return held == 0 && cut.runner.mirrors() == 0, fmt.Sprint(held, " running")
+	})
+
+	// The peer takes everything over once the leases expire in the
+	// database; the registry fails the test if it started a partition the
+	// cut instance still ran.
+	waitShares(t, testTTL+10*testRenew+3*time.Second, peer)
+	t.Logf("peer took over %s after the cut", time.Since(cutAt).Round(time.Millisecond))
+
+	done := make(chan struct{})
+	go func() { cut.mgr.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * testTimeout):
+		t.Fatal("Stop hung with the database unreachable")
+	}
+}
+
+// A database that hangs instead of failing: the renew statement times out
+// with an error that names it, and the leases lapse at their deadline even
+// while the loop is still waiting on the statement.
+func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	logs := &syncbuf.Buffer{}
+	o := fastLeases
+	o.log = io.MultiWriter(logs, t.Output())
+	n := startNode(t, dbURL, "stuck", newRunRegistry(t), o)
+	waitShares(t, 15*time.Second, n)
+	leases := n.runner.partitions()
+
+	tx, err := admin.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(t.Context(), `SELECT 1 FROM mirror_partitions FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	locked := time.Now()
+	for k, l := range leases {
+		select {
+		case <-l.Done():
+		case <-time.After(time.Until(locked.Add(testTTL - testMargin + testRenew))):
+			t.Fatalf("%s: Done not closed by the trust deadline while renewals hang", k)
+		}
+	}
+	waitFor(t, 2*testTimeout+3*time.Second, "a named renew timeout in the log", func() (bool, string) {
+		return strings.Contains(logs.String(), "partition lease renew timed out after 1s"), ""
+	})
+	waitFor(t, 2*testTimeout+testRenew+3*time.Second, "the workers to stop", func() (bool, string) {
+		held := len(n.runner.partitions())
+		return held == 0, fmt.Sprint(held, " running")
+	})
+
+	// Once the database answers again the leases are released, then taken
+	// again at the next epoch.
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitShares(t, 15*time.Second, n)
+	for k, l := range n.runner.partitions() {
+		if l.Epoch != 2 {
+			t.Errorf("%s re-taken at epoch %d, want 2", k, l.Epoch)
+		}
+	}
+}
+
+func TestLeaseManagerConfig(t *testing.T) {
+	pool := &pgxpool.Pool{}
+	r := newFakeRunner("x", &runRegistry{running: map[Key]string{}})
+	m, err := NewManager(ManagerConfig{Pool: pool, InstanceID: "i", Partitions: r})
+	if err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if c := m.cfg; c.TTL != 15*time.Second || c.RenewInterval != 5*time.Second || c.Margin != 5*time.Second ||
+		c.InstanceTTL != 15*time.Second || c.Timeout != 5*time.Second {
+		t.Errorf("defaults = %+v", c)
+	}
+	for name, cfg := range map[string]ManagerConfig{
+		"no pool":          {InstanceID: "i", Partitions: r},
+		"no id":            {Pool: pool, Partitions: r},
+		"no runner":        {Pool: pool, InstanceID: "i"},
+		"margin over ttl":  {Pool: pool, InstanceID: "i", Partitions: r, TTL: time.Second, Margin: 2 * time.Second},
+		"renew too slow":   {Pool: pool, InstanceID: "i", Partitions: r, TTL: 3 * time.Second, Margin: time.Second, RenewInterval: 2 * time.Second},
+		"negative timeout": {Pool: pool, InstanceID: "i", Partitions: r, Timeout: -time.Second},
+	} {
+		if _, err := NewManager(cfg); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}

@@ -1,0 +1,276 @@
+package metadatasync
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// aclEntry is one ACL binding: a resource pattern and an access control
+// entry.
+type aclEntry struct {
+	resourceType kmsg.ACLResourceType
+	name         string
+	pattern      kmsg.ACLResourcePatternType
+	principal    string
+	host         string
+	operation    kmsg.ACLOperation
+	permission   kmsg.ACLPermissionType
+}
+
+func (a aclEntry) String() string {
+	return fmt.Sprintf("%s:%s:%s:%s:%s:%s:%s", a.resourceType, a.name, a.pattern, a.principal, a.host, a.operation, a.permission)
+}
+
+func (a aclEntry) row() repo.SyncedACL {
+	return repo.SyncedACL{ResourceType: a.resourceType.String(), ResourceName: a.name, PatternType: a.pattern.String(),
+		Principal: a.principal, Host: a.host, Operation: a.operation.String(), Permission: a.permission.String()}
+}
+
+func aclFromRow(r repo.SyncedACL) (aclEntry, error) {
+	a := aclEntry{name: r.ResourceName, principal: r.Principal, host: r.Host}
+	var errs [4]error
+	a.resourceType, errs[0] = kmsg.ParseACLResourceType(r.ResourceType)
+	a.pattern, errs[1] = kmsg.ParseACLResourcePatternType(r.PatternType)
+	a.operation, errs[2] = kmsg.ParseACLOperation(r.Operation)
+	a.permission, errs[3] = kmsg.ParseACLPermissionType(r.Permission)
+	return a, errors.Join(errs[:]...)
+}
+
+// isReadOnlyACL reports whether a is kmirror's read-only ACL of a mirror
+// topic (DENY WRITE for User:* from any host), which the sync never copies
+// nor touches.
+func isReadOnlyACL(a aclEntry) bool {
+	return a.resourceType == kmsg.ACLResourceTypeTopic && a.pattern == kmsg.ACLResourcePatternTypeLiteral &&
+		a.principal == "User:*" && a.host == "*" && a.operation == kmsg.ACLOperationWrite &&
+		a.permission == kmsg.ACLPermissionTypeDeny
+}
+
+// syncACLs copies to the destination the source's literal ACLs on the
+// mirror's topics and on the groups the offset sync covers (matching
+// groups.include, not groups.exclude) whose names match acls.include. kmirror
+// records each ACL it creates; one it created that the source has since
+// dropped is deleted. ACLs it did not create are never touched.
+func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
+	if p.srcErr != nil {
+		return p.srcErr
+	}
+	if p.dstErr != nil {
+		return p.dstErr
+	}
+	s := p.r.s
+	var srcACLs, dstACLs []aclEntry
+	err := p.within("source describe ACLs", func(ctx context.Context) (err error) {
+		srcACLs, err = describeAllACLs(ctx, p.src.cl)
+		return err
+	})
+	if errors.Is(err, kerr.SecurityDisabled) {
+		o.Items = append(o.Items, service.SyncItem{Name: "*", Action: "skipped", Detail: "the source cluster has no authorizer: no ACLs to copy"})
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("source cluster at %s: %w", p.mirror.BootstrapServers, err)
+	}
+	err = p.within("destination describe ACLs", func(ctx context.Context) (err error) {
+		dstACLs, err = describeAllACLs(ctx, s.dst)
+		return err
+	})
+	if errors.Is(err, kerr.SecurityDisabled) {
+		o.Items = append(o.Items, service.SyncItem{Name: "*", Action: "skipped", Detail: "the destination cluster has no authorizer: ACLs cannot be copied"})
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("destination cluster: %w", err)
+	}
+	tracked, err := repo.SyncedACLsList(p.ctx, s.cfg.Pool, p.mirror.Name)
+	if err != nil {
+		return err
+	}
+
+	want := map[aclEntry]bool{}
+	for _, a := range srcACLs {
+		if p.copiesACL(a) {
+			want[a] = true
+		}
+	}
+	have := map[aclEntry]bool{}
+	for _, a := range dstACLs {
+		have[a] = true
+	}
+
+	// Create what the destination lacks. An identical ACL already there is
+	// either ours from an earlier pass or a local one: left as it is, and a
+	// local one is not claimed.
+	var create []aclEntry
+	for a := range want {
+		if !have[a] {
+			create = append(create, a)
+		}
+	}
+	slices.SortFunc(create, func(a, b aclEntry) int { return cmp.Compare(a.String(), b.String()) })
+	if len(create) > 0 {
+		if err := p.guard(); err != nil {
+			return err
+		}
+		for _, a := range create {
+			// Recorded before it is created: a crash in between leaves a
+			// record of an ACL that may not exist, never an ACL of ours
+			// that nobody knows about.
+			if err := repo.SyncedACLsInsert(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
+				return err
+			}
+		}
+		var errs []error
+		err := p.within("destination create ACLs", func(ctx context.Context) (err error) {
+			errs, err = createACLs(ctx, s.dst, create)
+			return err
+		})
+		for i, a := range create {
+			switch {
+			case err != nil:
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: err.Error()})
+			case errs[i] != nil:
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: errs[i].Error()})
+			default:
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "created"})
+			}
+		}
+	}
+
+	// Delete the ACLs kmirror created that the source no longer has (or
+	// that are no longer synced).
+	var drop []aclEntry
+	for _, r := range tracked {
+		a, err := aclFromRow(r)
+		if err != nil {
+			o.Items = append(o.Items, service.SyncItem{Name: fmt.Sprint(r), Action: "failed", Detail: fmt.Sprintf("unreadable record: %v", err)})
+			continue
+		}
+		if !want[a] {
+			drop = append(drop, a)
+		}
+	}
+	for _, a := range drop {
+		if err := p.guard(); err != nil {
+			return err
+		}
+		if have[a] {
+			err := p.within("destination delete ACLs", func(ctx context.Context) error {
+				return deleteACL(ctx, s.dst, a)
+			})
+			if err != nil {
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: err.Error()})
+				continue
+			}
+			o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "deleted", Detail: "no longer on the source"})
+		}
+		if err := repo.SyncedACLsDelete(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copiesACL says whether a source ACL is one the sync keeps on the
+// destination.
+func (p *syncPass) copiesACL(a aclEntry) bool {
+	if a.pattern != kmsg.ACLResourcePatternTypeLiteral || isReadOnlyACL(a) || !service.Matches(p.cfg.ACLsInclude, a.name) {
+		return false
+	}
+	switch a.resourceType {
+	case kmsg.ACLResourceTypeTopic:
+		_, ok := p.topics[a.name]
+		return ok
+	case kmsg.ACLResourceTypeGroup:
+		return service.Matches(p.cfg.GroupsInclude, a.name) && !service.Matches(p.cfg.GroupsExclude, a.name)
+	}
+	return false
+}
+
+// describeAllACLs lists every ACL of a cluster.
+func describeAllACLs(ctx context.Context, cl *kgo.Client) ([]aclEntry, error) {
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if resp.ErrorMessage != nil {
+			return nil, fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+		}
+		return nil, err
+	}
+	var out []aclEntry
+	for _, r := range resp.Resources {
+		for _, a := range r.ACLs {
+			out = append(out, aclEntry{resourceType: r.ResourceType, name: r.ResourceName, pattern: r.ResourcePatternType,
+				principal: a.Principal, host: a.Host, operation: a.Operation, permission: a.PermissionType})
+		}
+	}
+	return out, nil
+}
+
+// createACLs creates ACLs in one request and returns each one's error.
+func createACLs(ctx context.Context, cl *kgo.Client, acls []aclEntry) ([]error, error) {
+	req := kmsg.NewPtrCreateACLsRequest()
+	for _, a := range acls {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = a.resourceType, a.name, a.pattern
+		c.Principal, c.Host, c.Operation, c.PermissionType = a.principal, a.host, a.operation, a.permission
+		req.Creations = append(req.Creations, c)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != len(acls) {
+		return nil, fmt.Errorf("create ACLs: %d results for %d ACLs", len(resp.Results), len(acls))
+	}
+	errs := make([]error, len(acls))
+	for i, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			errs[i] = err
+			if r.ErrorMessage != nil {
+				errs[i] = fmt.Errorf("%w: %s", err, *r.ErrorMessage)
+			}
+		}
+	}
+	return errs, nil
+}
+
+// deleteACL deletes exactly one ACL: every field of the filter is set, so
+// it matches nothing else.
+func deleteACL(ctx context.Context, cl *kgo.Client, a aclEntry) error {
+	req := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourceName, f.ResourcePatternType = a.resourceType, kmsg.StringPtr(a.name), a.pattern
+	f.Principal, f.Host = kmsg.StringPtr(a.principal), kmsg.StringPtr(a.host)
+	f.Operation, f.PermissionType = a.operation, a.permission
+	req.Filters = append(req.Filters, f)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+		for _, m := range r.MatchingACLs {
+			if err := kerr.ErrorForCode(m.ErrorCode); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+package metadatasync_test
+
+import (
+	"os"
+	"testing"
+
+	"kmirror/internal/testdb"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -1,0 +1,287 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+)
+
+// alignResult is where mirroring resumes after PREPARING.
+type alignResult struct {
+	checkpoint checkpoint
+	lost       int64
+	summary    string
+}
+
+// alignTimeout bounds one alignment (listing offsets, a walk, topic creation).
+const alignTimeout = 60 * time.Second
+
+// align is the PREPARING step (DESIGN.md section 4): a stock cluster cannot
+// truncate, so the worker finds the exact point to resume from and proves it
+// by comparing records, or fails with what diverged and where.
+func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, alignTimeout)
+	defer cancel()
+	src, err := w.e.source(ctx, w.key.Mirror)
+	if err != nil {
+		return alignResult{}, retryable("source: %v", err)
+	}
+	if err := w.checkSourceTopicID(ctx, src); err != nil {
+		return alignResult{}, err
+	}
+	if err := w.ensureDestinationTopic(ctx, src, desire); err != nil {
+		return alignResult{}, err
+	}
+	srcOff, err := kafkaconn.ReadOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, true)
+	if errors.Is(err, kafkaconn.ErrTopicMissing) {
+		return alignResult{}, retryable("source topic %s partition %d does not exist", w.key.Topic, w.key.Partition)
+	} else if err != nil {
+		return alignResult{}, retryable("list source offsets: %v", err)
+	}
+	dstOff, err := kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+	// A topic just created may take a moment to show in metadata.
+	for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
+		time.Sleep(100 * time.Millisecond)
+		dstOff, err = kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+	}
+	if err != nil {
+		return alignResult{}, retryable("list destination offsets: %v", err)
+	}
+	E := dstOff.End
+	if w.row.SrcNext == nil {
+		// First start: the destination partition must hold nothing.
+		if E > dstOff.Start {
+			return alignResult{}, permanent("destination %s/%d already holds records [%d, %d) that this mirror did not write; "+
+				"remove the topic and add it again with recreate, or empty the destination topic",
+				w.key.Topic, w.key.Partition, dstOff.Start, E)
+		}
+		return alignResult{checkpoint: checkpoint{srcNext: srcOff.Start, dstNext: E},
+			summary: fmt.Sprintf("new: mirroring from source offset %d", srcOff.Start)}, nil
+	}
+	s, d := *w.row.SrcNext, *w.row.DstNext
+	// The source's end is the high watermark here: the LSO can trail an
+	// open transaction without the log having been truncated.
+	srcHWM, err := kafkaconn.ReadOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, false)
+	if err != nil {
+		return alignResult{}, retryable("list source end offsets: %v", err)
+	}
+	if srcHWM.End < s {
+		return alignResult{}, permanent("source %s/%d ends at offset %d, before the checkpoint %d: "+
+			"the source topic was truncated or recreated", w.key.Topic, w.key.Partition, srcHWM.End, s)
+	}
+	var res alignResult
+	switch {
+	case E == d:
+		if err := w.verifyLastMirrored(ctx, src, d, srcOff); err != nil {
+			return alignResult{}, err
+		}
+		res = alignResult{checkpoint: checkpoint{s, d}, summary: fmt.Sprintf("resuming at source offset %d", s)}
+	case E > d:
+		res, err = w.alignForward(ctx, src, s, d, E, srcOff)
+	default:
+		res, err = w.alignRewind(ctx, src, s, d, E, dstOff.Start)
+	}
+	if err != nil {
+		return alignResult{}, err
+	}
+	if srcOff.Start > res.checkpoint.srcNext {
+		lost := srcOff.Start - res.checkpoint.srcNext
+		res.lost = lost
+		res.summary += fmt.Sprintf("; %d source offset(s) [%d, %d) were removed by retention before they were mirrored",
+			lost, res.checkpoint.srcNext, srcOff.Start)
+		res.checkpoint.srcNext = srcOff.Start
+	}
+	return res, nil
+}
+
+// alignForward handles a destination that holds k = E − d records past the
+// checkpoint: they must be the next k committed source records, which the
+// previous owner wrote before it could checkpoint them.
+func (w *partitionWorker) alignForward(ctx context.Context, src *sourceClients, s, d, E int64, srcOff kafkaconn.PartitionOffsets) (alignResult, error) {
+	k := E - d
+	if srcOff.Start > s {
+		return alignResult{}, permanent("destination %s/%d holds %d record(s) past the checkpoint, but the source records "+
+			"after offset %d were removed by retention, so they cannot be verified", w.key.Topic, w.key.Partition, k, s)
+	}
+	walked, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.e.cfg.SourceOpts...)
+	if err != nil {
+		return alignResult{}, retryable("walk source records: %v", err)
+	}
+	if int64(len(walked)) < k {
+		return alignResult{}, permanent("divergence on %s/%d: the destination holds %d record(s) past checkpoint offset %d, "+
+			"but the source has only %d committed record(s) after offset %d: someone else wrote to the destination",
+			w.key.Topic, w.key.Partition, k, d, len(walked), s)
+	}
+	last := walked[len(walked)-1]
+	if err := w.compareDestination(ctx, last, E-1); err != nil {
+		return alignResult{}, err
+	}
+	runs := runsFor(walked, d)
+	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Epoch: w.lease.Epoch, SrcNext: last.Offset + 1, DstNext: E, SourceEnd: -1, DestinationEnd: E, Runs: runs})
+	if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+		return alignResult{}, retryable("save verified offset map: %v", err)
+	}
+	return alignResult{checkpoint: checkpoint{last.Offset + 1, E},
+		summary: fmt.Sprintf("verified %d record(s) written past the checkpoint; resuming at source offset %d", k, last.Offset+1)}, nil
+}
+
+// alignRewind handles a destination that lost records: mirroring restarts
+// after the destination's last record, found through the offset map.
+func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s, d, E, dstStart int64) (alignResult, error) {
+	pool := w.e.cfg.Pool
+	// Where mirroring began, read before the map is cut back.
+	first, err := repo.OffsetRunsFirst(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	from := int64(0)
+	if err == nil {
+		from = first.SrcStart
+	} else if !errors.Is(err, repo.ErrNotFound) {
+		return alignResult{}, retryable("read offset map: %v", err)
+	}
+	if err := repo.OffsetRunsTruncate(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E); err != nil {
+		return alignResult{}, retryable("truncate offset map: %v", err)
+	}
+	if E == 0 || E == dstStart {
+		if E > 0 {
+			// Records before E are gone; nothing maps there any more.
+			if err := repo.OffsetRunsDelete(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition); err != nil {
+				return alignResult{}, retryable("clear offset map: %v", err)
+			}
+		}
+		return alignResult{checkpoint: checkpoint{from, E},
+			summary: fmt.Sprintf("destination lost its records (end %d < checkpoint %d); re-mirroring from source offset %d", E, d, from)}, nil
+	}
+	run, err := repo.OffsetRunByDestination(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E-1)
+	if err != nil {
+		return alignResult{}, permanent("destination %s/%d ends at %d, before the checkpoint %d, and offset %d is not in the offset map: cannot rewind safely",
+			w.key.Topic, w.key.Partition, E, d, E-1)
+	}
+	srcLast := run.SrcStart + (E - 1 - run.DstStart)
+	recs, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.e.cfg.SourceOpts...)
+	if err != nil {
+		return alignResult{}, retryable("read source record %d: %v", srcLast, err)
+	}
+	if len(recs) == 1 && recs[0].Offset == srcLast {
+		if err := w.compareDestination(ctx, recs[0], E-1); err != nil {
+			return alignResult{}, err
+		}
+	}
+	return alignResult{checkpoint: checkpoint{srcLast + 1, E},
+		summary: fmt.Sprintf("destination lost records (end %d < checkpoint %d); rewound to source offset %d", E, d, srcLast+1)}, nil
+}
+
+// verifyLastMirrored checks, when the destination ends exactly at the
+// checkpoint, that the source still holds the last mirrored record at the
+// same offset. A source topic deleted and recreated with at least as many
+// records passes the end-offset check, and resuming would silently append
+// another topic's records. Only a different record at that offset fails:
+// a record that is gone (retention, compaction) or unreadable cannot be
+// verified, and mirroring resumes as before.
+func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceClients, d int64, srcOff kafkaconn.PartitionOffsets) error {
+	if d == 0 {
+		return nil
+	}
+	run, err := repo.OffsetRunByDestination(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition, d-1)
+	if errors.Is(err, repo.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return retryable("read offset map: %v", err)
+	}
+	srcLast := run.SrcStart + (d - 1 - run.DstStart)
+	if srcLast < srcOff.Start {
+		return nil
+	}
+	recs, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.e.cfg.SourceOpts...)
+	if err != nil {
+		return retryable("read source record %d: %v", srcLast, err)
+	}
+	if len(recs) != 1 || recs[0].Offset != srcLast {
+		return nil
+	}
+	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, d-1, d, 1, false)
+	if err != nil {
+		return retryable("read destination record %d: %v", d-1, err)
+	}
+	if len(got) != 1 || got[0].Offset != d-1 {
+		return nil
+	}
+	if err := kafkaconn.SameRecord(recs[0], got[0]); err != nil {
+		return permanent("source %s/%d offset %d no longer holds the record mirrored to destination offset %d (%v): "+
+			"the source topic was recreated or rewritten", w.key.Topic, w.key.Partition, srcLast, d-1, err)
+	}
+	return nil
+}
+
+// compareDestination checks that destination record at dstOffset equals the
+// source record.
+func (w *partitionWorker) compareDestination(ctx context.Context, want *kgo.Record, dstOffset int64) error {
+	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, dstOffset, dstOffset+1, 1, false)
+	if err != nil {
+		return retryable("read destination record %d: %v", dstOffset, err)
+	}
+	if len(got) != 1 || got[0].Offset != dstOffset {
+		return retryable("destination record %s/%d@%d could not be read", w.key.Topic, w.key.Partition, dstOffset)
+	}
+	if err := kafkaconn.SameRecord(want, got[0]); err != nil {
+		return permanent("divergence on %s/%d: destination offset %d does not match source offset %d (%v): "+
+			"records were written to the destination by someone else; remove the topic and add it with recreate to start over",
+			w.key.Topic, w.key.Partition, dstOffset, want.Offset, err)
+	}
+	return nil
+}
+
+// runsFor maps consecutive records to destination offsets from dstStart.
+func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
+	var runs []repo.OffsetRun
+	for i, r := range recs {
+		dst := dstStart + int64(i)
+		if n := len(runs); n > 0 && runs[n-1].SrcStart+runs[n-1].Count == r.Offset {
+			runs[n-1].Count++
+			continue
+		}
+		runs = append(runs, repo.OffsetRun{SrcStart: r.Offset, DstStart: dst, Count: 1})
+	}
+	return runs
+}
+
+// ensureDestinationTopic creates the destination topic with the source's
+// partition count when it is missing.
+func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) error {
+	dst, err := w.e.dstAdmin.ListTopics(ctx, w.key.Topic)
+	if err != nil {
+		return retryable("describe destination topic: %v", err)
+	}
+	if d, ok := dst[w.key.Topic]; ok && d.Err == nil {
+		if int32(len(d.Partitions)) <= w.key.Partition {
+			return retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, len(d.Partitions), w.key.Partition)
+		}
+		return nil
+	}
+	st, err := src.admin.ListTopics(ctx, w.key.Topic)
+	if err != nil {
+		return retryable("describe source topic: %v", err)
+	}
+	sd, ok := st[w.key.Topic]
+	if !ok || sd.Err != nil {
+		return retryable("source topic %s does not exist", w.key.Topic)
+	}
+	resp, err := w.e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), int16(desire.replicationFactor), nil, w.key.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return retryable("create destination topic %s: %v", w.key.Topic, err)
+	}
+	// A topic created anew (it may have been deleted under us) has a new id:
+	// the producer must not keep the old one.
+	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
+	w.log.Info("destination topic created", "partitions", len(sd.Partitions), "replication_factor", desire.replicationFactor)
+	return nil
+}

@@ -1,0 +1,173 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/repo"
+	"kmirror/workers/lease"
+)
+
+// checkpointer saves the checkpoints of every partition of this instance
+// that changed, about once a second, in one fenced statement; workers only
+// update memory on the hot path.
+type checkpointer struct {
+	pool  *pgxpool.Pool
+	owner string
+	log   *slog.Logger
+
+	// saveMu runs saves one at a time, in the order their checkpoints were
+	// taken: a partition's checkpoint saved by flushKey must not commit
+	// while an earlier batch still carries the offset-map runs below it.
+	// That batch would otherwise commit later, or be fenced after a
+	// hand-back and dropped, leaving a hole in the offset map.
+	saveMu sync.Mutex
+
+	mu    sync.Mutex
+	dirty map[lease.Key]*repo.Checkpoint
+}
+
+func newCheckpointer(pool *pgxpool.Pool, owner string, log *slog.Logger) *checkpointer {
+	return &checkpointer{pool: pool, owner: owner, log: log, dirty: map[lease.Key]*repo.Checkpoint{}}
+}
+
+// update records a partition's latest progress and the offset-map runs that
+// changed since its last update.
+func (c *checkpointer) update(k lease.Key, cp repo.Checkpoint) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.dirty[k]; old != nil && old.Epoch == cp.Epoch {
+		cp.Runs = mergeRuns(old.Runs, cp.Runs)
+		cp.ResetRetries = cp.ResetRetries || old.ResetRetries
+		if cp.SourceEnd < 0 {
+			cp.SourceEnd = old.SourceEnd
+		}
+		if cp.DestinationEnd < 0 {
+			cp.DestinationEnd = old.DestinationEnd
+		}
+	}
+	c.dirty[k] = &cp
+}
+
+// mergeRuns keeps one entry per run start, the later one winning (a run
+// grows while it is open).
+func mergeRuns(old, upd []repo.OffsetRun) []repo.OffsetRun {
+	out := append([]repo.OffsetRun(nil), old...)
+	for _, r := range upd {
+		replaced := false
+		for i := range out {
+			if out[i].SrcStart == r.SrcStart {
+				out[i], replaced = r, true
+			}
+		}
+		if !replaced {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// take removes and returns a partition's pending checkpoint.
+func (c *checkpointer) take(k lease.Key) *repo.Checkpoint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := c.dirty[k]
+	delete(c.dirty, k)
+	return cp
+}
+
+func (c *checkpointer) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.flush(ctx)
+		}
+	}
+}
+
+// flush saves every pending checkpoint; ones that fail to save for a
+// transient reason are put back for the next round.
+func (c *checkpointer) flush(ctx context.Context) {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	c.mu.Lock()
+	if len(c.dirty) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	batch := c.dirty
+	c.dirty = map[lease.Key]*repo.Checkpoint{}
+	c.mu.Unlock()
+	cps := make([]repo.Checkpoint, 0, len(batch))
+	for _, cp := range batch {
+		cps = append(cps, *cp)
+	}
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	saved, err := saveCheckpoints(saveCtx, c.pool, c.owner, cps)
+	if err != nil {
+		c.log.Warn("checkpoint save failed; retrying next round", "partitions", len(cps), "err", err)
+		c.mu.Lock()
+		for k, cp := range batch {
+			if cur := c.dirty[k]; cur == nil {
+				c.dirty[k] = cp
+			} else if cur.Epoch == cp.Epoch {
+				cur.Runs = mergeRuns(cp.Runs, cur.Runs)
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
+	// A checkpoint the fence refused belongs to a lease that moved on; the
+	// lease manager stops that worker on its next renewal.
+	for k := range batch {
+		if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] {
+			c.log.Info("checkpoint not saved: the lease moved on", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition)
+		}
+	}
+}
+
+// flushKey saves one partition's pending checkpoint now, before a state
+// change that must not run ahead of it.
+func (c *checkpointer) flushKey(ctx context.Context, k lease.Key) error {
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
+	cp := c.take(k)
+	if cp == nil {
+		return nil
+	}
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	saved, err := saveCheckpoints(saveCtx, c.pool, c.owner, []repo.Checkpoint{*cp})
+	if err != nil {
+		c.update(k, *cp)
+		return err
+	}
+	if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] {
+		return errCheckpointFenced
+	}
+	return nil
+}
+
+var errCheckpointFenced = errors.New("checkpoint not saved: the lease moved on")
+
+// saveCheckpoints saves checkpoints and their runs in one transaction.
+func saveCheckpoints(ctx context.Context, pool *pgxpool.Pool, owner string, cps []repo.Checkpoint) (map[repo.PartitionID]bool, error) {
+	var saved map[repo.PartitionID]bool
+	err := repo.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		saved, err = repo.CheckpointsSave(ctx, tx, owner, cps)
+		return err
+	})
+	return saved, err
+}

@@ -1,0 +1,94 @@
+package partition
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// desiredStates caches every mirror topic's desired state and recreate flag,
+// re-read in one query every interval or when poked, so workers never query
+// it themselves.
+type desiredStates struct {
+	pool *pgxpool.Pool
+	wake chan struct{}
+
+	mu     sync.RWMutex
+	topics map[[2]string]topicDesire
+	// changed is closed and replaced on every refresh.
+	changed chan struct{}
+}
+
+type topicDesire struct {
+	state             string
+	replicationFactor int
+	recreate          bool
+}
+
+func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
+	return &desiredStates{pool: pool, wake: make(chan struct{}, 1), changed: make(chan struct{})}
+}
+
+// get returns a topic's desire; ok is false for a topic that no longer exists.
+func (d *desiredStates) get(mirror, topic string) (topicDesire, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	t, ok := d.topics[[2]string{mirror, topic}]
+	return t, ok
+}
+
+// updated returns a channel closed at the next refresh.
+func (d *desiredStates) updated() <-chan struct{} {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.changed
+}
+
+func (d *desiredStates) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *desiredStates) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-d.wake:
+		}
+		_ = d.refresh(ctx)
+	}
+}
+
+func (d *desiredStates) refresh(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate FROM mirror_topics`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	m := map[[2]string]topicDesire{}
+	for rows.Next() {
+		var mirror, topic string
+		var t topicDesire
+		if err := rows.Scan(&mirror, &topic, &t.state, &t.replicationFactor, &t.recreate); err != nil {
+			return err
+		}
+		m[[2]string{mirror, topic}] = t
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.topics = m
+	close(d.changed)
+	d.changed = make(chan struct{})
+	d.mu.Unlock()
+	return nil
+}

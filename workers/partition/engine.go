@@ -1,0 +1,311 @@
+package partition
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+)
+
+// RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential.
+type RetryPolicy struct {
+	Initial     time.Duration // default 1s
+	Max         time.Duration // default 300s
+	MaxAttempts int           // default 100
+}
+
+// EngineConfig wires an Engine.
+type EngineConfig struct {
+	Pool        *pgxpool.Pool
+	Service     *service.Service
+	InstanceID  string
+	Destination kafkaconn.Config
+	Logger      *slog.Logger
+	// DeliveryTimeout bounds how long a produced record may still land; it
+	// must be shorter than the lease's safety margin. Default 4s.
+	DeliveryTimeout time.Duration
+	// CheckpointInterval is how often changed checkpoints are saved, in one
+	// statement for the whole instance. Default 1s.
+	CheckpointInterval time.Duration
+	// OffsetsInterval is how often end offsets are refreshed for lag. Default 2s.
+	OffsetsInterval time.Duration
+	// DesiredInterval is how often desired states are re-read. Default 250ms.
+	DesiredInterval time.Duration
+	Retry           RetryPolicy
+	// SourceOpts are extra client options for source clients (tests).
+	SourceOpts []kgo.Opt
+}
+
+func (c *EngineConfig) validate() error {
+	switch {
+	case c.Pool == nil || c.Service == nil:
+		return errors.New("engine: Pool and Service are required")
+	case c.InstanceID == "":
+		return errors.New("engine: InstanceID is required")
+	case len(c.Destination.BootstrapServers) == 0:
+		return errors.New("engine: a destination cluster is required")
+	}
+	return nil
+}
+
+// Engine runs this instance's partition workers: it implements
+// PartitionRunner for the lease manager, and owns the shared Kafka clients
+// (one idempotent producer to the destination, one fetcher per mirror).
+type Engine struct {
+	cfg      EngineConfig
+	log      *slog.Logger
+	producer *kgo.Client
+	dstAdmin *kadm.Client
+	cp       *checkpointer
+	desired  *desiredStates
+
+	mu       sync.Mutex
+	workers  map[lease.Key]*partitionWorker
+	fetchers map[string]*mirrorFetcher
+	sources  map[string]*sourceClients
+
+	cancel context.CancelFunc
+	bg     sync.WaitGroup
+}
+
+// NewEngine connects the destination producer and admin client.
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, 4*time.Second)
+	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, time.Second)
+	cfg.OffsetsInterval = cmp.Or(cfg.OffsetsInterval, 2*time.Second)
+	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 250*time.Millisecond)
+	cfg.Retry.Initial = cmp.Or(cfg.Retry.Initial, time.Second)
+	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
+	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
+	log := cfg.Logger.With("instance", cfg.InstanceID)
+	producer, err := cfg.Destination.NewClient(
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Not RecordDeliveryTimeout: kgo measures it from the record's
+		// timestamp, which mirroring preserves. Each produce carries a
+		// context deadline instead (see mirrorSession.handleBatch).
+		kgo.ProduceRequestTimeout(cfg.DeliveryTimeout),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(100_000),
+		// A newly created destination topic must be seen quickly.
+		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.WithLogger(kslog.New(log.With("client", "producer"))),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("destination producer: %w", err)
+	}
+	admin, err := cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond))
+	if err != nil {
+		producer.Close()
+		return nil, fmt.Errorf("destination admin: %w", err)
+	}
+	e := &Engine{cfg: cfg, log: log, producer: producer, dstAdmin: admin,
+		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
+		sources: map[string]*sourceClients{}}
+	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
+	e.desired = newDesiredStates(cfg.Pool)
+	return e, nil
+}
+
+// Start runs the checkpointer, the desired-state cache and the offsets
+// refresher.
+func (e *Engine) Start(ctx context.Context) error {
+	ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := e.desired.refresh(ctx); err != nil {
+		return err
+	}
+	e.goBackground(func() { e.cp.run(ctx, e.cfg.CheckpointInterval) })
+	e.goBackground(func() { e.desired.run(ctx, e.cfg.DesiredInterval) })
+	e.goBackground(func() { e.refreshOffsetsLoop(ctx) })
+	return nil
+}
+
+func (e *Engine) goBackground(fn func()) {
+	e.bg.Add(1)
+	go func() { defer e.bg.Done(); fn() }()
+}
+
+// Stop expects the lease manager to have stopped every partition; it then
+// saves the last checkpoints, flushes and closes the Kafka clients.
+func (e *Engine) Stop() {
+	e.mu.Lock()
+	ws := make([]*partitionWorker, 0, len(e.workers))
+	for _, w := range e.workers {
+		ws = append(ws, w)
+	}
+	e.mu.Unlock()
+	for _, w := range ws {
+		w.stop()
+	}
+	if e.cancel != nil {
+		e.cancel()
+	}
+	e.bg.Wait()
+	e.cp.flush(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.DeliveryTimeout)
+	defer cancel()
+	_ = e.producer.Flush(ctx)
+	e.producer.Close()
+	e.dstAdmin.Close()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, f := range e.fetchers {
+		f.close()
+		delete(e.fetchers, name)
+	}
+	for name, s := range e.sources {
+		s.close()
+		delete(e.sources, name)
+	}
+}
+
+// Poke makes workers re-read desired states now (after a NOTIFY).
+func (e *Engine) Poke() { e.desired.poke() }
+
+// StartPartition starts the worker of a newly leased partition.
+func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
+	w := newPartitionWorker(e, l)
+	e.mu.Lock()
+	if old := e.workers[l.Key]; old != nil {
+		e.mu.Unlock()
+		old.stop()
+		e.mu.Lock()
+	}
+	e.workers[l.Key] = w
+	e.mu.Unlock()
+	go w.run(ctx)
+}
+
+// StopPartition stops a partition's worker gracefully (flushing and saving
+// its checkpoint while the lease still holds) and waits for it.
+func (e *Engine) StopPartition(k lease.Key) {
+	e.mu.Lock()
+	w := e.workers[k]
+	delete(e.workers, k)
+	e.mu.Unlock()
+	if w != nil {
+		w.stop()
+	}
+}
+
+// Running returns the keys of the partitions with a running worker.
+func (e *Engine) Running() []lease.Key {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]lease.Key, 0, len(e.workers))
+	for k := range e.workers {
+		out = append(out, k)
+	}
+	return out
+}
+
+// fetcher returns the mirror's shared fetcher, creating it on first use.
+func (e *Engine) fetcher(mirror string, conn kafkaconn.Config) (*mirrorFetcher, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.fetchers[mirror]; f != nil {
+		f.users++
+		return f, nil
+	}
+	f, err := newMirrorFetcher(mirror, conn, e.log.With("mirror", mirror),
+		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror)))}, e.cfg.SourceOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	f.users = 1
+	e.fetchers[mirror] = f
+	return f, nil
+}
+
+// releaseFetcher closes a mirror's fetcher when its last partition leaves.
+func (e *Engine) releaseFetcher(mirror string) {
+	e.mu.Lock()
+	f := e.fetchers[mirror]
+	if f == nil {
+		e.mu.Unlock()
+		return
+	}
+	f.users--
+	if f.users > 0 {
+		e.mu.Unlock()
+		return
+	}
+	delete(e.fetchers, mirror)
+	e.mu.Unlock()
+	f.close()
+}
+
+// source returns the mirror's source admin and config, reconnecting when the
+// mirror's connection changed.
+func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, error) {
+	m, err := repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	if err != nil {
+		return nil, fmt.Errorf("load mirror %s: %w", mirror, err)
+	}
+	conn := service.ConnOf(m)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.sources[mirror]; s != nil {
+		if s.key == m.UpdatedAt {
+			return s, nil
+		}
+		s.close()
+		delete(e.sources, mirror)
+	}
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	s := &sourceClients{conn: conn, client: cl, admin: kadm.NewClient(cl), key: m.UpdatedAt}
+	e.sources[mirror] = s
+	return s, nil
+}
+
+// sourceClients is a mirror's source connection and admin client.
+type sourceClients struct {
+	conn   kafkaconn.Config
+	client *kgo.Client // for requests that must not be answered from kgo's metadata cache
+	admin  *kadm.Client
+	key    time.Time
+}
+
+func (s *sourceClients) close() { s.admin.Close() }
+
+// AwaitDestinationPartitions makes the engine's producer learn that a
+// destination topic now has n partitions. kgo fails a record for a
+// partition beyond the count it knows instead of refreshing its metadata,
+// which it otherwise does only every few minutes. A topic the producer has
+// not loaded yet needs nothing: its first record loads it.
+func (e *Engine) AwaitDestinationPartitions(ctx context.Context, topic string, n int32) error {
+	for {
+		if leader, _, _ := e.producer.PartitionLeader(topic, 0); leader < 0 {
+			return nil
+		}
+		if leader, _, _ := e.producer.PartitionLeader(topic, n-1); leader >= 0 {
+			return nil
+		}
+		e.producer.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

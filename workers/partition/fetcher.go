@@ -1,0 +1,196 @@
+package partition
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+)
+
+// fetchBatch is what one poll returned for one partition.
+type fetchBatch struct {
+	records []*kgo.Record
+	err     error
+	// lso is the source's last stable offset (read_committed end), -1 unknown.
+	lso int64
+}
+
+// fetchSink receives a partition's batches; done is closed by its worker
+// when it stops reading.
+type fetchSink struct {
+	ch   chan fetchBatch
+	done chan struct{}
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+// fetchCmd adds (offset >= 0) or removes (sink nil) a partition; applied
+// between polls so a poll's records always belong to the current assignment.
+type fetchCmd struct {
+	tp     topicPartition
+	offset int64
+	sink   *fetchSink
+	ack    chan struct{}
+}
+
+// mirrorFetcher is the one read_committed source client of an (instance,
+// mirror): partitions are added and removed as leases come and go, and each
+// poll's records are handed to the partitions' workers.
+type mirrorFetcher struct {
+	mirror string
+	cl     *kgo.Client
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	pending []fetchCmd
+	wake    chan struct{}
+	// users counts the partitions registered, for closing idle fetchers.
+	users int
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, extra ...kgo.Opt) (*mirrorFetcher, error) {
+	opts := append([]kgo.Opt{
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// Transaction markers are handed to the workers (never produced),
+		// so a checkpoint can pass a partition's last marker and lag
+		// reaches 0.
+		kgo.KeepControlRecords(),
+		// Out of range must surface as an error: a silent reset would skip
+		// records. Alignment then counts them as lost, visibly.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
+		kgo.FetchMaxWait(defaultFetchMaxWait),
+	}, extra...)
+	cl, err := conn.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, wake: make(chan struct{}, 1),
+		cancel: cancel, done: make(chan struct{})}
+	go f.run(ctx)
+	return f, nil
+}
+
+// add starts fetching a partition at offset into sink, returning once the
+// fetch loop has applied it.
+func (f *mirrorFetcher) add(tp topicPartition, offset int64, sink *fetchSink) {
+	f.do(fetchCmd{tp: tp, offset: offset, sink: sink, ack: make(chan struct{})}, sink)
+}
+
+// remove stops fetching a partition. It drains sink while waiting, so the
+// loop never blocks on a worker that is leaving.
+func (f *mirrorFetcher) remove(tp topicPartition, sink *fetchSink) {
+	f.do(fetchCmd{tp: tp, offset: -1, ack: make(chan struct{})}, sink)
+}
+
+func (f *mirrorFetcher) do(c fetchCmd, drain *fetchSink) {
+	f.mu.Lock()
+	f.pending = append(f.pending, c)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+	for {
+		select {
+		case <-c.ack:
+			return
+		case <-f.done:
+			return
+		case <-drain.ch:
+		}
+	}
+}
+
+func (f *mirrorFetcher) close() {
+	f.cancel()
+	<-f.done
+	f.cl.Close()
+}
+
+func (f *mirrorFetcher) run(ctx context.Context) {
+	defer close(f.done)
+	sinks := map[topicPartition]*fetchSink{}
+	for ctx.Err() == nil {
+		f.apply(sinks)
+		if len(sinks) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.wake:
+				continue
+			}
+		}
+		// A command cancels the poll so it is applied promptly.
+		pollCtx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-f.wake:
+				cancel()
+			case <-pollCtx.Done():
+			}
+		}()
+		fetches := f.cl.PollFetches(pollCtx)
+		cancel()
+		if fetches.IsClientClosed() {
+			return
+		}
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			sink := sinks[topicPartition{p.Topic, p.Partition}]
+			if sink == nil || (len(p.Records) == 0 && p.Err == nil && p.LastStableOffset < 0) {
+				return
+			}
+			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
+				return
+			}
+			select {
+			case sink.ch <- fetchBatch{records: p.Records, err: p.Err, lso: p.LastStableOffset}:
+			case <-sink.done:
+			case <-ctx.Done():
+			}
+		})
+		// A poll cancelled by a command may have left a wake-up unconsumed.
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// apply runs the queued add/remove commands against the client.
+func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
+	f.mu.Lock()
+	cmds := f.pending
+	f.pending = nil
+	f.mu.Unlock()
+	for _, c := range cmds {
+		if c.sink == nil {
+			if _, ok := sinks[c.tp]; ok {
+				f.cl.RemoveConsumePartitions(map[string][]int32{c.tp.topic: {c.tp.partition}})
+				delete(sinks, c.tp)
+			}
+		} else {
+			if _, ok := sinks[c.tp]; ok {
+				f.cl.RemoveConsumePartitions(map[string][]int32{c.tp.topic: {c.tp.partition}})
+			}
+			sinks[c.tp] = c.sink
+			f.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{
+				c.tp.topic: {c.tp.partition: kgo.NewOffset().At(c.offset)}})
+		}
+		close(c.ack)
+	}
+}
+
+// defaultFetchMaxWait bounds how long a fetch waits for new records, and so
+// how soon an idle fetcher notices commands.
+const defaultFetchMaxWait = 500 * time.Millisecond

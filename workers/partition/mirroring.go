@@ -1,0 +1,337 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// inflight is one produced record awaiting its acknowledgement, or a
+// source transaction marker (control) queued behind them.
+type inflight struct {
+	src, dst int64
+	// control: nothing was produced; the checkpoint passes the marker once
+	// every record before it is acknowledged, so that lag reaches 0 on a
+	// transactional source.
+	control bool
+}
+
+// ackQueue collects produce results; kgo calls promises in order per
+// partition, so results line up with the in-flight queue.
+type ackQueue struct {
+	mu      sync.Mutex
+	results []ackResult
+	notify  chan struct{}
+}
+
+type ackResult struct {
+	offset int64
+	err    error
+}
+
+func (q *ackQueue) push(r ackResult) {
+	q.mu.Lock()
+	q.results = append(q.results, r)
+	q.mu.Unlock()
+	select {
+	case q.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (q *ackQueue) drain() []ackResult {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := q.results
+	q.results = nil
+	return out
+}
+
+// mirrorSession is one stretch of MIRRORING: fetch, produce, verify acks.
+type mirrorSession struct {
+	w         *partitionWorker
+	srcNext   int64 // next source offset whose copy is acknowledged
+	dstNext   int64 // next destination offset expected
+	fetchNext int64 // next source offset to produce
+	produced  int64 // next destination offset to assign
+	pending   []inflight
+	acks      ackQueue
+	run       *repo.OffsetRun
+	changed   []repo.OffsetRun
+	srcEnd    int64
+	failure   error
+	// topicRecreated: a produce failed with UNKNOWN_TOPIC_ID, so the
+	// destination topic was deleted and created again under the producer.
+	topicRecreated bool
+	// partitionUnknown: the producer's metadata predates the partition
+	// (the topic just grew).
+	partitionUnknown bool
+	// promise is the produce callback, made once per session.
+	promise func(*kgo.Record, error)
+	// cancels release each produce batch's deadline context once every
+	// record up to destination offset upTo is settled.
+	cancels []pendingCancel
+}
+
+type pendingCancel struct {
+	upTo   int64
+	cancel context.CancelFunc
+}
+
+// checkpointTick is how often a mirroring worker hands its progress to the
+// checkpointer and re-checks its desired state.
+const checkpointTick = 200 * time.Millisecond
+
+// mirror copies records until the desired state changes, the lease ends or
+// something fails. It returns after every in-flight record is settled and
+// the checkpoint reflects exactly the acknowledged copies.
+func (w *partitionWorker) mirror(ctx context.Context) error {
+	src, err := w.e.source(ctx, w.key.Mirror)
+	if err != nil {
+		return retryable("source: %v", err)
+	}
+	if w.row.SrcNext == nil || w.row.DstNext == nil {
+		return retryable("no checkpoint to mirror from")
+	}
+	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1}
+	s.fetchNext, s.produced = s.srcNext, s.dstNext
+	s.acks.notify = make(chan struct{}, 1)
+	s.promise = func(pr *kgo.Record, err error) { s.acks.push(ackResult{offset: pr.Offset, err: err}) }
+	f, err := w.e.fetcher(w.key.Mirror, src.conn)
+	if err != nil {
+		return retryable("source fetcher: %v", err)
+	}
+	defer w.e.releaseFetcher(w.key.Mirror)
+	sink := &fetchSink{ch: make(chan fetchBatch, 16), done: make(chan struct{})}
+	tp := topicPartition{w.key.Topic, w.key.Partition}
+	f.add(tp, s.fetchNext, sink)
+	defer func() {
+		f.remove(tp, sink)
+		close(sink.done)
+	}()
+
+	tick := time.NewTicker(checkpointTick)
+	defer tick.Stop()
+	stopReason := error(nil)
+	for stopReason == nil && s.failure == nil {
+		select {
+		case b := <-sink.ch:
+			s.handleBatch(ctx, b)
+		case <-s.acks.notify:
+			s.handleAcks()
+		case <-tick.C:
+			s.publish()
+			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
+				stopReason = errDesireChanged
+			}
+		case <-w.e.desired.updated():
+			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
+				stopReason = errDesireChanged
+			}
+		case <-w.stopping:
+			stopReason = errStop
+		case <-ctx.Done():
+			stopReason = errStop
+		}
+	}
+	// Settle every in-flight record: each lands or fails within the
+	// delivery timeout, which is shorter than the lease's safety margin.
+	s.settle(ctx)
+	for _, c := range s.cancels {
+		c.cancel()
+	}
+	if s.partitionUnknown {
+		// kgo fails records for a partition its metadata does not have
+		// yet, without refreshing it by itself.
+		w.e.producer.ForceMetadataRefresh()
+	}
+	if s.topicRecreated {
+		// kgo never adopts a recreated topic's new ID: it fails every
+		// record with UNKNOWN_TOPIC_ID until the topic is purged from the
+		// client. Purge it, so that after re-alignment (the destination
+		// lost its records) the producer loads the new topic.
+		w.e.producer.PurgeTopicsFromClient(w.key.Topic)
+	}
+	s.publish()
+	if s.failure != nil {
+		// Save the verified progress before the FAILED write: that write
+		// returns the stored row, so a checkpoint left to the batch saver
+		// would be forgotten and alignment would start from an older one.
+		if w.lease.Valid() {
+			if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+				w.log.Warn("saving the checkpoint before failing", "err", err)
+			}
+		}
+		w.syncRow(s)
+		return s.failure
+	}
+	if !w.lease.Valid() {
+		return errStop
+	}
+	if err := w.e.cp.flushKey(ctx, w.key); err != nil && stopReason != errStop {
+		return retryable("save checkpoint: %v", err)
+	}
+	w.syncRow(s)
+	if stopReason == errDesireChanged {
+		return nil
+	}
+	return stopReason
+}
+
+var errDesireChanged = fmt.Errorf("desired state changed")
+
+// syncRow makes the worker's row carry the session's checkpoint, so the next
+// state write starts from it.
+func (w *partitionWorker) syncRow(s *mirrorSession) {
+	src, dst := s.srcNext, s.dstNext
+	w.row.SrcNext, w.row.DstNext = &src, &dst
+}
+
+func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
+	w := s.w
+	if b.err != nil {
+		s.failure = retryable("fetch from source: %v", b.err)
+		return
+	}
+	if b.lso >= 0 {
+		s.srcEnd = b.lso
+	}
+	// Every record of this batch must land or fail before the lease stops
+	// being trusted, and within the delivery timeout: kgo fails a batch
+	// whose context is done instead of sending or retrying it.
+	deadline := time.Now().Add(w.e.cfg.DeliveryTimeout)
+	if ld := w.lease.Deadline(); ld.Before(deadline) {
+		deadline = ld
+	}
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	s.cancels = append(s.cancels, pendingCancel{upTo: s.produced + int64(len(b.records)), cancel: cancel})
+	for _, r := range b.records {
+		if r.Offset < s.fetchNext {
+			continue // already copied (a re-fetch after re-adding)
+		}
+		if r.Attrs.IsControl() {
+			s.pending = append(s.pending, inflight{src: r.Offset, control: true})
+			s.fetchNext = r.Offset + 1
+			continue
+		}
+		if !w.lease.Valid() {
+			s.failure = errStop
+			return
+		}
+		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
+			Headers: r.Headers, Timestamp: r.Timestamp}
+		s.pending = append(s.pending, inflight{src: r.Offset, dst: s.produced})
+		s.fetchNext, s.produced = r.Offset+1, s.produced+1
+		w.e.producer.Produce(pctx, rec, s.promise)
+	}
+	s.passControls()
+}
+
+// handleAcks checks each acknowledgement against the expected destination
+// offset and advances the checkpoint only over verified copies.
+func (s *mirrorSession) handleAcks() {
+	for _, a := range s.acks.drain() {
+		s.passControls()
+		if len(s.pending) == 0 {
+			break
+		}
+		p := s.pending[0]
+		s.pending = s.pending[1:]
+		if s.failure != nil {
+			continue
+		}
+		switch {
+		case a.err != nil:
+			s.topicRecreated = s.topicRecreated || errors.Is(a.err, kerr.UnknownTopicID)
+			s.partitionUnknown = s.partitionUnknown || strings.Contains(a.err.Error(), "invalid record partitioning choice")
+			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, a.err)
+		case a.offset != p.dst:
+			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
+				s.w.key.Topic, s.w.key.Partition, p.src, a.offset, p.dst)
+		default:
+			s.extendRun(p)
+			s.srcNext, s.dstNext = p.src+1, p.dst+1
+		}
+	}
+	s.passControls()
+	settled := s.produced
+	if len(s.pending) > 0 {
+		settled = s.pending[0].dst
+	}
+	for len(s.cancels) > 0 && s.cancels[0].upTo <= settled {
+		s.cancels[0].cancel()
+		s.cancels = s.cancels[1:]
+	}
+}
+
+// passControls moves the checkpoint past the transaction markers at the
+// head of the queue: every record before them is acknowledged.
+func (s *mirrorSession) passControls() {
+	for len(s.pending) > 0 && s.pending[0].control {
+		if s.failure == nil {
+			s.srcNext = s.pending[0].src + 1
+		}
+		s.pending = s.pending[1:]
+	}
+}
+
+func (s *mirrorSession) extendRun(p inflight) {
+	if r := s.run; r != nil && r.SrcStart+r.Count == p.src && r.DstStart+r.Count == p.dst {
+		r.Count++
+	} else {
+		s.run = &repo.OffsetRun{SrcStart: p.src, DstStart: p.dst, Count: 1}
+	}
+	if n := len(s.changed); n > 0 && s.changed[n-1].SrcStart == s.run.SrcStart {
+		s.changed[n-1] = *s.run
+	} else {
+		s.changed = append(s.changed, *s.run)
+	}
+}
+
+// settle waits until every produced record is acknowledged or failed.
+func (s *mirrorSession) settle(ctx context.Context) {
+	deadline := time.NewTimer(s.w.e.cfg.DeliveryTimeout + 2*time.Second)
+	defer deadline.Stop()
+	for len(s.pending) > 0 {
+		s.handleAcks()
+		if len(s.pending) == 0 {
+			return
+		}
+		select {
+		case <-s.acks.notify:
+		case <-deadline.C:
+			// kgo fails records at the delivery timeout; getting here means
+			// the client is stuck, and unacknowledged records are not counted.
+			if s.failure == nil {
+				s.failure = retryable("%d record(s) unacknowledged after the delivery timeout", len(s.pending))
+			}
+			return
+		}
+	}
+}
+
+// publish hands verified progress to the checkpointer.
+func (s *mirrorSession) publish() {
+	w := s.w
+	if len(s.changed) == 0 && s.srcEnd < 0 {
+		return
+	}
+	// Verified progress ends a run of failures: backoff starts over.
+	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
+	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
+		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset})
+	if reset {
+		w.row.RetryAttempt = 0
+	}
+	s.changed = nil
+}

@@ -1,0 +1,329 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+)
+
+// partitionWorker owns one leased mirror partition: it moves the partition's
+// actual state toward its topic's desired state in valid steps, aligning in
+// PREPARING and copying records in MIRRORING.
+type partitionWorker struct {
+	e     *Engine
+	lease *lease.Lease
+	key   lease.Key
+	log   *slog.Logger
+
+	// row is the partition as last written by this worker.
+	row repo.Partition
+	// awaitingRecreate is set while partition 0's worker recreates the
+	// destination topic; the checkpoint is re-read afterwards.
+	awaitingRecreate bool
+
+	stopOnce sync.Once
+	stopping chan struct{} // closed by stop(): finish gracefully
+	exited   chan struct{}
+}
+
+func newPartitionWorker(e *Engine, l *lease.Lease) *partitionWorker {
+	return &partitionWorker{e: e, lease: l, key: l.Key,
+		log:      e.log.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
+		stopping: make(chan struct{}), exited: make(chan struct{})}
+}
+
+// stop asks the worker to finish (flushing and saving its checkpoint) and
+// waits until it has.
+func (w *partitionWorker) stop() {
+	w.stopOnce.Do(func() { close(w.stopping) })
+	<-w.exited
+}
+
+// errStop ends the loop without a state change.
+var errStop = errors.New("worker stopping")
+
+// failure is a reason to enter FAILED.
+type failure struct {
+	msg       string
+	retryable bool
+}
+
+func (f *failure) Error() string { return f.msg }
+
+func retryable(format string, args ...any) error {
+	return &failure{msg: fmt.Sprintf(format, args...), retryable: true}
+}
+
+func permanent(format string, args ...any) error {
+	return &failure{msg: fmt.Sprintf(format, args...)}
+}
+
+func (w *partitionWorker) run(ctx context.Context) {
+	defer close(w.exited)
+	defer w.e.cp.take(w.key) // leftovers of a lost lease must not be saved later
+	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	if err != nil {
+		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
+		return
+	}
+	w.row = row
+	// A state another owner left in progress may hide records it wrote
+	// after its last checkpoint: re-align through FAILED → PREPARING.
+	switch service.PartitionState(row.State) {
+	case service.StatePreparing, service.StateMirroring, service.StatePausing, service.StateStopping:
+		now := time.Now()
+		if err := w.transition(ctx, service.StateFailed, transitionOpts{
+			errMsg: fmt.Sprintf("taken over at epoch %d while %s; re-aligning", w.lease.Epoch, row.State),
+			retry:  true, retryAttempt: row.RetryAttempt, nextRetry: &now}); err != nil {
+			w.log.Warn("takeover write failed", "err", err)
+			return
+		}
+	}
+	for {
+		if !w.lease.Valid() {
+			return
+		}
+		select {
+		case <-w.stopping:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		err := w.step(ctx)
+		var f *failure
+		switch {
+		case err == nil:
+		case errors.Is(err, errStop), errors.Is(err, service.ErrLeaseLost), ctx.Err() != nil:
+			if errors.Is(err, service.ErrLeaseLost) {
+				w.log.Info("lease lost; worker stops", "err", err)
+			}
+			return
+		case errors.As(err, &f):
+			w.fail(ctx, f)
+		default:
+			w.fail(ctx, &failure{msg: err.Error(), retryable: true})
+		}
+	}
+}
+
+// step takes the one action the current state and desire call for.
+func (w *partitionWorker) step(ctx context.Context) error {
+	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
+	if !ok {
+		// A lease can be taken before the cache has seen a new topic.
+		if err := w.e.desired.refresh(ctx); err != nil {
+			return retryable("read desired state: %v", err)
+		}
+		if desire, ok = w.e.desired.get(w.key.Mirror, w.key.Topic); !ok {
+			return errStop // the topic is gone (mirror deleted)
+		}
+	}
+	state := service.PartitionState(w.row.State)
+	want := desire.state
+	switch state {
+	case service.StateUnknown, service.StateStopped:
+		if want == service.DesiredStopped {
+			return w.idle(ctx)
+		}
+		return w.transition(ctx, service.StatePreparing, transitionOpts{})
+	case service.StatePreparing:
+		if want == service.DesiredStopped {
+			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
+		}
+		if desire.recreate {
+			if w.key.Partition != 0 {
+				w.awaitingRecreate = true
+				return w.idle(ctx) // partition 0's worker recreates the topic
+			}
+			if err := w.recreateDestination(ctx, desire); err != nil {
+				return err
+			}
+		} else if w.awaitingRecreate {
+			if err := w.reloadCheckpoint(ctx); err != nil {
+				return err
+			}
+			w.awaitingRecreate = false
+		}
+		res, err := w.align(ctx, desire)
+		if err != nil {
+			return err
+		}
+		if err := w.enforceReadOnly(ctx, true); err != nil {
+			return err
+		}
+		return w.transition(ctx, service.StateMirroring, transitionOpts{checkpoint: &res.checkpoint,
+			lostAdd: res.lost, reason: res.summary, keepRetries: true})
+	case service.StateMirroring:
+		switch want {
+		case service.DesiredPaused:
+			return w.transition(ctx, service.StatePausing, transitionOpts{})
+		case service.DesiredStopped:
+			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
+		}
+		return w.mirror(ctx)
+	case service.StatePausing:
+		return w.transition(ctx, service.StatePaused, transitionOpts{})
+	case service.StatePaused:
+		switch want {
+		case service.DesiredMirroring:
+			if err := w.resumeCheck(ctx); err != nil {
+				return err
+			}
+			return w.transition(ctx, service.StateMirroring, transitionOpts{reason: "resumed from the checkpoint"})
+		case service.DesiredStopped:
+			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
+		}
+		return w.idle(ctx)
+	case service.StateStopping:
+		if err := w.enforceReadOnly(ctx, false); err != nil {
+			return err
+		}
+		return w.transition(ctx, service.StateStopped, transitionOpts{reason: "last mirrored offsets saved; topic writable"})
+	case service.StateFailed:
+		if want == service.DesiredStopped {
+			return w.transition(ctx, service.StatePreparing, transitionOpts{reason: "topic removed while FAILED"})
+		}
+		if !w.row.Retryable || w.row.RetryAttempt >= w.e.cfg.Retry.MaxAttempts {
+			return w.idle(ctx) // waits for an operator
+		}
+		if w.row.NextRetryAt != nil {
+			if err := w.waitUntil(ctx, *w.row.NextRetryAt); err != nil {
+				return err
+			}
+			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state == service.DesiredStopped {
+				return nil
+			}
+		}
+		return w.transition(ctx, service.StatePreparing, transitionOpts{
+			reason: fmt.Sprintf("retry %d", w.row.RetryAttempt), keepRetries: true})
+	}
+	return permanent("unknown partition state %q", state)
+}
+
+// idle waits for a desired-state change or the end of the lease.
+func (w *partitionWorker) idle(ctx context.Context) error {
+	select {
+	case <-w.e.desired.updated():
+		return nil
+	case <-w.stopping:
+		return errStop
+	case <-ctx.Done():
+		return errStop
+	}
+}
+
+// waitUntil sleeps until t unless the desire changes or the worker stops.
+func (w *partitionWorker) waitUntil(ctx context.Context, t time.Time) error {
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return nil
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+			return nil
+		case <-w.e.desired.updated():
+			timer.Stop()
+			if des, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || des.state == service.DesiredStopped {
+				return nil
+			}
+		case <-w.stopping:
+			timer.Stop()
+			return errStop
+		case <-ctx.Done():
+			timer.Stop()
+			return errStop
+		}
+	}
+}
+
+type transitionOpts struct {
+	errMsg       string
+	retry        bool
+	retryAttempt int
+	nextRetry    *time.Time
+	checkpoint   *checkpoint
+	lostAdd      int64
+	reason       string
+	keepRetries  bool
+}
+
+// checkpoint is a partition's (src_next, dst_next).
+type checkpoint struct {
+	srcNext, dstNext int64
+}
+
+// transition writes one state change through the service (state machine,
+// fencing, event and outbox).
+func (w *partitionWorker) transition(ctx context.Context, to service.PartitionState, o transitionOpts) error {
+	t := service.PartitionTransition{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Owner: w.lease.Owner, Epoch: w.lease.Epoch, From: service.PartitionState(w.row.State), To: to,
+		Error: o.errMsg, Retryable: o.retry || to != service.StateFailed, RetryAttempt: o.retryAttempt,
+		NextRetryAt: o.nextRetry, LostRecordsAdd: o.lostAdd, Reason: o.reason}
+	if o.keepRetries {
+		t.RetryAttempt = w.row.RetryAttempt
+	}
+	if o.checkpoint != nil {
+		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
+	}
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	row, err := w.e.cfg.Service.TransitionPartition(writeCtx, t)
+	if err != nil {
+		return err
+	}
+	w.log.Info("partition state", "from", t.From.String(), "to", to.String(), "reason", cmpStr(o.reason, o.errMsg))
+	w.row = row
+	return nil
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// fail moves the partition to FAILED with the backoff of its next attempt.
+func (w *partitionWorker) fail(ctx context.Context, f *failure) {
+	attempt := w.row.RetryAttempt
+	var next *time.Time
+	if f.retryable {
+		attempt++
+		t := time.Now().Add(backoff(w.e.cfg.Retry, attempt))
+		next = &t
+	}
+	w.log.Warn("partition failed", "err", f.msg, "retryable", f.retryable, "attempt", attempt)
+	if err := w.transition(ctx, service.StateFailed, transitionOpts{errMsg: f.msg, retry: f.retryable,
+		retryAttempt: attempt, nextRetry: next}); err != nil {
+		w.log.Warn("writing FAILED failed", "err", err)
+		if !errors.Is(err, service.ErrLeaseLost) {
+			// Do not spin on a database that is down.
+			select {
+			case <-time.After(time.Second):
+			case <-w.stopping:
+			case <-ctx.Done():
+			}
+		}
+	}
+}
+
+// backoff is full-jitter exponential: uniform in [0, min(max, initial·2^(n-1))].
+func backoff(p RetryPolicy, attempt int) time.Duration {
+	ceil := p.Initial
+	for i := 1; i < attempt && ceil < p.Max; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, p.Max)
+	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}

@@ -1,0 +1,60 @@
+package partition
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// readOnlyACL is the DENY WRITE for User:* that keeps a mirrored topic
+// read-only on the destination; kmirror's own principal must be a super user.
+func readOnlyACL(topic string) *kadm.ACLBuilder {
+	return kadm.NewACLs().Topics(topic).ResourcePatternType(kadm.ACLPatternLiteral).
+		Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite)
+}
+
+// enforceReadOnly adds (on) or lifts (off) the topic's read-only ACL and
+// records whether the destination enforces it. A destination without an
+// authorizer cannot enforce it; foreign writes are then still caught by the
+// produce offset check.
+func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
+	var err error
+	if on {
+		var res kadm.CreateACLsResults
+		res, err = w.e.dstAdmin.CreateACLs(ctx, readOnlyACL(w.key.Topic))
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	} else {
+		// Only the last partition to stop lifts it: the others are still
+		// being mirrored.
+		var busy int
+		if err := w.e.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM mirror_partitions
+			WHERE mirror = $1 AND topic = $2 AND partition <> $3 AND coalesce(state, '') NOT IN ('STOPPED', 'STOPPING', '')`,
+			w.key.Mirror, w.key.Topic, w.key.Partition).Scan(&busy); err != nil {
+			return retryable("count mirrored partitions: %v", err)
+		}
+		if busy > 0 {
+			return nil
+		}
+		var res kadm.DeleteACLsResults
+		res, err = w.e.dstAdmin.DeleteACLs(ctx, readOnlyACL(w.key.Topic))
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	enforced := true
+	switch {
+	case errors.Is(err, kerr.SecurityDisabled):
+		enforced = false
+	case err != nil:
+		return retryable("read-only ACL on destination topic %s: %v", w.key.Topic, err)
+	}
+	if _, err := w.e.cfg.Pool.Exec(ctx, `UPDATE mirror_topics SET read_only_enforced = $3
+		WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic, enforced && on); err != nil {
+		return retryable("record read-only state: %v", err)
+	}
+	return nil
+}

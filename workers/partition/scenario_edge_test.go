@@ -1,0 +1,221 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/workertest"
+)
+
+// TestScenarioRetentionLoss: retention removes source records that were
+// never mirrored (here: while paused). On resume the partition continues
+// from the source's log start, counts the lost records, and keeps
+// mirroring.
+func TestScenarioRetentionLoss(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "a", 20)...)
+	env.CreateMirror("m", "orders")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	ctx := context.Background()
+	if _, err := env.Svc.PauseTopics(ctx, "m", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitStates("m", service.StatePaused, 10*time.Second)
+	if row := env.Partition("m", "orders", 0); row.SrcNext == nil || *row.SrcNext != 20 {
+		t.Fatalf("checkpoint before retention: %s", describePartition(row))
+	}
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "b", 20)...) // offsets 20-39
+	// Retention: everything before 30 goes, 10 of them never mirrored.
+	if err := env.Clusters.Source.DeleteRecords("orders", 0, 30); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Svc.ResumeTopics(ctx, "m", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	row := env.waitPartition("m", "orders", 0, 20*time.Second, "MIRRORING with lost records counted", func(r repo.Partition) bool {
+		return r.State == string(service.StateMirroring) && r.LostRecords > 0
+	})
+	if row.LostRecords != 10 {
+		t.Fatalf("lost_records = %d, want 10", row.LostRecords)
+	}
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "c", 5)...) // offsets 40-44
+	workertest.WaitFor(t, 20*time.Second, "destination to hold 20 + 10 + 5 records", func() (bool, string) {
+		e := workertest.EndOffsets(t, dstConn, "orders")[0]
+		return e == 35, fmt.Sprint(e)
+	})
+	dst := workertest.ReadAll(t, env.Clusters.DestinationAddr(), "orders", 0, false)
+	src := workertest.ReadAll(t, env.Clusters.SourceAddr(), "orders", 0, true) // from the log start, 30
+	if len(dst) != 35 || len(src) != 15 || src[0].Offset != 30 {
+		t.Fatalf("destination %d records, source %d from %d", len(dst), len(src), src[0].Offset)
+	}
+	for i, r := range dst {
+		var want string
+		switch {
+		case i < 20:
+			want = fmt.Sprintf("a-%d", i)
+		default:
+			want = string(src[i-20].Value)
+			if err := kafkaconn.SameRecord(src[i-20], r); err != nil {
+				t.Fatalf("destination %d vs source %d: %v", i, src[i-20].Offset, err)
+			}
+		}
+		if string(r.Value) != want {
+			t.Fatalf("destination offset %d = %q, want %q", i, r.Value, want)
+		}
+	}
+	_, msgs := env.stateEvents("m", "orders", 0)
+	if !strings.Contains(strings.Join(msgs, "\n"), "removed by retention") {
+		t.Fatalf("no event surfaces the loss: %q", msgs)
+	}
+}
+
+// TestScenarioDestinationTopicDeleted: the destination topic is deleted
+// under a mirroring partition; it is recreated and re-mirrored from the
+// source, which still has every record. Then it is deleted and recreated
+// empty by someone else before kmirror notices, with the same outcome.
+func TestScenarioDestinationTopicDeleted(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	env.startMirrored("orders", 2, 10)
+
+	if err := env.Clusters.Destination.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	// New source records make the worker produce into the missing topic.
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
+	env.WaitStates("m", service.StateMirroring, 10*time.Second)
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 20*time.Second)
+
+	// Someone else deletes and recreates it at once: the producer still
+	// holds the old topic ID, which kgo never replaces by itself.
+	if err := env.Clusters.Destination.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Clusters.Destination.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
+	env.WaitStates("m", service.StateMirroring, 10*time.Second)
+}
+
+// TestScenarioSourceTopicRecreated: a source topic is deleted and created
+// again, once with fewer records than were mirrored (its end is before the
+// checkpoint) and once with more (the end check passes, but the record at
+// the last mirrored offset is another one). Mirroring must not continue
+// into the new topic's records: FAILED, not retried, saying why.
+func TestScenarioSourceTopicRecreated(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	newRecords := map[string]int{"shorter": 5, "longer": 30}
+	for topic := range newRecords {
+		if err := env.Clusters.Source.CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq(topic, 0, "old", 20)...)
+	}
+	env.CreateMirror("m", "shorter|longer")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	for topic := range newRecords {
+		workertest.WaitEndsEqual(t, env.Env, topic, 1, 20*time.Second)
+	}
+
+	for topic, n := range newRecords {
+		if err := env.Clusters.Source.DeleteTopic(topic); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Clusters.Source.CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+		workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq(topic, 0, "new", n)...)
+	}
+	// kgo surfaces UNKNOWN_TOPIC_ID only after several fetch retries.
+	for topic := range newRecords {
+		row := env.waitPartition("m", topic, 0, 40*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
+			return r.State == string(service.StateFailed) && !r.Retryable
+		})
+		if !strings.Contains(row.Error, "recreated") {
+			t.Fatalf("%s: error does not say the source topic was recreated: %q", topic, row.Error)
+		}
+	}
+	workertest.HoldsFor(t, 500*time.Millisecond, "FAILED without retry", func() (bool, string) {
+		for topic := range newRecords {
+			if r := env.Partition("m", topic, 0); r.State != string(service.StateFailed) || r.Retryable {
+				return false, describePartition(r)
+			}
+		}
+		return true, ""
+	})
+	// Nothing of the new topics reached the destination.
+	for topic := range newRecords {
+		dst := workertest.ReadAll(t, env.Clusters.DestinationAddr(), topic, 0, false)
+		if len(dst) != 20 {
+			t.Fatalf("%s: destination has %d records, want the 20 old ones", topic, len(dst))
+		}
+		for _, r := range dst {
+			if strings.HasPrefix(string(r.Value), "new") {
+				t.Fatalf("%s: a record of the recreated source topic was mirrored: %q at %d", topic, r.Value, r.Offset)
+			}
+		}
+	}
+}
+
+// TestScenarioForeignWrite: with no authorizer on the destination, an
+// application writes into a mirrored partition. The next mirrored record
+// lands at the wrong offset; that is detected and the partition ends
+// FAILED (divergence, not retried) instead of the foreign record being
+// silently skipped or the mirror carrying on shifted.
+func TestScenarioForeignWrite(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "src", 10)...)
+	env.CreateMirror("m", "orders")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+
+	workertest.ProduceRecords(t, dstConn, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("foreign")})
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "more", 3)...)
+	row := env.waitPartition("m", "orders", 0, 20*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
+		return r.State == string(service.StateFailed) && !r.Retryable
+	})
+	if !strings.Contains(row.Error, "divergence") {
+		t.Fatalf("error does not report the divergence: %q", row.Error)
+	}
+	_, msgs := env.stateEvents("m", "orders", 0)
+	if !strings.Contains(strings.Join(msgs, "\n"), "foreign write detected") {
+		t.Fatalf("no event reports the foreign write: %q", msgs)
+	}
+	// The foreign record is still where it landed, and the checkpoint did
+	// not move past it.
+	dst := workertest.ReadAll(t, env.Clusters.DestinationAddr(), "orders", 0, false)
+	if len(dst) < 11 || string(dst[10].Value) != "foreign" {
+		t.Fatalf("destination offset 10 is not the foreign record (%d records)", len(dst))
+	}
+	if row.SrcNext == nil || *row.SrcNext != 10 || *row.DstNext != 10 {
+		t.Fatalf("checkpoint moved past the foreign write: %s", describePartition(row))
+	}
+}

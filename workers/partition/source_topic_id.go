@@ -1,0 +1,61 @@
+package partition
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// checkSourceTopicID compares the source topic's id with the one recorded
+// when mirroring began, recording it the first time. A different id means
+// the topic was deleted and created again: its offsets start over, so
+// mirroring it into the same destination would mix two topics.
+func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceClients) error {
+	// A raw request: kadm's ListTopics may answer from kgo's metadata
+	// cache, which keeps a recreated topic's old id for a while.
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(w.key.Topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, src.client)
+	if err != nil {
+		return retryable("describe source topic: %v", err)
+	}
+	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		return retryable("source topic %s does not exist", w.key.Topic)
+	}
+	id := resp.Topics[0].TopicID
+	var zero [16]byte
+	if id == zero {
+		return nil // an old broker without topic ids: nothing to compare
+	}
+	var stored []byte
+	err = w.e.cfg.Pool.QueryRow(ctx, `
+		UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $3)
+		WHERE mirror = $1 AND topic = $2 RETURNING source_topic_id`,
+		w.key.Mirror, w.key.Topic, id[:]).Scan(&stored)
+	if err != nil {
+		return retryable("record source topic id: %v", err)
+	}
+	if !bytes.Equal(stored, id[:]) {
+		return permanent("source topic %s was deleted and recreated (topic id %s, mirrored from %s): "+
+			"remove the topic and add it with recreate to mirror the new one", w.key.Topic,
+			hex.EncodeToString(id[:]), hex.EncodeToString(stored))
+	}
+	return nil
+}
+
+// resumeCheck runs before PAUSED → MIRRORING, which skips alignment.
+func (w *partitionWorker) resumeCheck(ctx context.Context) error {
+	src, err := w.e.source(ctx, w.key.Mirror)
+	if err != nil {
+		return retryable("source: %v", err)
+	}
+	if err := w.checkSourceTopicID(ctx, src); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	return nil
+}

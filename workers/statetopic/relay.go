@@ -1,0 +1,264 @@
+package statetopic
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// outboxRelayLock is the advisory lock key that makes one instance at a time
+// the relay: two relays could publish an older value of a key after a newer one.
+const outboxRelayLock = 0x6b6d6972726f72 // "kmirror"
+
+// RelayConfig wires an Relay.
+type RelayConfig struct {
+	Pool        *pgxpool.Pool
+	Destination kafkaconn.Config
+	// Partitions of __mirror_state when it is created (mirror.topic.num.partitions); default 50.
+	Partitions int32
+	// ReplicationFactor of __mirror_state when it is created; -1 is the broker default.
+	ReplicationFactor int16
+	// Interval between polls when idle; default 500ms. Outbox inserts also
+	// wake the relay through Poke.
+	Interval time.Duration
+	// CheckpointInterval is the least time between two checkpoint records of
+	// one partition; default 5s.
+	CheckpointInterval time.Duration
+	Logger             *slog.Logger
+}
+
+// Relay publishes outbox rows to __mirror_state in commit order with an
+// idempotent producer and marks them published after the acknowledgement. A
+// crash between the two publishes a row twice, which is harmless: readers
+// keep the last value per key. It never loses one.
+type Relay struct {
+	cfg RelayConfig
+	// statePartitions is __mirror_state's actual partition count.
+	statePartitions int32
+	log             *slog.Logger
+	wake            chan struct{}
+	cancel          context.CancelFunc
+	done            sync.WaitGroup
+}
+
+// NewRelay returns a relay; Start runs it.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if cfg.Pool == nil || len(cfg.Destination.BootstrapServers) == 0 {
+		return nil, errors.New("outbox relay: Pool and Destination are required")
+	}
+	cfg.Partitions = cmp.Or(cfg.Partitions, 50)
+	cfg.ReplicationFactor = cmp.Or(cfg.ReplicationFactor, -1)
+	cfg.Interval = cmp.Or(cfg.Interval, 500*time.Millisecond)
+	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, 5*time.Second)
+	return &Relay{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay"),
+		wake: make(chan struct{}, 1)}, nil
+}
+
+// Start runs the relay loop in the background.
+func (r *Relay) Start(ctx context.Context) error {
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.done.Add(1)
+	go func() {
+		defer r.done.Done()
+		r.run(ctx)
+	}()
+	return nil
+}
+
+// Stop ends the loop and waits for it.
+func (r *Relay) Stop() {
+	if r.cancel != nil {
+		r.cancel()
+		r.done.Wait()
+	}
+}
+
+// Poke makes the relay look at the outbox now.
+func (r *Relay) Poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run waits for the relay lock, then publishes until ctx ends or the lock's
+// connection breaks; then it tries again.
+func (r *Relay) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		if err := r.lead(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("outbox relay stopped; retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (r *Relay) lead(ctx context.Context) error {
+	conn, err := r.cfg.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(outboxRelayLock)).Scan(&got); err != nil {
+		return err
+	}
+	if !got {
+		return nil // another instance relays
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(outboxRelayLock))
+	}()
+	producer, err := r.cfg.Destination.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(250*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer producer.Close()
+	if err := r.ensureTopic(ctx, kadm.NewClient(producer)); err != nil {
+		return err
+	}
+	r.log.Info("relaying the outbox", "topic", service.StateTopic, "partitions", r.statePartitions)
+	var since time.Time // database time of the last checkpoint pass
+	lastPass := time.Time{}
+	for {
+		n, err := r.publishOutbox(ctx, producer)
+		if err != nil {
+			return err
+		}
+		if time.Since(lastPass) >= r.cfg.CheckpointInterval {
+			if since, err = r.publishCheckpoints(ctx, producer, since); err != nil {
+				return err
+			}
+			lastPass = time.Now()
+		}
+		if n > 0 {
+			continue
+		}
+		// The lock lives on conn: check it is still there.
+		if err := conn.Ping(ctx); err != nil {
+			return fmt.Errorf("relay lock connection: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			// Publish what the shutdown itself wrote (the last state changes).
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			for {
+				if n, err := r.publishOutbox(final, producer); err != nil || n == 0 {
+					return err
+				}
+			}
+		case <-r.wake:
+		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+func (r *Relay) ensureTopic(ctx context.Context, adm *kadm.Client) error {
+	resp, err := adm.CreateTopic(ctx, r.cfg.Partitions, r.cfg.ReplicationFactor,
+		map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, service.StateTopic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("create %s: %w", service.StateTopic, err)
+	}
+	// An existing topic keeps its partition count: records must go where
+	// earlier ones of the same mirror went.
+	topics, err := adm.ListTopics(ctx, service.StateTopic)
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", service.StateTopic, err)
+	}
+	d, ok := topics[service.StateTopic]
+	if !ok || d.Err != nil || len(d.Partitions) == 0 {
+		return fmt.Errorf("describe %s: topic not found", service.StateTopic)
+	}
+	r.statePartitions = int32(len(d.Partitions))
+	return nil
+}
+
+// StatePartition is the __mirror_state partition of a mirror's records:
+// FNV-1a of the mirror name modulo the partition count, so all of a
+// mirror's records stay in order in one partition.
+func StatePartition(mirror string, partitions int32) int32 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(mirror))
+	return int32(h.Sum32() % uint32(partitions))
+}
+
+const relayBatch = 500
+
+// publishOutbox publishes the oldest unpublished rows and marks them.
+func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, error) {
+	rows, err := repo.OutboxList(ctx, r.cfg.Pool, repo.OutboxListParams{UnpublishedOnly: true, Limit: relayBatch})
+	if err != nil || len(rows) == 0 {
+		return 0, err
+	}
+	recs := make([]*kgo.Record, len(rows))
+	ids := make([]int64, len(rows))
+	for i, row := range rows {
+		recs[i] = &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
+			Key: []byte(row.Key), Value: row.Value}
+		ids[i] = row.ID
+	}
+	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return 0, fmt.Errorf("publish to %s: %w", service.StateTopic, err)
+	}
+	if _, err := r.cfg.Pool.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+		return 0, fmt.Errorf("mark outbox rows published: %w", err)
+	}
+	return len(rows), nil
+}
+
+// checkpointOverlap re-reads rows changed shortly before the last pass: a
+// transaction's updated_at is its start time, so it may commit after the
+// pass that should have seen it. Publishing a record twice is harmless.
+const checkpointOverlap = 10 * time.Second
+
+// publishCheckpoints publishes the records of partitions whose row changed
+// since the last pass (at most one per partition per CheckpointInterval),
+// so __mirror_state carries recent checkpoints. It returns the database
+// time to pass next.
+func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, since time.Time) (time.Time, error) {
+	var now time.Time
+	if err := r.cfg.Pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+		return since, err
+	}
+	parts, err := repo.PartitionsChangedSince(ctx, r.cfg.Pool, since.Add(-checkpointOverlap))
+	if err != nil {
+		return since, err
+	}
+	recs := make([]*kgo.Record, 0, len(parts))
+	for _, p := range parts {
+		val, err := json.Marshal(service.PartitionRecordOf(p))
+		if err != nil {
+			return since, err
+		}
+		recs = append(recs, &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
+			Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val})
+	}
+	if len(recs) > 0 {
+		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return since, fmt.Errorf("publish checkpoints to %s: %w", service.StateTopic, err)
+		}
+	}
+	return now, nil
+}

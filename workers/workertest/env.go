@@ -1,0 +1,285 @@
+// Package workertest is the shared harness of the worker packages' tests:
+// a test's own database, a source and a destination kfake cluster, the
+// service over them, and kmirror instances (heartbeat, lease manager,
+// partition engine and, when asked, the metadata syncer) started with short
+// lease timings. Only tests import it.
+package workertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/testdb"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+	"kmirror/workers/metadatasync"
+	"kmirror/workers/partition"
+)
+
+// Lease timings of data-plane tests: kgo's shortest record delivery
+// timeout is 1s, and it must be shorter than the margin.
+const (
+	TTL    = 6 * time.Second
+	Renew  = 500 * time.Millisecond
+	Margin = 2 * time.Second
+)
+
+// SyncTimeout bounds each cluster request of a test sync pass: an
+// unreachable source costs one of these per pass.
+const SyncTimeout = 2 * time.Second
+
+// Env is one data-plane test's world: its own database, a source and
+// destination kfake cluster, and the service over them.
+type Env struct {
+	T        *testing.T // nil in benchmarks
+	TB       testing.TB
+	Pool     *pgxpool.Pool
+	Svc      *service.Service
+	Clusters *devcluster.Clusters
+}
+
+// NewEnv starts a test's database and clusters; cleanup closes them.
+func NewEnv(t *testing.T, cfg devcluster.Config) *Env {
+	t.Helper()
+	env := NewEnvTB(t, cfg)
+	env.T = t
+	return env
+}
+
+// NewEnvTB is NewEnv for benchmarks.
+func NewEnvTB(tb testing.TB, cfg devcluster.Config) *Env {
+	tb.Helper()
+	pool := testdb.Pool(tb)
+	clusters, err := devcluster.Start(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(clusters.Close)
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Env{TB: tb, Pool: pool, Svc: svc, Clusters: clusters}
+}
+
+// Logger logs warnings to stderr, or everything when KMIRROR_TEST_LOG is
+// set.
+func Logger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("KMIRROR_TEST_LOG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// Instance is one running kmirror data plane: heartbeat, leases, engine,
+// and the metadata syncer when InstanceOpts.Sync is set.
+type Instance struct {
+	ID        string
+	Heartbeat *lease.Heartbeat
+	Leases    *lease.Manager
+	Engine    *partition.Engine
+	Syncer    *metadatasync.Syncer // nil without InstanceOpts.Sync
+}
+
+// InstanceOpts shape an Instance; zero values take the defaults.
+type InstanceOpts struct {
+	// Dest is the destination connection; default the env's destination
+	// in PLAINTEXT.
+	Dest kafkaconn.Config
+	// Sync runs the metadata syncer and takes mirror metadata leases.
+	Sync bool
+	// SyncInterval is the sync interval of mirrors that do not set one;
+	// default one hour, so only the first pass and "sync now" run.
+	SyncInterval time.Duration
+}
+
+// StartInstance runs an instance with short lease timings; it is stopped
+// gracefully at cleanup unless the test stopped or crashed it.
+func (env *Env) StartInstance(id string) *Instance { return env.StartInstanceOpts(id, InstanceOpts{}) }
+
+// StartInstanceOpts is StartInstance with options.
+func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
+	tb := env.TB
+	tb.Helper()
+	ctx := context.Background()
+	log := Logger().With("test", tb.Name(), "instance", id)
+	if len(o.Dest.BootstrapServers) == 0 {
+		o.Dest = kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
+	}
+	in := &Instance{ID: id}
+	eng, err := partition.NewEngine(partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
+		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
+		OffsetsInterval: 300 * time.Millisecond, DesiredInterval: 100 * time.Millisecond,
+		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := eng.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	in.Engine = eng
+	lcfg := lease.ManagerConfig{Pool: env.Pool, InstanceID: id, TTL: TTL,
+		RenewInterval: Renew, Margin: Margin, Logger: log, Partitions: eng}
+	if o.Sync {
+		syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Svc, InstanceID: id,
+			Destination: o.Dest, Logger: log, DefaultInterval: cmpDuration(o.SyncInterval, time.Hour),
+			RequestPollInterval: 50 * time.Millisecond, Timeout: SyncTimeout, Producer: eng})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := syncer.Start(ctx); err != nil {
+			tb.Fatal(err)
+		}
+		in.Syncer = syncer
+		lcfg.Mirrors = syncer
+	}
+	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: env.Pool, InstanceID: id, Interval: Renew})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := hb.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	in.Heartbeat = hb
+	lm, err := lease.NewManager(lcfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := lm.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	in.Leases = lm
+	tb.Cleanup(in.Stop)
+	return in
+}
+
+func cmpDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// Stop stops the instance gracefully: leases handed back after the workers
+// flushed, then the clients closed. A second call does nothing.
+func (in *Instance) Stop() {
+	in.Leases.Stop()
+	if in.Syncer != nil {
+		in.Syncer.Stop()
+	}
+	in.Engine.Stop()
+	in.Heartbeat.Stop()
+}
+
+// Crash simulates a crash of the instance: its lease loop ends and its
+// workers vanish without releasing anything, and its heartbeat goes silent
+// without marking the instance stopped. Its leases stay in the database
+// until they expire. The cleanup registered by StartInstance closes the
+// clients.
+func (in *Instance) Crash() {
+	in.Leases.Crash()
+	in.Heartbeat.Crash()
+}
+
+// SortedRunning names the partitions with a running worker, sorted.
+func (in *Instance) SortedRunning() []string {
+	var out []string
+	for _, k := range in.Engine.Running() {
+		out = append(out, k.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CreateMirror creates a mirror over the source and adds topics matching re.
+func (env *Env) CreateMirror(name, re string) {
+	env.TB.Helper()
+	ctx := context.Background()
+	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: name,
+		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
+		env.TB.Fatal(err)
+	}
+	if _, err := env.Svc.AddTopics(ctx, name, service.AddTopicsInput{Topic: re}); err != nil {
+		env.TB.Fatal(err)
+	}
+}
+
+// Partitions returns the describe rows of a mirror.
+func (env *Env) Partitions(mirror string) []repo.Partition {
+	env.TB.Helper()
+	ps, err := repo.PartitionsList(context.Background(), env.Pool, repo.PartitionsListParams{Mirror: mirror})
+	if err != nil {
+		env.TB.Fatal(err)
+	}
+	return ps
+}
+
+// Partition returns one describe row.
+func (env *Env) Partition(mirror, topic string, p int32) repo.Partition {
+	env.TB.Helper()
+	row, err := repo.PartitionsGet(context.Background(), env.Pool, mirror, topic, p)
+	if err != nil {
+		env.TB.Fatalf("partition %s/%s/%d: %v", mirror, topic, p, err)
+	}
+	return row
+}
+
+// WaitStates waits until every partition of the mirror is in state.
+func (env *Env) WaitStates(mirror string, state service.PartitionState, timeout time.Duration) {
+	env.T.Helper()
+	WaitFor(env.T, timeout, fmt.Sprintf("all partitions of %s %s", mirror, state), func() (bool, string) {
+		ps := env.Partitions(mirror)
+		desc := ""
+		ok := len(ps) > 0
+		for _, p := range ps {
+			desc += fmt.Sprintf("%s/%d=%s(%s) ", p.Topic, p.Partition, service.PartitionState(p.State), p.Error)
+			if p.State != string(state) {
+				ok = false
+			}
+		}
+		return ok, desc
+	})
+}
+
+// WaitFor polls cond every 20ms until it holds, failing the test after
+// timeout with cond's last description.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, state)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// HoldsFor is a deliberate observation window: cond must stay true for d
+// (checked every 50ms); it fails the test at the first violation.
+func HoldsFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	for end := time.Now().Add(d); ; {
+		if ok, state := cond(); !ok {
+			t.Fatalf("%s did not hold: %s", what, state)
+		}
+		if time.Now().After(end) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
