@@ -4,12 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 )
 
@@ -27,10 +28,9 @@ type HeartbeatConfig struct {
 // Heartbeat registers this instance and keeps its heartbeat fresh, so other
 // instances count it when they compute their fair share.
 type Heartbeat struct {
-	cfg    HeartbeatConfig
-	log    *slog.Logger
-	cancel context.CancelFunc
-	done   sync.WaitGroup
+	startstop.Base
+	cfg HeartbeatConfig
+	log *slog.Logger
 }
 
 // NewHeartbeat returns a Heartbeat; Start registers the instance.
@@ -39,56 +39,57 @@ func NewHeartbeat(cfg HeartbeatConfig) (*Heartbeat, error) {
 		return nil, errors.New("heartbeat: Pool and InstanceID are required")
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
-	return &Heartbeat{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("instance", cfg.InstanceID)}, nil
+	return &Heartbeat{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default())}, nil
 }
 
 // Start registers the instance and begins heartbeating.
 func (h *Heartbeat) Start(ctx context.Context) error {
-	if err := repo.InstancesRegister(ctx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version); err != nil {
-		return err
+	if _, ok := h.StartInit(ctx); !ok {
+		return startstop.ErrStarted
 	}
-	ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.done.Add(1)
-	go func() {
-		defer h.done.Done()
-		t := time.NewTicker(h.cfg.Interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				beatCtx, cancel := context.WithTimeout(ctx, h.cfg.Interval)
-				err := repo.InstancesHeartbeat(beatCtx, h.cfg.Pool, h.cfg.InstanceID)
-				if errors.Is(err, repo.ErrNotFound) {
-					err = repo.InstancesRegister(beatCtx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version)
-				}
-				cancel()
-				if err != nil && ctx.Err() == nil {
-					h.log.WarnContext(ctx, "instance heartbeat failed", "err", err)
-				}
+	if err := repo.InstancesRegister(ctx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version); err != nil {
+		h.StopInit()
+		return fmt.Errorf("register instance: %w", err)
+	}
+	h.Go(h.run)
+	return nil
+}
+
+func (h *Heartbeat) run(ctx context.Context) {
+	t := time.NewTicker(h.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			beatCtx, cancel := context.WithTimeout(ctx, h.cfg.Interval)
+			err := repo.InstancesHeartbeat(beatCtx, h.cfg.Pool, h.cfg.InstanceID)
+			if errors.Is(err, repo.ErrNotFound) {
+				err = repo.InstancesRegister(beatCtx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version)
+			}
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				h.log.WarnContext(ctx, "instance heartbeat failed", "err", err)
 			}
 		}
-	}()
-	return nil
+	}
 }
 
 // Crash ends heartbeating without marking the instance stopped, as a
 // crashed process would. It exists for crash tests.
 func (h *Heartbeat) Crash() {
-	if h.cancel != nil {
-		h.cancel()
-		h.done.Wait()
+	if h.StopInit() {
+		h.Halt()
 	}
 }
 
 // Stop ends heartbeating and marks the instance stopped.
 func (h *Heartbeat) Stop() {
-	if h.cancel == nil {
+	if !h.StopInit() {
 		return
 	}
-	h.cancel()
-	h.done.Wait()
+	h.Halt()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := repo.InstancesStop(ctx, h.cfg.Pool, h.cfg.InstanceID); err != nil {

@@ -12,12 +12,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/notifier"
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 )
-
-// eventsChannel is NOTIFYed by the events trigger whenever an event row is
-// inserted: every operator action and state change.
-const eventsChannel = "kmirror_events"
 
 // PartitionRunner runs partition workers for the lease manager. The manager
 // calls it from its own goroutine; StopPartition may be called concurrently
@@ -61,7 +59,13 @@ type ManagerConfig struct {
 	InstanceTTL time.Duration
 	// Timeout bounds each lease statement; default RenewInterval.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// MinPassInterval is the least time between two passes, however often
+	// they are asked for; default 100ms.
+	MinPassInterval time.Duration
+	// Notifier, when set, wakes the loop when lease demand or desired
+	// states change; without it, changes wait for the next renewal.
+	Notifier *notifier.Notifier
+	Logger   *slog.Logger
 	// Partitions runs partition workers; nil takes no partition leases.
 	Partitions PartitionRunner
 	// Mirrors runs metadata sync; nil takes no mirror metadata leases.
@@ -88,22 +92,18 @@ func (c *ManagerConfig) validate() error {
 }
 
 // Manager keeps this instance's fair share of partition leases and
-// mirror metadata leases: every RenewInterval (and on Poke, which a
-// kmirror_events notification triggers) it renews what it holds, stops the
+// mirror metadata leases: every RenewInterval (and when the notifier says
+// lease demand or desired states changed) it renews what it holds, stops the
 // workers of leases it lost, takes free or expired leases up to
 // ceil(demand / live instances), and hands back the excess when another
 // instance joins.
 type Manager struct {
+	startstop.Base
 	cfg  ManagerConfig
 	log  *slog.Logger
 	sets []*leaseSet
 	poke chan struct{}
-
-	mu      sync.Mutex
-	state   int // 0 new, 1 started, 2 stopped
-	cancel  context.CancelFunc
-	base    context.Context // Start's ctx without its cancellation
-	running sync.WaitGroup
+	base context.Context // Start's ctx without its cancellation
 }
 
 // NewManager returns a Manager; Start begins taking leases.
@@ -113,12 +113,13 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.Margin = cmp.Or(cfg.Margin, cfg.TTL/3)
 	cfg.InstanceTTL = cmp.Or(cfg.InstanceTTL, cfg.TTL)
 	cfg.Timeout = cmp.Or(cfg.Timeout, cfg.RenewInterval)
+	cfg.MinPassInterval = cmp.Or(cfg.MinPassInterval, 100*time.Millisecond)
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	m := &Manager{
 		cfg:  cfg,
-		log:  cmp.Or(cfg.Logger, slog.Default()).With("instance", cfg.InstanceID),
+		log:  cmp.Or(cfg.Logger, slog.Default()),
 		poke: make(chan struct{}, 1),
 	}
 	if r := cfg.Partitions; r != nil {
@@ -130,37 +131,30 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	return m, nil
 }
 
-// Start begins the lease loop and the LISTEN on kmirror_events. ctx provides
-// values only: the loop runs until Stop, so that leases are always handed
-// back in order.
+// Start begins the lease loop. ctx provides values only: the loop runs
+// until Stop, so that leases are always handed back in order.
 func (m *Manager) Start(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.state != 0 {
-		return errors.New("lease manager: Start called twice")
+	if _, ok := m.StartInit(ctx); !ok {
+		return startstop.ErrStarted
 	}
-	m.state = 1
 	m.base = context.WithoutCancel(ctx)
-	var loopCtx context.Context
-	loopCtx, m.cancel = context.WithCancel(m.base)
-	m.running.Add(2)
-	go func() {
-		defer m.running.Done()
-		m.run(loopCtx)
-	}()
-	go func() {
-		defer m.running.Done()
-		m.listen(loopCtx)
-	}()
+	desired := m.cfg.Notifier.Subscribe(repo.ChannelDesired)
+	demand := m.cfg.Notifier.Subscribe(repo.ChannelLeaseDemand)
+	m.Go(func(ctx context.Context) {
+		defer desired.Unsubscribe()
+		defer demand.Unsubscribe()
+		m.run(ctx, desired, demand)
+	})
 	return nil
 }
 
 // Stop ends the loop, stops every worker (waiting for each to exit), then
 // releases all leases in the database.
 func (m *Manager) Stop() {
-	if !m.halt() {
+	if !m.StopInit() {
 		return
 	}
+	m.Halt()
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
@@ -171,7 +165,10 @@ func (m *Manager) Stop() {
 // nothing is released in the database, where the leases stay until they
 // expire. It exists for crash tests.
 func (m *Manager) Crash() {
-	m.halt()
+	if !m.StopInit() {
+		return
+	}
+	m.Halt()
 	for _, s := range m.sets {
 		held := s.all()
 		for _, l := range held {
@@ -181,30 +178,19 @@ func (m *Manager) Crash() {
 	}
 }
 
-// halt stops the loop and the listener; it reports whether this call did.
-func (m *Manager) halt() bool {
-	m.mu.Lock()
-	if m.state != 1 {
-		m.mu.Unlock()
-		return false
-	}
-	m.state = 2
-	cancel := m.cancel
-	m.mu.Unlock()
-	cancel()
-	m.running.Wait()
-	return true
-}
-
-// Poke makes the loop run a pass now instead of at the next interval.
-func (m *Manager) Poke() {
+// wake makes the loop run a pass now (after MinPassInterval) instead of at
+// the next interval: a lease whose trust deadline passed must be reaped.
+func (m *Manager) wake() {
 	select {
 	case m.poke <- struct{}{}:
 	default:
 	}
 }
 
-func (m *Manager) run(ctx context.Context) {
+// run passes every RenewInterval, and sooner after a poke or a NOTIFY that
+// lease demand or desired states changed, but never more often than every
+// MinPassInterval: a burst of changes costs one pass, not one per change.
+func (m *Manager) run(ctx context.Context, desired, demand *notifier.Subscription) {
 	t := time.NewTicker(m.cfg.RenewInterval)
 	defer t.Stop()
 	for {
@@ -212,8 +198,15 @@ func (m *Manager) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-time.After(m.cfg.MinPassInterval):
+		}
+		select {
+		case <-ctx.Done():
+			return
 		case <-t.C:
 		case <-m.poke:
+		case <-desired.C():
+		case <-demand.C():
 		}
 	}
 }
@@ -342,7 +335,7 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 	}
 	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
 	for _, r := range got {
-		l, ctx := newLease(m.base, r.key, m.cfg.InstanceID, r.epoch, deadline, m.Poke)
+		l, ctx := newLease(m.base, r.key, m.cfg.InstanceID, r.epoch, deadline, m.wake)
 		if !l.Valid() { // the statement outlasted the trust window
 			l.end(fmt.Errorf("%w: trust deadline passed during acquire", ErrLost))
 			s.unreleased = append(s.unreleased, r)
@@ -400,55 +393,6 @@ func (m *Manager) within(what string, fn func(ctx context.Context) error) error 
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
-}
-
-// listen pokes the loop on every kmirror_events notification, so an API
-// action takes effect without waiting for the next interval. It holds one
-// connection outside the pool and reconnects with backoff.
-func (m *Manager) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for {
-		err := m.listenOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		m.log.Warn("kmirror_events listen failed; polling meanwhile", "err", err, "retry_in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-	}
-}
-
-func (m *Manager) listenOnce(ctx context.Context) error {
-	var conn *pgxpool.Conn
-	err := m.within("lease listen connect", func(cctx context.Context) (err error) {
-		if conn, err = m.cfg.Pool.Acquire(cctx); err != nil {
-			return err
-		}
-		if _, err = conn.Exec(cctx, "LISTEN "+eventsChannel); err != nil {
-			conn.Release()
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	c := conn.Hijack() // a LISTENing session must not go back to the pool
-	defer func() {
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		_ = c.Close(closeCtx)
-	}()
-	m.Poke() // events may have been missed while not listening
-	for {
-		if _, err := c.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		m.Poke()
-	}
 }
 
 // leaseRow is one lease as the database sees it, for either kind.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/notifier"
 	"kmirror/internal/syncbuf"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
@@ -174,6 +175,7 @@ type node struct {
 	pool    *pgxpool.Pool
 	runner  *fakeRunner
 	mgr     *Manager
+	notes   *notifier.Notifier
 	beating context.CancelFunc
 	beatWG  sync.WaitGroup
 }
@@ -216,8 +218,16 @@ func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *no
 			}
 		}
 	})
+	notes, err := notifier.New(notifier.Config{Pool: n.pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := notes.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n.notes = notes
 	mgr, err := NewManager(ManagerConfig{
-		Pool: n.pool, InstanceID: id,
+		Pool: n.pool, InstanceID: id, Notifier: notes,
 		TTL: o.ttl, RenewInterval: o.renew, Margin: o.margin, Timeout: testTimeout,
 		Logger:     slog.New(slog.NewTextHandler(cmp.Or[io.Writer](o.log, t.Output()), &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Partitions: n.runner, Mirrors: n.runner,
@@ -229,7 +239,7 @@ func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *no
 	if err := mgr.Start(t.Context()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() { n.stopHeartbeat(); mgr.Stop() }) // before the pool closes
+	t.Cleanup(func() { n.stopHeartbeat(); mgr.Stop(); notes.Stop() }) // before the pool closes
 	return n
 }
 
@@ -322,7 +332,7 @@ func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
 	dbURL := testdb.New(t)
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
-	// A long renew interval, so only a kmirror_events notification can
+	// A long renew interval, so only a lease-demand notification can
 	// explain a prompt reaction below.
 	slow := nodeOpts{ttl: 30 * time.Second, renew: 10 * time.Second, margin: 10 * time.Second}
 	n := startNode(t, dbURL, "solo", newRunRegistry(t), slow)
@@ -346,18 +356,14 @@ func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
 	}
 
 	// beta/logs finishes stopping: its leases are handed back as soon as
-	// the event announcing it arrives.
-	waitFor(t, 5*time.Second, "the manager to LISTEN", func() (bool, string) {
-		var listening int
-		err := admin.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query = 'LISTEN kmirror_events'`).Scan(&listening)
-		return err == nil && listening == 1, fmt.Sprint(listening, err)
-	})
+	// the NOTIFY announcing it arrives.
+	select {
+	case <-n.notes.Listening():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the notifier does not LISTEN")
+	}
 	logs0 := n.runner.partitions()[Key{"beta", "logs", 0}]
 	if _, err := admin.Exec(t.Context(), `UPDATE mirror_partitions SET state = 'STOPPED' WHERE mirror = 'beta' AND topic = 'logs'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.EventsInsert(t.Context(), admin, repo.Event{Kind: "partition_state", Mirror: "beta", Topic: "logs", Message: "stopped"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "beta/logs handed back", func() (bool, string) {
