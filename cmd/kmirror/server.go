@@ -21,6 +21,8 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/notifier"
+	"kmirror/internal/startstop"
 	"kmirror/migrations"
 	"kmirror/openapi"
 	"kmirror/repo"
@@ -162,53 +164,52 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 	return c, nil
 }
 
-// startWorkers starts the engine, the metadata syncer and the lease
-// manager; the returned stop releases the leases after the workers flush,
-// then closes the clients.
-func startWorkers(ctx context.Context, cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
-	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
-		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry})
+// components builds this instance's long-running pieces in start order:
+// StartAll starts them one by one and StopAll stops them in reverse, so the
+// lease manager hands back every lease (after its workers flushed) before
+// the engine and syncer close their clients, the relay publishes the final
+// state changes, the heartbeat marks the instance stopped, and the notifier
+// closes last.
+func components(cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+	notes, err := notifier.New(notifier.Config{Pool: pool, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	if err := eng.Start(ctx); err != nil {
+	host, _ := os.Hostname()
+	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
+		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Destination.BootstrapServers) == 0 {
+		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
+		return []startstop.Service{notes, hb}, nil
+	}
+	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
+		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor),
+		Notifier: notes, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
+		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
+		Notifier: notes})
+	if err != nil {
 		return nil, err
 	}
 	syncer, err := metadatasync.New(metadatasync.Config{Pool: pool, Service: svc,
 		InstanceID: cfg.InstanceID, Destination: cfg.Destination, Logger: log,
-		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Producer: eng})
+		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Producer: eng, Notifier: notes})
 	if err != nil {
-		eng.Stop()
 		return nil, err
 	}
-	_ = syncer.Start(ctx)
-	lm, err := lease.NewManager(lease.ManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
-		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log, Partitions: eng, Mirrors: syncer})
+	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
+		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
+		Partitions: eng, Mirrors: syncer, Notifier: notes})
 	if err != nil {
-		syncer.Stop()
-		eng.Stop()
 		return nil, err
 	}
-	if err := lm.Start(ctx); err != nil {
-		syncer.Stop()
-		eng.Stop()
-		return nil, err
-	}
-	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
-		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
-	if err != nil {
-		lm.Stop()
-		syncer.Stop()
-		eng.Stop()
-		return nil, err
-	}
-	_ = relay.Start(ctx)
-	return func() {
-		lm.Stop()
-		syncer.Stop()
-		eng.Stop()
-		relay.Stop() // last, so the final state changes are published
-	}, nil
+	return []startstop.Service{notes, hb, relay, startstop.Parallel(eng, syncer), leases}, nil
 }
 
 // runServer migrates the schema, registers the instance and serves the API
@@ -242,27 +243,15 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
-	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
-		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
+	pieces, err := components(cfg, pool, svc, reg, log)
 	if err != nil {
 		return err
 	}
-	if err := hb.Start(ctx); err != nil {
-		return fmt.Errorf("register instance: %w", err)
+	if err := startstop.StartAll(ctx, pieces...); err != nil {
+		return err
 	}
-	defer hb.Stop()
-	if len(cfg.Destination.BootstrapServers) == 0 {
-		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
-	} else {
-		stopWorkers, err := startWorkers(ctx, cfg, pool, svc, reg, log)
-		if err != nil {
-			return err
-		}
-		// Deferred after the HTTP shutdown below: leases are released only
-		// once every worker has flushed.
-		defer stopWorkers()
-	}
+	// Deferred, so it runs after the HTTP shutdown below.
+	defer startstop.StopAll(pieces...)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

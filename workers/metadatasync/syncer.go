@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/notifier"
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -40,9 +42,13 @@ type Config struct {
 	// DefaultInterval is the pass interval of a mirror that does not set
 	// mirror.metadata.refresh.interval.ms; default 30s.
 	DefaultInterval time.Duration
-	// RequestPollInterval is how often "sync now" requests are looked for,
-	// in one query for every mirror this instance syncs; default 200ms.
+	// RequestPollInterval is how often "sync now" requests are looked for
+	// when no notification says one was made (the fallback poll), in one
+	// query for every mirror this instance syncs; default 5s.
 	RequestPollInterval time.Duration
+	// Notifier, when set, wakes the request watcher as soon as a "sync
+	// now" is requested.
+	Notifier *notifier.Notifier
 	// Timeout bounds each cluster request of a pass; default 10s.
 	Timeout time.Duration
 	// Registerer receives the kmirror_metadata_sync_* metrics; nil
@@ -77,6 +83,7 @@ func (c *Config) validate() error {
 // and at once when "sync now" is requested. A mirror keeps one source client
 // for as long as its lease is held; all mirrors share one destination client.
 type Syncer struct {
+	startstop.Base
 	cfg      Config
 	log      *slog.Logger
 	dst      *kgo.Client
@@ -85,9 +92,6 @@ type Syncer struct {
 
 	mu      sync.Mutex
 	mirrors map[string]*mirrorSync
-
-	cancel context.CancelFunc
-	bg     sync.WaitGroup
 }
 
 // New connects the destination client; Start watches for
@@ -98,31 +102,34 @@ func New(cfg Config) (*Syncer, error) {
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.DefaultInterval = cmp.Or(cfg.DefaultInterval, 30*time.Second)
-	cfg.RequestPollInterval = cmp.Or(cfg.RequestPollInterval, 200*time.Millisecond)
+	cfg.RequestPollInterval = cmp.Or(cfg.RequestPollInterval, 5*time.Second)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 10*time.Second)
-	log := cfg.Logger.With("instance", cfg.InstanceID, "component", "metadata-sync")
-	dst, err := cfg.Destination.NewClient(kgo.MetadataMinAge(250*time.Millisecond),
-		kgo.WithLogger(kslog.New(log.With("client", "sync-destination"))))
-	if err != nil {
-		return nil, fmt.Errorf("metadata syncer: destination client: %w", err)
-	}
+	log := cfg.Logger.With("component", "metadata-sync")
 	metrics, err := newSyncMetrics(cfg.Registerer)
 	if err != nil {
-		dst.Close()
 		return nil, err
 	}
-	return &Syncer{cfg: cfg, log: log, dst: dst, dstAdmin: kadm.NewClient(dst),
-		metrics: metrics, mirrors: map[string]*mirrorSync{}}, nil
+	return &Syncer{cfg: cfg, log: log, metrics: metrics, mirrors: map[string]*mirrorSync{}}, nil
 }
 
-// Start watches for "sync now" requests of the mirrors this instance syncs.
+// Start connects the destination client and watches for "sync now"
+// requests of the mirrors this instance syncs.
 func (s *Syncer) Start(ctx context.Context) error {
-	ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		s.watchRequests(ctx)
-	}()
+	if _, ok := s.StartInit(ctx); !ok {
+		return startstop.ErrStarted
+	}
+	dst, err := s.cfg.Destination.NewClient(kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.WithLogger(kslog.New(s.log.With("client", "sync-destination"))))
+	if err != nil {
+		s.StopInit()
+		return fmt.Errorf("metadata syncer: destination client: %w", err)
+	}
+	s.dst, s.dstAdmin = dst, kadm.NewClient(dst)
+	sub := s.cfg.Notifier.Subscribe(repo.ChannelSync)
+	s.Go(func(ctx context.Context) {
+		defer sub.Unsubscribe()
+		s.watchRequests(ctx, sub)
+	})
 	return nil
 }
 
@@ -130,10 +137,10 @@ func (s *Syncer) Start(ctx context.Context) error {
 // lease manager normally stopped them all first), then closes the
 // destination client.
 func (s *Syncer) Stop() {
-	if s.cancel != nil {
-		s.cancel()
+	if !s.StopInit() {
+		return
 	}
-	s.bg.Wait()
+	s.Halt()
 	s.mu.Lock()
 	names := make([]string, 0, len(s.mirrors))
 	for name := range s.mirrors {
@@ -187,9 +194,10 @@ func (s *Syncer) Syncing() []string {
 	return out
 }
 
-// watchRequests polls, in one query, for "sync now" requests of the mirrors
-// synced here that no pass has served yet, and wakes their goroutines.
-func (s *Syncer) watchRequests(ctx context.Context) {
+// watchRequests looks, in one query, for "sync now" requests of the
+// mirrors synced here that no pass has served yet, and wakes their
+// goroutines: when notified, and every RequestPollInterval.
+func (s *Syncer) watchRequests(ctx context.Context, requested *notifier.Subscription) {
 	t := time.NewTicker(s.cfg.RequestPollInterval)
 	defer t.Stop()
 	for {
@@ -197,6 +205,7 @@ func (s *Syncer) watchRequests(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-requested.C():
 		}
 		names := s.Syncing()
 		if len(names) == 0 {

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"kmirror/internal/notifier"
 	"sync"
 	"time"
 
@@ -9,11 +10,10 @@ import (
 )
 
 // desiredStates caches every mirror topic's desired state and recreate flag,
-// re-read in one query every interval or when poked, so workers never query
-// it themselves.
+// re-read in one query when the notifier says they changed (or every
+// interval, the fallback), so workers never query it themselves.
 type desiredStates struct {
 	pool *pgxpool.Pool
-	wake chan struct{}
 
 	mu     sync.RWMutex
 	topics map[[2]string]topicDesire
@@ -28,7 +28,7 @@ type topicDesire struct {
 }
 
 func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
-	return &desiredStates{pool: pool, wake: make(chan struct{}, 1), changed: make(chan struct{})}
+	return &desiredStates{pool: pool, changed: make(chan struct{})}
 }
 
 // get returns a topic's desire; ok is false for a topic that no longer exists.
@@ -46,14 +46,7 @@ func (d *desiredStates) updated() <-chan struct{} {
 	return d.changed
 }
 
-func (d *desiredStates) poke() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (d *desiredStates) run(ctx context.Context, every time.Duration) {
+func (d *desiredStates) run(ctx context.Context, every time.Duration, changed *notifier.Subscription) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -61,7 +54,7 @@ func (d *desiredStates) run(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-d.wake:
+		case <-changed.C():
 		}
 		_ = d.refresh(ctx)
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/notifier"
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -42,9 +44,13 @@ type EngineConfig struct {
 	CheckpointInterval time.Duration
 	// OffsetsInterval is how often end offsets are refreshed for lag. Default 2s.
 	OffsetsInterval time.Duration
-	// DesiredInterval is how often desired states are re-read. Default 250ms.
+	// DesiredInterval is how often desired states are re-read when no
+	// notification says they changed: the fallback poll. Default 5s.
 	DesiredInterval time.Duration
-	Retry           RetryPolicy
+	// Notifier, when set, wakes the desired-state cache as soon as a
+	// desired state changes.
+	Notifier *notifier.Notifier
+	Retry    RetryPolicy
 	// SourceOpts are extra client options for source clients (tests).
 	SourceOpts []kgo.Opt
 }
@@ -65,6 +71,7 @@ func (c *EngineConfig) validate() error {
 // PartitionRunner for the lease manager, and owns the shared Kafka clients
 // (one idempotent producer to the destination, one fetcher per mirror).
 type Engine struct {
+	startstop.Base
 	cfg      EngineConfig
 	log      *slog.Logger
 	producer *kgo.Client
@@ -76,12 +83,9 @@ type Engine struct {
 	workers  map[lease.Key]*partitionWorker
 	fetchers map[string]*mirrorFetcher
 	sources  map[string]*sourceClients
-
-	cancel context.CancelFunc
-	bg     sync.WaitGroup
 }
 
-// NewEngine connects the destination producer and admin client.
+// NewEngine returns an Engine; Start connects it.
 func NewEngine(cfg EngineConfig) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -90,33 +94,12 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, 4*time.Second)
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, time.Second)
 	cfg.OffsetsInterval = cmp.Or(cfg.OffsetsInterval, 2*time.Second)
-	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 250*time.Millisecond)
+	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 5*time.Second)
 	cfg.Retry.Initial = cmp.Or(cfg.Retry.Initial, time.Second)
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
-	log := cfg.Logger.With("instance", cfg.InstanceID)
-	producer, err := cfg.Destination.NewClient(
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// Not RecordDeliveryTimeout: kgo measures it from the record's
-		// timestamp, which mirroring preserves. Each produce carries a
-		// context deadline instead (see mirrorSession.handleBatch).
-		kgo.ProduceRequestTimeout(cfg.DeliveryTimeout),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.MaxBufferedRecords(100_000),
-		// A newly created destination topic must be seen quickly.
-		kgo.MetadataMinAge(250*time.Millisecond),
-		kgo.WithLogger(kslog.New(log.With("client", "producer"))),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("destination producer: %w", err)
-	}
-	admin, err := cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond))
-	if err != nil {
-		producer.Close()
-		return nil, fmt.Errorf("destination admin: %w", err)
-	}
-	e := &Engine{cfg: cfg, log: log, producer: producer, dstAdmin: admin,
+	log := cfg.Logger
+	e := &Engine{cfg: cfg, log: log,
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
@@ -124,27 +107,59 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return e, nil
 }
 
-// Start runs the checkpointer, the desired-state cache and the offsets
-// refresher.
-func (e *Engine) Start(ctx context.Context) error {
-	ctx, e.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	if err := e.desired.refresh(ctx); err != nil {
-		return err
+// Start connects the destination producer and admin client, loads the
+// desired states, and runs the checkpointer, the desired-state cache and
+// the offsets refresher. A failed start closes what it opened.
+func (e *Engine) Start(ctx context.Context) (err error) {
+	ctx, ok := e.StartInit(ctx)
+	if !ok {
+		return startstop.ErrStarted
 	}
-	e.goBackground(func() { e.cp.run(ctx, e.cfg.CheckpointInterval) })
-	e.goBackground(func() { e.desired.run(ctx, e.cfg.DesiredInterval) })
-	e.goBackground(func() { e.refreshOffsetsLoop(ctx) })
+	defer func() {
+		if err != nil {
+			e.StopInit()
+			e.closeClients()
+		}
+	}()
+	e.producer, err = e.cfg.Destination.NewClient(
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Not RecordDeliveryTimeout: kgo measures it from the record's
+		// timestamp, which mirroring preserves. Each produce carries a
+		// context deadline instead (see mirrorSession.handleBatch).
+		kgo.ProduceRequestTimeout(e.cfg.DeliveryTimeout),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(100_000),
+		// A newly created destination topic must be seen quickly.
+		kgo.MetadataMinAge(250*time.Millisecond),
+		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))),
+	)
+	if err != nil {
+		return fmt.Errorf("destination producer: %w", err)
+	}
+	if e.dstAdmin, err = e.cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond)); err != nil {
+		return fmt.Errorf("destination admin: %w", err)
+	}
+	if err := e.desired.refresh(ctx); err != nil {
+		return fmt.Errorf("load desired states: %w", err)
+	}
+	sub := e.cfg.Notifier.Subscribe(repo.ChannelDesired)
+	e.Go(func(ctx context.Context) { e.cp.run(ctx, e.cfg.CheckpointInterval) })
+	e.Go(func(ctx context.Context) {
+		defer sub.Unsubscribe()
+		e.desired.run(ctx, e.cfg.DesiredInterval, sub)
+	})
+	e.Go(e.refreshOffsetsLoop)
 	return nil
 }
 
-func (e *Engine) goBackground(fn func()) {
-	e.bg.Add(1)
-	go func() { defer e.bg.Done(); fn() }()
-}
-
-// Stop expects the lease manager to have stopped every partition; it then
-// saves the last checkpoints, flushes and closes the Kafka clients.
+// Stop expects the lease manager to have stopped every partition; it stops
+// any worker left, saves the last checkpoints, flushes and closes the Kafka
+// clients.
 func (e *Engine) Stop() {
+	if !e.StopInit() {
+		return
+	}
 	e.mu.Lock()
 	ws := make([]*partitionWorker, 0, len(e.workers))
 	for _, w := range e.workers {
@@ -154,16 +169,22 @@ func (e *Engine) Stop() {
 	for _, w := range ws {
 		w.stop()
 	}
-	if e.cancel != nil {
-		e.cancel()
-	}
-	e.bg.Wait()
+	e.Halt()
 	e.cp.flush(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.DeliveryTimeout)
 	defer cancel()
 	_ = e.producer.Flush(ctx)
-	e.producer.Close()
-	e.dstAdmin.Close()
+	e.closeClients()
+}
+
+// closeClients closes the Kafka clients that are open.
+func (e *Engine) closeClients() {
+	if e.producer != nil {
+		e.producer.Close()
+	}
+	if e.dstAdmin != nil {
+		e.dstAdmin.Close()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for name, f := range e.fetchers {
@@ -175,9 +196,6 @@ func (e *Engine) Stop() {
 		delete(e.sources, name)
 	}
 }
-
-// Poke makes workers re-read desired states now (after a NOTIFY).
-func (e *Engine) Poke() { e.desired.poke() }
 
 // StartPartition starts the worker of a newly leased partition.
 func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {

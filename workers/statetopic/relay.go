@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/notifier"
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 	"kmirror/service"
 )
@@ -33,9 +34,12 @@ type RelayConfig struct {
 	Partitions int32
 	// ReplicationFactor of __mirror_state when it is created; -1 is the broker default.
 	ReplicationFactor int16
-	// Interval between polls when idle; default 500ms. Outbox inserts also
-	// wake the relay through Poke.
+	// Interval between polls when idle and no notification came (the
+	// fallback); default 5s.
 	Interval time.Duration
+	// Notifier, when set, wakes the relay as soon as outbox rows are
+	// inserted.
+	Notifier *notifier.Notifier
 	// CheckpointInterval is the least time between two checkpoint records of
 	// one partition; default 5s.
 	CheckpointInterval time.Duration
@@ -47,13 +51,11 @@ type RelayConfig struct {
 // crash between the two publishes a row twice, which is harmless: readers
 // keep the last value per key. It never loses one.
 type Relay struct {
+	startstop.Base
 	cfg RelayConfig
 	// statePartitions is __mirror_state's actual partition count.
 	statePartitions int32
 	log             *slog.Logger
-	wake            chan struct{}
-	cancel          context.CancelFunc
-	done            sync.WaitGroup
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -63,44 +65,36 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	cfg.Partitions = cmp.Or(cfg.Partitions, 50)
 	cfg.ReplicationFactor = cmp.Or(cfg.ReplicationFactor, -1)
-	cfg.Interval = cmp.Or(cfg.Interval, 500*time.Millisecond)
+	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, 5*time.Second)
-	return &Relay{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay"),
-		wake: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
 }
 
 // Start runs the relay loop in the background.
 func (r *Relay) Start(ctx context.Context) error {
-	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	r.done.Add(1)
-	go func() {
-		defer r.done.Done()
-		r.run(ctx)
-	}()
+	if _, ok := r.StartInit(ctx); !ok {
+		return startstop.ErrStarted
+	}
+	sub := r.cfg.Notifier.Subscribe(repo.ChannelOutbox)
+	r.Go(func(ctx context.Context) {
+		defer sub.Unsubscribe()
+		r.run(ctx, sub)
+	})
 	return nil
 }
 
-// Stop ends the loop and waits for it.
+// Stop ends the loop, after publishing what is left, and waits for it.
 func (r *Relay) Stop() {
-	if r.cancel != nil {
-		r.cancel()
-		r.done.Wait()
-	}
-}
-
-// Poke makes the relay look at the outbox now.
-func (r *Relay) Poke() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	if r.StopInit() {
+		r.Halt()
 	}
 }
 
 // run waits for the relay lock, then publishes until ctx ends or the lock's
 // connection breaks; then it tries again.
-func (r *Relay) run(ctx context.Context) {
+func (r *Relay) run(ctx context.Context, inserted *notifier.Subscription) {
 	for ctx.Err() == nil {
-		if err := r.lead(ctx); err != nil && ctx.Err() == nil {
+		if err := r.lead(ctx, inserted); err != nil && ctx.Err() == nil {
 			r.log.Warn("outbox relay stopped; retrying", "err", err)
 		}
 		select {
@@ -110,7 +104,7 @@ func (r *Relay) run(ctx context.Context) {
 	}
 }
 
-func (r *Relay) lead(ctx context.Context) error {
+func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error {
 	conn, err := r.cfg.Pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -166,7 +160,7 @@ func (r *Relay) lead(ctx context.Context) error {
 					return err
 				}
 			}
-		case <-r.wake:
+		case <-inserted.C():
 		case <-time.After(r.cfg.Interval):
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/notifier"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
 	"kmirror/service"
@@ -86,6 +87,7 @@ func Logger() *slog.Logger {
 // and the metadata syncer when InstanceOpts.Sync is set.
 type Instance struct {
 	ID        string
+	Notifier  *notifier.Notifier
 	Heartbeat *lease.Heartbeat
 	Leases    *lease.Manager
 	Engine    *partition.Engine
@@ -118,9 +120,19 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		o.Dest = kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
 	}
 	in := &Instance{ID: id}
+	// Desired-state changes and sync requests reach the workers through
+	// the notifier only: the fallback polls keep their production defaults.
+	notes, err := notifier.New(notifier.Config{Pool: env.Pool, Logger: log})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := notes.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	in.Notifier = notes
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
-		OffsetsInterval: 300 * time.Millisecond, DesiredInterval: 100 * time.Millisecond,
+		OffsetsInterval: 300 * time.Millisecond, Notifier: notes,
 		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}})
 	if err != nil {
 		tb.Fatal(err)
@@ -130,11 +142,11 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	}
 	in.Engine = eng
 	lcfg := lease.ManagerConfig{Pool: env.Pool, InstanceID: id, TTL: TTL,
-		RenewInterval: Renew, Margin: Margin, Logger: log, Partitions: eng}
+		RenewInterval: Renew, Margin: Margin, Logger: log, Partitions: eng, Notifier: notes}
 	if o.Sync {
 		syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 			Destination: o.Dest, Logger: log, DefaultInterval: cmpDuration(o.SyncInterval, time.Hour),
-			RequestPollInterval: 50 * time.Millisecond, Timeout: SyncTimeout, Producer: eng})
+			Notifier: notes, Timeout: SyncTimeout, Producer: eng})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -180,6 +192,7 @@ func (in *Instance) Stop() {
 	}
 	in.Engine.Stop()
 	in.Heartbeat.Stop()
+	in.Notifier.Stop()
 }
 
 // Crash simulates a crash of the instance: its lease loop ends and its
@@ -190,6 +203,7 @@ func (in *Instance) Stop() {
 func (in *Instance) Crash() {
 	in.Leases.Crash()
 	in.Heartbeat.Crash()
+	in.Notifier.Stop()
 }
 
 // SortedRunning names the partitions with a running worker, sorted.
