@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	httpSwagger "github.com/swaggo/http-swagger/v2"
 
-	"kmirror/repo"
+	"kmirror/service"
 )
 
 const (
@@ -71,7 +71,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		break
 	}
 	if after < 0 {
-		last, err := repo.EventsLastID(ctx, s.pool)
+		last, err := s.svc.LastEventID(ctx)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -93,7 +93,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
-		events, err := s.svc.ListEvents(ctx, repo.EventsListParams{AfterID: after, Mirror: r.URL.Query().Get("mirror")})
+		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror")})
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)

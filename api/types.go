@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"time"
 
-	"kmirror/repo"
 	"kmirror/service"
 )
 
@@ -198,8 +197,8 @@ type Event struct {
 	Data      map[string]any `json:"data,omitempty"`
 } // @name Event
 
-func mirrorView(m repo.Mirror) Mirror {
-	src := service.RedactedSource(m)
+func mirrorView(m service.Mirror) Mirror {
+	src := m.Source
 	v := Mirror{
 		Name: m.Name,
 		Source: SourceView{BootstrapServers: src.BootstrapServers, SecurityProtocol: src.SecurityProtocol,
@@ -225,7 +224,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced}
 }
 
-func topicView(t repo.Topic, rows []service.PartitionRow) Topic {
+func topicView(t service.Topic, rows []service.PartitionRow) Topic {
 	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
 		States: map[string]int{}, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
@@ -238,7 +237,7 @@ func topicView(t repo.Topic, rows []service.PartitionRow) Topic {
 	return v
 }
 
-func eventView(e repo.Event) Event {
+func eventView(e service.Event) Event {
 	v := Event{ID: e.ID, At: e.At, Kind: e.Kind, Mirror: e.Mirror, Topic: e.Topic,
 		Partition: e.Partition, Message: e.Message}
 	if len(e.Data) > 0 {

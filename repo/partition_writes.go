@@ -210,3 +210,34 @@ func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffs
 		owner, mirrors, topics, parts, epochs, src, dst)
 	return interpret(err)
 }
+
+// PartitionsRestoreParams is a partition's state and checkpoint as read back
+// from __mirror_state.
+type PartitionsRestoreParams struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	// State, PreviousState and Error: "" is stored as NULL.
+	State         string
+	PreviousState string
+	Error         string
+	SrcNext       *int64
+	DstNext       *int64
+	LostRecords   int64
+}
+
+// PartitionsRestore overwrites a partition's state and checkpoint. Unlike
+// every other partition write it is not fenced by a lease: restore fills an
+// empty database, where leases start free. It returns the rows updated, 0
+// when the partition does not exist.
+func PartitionsRestore(ctx context.Context, q DBTX, p PartitionsRestoreParams) (int64, error) {
+	tag, err := q.Exec(ctx, `UPDATE mirror_partitions SET state = nullif($4, ''),
+			previous_state = nullif($5, ''), error = nullif($6, ''), src_next = $7, dst_next = $8,
+			lost_records = $9, state_changed_at = now(), updated_at = now()
+		WHERE mirror = $1 AND topic = $2 AND partition = $3`,
+		p.Mirror, p.Topic, p.Partition, p.State, p.PreviousState, p.Error, p.SrcNext, p.DstNext, p.LostRecords)
+	if err != nil {
+		return 0, interpret(err)
+	}
+	return tag.RowsAffected(), nil
+}

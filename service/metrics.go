@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"kmirror/repo"
 )
 
 // StateCollector exports partition states, lag and lost records from
@@ -48,32 +50,18 @@ const stateScrapeTimeout = 3 * time.Second
 func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), stateScrapeTimeout)
 	defer cancel()
-	rows, err := c.pool.Query(ctx, `
-		SELECT mirror, topic, coalesce(state, 'UNKNOWN'), count(*),
-			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0)), 0), sum(lost_records)
-		FROM mirror_partitions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+	counts, err := repo.PartitionsCountByState(ctx, c.pool)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
-	defer rows.Close()
 	type topicKey struct{ mirror, topic string }
 	lag, lost := map[topicKey]float64{}, map[topicKey]float64{}
-	for rows.Next() {
-		var k topicKey
-		var state string
-		var n, l, lr int64
-		if err := rows.Scan(&k.mirror, &k.topic, &state, &n, &l, &lr); err != nil {
-			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-			return
-		}
-		ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(n), k.mirror, k.topic, state)
-		lag[k] += float64(l)
-		lost[k] += float64(lr)
-	}
-	if rows.Err() != nil {
-		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
-		return
+	for _, g := range counts {
+		k := topicKey{g.Mirror, g.Topic}
+		ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(g.Partitions), k.mirror, k.topic, g.State)
+		lag[k] += float64(g.Lag)
+		lost[k] += float64(g.LostRecords)
 	}
 	for k, v := range lag {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, v, k.mirror, k.topic)

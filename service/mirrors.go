@@ -2,9 +2,11 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -29,6 +31,25 @@ type MirrorInput struct {
 	Config map[string]string
 }
 
+// Mirror is a mirror as the service hands it out. Its source carries no
+// secrets, only whether each one is set.
+type Mirror struct {
+	Name   string
+	Source SourceRecord
+	// Config holds the keys set on this mirror.
+	Config map[string]string
+	// LastSync is the last metadata sync pass's SyncResult as JSON, empty
+	// before the first.
+	LastSync  json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+func mirrorOf(m repo.Mirror) Mirror {
+	return Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+}
+
 // WriteOpts are the query options of a mirror create or update.
 type WriteOpts struct {
 	// DryRun validates (and checks connectivity) without writing anything.
@@ -39,7 +60,7 @@ type WriteOpts struct {
 
 // CreateMirror validates a mirror, checks that its source answers, and
 // stores it.
-func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOpts) (repo.Mirror, error) {
+func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOpts) (Mirror, error) {
 	if in.Source.SecurityProtocol == "" {
 		in.Source.SecurityProtocol = "PLAINTEXT"
 	}
@@ -48,7 +69,7 @@ func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 	validateSource(&v, in.Source)
 	validateConfig(&v, in.Config)
 	if err := v.err(); err != nil {
-		return repo.Mirror{}, err
+		return Mirror{}, err
 	}
 	m := repo.Mirror{Name: in.Name, Config: maps.Clone(in.Config)}
 	if m.Config == nil {
@@ -57,14 +78,14 @@ func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 	applySource(&m, in.Source)
 	if !opts.SkipConnectivityCheck {
 		if _, err := s.sourceTopics(ctx, ConnOf(m)); err != nil {
-			return repo.Mirror{}, err
+			return Mirror{}, err
 		}
 	}
 	if opts.DryRun {
 		if _, err := repo.MirrorsGet(ctx, s.pool, m.Name); err == nil {
-			return repo.Mirror{}, mirrorExists(m.Name)
+			return Mirror{}, mirrorExists(m.Name)
 		}
-		return m, nil
+		return mirrorOf(m), nil
 	}
 	var out repo.Mirror
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -80,10 +101,10 @@ func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 			MirrorKey(out.Name), mirrorRecord(out))
 	})
 	if err != nil {
-		return repo.Mirror{}, err
+		return Mirror{}, err
 	}
 	s.log.InfoContext(ctx, "mirror created", "mirror", out.Name, "source", out.BootstrapServers)
-	return out, nil
+	return mirrorOf(out), nil
 }
 
 func mirrorExists(name string) error {
@@ -95,7 +116,16 @@ func mirrorNotFound(name string) error {
 }
 
 // GetMirror returns one mirror.
-func (s *Service) GetMirror(ctx context.Context, name string) (repo.Mirror, error) {
+func (s *Service) GetMirror(ctx context.Context, name string) (Mirror, error) {
+	m, err := s.mirror(ctx, name)
+	if err != nil {
+		return Mirror{}, err
+	}
+	return mirrorOf(m), nil
+}
+
+// mirror returns one mirror's row, secrets included, for the service's own use.
+func (s *Service) mirror(ctx context.Context, name string) (repo.Mirror, error) {
 	m, err := repo.MirrorsGet(ctx, s.pool, name)
 	if errors.Is(err, repo.ErrNotFound) {
 		return m, mirrorNotFound(name)
@@ -104,8 +134,16 @@ func (s *Service) GetMirror(ctx context.Context, name string) (repo.Mirror, erro
 }
 
 // ListMirrors returns every mirror.
-func (s *Service) ListMirrors(ctx context.Context) ([]repo.Mirror, error) {
-	return repo.MirrorsList(ctx, s.pool)
+func (s *Service) ListMirrors(ctx context.Context) ([]Mirror, error) {
+	list, err := repo.MirrorsList(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Mirror, len(list))
+	for i, m := range list {
+		out[i] = mirrorOf(m)
+	}
+	return out, nil
 }
 
 // SourcePatch replaces the source fields that are non-nil.
@@ -122,7 +160,7 @@ type MirrorPatch struct {
 }
 
 // UpdateMirror applies a patch, validating the result as a whole.
-func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (repo.Mirror, error) {
+func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (Mirror, error) {
 	var out repo.Mirror
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		m, err := repo.MirrorsGetForUpdate(ctx, tx, name)
@@ -180,7 +218,10 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorUpdated, Mirror: name,
 			Message: fmt.Sprintf("mirror %s updated", name)}, MirrorKey(name), mirrorRecord(out))
 	})
-	return out, err
+	if err != nil {
+		return Mirror{}, err
+	}
+	return mirrorOf(out), nil
 }
 
 // DeleteMirror removes a mirror whose topics are all stopped, writing

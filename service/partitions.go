@@ -55,7 +55,7 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 		return nil, err
 	}
 	if f.Mirror != "" {
-		if _, err := s.GetMirror(ctx, f.Mirror); err != nil {
+		if _, err := s.mirror(ctx, f.Mirror); err != nil {
 			return nil, err
 		}
 	}
@@ -152,14 +152,4 @@ func (s *Service) Translate(ctx context.Context, mirror, topic string, partition
 			"nothing of %s/%d has been mirrored yet, so no offset can be translated", topic, partition)}
 	}
 	return t, nil
-}
-
-// ListInstances returns the known kmirror instances.
-func (s *Service) ListInstances(ctx context.Context) ([]repo.Instance, error) {
-	return repo.InstancesList(ctx, s.pool, s.instanceTTL)
-}
-
-// ListEvents returns events after an id, oldest first.
-func (s *Service) ListEvents(ctx context.Context, p repo.EventsListParams) ([]repo.Event, error) {
-	return repo.EventsList(ctx, s.pool, p)
 }

@@ -93,15 +93,13 @@ func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (Restor
 			res.Topics++
 		}
 		for _, p := range parts {
-			tag, err := tx.Exec(ctx, `UPDATE mirror_partitions SET state = nullif($4, ''),
-					previous_state = nullif($5, ''), error = nullif($6, ''), src_next = $7, dst_next = $8,
-					lost_records = $9, state_changed_at = now(), updated_at = now()
-				WHERE mirror = $1 AND topic = $2 AND partition = $3`,
-				p.Mirror, p.Topic, p.Partition, p.State, p.PreviousState, p.Error, p.SrcNext, p.DstNext, p.LostRecords)
+			n, err := repo.PartitionsRestore(ctx, tx, repo.PartitionsRestoreParams{Mirror: p.Mirror, Topic: p.Topic,
+				Partition: p.Partition, State: p.State, PreviousState: p.PreviousState, Error: p.Error,
+				SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords})
 			if err != nil {
 				return fmt.Errorf("restore partition %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
 			}
-			res.Partitions += int(tag.RowsAffected())
+			res.Partitions += int(n)
 		}
 		sort.Strings(res.NeedSecrets)
 		return repo.EventsInsert(ctx, tx, repo.Event{Kind: "state.restored", Message: fmt.Sprintf(

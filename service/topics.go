@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,6 +25,28 @@ const (
 // kafkaInternalTopics are never mirrored, whatever the pattern.
 var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
 	"__share_group_state", "__cluster_metadata", StateTopic}
+
+// Topic is a mirror topic with its partition count.
+type Topic struct {
+	Mirror string
+	Topic  string
+	// DesiredState is DesiredMirroring, DesiredPaused or DesiredStopped.
+	DesiredState      string
+	ReplicationFactor int
+	Recreate          bool
+	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
+	// read-only with an ACL while the topic is mirrored.
+	ReadOnlyEnforced *bool
+	Partitions       int
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+func topicOf(t repo.Topic) Topic {
+	return Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
+		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced,
+		Partitions: t.Partitions, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
 
 // AddTopicsInput is a request to start (or restart) mirroring topics.
 type AddTopicsInput struct {
@@ -67,7 +90,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 				Message: fmt.Sprintf("%d is out of range [1, 32767]", rf)}}}
 		}
 	}
-	m, err := s.GetMirror(ctx, mirror)
+	m, err := s.mirror(ctx, mirror)
 	if err != nil {
 		return TopicsResult{}, err
 	}
@@ -256,21 +279,31 @@ func topicConflict(action string, conflicts []TopicState) error {
 }
 
 // ListTopics returns a mirror's topics.
-func (s *Service) ListTopics(ctx context.Context, mirror string) ([]repo.Topic, error) {
-	if _, err := s.GetMirror(ctx, mirror); err != nil {
+func (s *Service) ListTopics(ctx context.Context, mirror string) ([]Topic, error) {
+	if _, err := s.mirror(ctx, mirror); err != nil {
 		return nil, err
 	}
-	return repo.TopicsList(ctx, s.pool, mirror)
+	list, err := repo.TopicsList(ctx, s.pool, mirror)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Topic, len(list))
+	for i, t := range list {
+		out[i] = topicOf(t)
+	}
+	return out, nil
 }
 
 // GetTopic returns one mirror topic.
-func (s *Service) GetTopic(ctx context.Context, mirror, topic string) (repo.Topic, error) {
-	if _, err := s.GetMirror(ctx, mirror); err != nil {
-		return repo.Topic{}, err
+func (s *Service) GetTopic(ctx context.Context, mirror, topic string) (Topic, error) {
+	if _, err := s.mirror(ctx, mirror); err != nil {
+		return Topic{}, err
 	}
 	t, err := repo.TopicsGet(ctx, s.pool, mirror, topic)
 	if errors.Is(err, repo.ErrNotFound) {
-		return t, &NotFoundError{Kind: "topic", Detail: fmt.Sprintf("mirror %s has no topic %s", mirror, topic)}
+		return Topic{}, &NotFoundError{Kind: "topic", Detail: fmt.Sprintf("mirror %s has no topic %s", mirror, topic)}
+	} else if err != nil {
+		return Topic{}, err
 	}
-	return t, err
+	return topicOf(t), nil
 }

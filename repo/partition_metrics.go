@@ -1,0 +1,40 @@
+package repo
+
+import "context"
+
+// PartitionStateCount is one (mirror, topic, state) group of
+// mirror_partitions, as the metrics scrape reads it.
+type PartitionStateCount struct {
+	Mirror string
+	Topic  string
+	// State is "UNKNOWN" for partitions with no state yet.
+	State      string
+	Partitions int64
+	// Lag sums source end offset − next source offset, floored at 0 per
+	// partition; partitions with no known end count 0.
+	Lag         int64
+	LostRecords int64
+}
+
+// PartitionsCountByState groups every partition by mirror, topic and state,
+// in that order, in one query: the scrape reports the whole deployment
+// whoever holds the leases.
+func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount, error) {
+	rows, err := q.Query(ctx, `
+		SELECT mirror, topic, coalesce(state, 'UNKNOWN'), count(*),
+			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0)), 0), sum(lost_records)
+		FROM mirror_partitions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []PartitionStateCount
+	for rows.Next() {
+		var c PartitionStateCount
+		if err := rows.Scan(&c.Mirror, &c.Topic, &c.State, &c.Partitions, &c.Lag, &c.LostRecords); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, c)
+	}
+	return out, interpret(rows.Err())
+}
