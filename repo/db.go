@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -76,4 +77,25 @@ func interpret(err error) error {
 		}
 	}
 	return err
+}
+
+// Now is the database's clock, which every instance shares.
+func Now(ctx context.Context, q DBTX) (time.Time, error) {
+	var now time.Time
+	err := q.QueryRow(ctx, `SELECT now()`).Scan(&now)
+	return now, interpret(err)
+}
+
+// AdvisoryTryLock takes a session-level advisory lock on q's connection
+// (it must be one connection, not a pool) and reports whether it got it.
+func AdvisoryTryLock(ctx context.Context, q DBTX, key int64) (bool, error) {
+	var got bool
+	err := q.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&got)
+	return got, interpret(err)
+}
+
+// AdvisoryUnlock releases a lock that AdvisoryTryLock took on q.
+func AdvisoryUnlock(ctx context.Context, q DBTX, key int64) error {
+	_, err := q.Exec(ctx, `SELECT pg_advisory_unlock($1)`, key)
+	return interpret(err)
 }

@@ -63,3 +63,10 @@ func OutboxList(ctx context.Context, q DBTX, p OutboxListParams) ([]OutboxRow, e
 	}
 	return out, interpret(rows.Err())
 }
+
+// OutboxMarkPublished marks rows as published once __mirror_state
+// acknowledged them.
+func OutboxMarkPublished(ctx context.Context, q DBTX, ids []int64) error {
+	_, err := q.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids)
+	return interpret(err)
+}

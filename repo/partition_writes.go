@@ -143,14 +143,15 @@ type PartitionID struct {
 // OffsetRunsTruncate deletes the offset-map runs that map to destination
 // offsets at or after dstFrom, and shortens a run that straddles it: the
 // destination lost those records, so the map must not claim them.
-func OffsetRunsTruncate(ctx context.Context, q DBTX, mirror, topic string, partition int32, dstFrom int64) error {
+// It writes nothing unless the fence still holds.
+func OffsetRunsTruncate(ctx context.Context, q DBTX, f LeaseFence, dstFrom int64) error {
 	_, err := q.Exec(ctx, `
 		WITH del AS (
 			DELETE FROM offset_map_runs
-			WHERE mirror = $1 AND topic = $2 AND partition = $3 AND dst_start >= $4)
-		UPDATE offset_map_runs SET count = $4 - dst_start
+			WHERE mirror = $1 AND topic = $2 AND partition = $3 AND dst_start >= $6 AND `+fenced+`)
+		UPDATE offset_map_runs SET count = $6 - dst_start
 		WHERE mirror = $1 AND topic = $2 AND partition = $3
-		  AND dst_start < $4 AND dst_start + count > $4`, mirror, topic, partition, dstFrom)
+		  AND dst_start < $6 AND dst_start + count > $6 AND `+fenced, f.args(dstFrom)...)
 	return interpret(err)
 }
 
@@ -173,10 +174,11 @@ func OffsetRunsFirst(ctx context.Context, q DBTX, mirror, topic string, partitio
 	return r, interpret(err)
 }
 
-// OffsetRunsDelete removes every run of a partition (a recreated destination).
-func OffsetRunsDelete(ctx context.Context, q DBTX, mirror, topic string, partition int32) error {
-	_, err := q.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2 AND partition = $3`,
-		mirror, topic, partition)
+// OffsetRunsDelete removes every run of the fence's partition (its
+// destination lost everything), unless the fence no longer holds.
+func OffsetRunsDelete(ctx context.Context, q DBTX, f LeaseFence) error {
+	_, err := q.Exec(ctx, `DELETE FROM offset_map_runs
+		WHERE mirror = $1 AND topic = $2 AND partition = $3 AND `+fenced, f.args()...)
 	return interpret(err)
 }
 

@@ -145,13 +145,13 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 	} else if !errors.Is(err, repo.ErrNotFound) {
 		return alignResult{}, retryable("read offset map: %v", err)
 	}
-	if err := repo.OffsetRunsTruncate(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E); err != nil {
+	if err := repo.OffsetRunsTruncate(ctx, pool, w.fence(), E); err != nil {
 		return alignResult{}, retryable("truncate offset map: %v", err)
 	}
 	if E == 0 || E == dstStart {
 		if E > 0 {
 			// Records before E are gone; nothing maps there any more.
-			if err := repo.OffsetRunsDelete(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition); err != nil {
+			if err := repo.OffsetRunsDelete(ctx, pool, w.fence()); err != nil {
 				return alignResult{}, retryable("clear offset map: %v", err)
 			}
 		}

@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"kmirror/internal/notifier"
+	"kmirror/repo"
 	"sync"
 	"time"
 
@@ -61,22 +62,14 @@ func (d *desiredStates) run(ctx context.Context, every time.Duration, changed *n
 }
 
 func (d *desiredStates) refresh(ctx context.Context) error {
-	rows, err := d.pool.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate FROM mirror_topics`)
+	rows, err := repo.TopicsListDesired(ctx, d.pool)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	m := map[[2]string]topicDesire{}
-	for rows.Next() {
-		var mirror, topic string
-		var t topicDesire
-		if err := rows.Scan(&mirror, &topic, &t.state, &t.replicationFactor, &t.recreate); err != nil {
-			return err
-		}
-		m[[2]string{mirror, topic}] = t
-	}
-	if err := rows.Err(); err != nil {
-		return err
+	m := make(map[[2]string]topicDesire, len(rows))
+	for _, r := range rows {
+		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
+			replicationFactor: r.ReplicationFactor, recreate: r.Recreate}
 	}
 	d.mu.Lock()
 	d.topics = m

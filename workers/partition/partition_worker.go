@@ -40,6 +40,13 @@ func newPartitionWorker(e *Engine, l *lease.Lease) *partitionWorker {
 		stopping: make(chan struct{}), exited: make(chan struct{})}
 }
 
+// fence is what the worker's writes carry so that they change nothing once
+// its lease has moved on.
+func (w *partitionWorker) fence() repo.LeaseFence {
+	return repo.LeaseFence{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Owner: w.lease.Owner, Epoch: w.lease.Epoch}
+}
+
 // stop asks the worker to finish (flushing and saving its checkpoint) and
 // waits until it has.
 func (w *partitionWorker) stop() {

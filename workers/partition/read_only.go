@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"errors"
+	"kmirror/repo"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -30,10 +31,8 @@ func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 	} else {
 		// Only the last partition to stop lifts it: the others are still
 		// being mirrored.
-		var busy int
-		if err := w.e.cfg.Pool.QueryRow(ctx, `SELECT count(*) FROM mirror_partitions
-			WHERE mirror = $1 AND topic = $2 AND partition <> $3 AND coalesce(state, '') NOT IN ('STOPPED', 'STOPPING', '')`,
-			w.key.Mirror, w.key.Topic, w.key.Partition).Scan(&busy); err != nil {
+		busy, err := repo.PartitionsCountStillMirrored(ctx, w.e.cfg.Pool, w.fence())
+		if err != nil {
 			return retryable("count mirrored partitions: %v", err)
 		}
 		if busy > 0 {
@@ -52,8 +51,11 @@ func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 	case err != nil:
 		return retryable("read-only ACL on destination topic %s: %v", w.key.Topic, err)
 	}
-	if _, err := w.e.cfg.Pool.Exec(ctx, `UPDATE mirror_topics SET read_only_enforced = $3
-		WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic, enforced && on); err != nil {
+	err = repo.TopicsSetReadOnlyEnforced(ctx, w.e.cfg.Pool, w.fence(), enforced && on)
+	if errors.Is(err, repo.ErrNotFound) {
+		return errStop // the lease moved on
+	}
+	if err != nil {
 		return retryable("record read-only state: %v", err)
 	}
 	return nil

@@ -61,18 +61,11 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 	// The producer must forget the old topic's id and sequence numbers.
 	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
 	err = repo.WithTx(ctx, w.e.cfg.Pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE mirror_partitions SET src_next = NULL, dst_next = NULL,
-			destination_end_offset = 0 WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic); err != nil {
-			return err
-		}
-		// The source topic may be a new one too: its id is taken afresh.
-		_, err := tx.Exec(ctx, `UPDATE mirror_topics SET recreate = false, source_topic_id = NULL
-			WHERE mirror = $1 AND topic = $2`, w.key.Mirror, w.key.Topic)
-		return err
+		return repo.TopicsResetForRecreate(ctx, tx, w.fence())
 	})
+	if errors.Is(err, repo.ErrNotFound) {
+		return errStop // the lease moved on
+	}
 	if err != nil {
 		return retryable("record recreated destination topic: %v", err)
 	}

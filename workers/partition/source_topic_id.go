@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"kmirror/repo"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,11 +34,10 @@ func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceCli
 	if id == zero {
 		return nil // an old broker without topic ids: nothing to compare
 	}
-	var stored []byte
-	err = w.e.cfg.Pool.QueryRow(ctx, `
-		UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $3)
-		WHERE mirror = $1 AND topic = $2 RETURNING source_topic_id`,
-		w.key.Mirror, w.key.Topic, id[:]).Scan(&stored)
+	stored, err := repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, w.fence(), id[:])
+	if errors.Is(err, repo.ErrNotFound) {
+		return errStop // the lease moved on
+	}
 	if err != nil {
 		return retryable("record source topic id: %v", err)
 	}

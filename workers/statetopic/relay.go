@@ -110,15 +110,15 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 		return err
 	}
 	defer conn.Release()
-	var got bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(outboxRelayLock)).Scan(&got); err != nil {
+	got, err := repo.AdvisoryTryLock(ctx, conn, outboxRelayLock)
+	if err != nil {
 		return err
 	}
 	if !got {
 		return nil // another instance relays
 	}
 	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(outboxRelayLock))
+		_ = repo.AdvisoryUnlock(context.WithoutCancel(ctx), conn, outboxRelayLock)
 	}()
 	producer, err := r.cfg.Destination.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(250*time.Millisecond))
@@ -216,7 +216,7 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		return 0, fmt.Errorf("publish to %s: %w", service.StateTopic, err)
 	}
-	if _, err := r.cfg.Pool.Exec(ctx, `UPDATE outbox SET published_at = now() WHERE id = ANY($1)`, ids); err != nil {
+	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
 	}
 	return len(rows), nil
@@ -232,8 +232,8 @@ const checkpointOverlap = 10 * time.Second
 // so __mirror_state carries recent checkpoints. It returns the database
 // time to pass next.
 func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, since time.Time) (time.Time, error) {
-	var now time.Time
-	if err := r.cfg.Pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+	now, err := repo.Now(ctx, r.cfg.Pool)
+	if err != nil {
 		return since, err
 	}
 	parts, err := repo.PartitionsChangedSince(ctx, r.cfg.Pool, since.Add(-checkpointOverlap))

@@ -1,0 +1,142 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/testdb"
+	"kmirror/repo"
+)
+
+func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+
+// fenceWorld is one mirror topic with two partitions: partition 0 leased by
+// "a" at epoch 2 (the stale fence is epoch 1), both with a checkpoint and
+// an offset-map run.
+func fenceWorld(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool := testdb.Pool(t)
+	for _, sql := range []string{
+		`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1')`,
+		`INSERT INTO mirror_topics (mirror, topic, desired_state, recreate) VALUES ('m', 't', 'mirroring', true)`,
+		`INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, lease_owner, lease_epoch, lease_expires_at)
+		 VALUES ('m', 't', 0, 'PREPARING', 10, 10, 'a', 2, now() + interval '1 hour'),
+		        ('m', 't', 1, 'MIRRORING', 20, 20, 'b', 5, now() + interval '1 hour')`,
+		`INSERT INTO offset_map_runs (mirror, topic, partition, src_start, dst_start, count)
+		 VALUES ('m', 't', 0, 0, 0, 10), ('m', 't', 1, 0, 0, 20)`,
+	} {
+		if _, err := pool.Exec(context.Background(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
+
+// snapshot is everything a fenced write may change, as text.
+func snapshot(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT string_agg(format('%s/%s rec=%s ro=%s id=%s', mirror, topic, recreate, read_only_enforced, source_topic_id), ';') FROM mirror_topics) || ' | ' ||
+		(SELECT string_agg(format('%s src=%s dst=%s dend=%s', partition, src_next, dst_next, destination_end_offset), ';' ORDER BY partition) FROM mirror_partitions) || ' | ' ||
+		coalesce((SELECT string_agg(format('%s:%s+%s', partition, dst_start, count), ';' ORDER BY partition, src_start) FROM offset_map_runs), '')`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestFencedWorkerWritesIgnoreAStaleEpoch: every write a partition worker
+// makes outside its own state row carries its lease; at a stale epoch (or
+// another owner) it changes nothing, at the current one it does.
+func TestFencedWorkerWritesIgnoreAStaleEpoch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	id := []byte("0123456789abcdef")
+	writes := map[string]func(q repo.DBTX, f repo.LeaseFence) error{
+		"TopicsRecordSourceID": func(q repo.DBTX, f repo.LeaseFence) error {
+			_, err := repo.TopicsRecordSourceID(ctx, q, f, id)
+			return err
+		},
+		"TopicsSetReadOnlyEnforced": func(q repo.DBTX, f repo.LeaseFence) error {
+			return repo.TopicsSetReadOnlyEnforced(ctx, q, f, true)
+		},
+		"TopicsResetForRecreate": func(q repo.DBTX, f repo.LeaseFence) error {
+			return repo.TopicsResetForRecreate(ctx, q, f)
+		},
+		"OffsetRunsTruncate": func(q repo.DBTX, f repo.LeaseFence) error {
+			return repo.OffsetRunsTruncate(ctx, q, f, 4)
+		},
+		"OffsetRunsDelete": func(q repo.DBTX, f repo.LeaseFence) error {
+			return repo.OffsetRunsDelete(ctx, q, f)
+		},
+	}
+	current := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 0, Owner: "a", Epoch: 2}
+	stale := []repo.LeaseFence{
+		{Mirror: "m", Topic: "t", Partition: 0, Owner: "a", Epoch: 1},
+		{Mirror: "m", Topic: "t", Partition: 0, Owner: "z", Epoch: 2},
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			pool := fenceWorld(t)
+			before := snapshot(t, pool)
+			for _, f := range stale {
+				err := write(pool, f)
+				if err != nil && !errors.Is(err, repo.ErrNotFound) {
+					t.Fatalf("stale fence %+v: %v", f, err)
+				}
+				if got := snapshot(t, pool); got != before {
+					t.Fatalf("stale fence %+v wrote:\nbefore %s\nafter  %s", f, before, got)
+				}
+			}
+			if err := write(pool, current); err != nil {
+				t.Fatalf("current fence: %v", err)
+			}
+			if got := snapshot(t, pool); got == before {
+				t.Fatalf("current fence wrote nothing: %s", got)
+			}
+		})
+	}
+}
+
+// TestPartitionWritesIgnoreAStaleEpoch covers the fenced writes of the
+// partition row itself: state changes, checkpoints and end offsets.
+func TestPartitionWritesIgnoreAStaleEpoch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := fenceWorld(t)
+	before := snapshot(t, pool)
+	for _, epoch := range []int64{1, 3} {
+		_, err := repo.PartitionsSetState(ctx, pool, repo.PartitionsSetStateParams{Mirror: "m", Topic: "t", Partition: 0,
+			Owner: "a", Epoch: epoch, From: "PREPARING", To: "MIRRORING"})
+		if !errors.Is(err, repo.ErrNotFound) {
+			t.Fatalf("state write at epoch %d: %v, want ErrNotFound", epoch, err)
+		}
+		saved, err := repo.CheckpointsSave(ctx, pool, "a", []repo.Checkpoint{{Mirror: "m", Topic: "t", Partition: 0,
+			Epoch: epoch, SrcNext: 99, DstNext: 99, SourceEnd: -1, DestinationEnd: -1}})
+		if err != nil || len(saved) != 0 {
+			t.Fatalf("checkpoint at epoch %d: saved %v, %v", epoch, saved, err)
+		}
+		if err := repo.PartitionsSetEnds(ctx, pool, "a", []repo.EndOffsets{{ID: repo.PartitionID{Mirror: "m", Topic: "t", Partition: 0},
+			Epoch: epoch, SourceEnd: 500, DestinationEnd: 500}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := snapshot(t, pool); got != before {
+		t.Fatalf("a stale epoch wrote:\nbefore %s\nafter  %s", before, got)
+	}
+	var state string
+	var srcEnd *int64
+	if err := pool.QueryRow(ctx, `SELECT state, source_end_offset FROM mirror_partitions WHERE partition = 0`).Scan(&state, &srcEnd); err != nil {
+		t.Fatal(err)
+	}
+	if state != "PREPARING" || srcEnd != nil {
+		t.Fatalf("state %s, source end %v after stale writes", state, fmt.Sprint(srcEnd))
+	}
+}

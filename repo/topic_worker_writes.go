@@ -1,0 +1,113 @@
+package repo
+
+import (
+	"context"
+)
+
+// LeaseFence names the partition lease a worker writes under: a write that
+// carries it changes nothing unless mirror_partitions still names this
+// owner and epoch for that partition.
+type LeaseFence struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Owner     string
+	Epoch     int64
+}
+
+// fenced is the SQL condition for a LeaseFence in $1..$5 (mirror, topic,
+// partition, owner, epoch).
+const fenced = `EXISTS (SELECT 1 FROM mirror_partitions f
+	WHERE f.mirror = $1 AND f.topic = $2 AND f.partition = $3 AND f.lease_owner = $4 AND f.lease_epoch = $5)`
+
+func (f LeaseFence) args(more ...any) []any {
+	return append([]any{f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch}, more...)
+}
+
+// DesiredState is a mirror topic's desire as the partition workers read it.
+type DesiredState struct {
+	Mirror            string
+	Topic             string
+	DesiredState      string
+	ReplicationFactor int
+	Recreate          bool
+}
+
+// TopicsListDesired reads every mirror topic's desired state, in one query.
+func TopicsListDesired(ctx context.Context, q DBTX) ([]DesiredState, error) {
+	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate FROM mirror_topics`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []DesiredState
+	for rows.Next() {
+		var d DesiredState
+		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, d)
+	}
+	return out, interpret(rows.Err())
+}
+
+// TopicsRecordSourceID stores the source topic id of the fence's topic the
+// first time, and returns the stored one either way. ErrNotFound means the
+// fence no longer holds (or the topic is gone): nothing was written.
+func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) ([]byte, error) {
+	var stored []byte
+	err := q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $6)
+		WHERE mirror = $1 AND topic = $2 AND `+fenced+` RETURNING source_topic_id`, f.args(id)...).Scan(&stored)
+	return stored, interpret(err)
+}
+
+// TopicsSetReadOnlyEnforced records whether the destination enforces the
+// fence's topic's read-only ACL. ErrNotFound means the fence no longer
+// holds: nothing was written.
+func TopicsSetReadOnlyEnforced(ctx context.Context, q DBTX, f LeaseFence, enforced bool) error {
+	tag, err := q.Exec(ctx, `UPDATE mirror_topics SET read_only_enforced = $6
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args(enforced)...)
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// PartitionsCountStillMirrored counts the fence topic's other partitions
+// that are neither STOPPED, STOPPING nor UNKNOWN: while any is, the topic
+// stays read-only.
+func PartitionsCountStillMirrored(ctx context.Context, q DBTX, f LeaseFence) (int, error) {
+	var n int
+	err := q.QueryRow(ctx, `SELECT count(*) FROM mirror_partitions
+		WHERE mirror = $1 AND topic = $2 AND partition <> $3
+		  AND coalesce(state, '') NOT IN ('STOPPED', 'STOPPING', '')`, f.Mirror, f.Topic, f.Partition).Scan(&n)
+	return n, interpret(err)
+}
+
+// TopicsResetForRecreate records, in one transaction, that the fence's
+// topic was dropped and created again on the destination: every
+// partition's checkpoint and the offset map are forgotten, the recreate
+// request is cleared, and the source topic id is taken afresh. The caller
+// must hold the fence (the worker of partition 0 does this for the topic);
+// otherwise ErrNotFound and nothing changes.
+func TopicsResetForRecreate(ctx context.Context, q DBTX, f LeaseFence) error {
+	// The topic row is updated first, under the fence, so a stale caller
+	// stops before touching any partition.
+	tag, err := q.Exec(ctx, `UPDATE mirror_topics SET recreate = false, source_topic_id = NULL
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...)
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	if _, err := q.Exec(ctx, `UPDATE mirror_partitions SET src_next = NULL, dst_next = NULL,
+		destination_end_offset = 0 WHERE mirror = $1 AND topic = $2`, f.Mirror, f.Topic); err != nil {
+		return interpret(err)
+	}
+	_, err = q.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2`, f.Mirror, f.Topic)
+	return interpret(err)
+}
