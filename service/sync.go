@@ -34,8 +34,11 @@ const (
 	// syncOwnerGrace is how long SyncMirror waits for some instance to hold
 	// the mirror's metadata-sync lease (a new mirror's is taken within a
 	// lease-manager pass).
-	syncOwnerGrace   = 3 * time.Second
-	syncPollInterval = 100 * time.Millisecond
+	syncOwnerGrace = 3 * time.Second
+	// syncPollInterval is how often a waiting request looks for its
+	// result: one indexed read of one row, for the few seconds a pass
+	// takes, so it can be short.
+	syncPollInterval = 10 * time.Millisecond
 )
 
 // Triggers of a sync pass, as recorded in its result.

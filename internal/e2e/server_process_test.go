@@ -61,6 +61,12 @@ func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destinati
 		"--log-level", "info")
 	s.cmd.Env = childEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	// Strict JSON log pipelines reject a key given twice in one line.
+	t.Cleanup(func() {
+		if lines, dupes := s.logs.jsonLinesAndDuplicates(); len(dupes) > 0 {
+			t.Errorf("server %s: %d of %d JSON log lines repeat a key, e.g. %s", id, len(dupes), lines, dupes[0])
+		}
+	})
 	if err := s.cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start kmirror server %s: %v", id, err)
@@ -168,6 +174,11 @@ type serverLog struct {
 	// alignment found the point to resume from.
 	aligned []string
 
+	// jsonLines counts the JSON log lines; dupes are those that give a
+	// key more than once.
+	jsonLines int
+	dupes     []string
+
 	ready, leased, mirroring chan struct{}
 	readyOnce, leasedOnce    sync.Once
 	mirroringOnce            sync.Once
@@ -211,6 +222,10 @@ func (l *serverLog) line(b []byte) {
 	if json.Unmarshal(b, &rec) != nil {
 		return
 	}
+	l.jsonLines++
+	if keys := duplicateKeys(b); len(keys) > 0 {
+		l.dupes = append(l.dupes, fmt.Sprintf("%v in %s", keys, b))
+	}
 	switch rec.Msg {
 	case "kmirror server started":
 		l.addr = rec.Listen
@@ -237,6 +252,61 @@ func (l *serverLog) listenAddr() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.addr
+}
+
+// jsonLinesAndDuplicates returns how many JSON log lines were seen and the
+// ones that repeat a key.
+func (l *serverLog) jsonLinesAndDuplicates() (int, []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.jsonLines, append([]string(nil), l.dupes...)
+}
+
+// duplicateKeys returns the keys that one JSON object (at any depth) of
+// line gives more than once; encoding/json keeps the last silently.
+func duplicateKeys(line []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var dupes []string
+	var walk func() error
+	walk = func() error {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key := k.(string)
+				if seen[key] {
+					dupes = append(dupes, key)
+				}
+				seen[key] = true
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // '}'
+			return err
+		case json.Delim('['):
+			for dec.More() {
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = dec.Token() // ']'
+			return err
+		}
+		return nil
+	}
+	if walk() != nil {
+		return nil
+	}
+	return dupes
 }
 
 // partitionFailures returns the "partition failed" errors logged so far.

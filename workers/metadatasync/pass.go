@@ -64,29 +64,8 @@ func (p *syncPass) run() time.Duration {
 		interval = cmp.Or(cfg.Interval, interval)
 	}
 	loadErr := cmp.Or(cfgErr, p.load())
-	kinds := []struct {
-		out *service.SyncOutcome
-		fn  func(o *service.SyncOutcome) error
-	}{
-		// Deletions first, so the other kinds skip topics it stops.
-		{&p.res.DeletedTopics, p.syncDeletedTopics},
-		{&p.res.NewTopics, p.syncNewTopics},
-		{&p.res.Partitions, p.syncPartitions},
-		{&p.res.TopicConfigs, p.syncTopicConfigs},
-		{nil, nil}, // group offsets, below
-		{&p.res.ACLs, p.syncACLs},
-		{&p.res.PausedTopics, p.syncPausedTopics},
-	}
 	for _, k := range kinds {
-		if k.out == nil {
-			p.res.GroupOffsets = p.syncGroupOffsets(loadErr)
-			continue
-		}
-		err := loadErr
-		if err == nil {
-			err = k.fn(k.out)
-		}
-		finishOutcome(k.out, err)
+		k.run(p, loadErr)
 	}
 	return interval
 }
@@ -110,14 +89,11 @@ func finishOutcome(o *service.SyncOutcome, err error) {
 
 func (p *syncPass) errorSummary() string {
 	var parts []string
-	for kind, e := range map[string]string{"topic_configs": p.res.TopicConfigs.Error, "partitions": p.res.Partitions.Error,
-		"new_topics": p.res.NewTopics.Error, "deleted_topics": p.res.DeletedTopics.Error,
-		"group_offsets": p.res.GroupOffsets.Error, "acls": p.res.ACLs.Error, "paused_topics": p.res.PausedTopics.Error} {
-		if e != "" {
-			parts = append(parts, kind+": "+e)
+	for _, k := range kinds {
+		if _, e := k.status(&p.res); e != "" {
+			parts = append(parts, k.name+": "+e)
 		}
 	}
-	slices.Sort(parts)
 	return strings.Join(parts, "; ")
 }
 

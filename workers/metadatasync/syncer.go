@@ -332,8 +332,7 @@ func (r *mirrorSync) pass(ctx context.Context, trigger string) time.Duration {
 	res := &p.res
 	res.FinishedAt = time.Now().UTC()
 	res.DurationMs = time.Since(start).Milliseconds()
-	res.OK = res.TopicConfigs.OK && res.Partitions.OK && res.NewTopics.OK && res.DeletedTopics.OK &&
-		res.GroupOffsets.OK && res.ACLs.OK && res.PausedTopics.OK
+	res.OK = allOK(res)
 	raw, err := json.Marshal(res)
 	if err != nil {
 		r.log.Error("metadata sync: encoding the pass result failed", "err", err)
@@ -424,14 +423,12 @@ func (m *syncMetrics) observe(res *service.SyncResult) {
 		outcome = "error"
 	}
 	m.passes.WithLabelValues(res.Mirror, outcome).Inc()
-	for kind, ok := range map[string]bool{"topic_configs": res.TopicConfigs.OK, "partitions": res.Partitions.OK,
-		"new_topics": res.NewTopics.OK, "deleted_topics": res.DeletedTopics.OK, "group_offsets": res.GroupOffsets.OK,
-		"acls": res.ACLs.OK, "paused_topics": res.PausedTopics.OK} {
+	for _, k := range kinds {
 		v := 0.0
-		if ok {
+		if ok, _ := k.status(res); ok {
 			v = 1
 		}
-		m.kindOK.WithLabelValues(res.Mirror, kind).Set(v)
+		m.kindOK.WithLabelValues(res.Mirror, k.name).Set(v)
 	}
 	m.lastPass.WithLabelValues(res.Mirror).Set(float64(res.FinishedAt.UnixMilli()) / 1000)
 	m.duration.WithLabelValues(res.Mirror).Set(float64(res.DurationMs) / 1000)
