@@ -6,6 +6,7 @@
 package workertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -145,7 +146,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		RenewInterval: Renew, Margin: Margin, Logger: log, Partitions: eng, Notifier: notes}
 	if o.Sync {
 		syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Svc, InstanceID: id,
-			Destination: o.Dest, Logger: log, DefaultInterval: cmpDuration(o.SyncInterval, time.Hour),
+			Destination: o.Dest, Logger: log, DefaultInterval: cmp.Or(o.SyncInterval, time.Hour),
 			Notifier: notes, Timeout: SyncTimeout, Producer: eng})
 		if err != nil {
 			tb.Fatal(err)
@@ -174,13 +175,6 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	in.Leases = lm
 	tb.Cleanup(in.Stop)
 	return in
-}
-
-func cmpDuration(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // Stop stops the instance gracefully: leases handed back after the workers
