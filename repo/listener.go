@@ -16,7 +16,7 @@ const (
 	// ChannelLeaseDemand: mirror partitions were added or removed, or one
 	// reached STOPPED and no longer needs a worker.
 	ChannelLeaseDemand = "kmirror_lease_demand"
-	// ChannelSync: a mirror's "sync now" was requested (payload: mirror).
+	// ChannelSync: a mirror's "sync now" was requested.
 	ChannelSync = "kmirror_sync"
 	// ChannelOutbox: outbox rows were inserted.
 	ChannelOutbox = "kmirror_outbox"
