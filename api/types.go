@@ -225,7 +225,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 }
 
 func topicView(t service.Topic, rows []service.PartitionRow) Topic {
-	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
+	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: string(t.DesiredState),
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
 		States: map[string]int{}, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for _, r := range rows {

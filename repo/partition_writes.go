@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"kmirror/internal/states"
 	"time"
 )
 
@@ -13,8 +14,8 @@ type PartitionsSetStateParams struct {
 	Owner     string
 	Epoch     int64
 	// From must equal the stored state ("" is UNKNOWN) or nothing is written.
-	From string
-	To   string
+	From states.Partition
+	To   states.Partition
 	// Error, Retryable, RetryAttempt and NextRetryAt are stored as given.
 	Error        string
 	Retryable    bool
@@ -220,8 +221,8 @@ type PartitionsRestoreParams struct {
 	Topic     string
 	Partition int32
 	// State, PreviousState and Error: "" is stored as NULL.
-	State         string
-	PreviousState string
+	State         states.Partition
+	PreviousState states.Partition
 	Error         string
 	SrcNext       *int64
 	DstNext       *int64

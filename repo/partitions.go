@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"kmirror/internal/states"
 	"time"
 )
 
@@ -10,8 +11,8 @@ type Partition struct {
 	Mirror               string
 	Topic                string
 	Partition            int32
-	State                string // "" is UNKNOWN
-	PreviousState        string
+	State                states.Partition // "" is UNKNOWN
+	PreviousState        states.Partition
 	Error                string
 	Retryable            bool
 	RetryAttempt         int

@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"kmirror/internal/states"
 )
 
 // LeaseFence names the partition lease a worker writes under: a write that
@@ -24,25 +25,25 @@ func (f LeaseFence) args(more ...any) []any {
 	return append([]any{f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch}, more...)
 }
 
-// DesiredState is a mirror topic's desire as the partition workers read it.
-type DesiredState struct {
+// TopicDesire is a mirror topic's desire as the partition workers read it.
+type TopicDesire struct {
 	Mirror            string
 	Topic             string
-	DesiredState      string
+	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
 }
 
 // TopicsListDesired reads every mirror topic's desired state, in one query.
-func TopicsListDesired(ctx context.Context, q DBTX) ([]DesiredState, error) {
+func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
 	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate FROM mirror_topics`)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	defer rows.Close()
-	var out []DesiredState
+	var out []TopicDesire
 	for rows.Next() {
-		var d DesiredState
+		var d TopicDesire
 		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate); err != nil {
 			return nil, interpret(err)
 		}

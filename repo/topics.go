@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"kmirror/internal/states"
 	"time"
 )
 
@@ -9,7 +10,7 @@ import (
 type Topic struct {
 	Mirror            string
 	Topic             string
-	DesiredState      string
+	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
 	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
@@ -60,7 +61,7 @@ func TopicsGet(ctx context.Context, q DBTX, mirror, topic string) (Topic, error)
 type TopicsUpsertParams struct {
 	Mirror            string
 	Topic             string
-	DesiredState      string
+	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
 	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
@@ -90,7 +91,7 @@ func TopicsUpsert(ctx context.Context, q DBTX, p TopicsUpsertParams) error {
 }
 
 // TopicsSetDesiredState sets the desired state of the named topics.
-func TopicsSetDesiredState(ctx context.Context, q DBTX, mirror string, topics []string, desired string) error {
+func TopicsSetDesiredState(ctx context.Context, q DBTX, mirror string, topics []string, desired states.Desired) error {
 	tag, err := q.Exec(ctx, `
 		UPDATE mirror_topics SET desired_state = $3, updated_at = now()
 		WHERE mirror = $1 AND topic = ANY($2)`, mirror, topics, desired)

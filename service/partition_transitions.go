@@ -40,17 +40,17 @@ type PartitionTransition struct {
 
 // PartitionRecord is a partition's state as published to __mirror_state.
 type PartitionRecord struct {
-	Version       int       `json:"version"`
-	Mirror        string    `json:"mirror"`
-	Topic         string    `json:"topic"`
-	Partition     int32     `json:"partition"`
-	State         string    `json:"state"`
-	PreviousState string    `json:"previous_state,omitempty"`
-	Error         string    `json:"error,omitempty"`
-	SrcNext       *int64    `json:"src_next,omitempty"`
-	DstNext       *int64    `json:"dst_next,omitempty"`
-	LostRecords   int64     `json:"lost_records"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	Version       int            `json:"version"`
+	Mirror        string         `json:"mirror"`
+	Topic         string         `json:"topic"`
+	Partition     int32          `json:"partition"`
+	State         PartitionState `json:"state"`
+	PreviousState PartitionState `json:"previous_state,omitempty"`
+	Error         string         `json:"error,omitempty"`
+	SrcNext       *int64         `json:"src_next,omitempty"`
+	DstNext       *int64         `json:"dst_next,omitempty"`
+	LostRecords   int64          `json:"lost_records"`
+	UpdatedAt     time.Time      `json:"updated_at"`
 }
 
 // PartitionRecordOf builds the __mirror_state record of a partition row.
@@ -73,7 +73,7 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 		var err error
 		out, err = repo.PartitionsSetState(ctx, tx, repo.PartitionsSetStateParams{
 			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
-			From: string(t.From), To: string(t.To), Error: t.Error, Retryable: t.Retryable,
+			From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
 			RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
 			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
 		if errors.Is(err, repo.ErrNotFound) {

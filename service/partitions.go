@@ -93,7 +93,7 @@ func describeRow(p repo.Partition) PartitionRow {
 	r := PartitionRow{
 		Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
 		SourceOffset: p.SourceEndOffset, DestinationOffset: p.DestinationEndOffset,
-		State: PartitionState(p.State), Error: p.Error, RetryAttempt: p.RetryAttempt,
+		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 	}
 	if p.SourceEndOffset != nil {

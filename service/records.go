@@ -47,14 +47,14 @@ type SourceRecord struct {
 
 // TopicRecord is a mirror topic's desired state as published to __mirror_state.
 type TopicRecord struct {
-	Version           int       `json:"version"`
-	Mirror            string    `json:"mirror"`
-	Topic             string    `json:"topic"`
-	DesiredState      string    `json:"desired_state"`
-	ReplicationFactor int       `json:"replication_factor"`
-	Recreate          bool      `json:"recreate"`
-	Partitions        int       `json:"partitions"`
-	UpdatedAt         time.Time `json:"updated_at"`
+	Version           int          `json:"version"`
+	Mirror            string       `json:"mirror"`
+	Topic             string       `json:"topic"`
+	DesiredState      DesiredState `json:"desired_state"`
+	ReplicationFactor int          `json:"replication_factor"`
+	Recreate          bool         `json:"recreate"`
+	Partitions        int          `json:"partitions"`
+	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
 // RedactedSource returns a mirror's source connection without secrets.

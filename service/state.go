@@ -1,49 +1,30 @@
 package service
 
-import "fmt"
+import (
+	"fmt"
+
+	"kmirror/internal/states"
+)
 
 // PartitionState is the actual state of a mirror partition, from the seed's
-// lifecycle. The zero value is StateUnknown: the absence of state.
-type PartitionState string
+// lifecycle (states.Partition). The zero value is StateUnknown: the absence
+// of state.
+type PartitionState = states.Partition
 
 // The partition states. UNKNOWN is never stored; it is a NULL state column.
 const (
-	StateUnknown   PartitionState = ""
-	StatePreparing PartitionState = "PREPARING"
-	StateMirroring PartitionState = "MIRRORING"
-	StatePausing   PartitionState = "PAUSING"
-	StatePaused    PartitionState = "PAUSED"
-	StateStopping  PartitionState = "STOPPING"
-	StateStopped   PartitionState = "STOPPED"
-	StateFailed    PartitionState = "FAILED"
+	StateUnknown   = states.Unknown
+	StatePreparing = states.Preparing
+	StateMirroring = states.Mirroring
+	StatePausing   = states.Pausing
+	StatePaused    = states.Paused
+	StateStopping  = states.Stopping
+	StateStopped   = states.Stopped
+	StateFailed    = states.Failed
 )
 
 // AllStates lists every stored state, in lifecycle order.
-var AllStates = []PartitionState{
-	StatePreparing, StateMirroring, StatePausing, StatePaused,
-	StateStopping, StateStopped, StateFailed,
-}
-
-// String returns the state's name, with UNKNOWN for the absence of state.
-func (s PartitionState) String() string {
-	if s == StateUnknown {
-		return "UNKNOWN"
-	}
-	return string(s)
-}
-
-// Valid reports whether s is a known state (UNKNOWN included).
-func (s PartitionState) Valid() bool {
-	if s == StateUnknown {
-		return true
-	}
-	for _, k := range AllStates {
-		if s == k {
-			return true
-		}
-	}
-	return false
-}
+var AllStates = states.All
 
 // validFrom is the seed's table: for each target state, the states it may be
 // entered from. FAILED may be entered from any state and is handled apart.

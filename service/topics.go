@@ -12,14 +12,18 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"kmirror/internal/states"
 	"kmirror/repo"
 )
 
+// DesiredState is what an operator asked of a mirror topic.
+type DesiredState = states.Desired
+
 // Desired states of a mirror topic.
 const (
-	DesiredMirroring = "mirroring"
-	DesiredPaused    = "paused"
-	DesiredStopped   = "stopped"
+	DesiredMirroring = states.DesiredMirroring
+	DesiredPaused    = states.DesiredPaused
+	DesiredStopped   = states.DesiredStopped
 )
 
 // kafkaInternalTopics are never mirrored, whatever the pattern.
@@ -31,7 +35,7 @@ type Topic struct {
 	Mirror string
 	Topic  string
 	// DesiredState is DesiredMirroring, DesiredPaused or DesiredStopped.
-	DesiredState      string
+	DesiredState      DesiredState
 	ReplicationFactor int
 	Recreate          bool
 	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
@@ -118,7 +122,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		var conflicts []TopicState
 		for _, name := range names {
 			if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
-				conflicts = append(conflicts, TopicState{Topic: name, State: t.DesiredState})
+				conflicts = append(conflicts, TopicState{Topic: name, State: string(t.DesiredState)})
 			}
 		}
 		if len(conflicts) > 0 {
@@ -151,16 +155,16 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 // topicTransition is one desired-state action on existing mirror topics.
 type topicTransition struct {
 	action string
-	from   []string
-	to     string
+	from   []DesiredState
+	to     DesiredState
 	event  string
 	verb   string
 }
 
 var (
-	pauseTransition  = topicTransition{"pause", []string{DesiredMirroring}, DesiredPaused, EventTopicsPaused, "paused mirroring for"}
-	resumeTransition = topicTransition{"resume", []string{DesiredPaused}, DesiredMirroring, EventTopicsResumed, "resumed mirroring for"}
-	removeTransition = topicTransition{"remove", []string{DesiredMirroring, DesiredPaused}, DesiredStopped, EventTopicsRemoved, "removed from mirror"}
+	pauseTransition  = topicTransition{"pause", []DesiredState{DesiredMirroring}, DesiredPaused, EventTopicsPaused, "paused mirroring for"}
+	resumeTransition = topicTransition{"resume", []DesiredState{DesiredPaused}, DesiredMirroring, EventTopicsResumed, "resumed mirroring for"}
+	removeTransition = topicTransition{"remove", []DesiredState{DesiredMirroring, DesiredPaused}, DesiredStopped, EventTopicsRemoved, "removed from mirror"}
 )
 
 // PauseTopics stops fetching for mirroring topics; they stay read-only.
@@ -199,7 +203,7 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 			}
 			names = append(names, name)
 			if !slices.Contains(tr.from, t.DesiredState) {
-				conflicts = append(conflicts, TopicState{Topic: name, State: t.DesiredState})
+				conflicts = append(conflicts, TopicState{Topic: name, State: string(t.DesiredState)})
 			}
 		}
 		sort.Strings(names)

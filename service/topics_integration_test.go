@@ -55,7 +55,7 @@ func TestDesiredStateRules(t *testing.T) {
 	type action struct {
 		name   string
 		do     func(ctx context.Context, svc *service.Service, mirror string) (service.TopicsResult, error)
-		target string // desired state after success
+		target service.DesiredState // desired state after success
 		event  string
 	}
 	actions := []action{
@@ -73,20 +73,20 @@ func TestDesiredStateRules(t *testing.T) {
 		}, service.DesiredStopped, service.EventTopicsRemoved},
 	}
 	// setup brings a fresh topic to each current desired state.
-	setup := map[string][]string{
+	setup := map[service.DesiredState][]string{
 		service.DesiredMirroring: {"add"},
 		service.DesiredPaused:    {"add", "pause"},
 		service.DesiredStopped:   {"add", "remove"},
 	}
 	// allowed[current] lists the actions that apply; every other cell is a conflict.
-	allowed := map[string][]string{
+	allowed := map[service.DesiredState][]string{
 		service.DesiredMirroring: {"pause", "remove"},
 		service.DesiredPaused:    {"resume", "remove"},
 		service.DesiredStopped:   {"add"},
 	}
 
 	cells := 0
-	for _, current := range []string{service.DesiredMirroring, service.DesiredPaused, service.DesiredStopped} {
+	for _, current := range []service.DesiredState{service.DesiredMirroring, service.DesiredPaused, service.DesiredStopped} {
 		for _, act := range actions {
 			cells++
 			// Each cell has its own database: one topic can be mirrored by
@@ -104,10 +104,10 @@ func TestDesiredStateRules(t *testing.T) {
 				}
 			}
 			want := slices.Contains(allowed[current], act.name)
-			t.Run(current+"/"+act.name, func(t *testing.T) {
+			t.Run(string(current)+"/"+act.name, func(t *testing.T) {
 				t.Parallel()
-				desired := func() string {
-					var s string
+				desired := func() service.DesiredState {
+					var s service.DesiredState
 					if err := pool.QueryRow(ctx, `SELECT desired_state FROM mirror_topics WHERE mirror = $1 AND topic = 'orders'`,
 						mirror).Scan(&s); err != nil {
 						t.Fatal(err)
@@ -146,10 +146,10 @@ func TestDesiredStateRules(t *testing.T) {
 					if !errors.As(err, &cf) {
 						t.Fatalf("%s of a %s topic: %v (%T), want a *service.ConflictError", act.name, current, err, err)
 					}
-					if !strings.Contains(cf.Detail, "cannot "+act.name) || !strings.Contains(cf.Detail, "orders is "+current) {
+					if !strings.Contains(cf.Detail, "cannot "+act.name) || !strings.Contains(cf.Detail, "orders is "+string(current)) {
 						t.Fatalf("conflict detail %q", cf.Detail)
 					}
-					if len(cf.Topics) != 1 || cf.Topics[0] != (service.TopicState{Topic: "orders", State: current}) {
+					if len(cf.Topics) != 1 || cf.Topics[0] != (service.TopicState{Topic: "orders", State: string(current)}) {
 						t.Fatalf("conflict topics %+v", cf.Topics)
 					}
 					if got := desired(); got != current {

@@ -89,8 +89,8 @@ func (env *engineEnv) syncWaitTopic(mirror, topic string, state service.Partitio
 		}
 		ok, desc := len(ps) > 0, ""
 		for _, p := range ps {
-			desc += fmt.Sprintf("%d=%s(%s) ", p.Partition, service.PartitionState(p.State), p.Error)
-			ok = ok && p.State == string(state)
+			desc += fmt.Sprintf("%d=%s(%s) ", p.Partition, p.State, p.Error)
+			ok = ok && p.State == state
 		}
 		return ok, desc
 	})

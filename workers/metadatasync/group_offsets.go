@@ -153,8 +153,8 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 		t := p.topics[off.Topic]
 		part, known := p.parts[topicPartition{off.Topic, off.Partition}]
 		switch {
-		case t.DesiredState == service.DesiredStopped || part.State == string(service.StateStopped) ||
-			part.State == string(service.StateStopping):
+		case t.DesiredState == service.DesiredStopped || part.State == service.StateStopped ||
+			part.State == service.StateStopping:
 			skip(off, "topic is STOPPED: consumers on the destination own its offsets")
 			continue
 		case !known:

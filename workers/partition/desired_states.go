@@ -4,6 +4,7 @@ import (
 	"context"
 	"kmirror/internal/notifier"
 	"kmirror/repo"
+	"kmirror/service"
 	"sync"
 	"time"
 
@@ -23,7 +24,7 @@ type desiredStates struct {
 }
 
 type topicDesire struct {
-	state             string
+	state             service.DesiredState
 	replicationFactor int
 	recreate          bool
 }

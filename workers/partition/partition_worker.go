@@ -84,7 +84,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 	w.row = row
 	// A state another owner left in progress may hide records it wrote
 	// after its last checkpoint: re-align through FAILED → PREPARING.
-	switch service.PartitionState(row.State) {
+	switch row.State {
 	case service.StatePreparing, service.StateMirroring, service.StatePausing, service.StateStopping:
 		now := time.Now()
 		if err := w.transition(ctx, service.StateFailed, transitionOpts{
@@ -134,7 +134,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 			return errStop // the topic is gone (mirror deleted)
 		}
 	}
-	state := service.PartitionState(w.row.State)
+	state := w.row.State
 	want := desire.state
 	switch state {
 	case service.StateUnknown, service.StateStopped:
@@ -274,7 +274,7 @@ type checkpoint struct {
 // fencing, event and outbox).
 func (w *partitionWorker) transition(ctx context.Context, to service.PartitionState, o transitionOpts) error {
 	t := service.PartitionTransition{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
-		Owner: w.lease.Owner, Epoch: w.lease.Epoch, From: service.PartitionState(w.row.State), To: to,
+		Owner: w.lease.Owner, Epoch: w.lease.Epoch, From: w.row.State, To: to,
 		Error: o.errMsg, Retryable: o.retry || to != service.StateFailed, RetryAttempt: o.retryAttempt,
 		NextRetryAt: o.nextRetry, LostRecordsAdd: o.lostAdd, Reason: o.reason}
 	if o.keepRetries {

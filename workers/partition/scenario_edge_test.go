@@ -49,7 +49,7 @@ func TestScenarioRetentionLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := env.waitPartition("m", "orders", 0, 20*time.Second, "MIRRORING with lost records counted", func(r repo.Partition) bool {
-		return r.State == string(service.StateMirroring) && r.LostRecords > 0
+		return r.State == service.StateMirroring && r.LostRecords > 0
 	})
 	if row.LostRecords != 10 {
 		t.Fatalf("lost_records = %d, want 10", row.LostRecords)
@@ -151,7 +151,7 @@ func TestScenarioSourceTopicRecreated(t *testing.T) {
 	// kgo surfaces UNKNOWN_TOPIC_ID only after several fetch retries.
 	for topic := range newRecords {
 		row := env.waitPartition("m", topic, 0, 40*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
-			return r.State == string(service.StateFailed) && !r.Retryable
+			return r.State == service.StateFailed && !r.Retryable
 		})
 		if !strings.Contains(row.Error, "recreated") {
 			t.Fatalf("%s: error does not say the source topic was recreated: %q", topic, row.Error)
@@ -159,7 +159,7 @@ func TestScenarioSourceTopicRecreated(t *testing.T) {
 	}
 	workertest.HoldsFor(t, 500*time.Millisecond, "FAILED without retry", func() (bool, string) {
 		for topic := range newRecords {
-			if r := env.Partition("m", topic, 0); r.State != string(service.StateFailed) || r.Retryable {
+			if r := env.Partition("m", topic, 0); r.State != service.StateFailed || r.Retryable {
 				return false, describePartition(r)
 			}
 		}
@@ -200,7 +200,7 @@ func TestScenarioForeignWrite(t *testing.T) {
 	workertest.ProduceRecords(t, dstConn, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("foreign")})
 	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "more", 3)...)
 	row := env.waitPartition("m", "orders", 0, 20*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
-		return r.State == string(service.StateFailed) && !r.Retryable
+		return r.State == service.StateFailed && !r.Retryable
 	})
 	if !strings.Contains(row.Error, "divergence") {
 		t.Fatalf("error does not report the divergence: %q", row.Error)

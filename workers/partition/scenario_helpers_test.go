@@ -31,7 +31,7 @@ func newEngineEnv(t *testing.T, cfg devcluster.Config) *engineEnv {
 }
 
 func describePartition(p repo.Partition) string {
-	s := fmt.Sprintf("%s/%d=%s", p.Topic, p.Partition, service.PartitionState(p.State))
+	s := fmt.Sprintf("%s/%d=%s", p.Topic, p.Partition, p.State)
 	if p.Error != "" {
 		s += fmt.Sprintf("(%q retryable=%v attempt=%d)", p.Error, p.Retryable, p.RetryAttempt)
 	}

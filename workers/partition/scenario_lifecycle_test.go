@@ -46,7 +46,7 @@ func TestScenarioSeedStart(t *testing.T) {
 			t.Fatalf("event message %q", msgs[0])
 		}
 		row := env.Partition("m", "orders", p)
-		if row.PreviousState != string(service.StatePreparing) || row.Error != "" || row.RetryAttempt != 0 {
+		if row.PreviousState != service.StatePreparing || row.Error != "" || row.RetryAttempt != 0 {
 			t.Fatalf("orders/%d row: %s previous=%s", p, describePartition(row), row.PreviousState)
 		}
 	}
@@ -72,7 +72,7 @@ func TestScenarioPauseResume(t *testing.T) {
 	// Lag stays true while paused: the source end offset is refreshed.
 	for p := int32(0); p < 2; p++ {
 		env.waitPartition("m", "orders", p, 10*time.Second, "source_end_offset 25 while paused", func(r repo.Partition) bool {
-			return r.State == string(service.StatePaused) && r.SourceEndOffset != nil && *r.SourceEndOffset == 25
+			return r.State == service.StatePaused && r.SourceEndOffset != nil && *r.SourceEndOffset == 25
 		})
 		row := env.Partition("m", "orders", p)
 		if row.SrcNext == nil || *row.SourceEndOffset-*row.SrcNext != 15 {
@@ -85,7 +85,7 @@ func TestScenarioPauseResume(t *testing.T) {
 			return false, fmt.Sprintf("destination moved while paused: %v, was %v", got, before)
 		}
 		for _, r := range env.Partitions("m") {
-			if r.State != string(service.StatePaused) {
+			if r.State != service.StatePaused {
 				return false, "left PAUSED by itself: " + describePartition(r)
 			}
 		}
@@ -274,7 +274,7 @@ func TestScenarioRestartAfterDivergentWrites(t *testing.T) {
 	}
 	for p := int32(0); p < 2; p++ {
 		row := env.waitPartition("m", "orders", p, 20*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
-			return r.State == string(service.StateFailed) && !r.Retryable
+			return r.State == service.StateFailed && !r.Retryable
 		})
 		if !strings.Contains(row.Error, "divergence") {
 			t.Fatalf("orders/%d error does not say divergence: %q", p, row.Error)
@@ -286,7 +286,7 @@ func TestScenarioRestartAfterDivergentWrites(t *testing.T) {
 	workertest.HoldsFor(t, 500*time.Millisecond, "FAILED without retry", func() (bool, string) {
 		for p := int32(0); p < 2; p++ {
 			row := env.Partition("m", "orders", p)
-			if row.State != string(service.StateFailed) || row.Retryable || row.NextRetryAt != nil {
+			if row.State != service.StateFailed || row.Retryable || row.NextRetryAt != nil {
 				return false, describePartition(row)
 			}
 		}

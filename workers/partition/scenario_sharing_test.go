@@ -80,7 +80,7 @@ func waitShare(t *testing.T, env *engineEnv, timeout time.Duration, ins ...*work
 		var bad []string
 		for _, p := range ps {
 			key := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
-			if p.State != string(service.StateMirroring) || p.LeaseOwner != runner[key] {
+			if p.State != service.StateMirroring || p.LeaseOwner != runner[key] {
 				ok = false
 				bad = append(bad, fmt.Sprintf("%s owner=%s runner=%s", describePartition(p), p.LeaseOwner, runner[key]))
 			}

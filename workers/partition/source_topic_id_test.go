@@ -36,7 +36,7 @@ func TestSourceRecreatedWhilePaused(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := env.waitPartition("m", "orders", 0, 20*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
-		return r.State == string(service.StateFailed) && !r.Retryable
+		return r.State == service.StateFailed && !r.Retryable
 	})
 	if !strings.Contains(row.Error, "deleted and recreated") {
 		t.Fatalf("error does not say the source topic was recreated: %q", row.Error)

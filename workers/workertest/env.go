@@ -251,8 +251,8 @@ func (env *Env) WaitStates(mirror string, state service.PartitionState, timeout 
 		desc := ""
 		ok := len(ps) > 0
 		for _, p := range ps {
-			desc += fmt.Sprintf("%s/%d=%s(%s) ", p.Topic, p.Partition, service.PartitionState(p.State), p.Error)
-			if p.State != string(state) {
+			desc += fmt.Sprintf("%s/%d=%s(%s) ", p.Topic, p.Partition, p.State, p.Error)
+			if p.State != state {
 				ok = false
 			}
 		}
