@@ -14,6 +14,7 @@ import (
 
 	"kmirror/internal/notifier"
 	"kmirror/internal/startstop"
+	"kmirror/internal/testsignal"
 	"kmirror/repo"
 )
 
@@ -99,11 +100,28 @@ func (c *ManagerConfig) validate() error {
 // instance joins.
 type Manager struct {
 	startstop.Base
-	cfg  ManagerConfig
-	log  *slog.Logger
-	sets []*leaseSet
-	poke chan struct{}
-	base context.Context // Start's ctx without its cancellation
+	// TestSignals are raised at the points tests wait for; inert unless a
+	// test initializes them before Start.
+	TestSignals ManagerTestSignals
+	cfg         ManagerConfig
+	log         *slog.Logger
+	sets        []*leaseSet
+	poke        chan struct{}
+	base        context.Context // Start's ctx without its cancellation
+}
+
+// ManagerTestSignals are the Manager's points of interest for tests.
+type ManagerTestSignals struct {
+	// Expired: a lease's trust deadline passed without a renewal (its Done
+	// is already closed).
+	Expired testsignal.Signal[Key]
+	// Lost: a lost lease's worker has stopped.
+	Lost testsignal.Signal[Key]
+	// HandedBack: a lease was handed back: its worker stopped, the lease
+	// ended, and its release in the database was attempted.
+	HandedBack testsignal.Signal[Key]
+	// RenewFailed: a renewal statement failed, with its error.
+	RenewFailed testsignal.Signal[error]
 }
 
 // NewManager returns a Manager; Start begins taking leases.
@@ -229,6 +247,7 @@ func (m *Manager) pass() {
 		m.reap(s)
 		if err := m.renew(s); err != nil {
 			m.log.Warn("lease renew failed; leases stay trusted until their deadline", "kind", s.kind, "err", err)
+			m.TestSignals.RenewFailed.Signal(err)
 			renewed = false
 		}
 	}
@@ -316,6 +335,9 @@ func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, release bool) {
 		m.log.Warn("lease lost", append(l.logAttrs(), "kind", s.kind, "reason", why)...)
 	}
 	s.stopAll(lost)
+	for _, l := range lost {
+		m.TestSignals.Lost.Signal(l.Key)
+	}
 	if release {
 		s.unreleased = append(s.unreleased, rowsOf(lost)...)
 	}
@@ -335,7 +357,11 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 	}
 	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
 	for _, r := range got {
-		l, ctx := newLease(m.base, r.key, m.cfg.InstanceID, r.epoch, deadline, m.wake)
+		key := r.key
+		l, ctx := newLease(m.base, key, m.cfg.InstanceID, r.epoch, deadline, func() {
+			m.TestSignals.Expired.Signal(key)
+			m.wake()
+		})
 		if !l.Valid() { // the statement outlasted the trust window
 			l.end(fmt.Errorf("%w: trust deadline passed during acquire", ErrLost))
 			s.unreleased = append(s.unreleased, r)
@@ -360,6 +386,9 @@ func (m *Manager) handBack(s *leaseSet, leases []*Lease) {
 	}
 	s.unreleased = append(s.unreleased, rowsOf(leases)...)
 	m.flushReleases(s)
+	for _, l := range leases {
+		m.TestSignals.HandedBack.Signal(l.Key)
+	}
 }
 
 // flushReleases releases, in one statement, the leases whose workers have

@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/notifier"
-	"kmirror/internal/syncbuf"
 	"kmirror/internal/testdb"
+	"kmirror/internal/testsignal"
 	"kmirror/repo"
 )
 
@@ -235,6 +235,10 @@ func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *no
 	if err != nil {
 		t.Fatalf("new lease manager: %v", err)
 	}
+	mgr.TestSignals.Expired.Init()
+	mgr.TestSignals.Lost.Init()
+	mgr.TestSignals.HandedBack.Init()
+	mgr.TestSignals.RenewFailed.Init()
 	n.mgr = mgr
 	if err := mgr.Start(t.Context()); err != nil {
 		t.Fatalf("start: %v", err)
@@ -263,6 +267,31 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, state)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitKeys waits until sig has been raised for every key in want (other
+// keys may come too) and returns the keys seen.
+func waitKeys(t *testing.T, sig *testsignal.Signal[Key], want []Key) map[Key]bool {
+	t.Helper()
+	seen := map[Key]bool{}
+	for missing := len(want); missing > 0; {
+		k := sig.WaitOrTimeout(t)
+		if !seen[k] && slices.Contains(want, k) {
+			missing--
+		}
+		seen[k] = true
+	}
+	return seen
+}
+
+// closed reports whether a lease's Done is closed now.
+func closed(l *Lease) bool {
+	select {
+	case <-l.Done():
+		return true
+	default:
+		return false
 	}
 }
 
@@ -362,28 +391,30 @@ func TestLeaseManagerTakesAllActivePartitions(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the notifier does not LISTEN")
 	}
-	logs0 := n.runner.partitions()[Key{"beta", "logs", 0}]
+	logs := map[Key]*Lease{}
+	for k, l := range n.runner.partitions() {
+		if k.Mirror == "beta" && k.Topic == "logs" {
+			logs[k] = l
+		}
+	}
 	if _, err := admin.Exec(t.Context(), `UPDATE mirror_partitions SET state = 'STOPPED' WHERE mirror = 'beta' AND topic = 'logs'`); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "beta/logs handed back", func() (bool, string) {
-		held := len(n.runner.partitions())
-		return held == 25, fmt.Sprint(held, " held")
-	})
-	// The hand-back stops the worker first, then ends the lease.
-	select {
-	case <-logs0.Done():
-	case <-time.After(time.Second):
-		t.Error("handed-back lease's Done is not closed")
+	waitKeys(t, &n.mgr.TestSignals.HandedBack, slices.Collect(maps.Keys(logs)))
+	if held := len(n.runner.partitions()); held != 25 {
+		t.Errorf("holding %d partitions after beta/logs was handed back, want 25", held)
 	}
-	if logs0.Valid() {
-		t.Error("handed-back lease is still valid")
+	// The hand-back stopped the worker, ended the lease, then released it
+	// in the database.
+	db := dbPartitionLeases(t, admin)
+	for k, l := range logs {
+		if !closed(l) || l.Valid() {
+			t.Errorf("%s handed back but Done closed=%v, Valid=%v", k, closed(l), l.Valid())
+		}
+		if got := db[k]; got.owner != "" || got.epoch != 1 {
+			t.Errorf("%s handed back but in the database %+v, want released at epoch 1", k, got)
+		}
 	}
-	// The release in the database follows the end of the lease.
-	waitFor(t, 5*time.Second, "beta/logs/0 released at epoch 1", func() (bool, string) {
-		got := dbPartitionLeases(t, admin)[Key{"beta", "logs", 0}]
-		return got.owner == "" && got.epoch == 1, fmt.Sprintf("%+v", got)
-	})
 
 	n.mgr.Stop()
 	for k, l := range dbPartitionLeases(t, admin) {
@@ -473,18 +504,15 @@ func TestLeaseManagerStopsWorkerOfStolenLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	waitFor(t, 5*testRenew+5*time.Second, "the stolen partition's worker to stop", func() (bool, string) {
-		_, running := n.runner.partitions()[key]
-		return !running && slices.Contains(n.runner.stoppedKeys(), key), fmt.Sprint("running=", running)
-	})
-	t.Logf("stolen lease's worker stopped after %s", time.Since(start).Round(time.Millisecond))
-	if l.Valid() {
-		t.Error("stolen lease still valid")
+	if lost := n.mgr.TestSignals.Lost.WaitOrTimeout(t); lost != key {
+		t.Fatalf("lost %s, want the stolen %s", lost, key)
 	}
-	select {
-	case <-l.Done():
-	case <-time.After(time.Second):
-		t.Error("stolen lease's Done not closed")
+	t.Logf("stolen lease's worker stopped after %s", time.Since(start).Round(time.Millisecond))
+	if _, running := n.runner.partitions()[key]; running || !slices.Contains(n.runner.stoppedKeys(), key) {
+		t.Errorf("stolen partition's worker: running=%v, stopped=%v", running, n.runner.stoppedKeys())
+	}
+	if l.Valid() || !closed(l) {
+		t.Errorf("stolen lease: Valid=%v, Done closed=%v", l.Valid(), closed(l))
 	}
 	if cause := context.Cause(ctx); !errors.Is(cause, ErrLost) {
 		t.Errorf("worker context cause = %v, want ErrLost", cause)
@@ -513,34 +541,26 @@ func TestLeaseManagerStepsDownWhenDatabaseUnreachable(t *testing.T) {
 	cut.pool.Close() // renewals and heartbeats now fail
 	cutAt := time.Now()
 
-	// Valid turns false at the deadline, by the local clock alone.
-	waitFor(t, testTTL+3*time.Second, "the cut instance's leases to lapse", func() (bool, string) {
-		valid := 0
-		for _, l := range leases {
-			if l.Valid() {
-				valid++
-			}
-		}
-		return valid == 0, fmt.Sprint(valid, " valid")
-	})
-	lapsed := time.Since(cutAt)
+	// The leases expire at their deadline, by the local clock alone, and
+	// then their workers stop.
+	keys := slices.Collect(maps.Keys(leases))
+	waitKeys(t, &cut.mgr.TestSignals.Expired, keys)
 	t.Logf("leases lapsed %s after the database became unreachable (trust window %s)",
-		lapsed.Round(time.Millisecond), testTTL-testMargin)
+		time.Since(cutAt).Round(time.Millisecond), testTTL-testMargin)
 	for k, l := range leases {
 		if time.Now().Before(l.Deadline()) {
-			t.Errorf("%s invalid before its deadline", k)
+			t.Errorf("%s expired before its deadline", k)
 		}
-		// Valid reads the clock; Done is closed by the deadline's timer,
-		// which may fire a moment later.
-		select {
-		case <-l.Done():
-		case <-time.After(time.Second):
-			t.Errorf("%s: Done not closed within 1s of the deadline", k)
+		if l.Valid() || !closed(l) {
+			t.Errorf("%s expired but Valid=%v, Done closed=%v", k, l.Valid(), closed(l))
 		}
 	}
-	waitFor(t, 5*time.Second, "the cut instance's workers to stop", func() (bool, string) {
-		held := len(cut.runner.partitions())
-		return held == 0 && cut.runner.mirrors() == 0, fmt.Sprint(held, " running")
+	waitKeys(t, &cut.mgr.TestSignals.Lost, keys)
+	if held := len(cut.runner.partitions()); held != 0 {
+		t.Errorf("%d partition workers still running after their leases were lost", held)
+	}
+	waitFor(t, 5*time.Second, "the cut instance's mirror syncs to stop", func() (bool, string) {
+		return cut.runner.mirrors() == 0, fmt.Sprint(cut.runner.mirrors(), " running")
 	})
 
 	// The peer takes everything over once the leases expire in the
@@ -565,10 +585,7 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 	dbURL := testdb.New(t)
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
-	logs := &syncbuf.Buffer{}
-	o := fastLeases
-	o.log = io.MultiWriter(logs, t.Output())
-	n := startNode(t, dbURL, "stuck", newRunRegistry(t), o)
+	n := startNode(t, dbURL, "stuck", newRunRegistry(t), fastLeases)
 	waitShares(t, 15*time.Second, n)
 	leases := n.runner.partitions()
 
@@ -581,20 +598,30 @@ func TestLeaseManagerStepsDownWhenDatabaseHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	locked := time.Now()
+	// Every lease lapses at the deadline its last renewal (before the lock)
+	// gave it, while renewals hang: no deadline moved past the lock.
+	keys := slices.Collect(maps.Keys(leases))
+	waitKeys(t, &n.mgr.TestSignals.Expired, keys)
 	for k, l := range leases {
-		select {
-		case <-l.Done():
-		case <-time.After(time.Until(locked.Add(testTTL - testMargin + testRenew))):
-			t.Fatalf("%s: Done not closed by the trust deadline while renewals hang", k)
+		if l.Deadline().After(locked.Add(testTTL - testMargin)) {
+			t.Errorf("%s: deadline %s moved past the lock + trust window", k, l.Deadline().Sub(locked))
+		}
+		if l.Valid() || !closed(l) {
+			t.Errorf("%s expired but Valid=%v, Done closed=%v", k, l.Valid(), closed(l))
 		}
 	}
-	waitFor(t, 2*testTimeout+3*time.Second, "a named renew timeout in the log", func() (bool, string) {
-		return strings.Contains(logs.String(), "partition lease renew timed out after 1s"), ""
-	})
-	waitFor(t, 2*testTimeout+testRenew+3*time.Second, "the workers to stop", func() (bool, string) {
-		held := len(n.runner.partitions())
-		return held == 0, fmt.Sprint(held, " running")
-	})
+	// The hanging renewal fails with an error that names it.
+	for {
+		err := n.mgr.TestSignals.RenewFailed.WaitOrTimeout(t)
+		if strings.Contains(err.Error(), "partition lease renew timed out after 1s") {
+			break
+		}
+		t.Logf("renewal failed: %v", err)
+	}
+	waitKeys(t, &n.mgr.TestSignals.Lost, keys)
+	if held := len(n.runner.partitions()); held != 0 {
+		t.Errorf("%d partition workers still running after their leases were lost", held)
+	}
 
 	// Once the database answers again the leases are released, then taken
 	// again at the next epoch.

@@ -1,0 +1,61 @@
+// Package testsignal lets a component tell a test that it reached a point of
+// interest (a lease expired, a renewal failed), so the test waits for the
+// event itself instead of for a timeout with a tolerance. A Signal does
+// nothing until a test calls Init, so production code raises them freely.
+package testsignal
+
+import (
+	"testing"
+	"time"
+)
+
+// WaitTimeout bounds WaitOrTimeout: long enough for a loaded CI machine,
+// short enough to fail a stuck test.
+const WaitTimeout = 15 * time.Second
+
+// Signal is one point of interest carrying a value of type T.
+type Signal[T any] struct {
+	ch chan T
+}
+
+// Init makes the signal deliver; call it before the component starts.
+func (s *Signal[T]) Init() { s.ch = make(chan T, 10_000) }
+
+// Signal raises the signal with v. It never blocks: without Init it does
+// nothing, and a test that lets more than the buffer pile up loses the
+// excess.
+func (s *Signal[T]) Signal(v T) {
+	if s.ch == nil {
+		return
+	}
+	select {
+	case s.ch <- v:
+	default:
+	}
+}
+
+// WaitOrTimeout returns the next raised value, failing the test after
+// WaitTimeout.
+func (s *Signal[T]) WaitOrTimeout(tb testing.TB) T {
+	tb.Helper()
+	if s.ch == nil {
+		tb.Fatal("testsignal: WaitOrTimeout on a signal that was not initialized")
+	}
+	select {
+	case v := <-s.ch:
+		return v
+	case <-time.After(WaitTimeout):
+		tb.Fatalf("testsignal: no signal within %s", WaitTimeout)
+		panic("unreachable")
+	}
+}
+
+// RequireEmpty fails the test if a value is waiting.
+func (s *Signal[T]) RequireEmpty(tb testing.TB) {
+	tb.Helper()
+	select {
+	case v := <-s.ch:
+		tb.Fatalf("testsignal: unexpected signal %v", v)
+	default:
+	}
+}
