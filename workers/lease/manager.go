@@ -325,20 +325,26 @@ func (m *Manager) renew(s *leaseSet) error {
 }
 
 // drop ends lost leases first, so their workers see Valid false and a
-// cancelled context, then waits for the workers to exit.
-func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, release bool) {
+// cancelled context, then waits for the workers to exit. expired says the
+// trust deadline passed: the database may still name this instance, so the
+// leases are queued for release.
+func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
 	if len(lost) == 0 {
 		return
 	}
 	for _, l := range lost {
-		l.end(fmt.Errorf("%w: %s", ErrLost, why))
+		// The deadline's timer may not have fired yet: then this ends the
+		// lease, and the expiry is signalled here instead.
+		if l.end(fmt.Errorf("%w: %s", ErrLost, why)) && expired {
+			m.TestSignals.Expired.Signal(l.Key)
+		}
 		m.log.Warn("lease lost", append(l.logAttrs(), "kind", s.kind, "reason", why)...)
 	}
 	s.stopAll(lost)
 	for _, l := range lost {
 		m.TestSignals.Lost.Signal(l.Key)
 	}
-	if release {
+	if expired {
 		s.unreleased = append(s.unreleased, rowsOf(lost)...)
 	}
 }
