@@ -24,9 +24,9 @@ func fenceWorld(t *testing.T) *pgxpool.Pool {
 	for _, sql := range []string{
 		`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1')`,
 		`INSERT INTO mirror_topics (mirror, topic, desired_state, recreate) VALUES ('m', 't', 'mirroring', true)`,
-		`INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, lease_owner, lease_epoch, lease_expires_at)
-		 VALUES ('m', 't', 0, 'PREPARING', 10, 10, 'a', 2, now() + interval '1 hour'),
-		        ('m', 't', 1, 'MIRRORING', 20, 20, 'b', 5, now() + interval '1 hour')`,
+		`INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, lease_owner, lease_epoch, lease_session)
+		 VALUES ('m', 't', 0, 'PREPARING', 10, 10, 'a', 2, 1),
+		        ('m', 't', 1, 'MIRRORING', 20, 20, 'b', 5, 1)`,
 		`INSERT INTO offset_map_runs (mirror, topic, partition, src_start, dst_start, count)
 		 VALUES ('m', 't', 0, 0, 0, 10), ('m', 't', 1, 0, 0, 20)`,
 	} {

@@ -11,6 +11,16 @@ import (
 // now(), every statement that touches a held lease matches owner AND epoch,
 // and taking a lease increments its epoch so the previous owner's writes are
 // fenced. The holder's own clock decides when it stops trusting a lease.
+//
+// A partition lease hangs on its owner's session (instances.session_epoch):
+// it is held while lease_owner's session is still lease_session and has not
+// expired, so one O(1) renewal of the session renews all of an instance's
+// partition leases, as a Kafka group member heartbeats once and not per
+// partition. Mirror metadata leases, a handful, keep an expiry each.
+
+// leaseHeld is true for a partition p whose lease is held by a live session.
+const leaseHeld = `EXISTS (SELECT 1 FROM instances i WHERE i.id = p.lease_owner
+	AND i.session_epoch = p.lease_session AND i.session_expires_at > now())`
 
 // activePartition is true for a partition that needs a worker: everything but
 // a stopped topic's partition that has finished stopping (or never started).
@@ -23,7 +33,7 @@ type PartitionLeaseRow struct {
 	Topic     string
 	Partition int32
 	Epoch     int64
-	// Active is set by PartitionsRenewLeases and PartitionsAcquireLeases:
+	// Active is set by PartitionsOwned and PartitionsAcquireLeases:
 	// false when the partition no longer needs a worker and the lease should
 	// be handed back.
 	Active bool
@@ -35,65 +45,101 @@ type MirrorLeaseRow struct {
 	Epoch  int64
 }
 
-// PartitionsRenewLeases extends the given leases, which owner holds, to the
-// database's now() + ttl. A lease comes back only while owner and epoch still
-// match and it has not expired; a lease missing from the result is lost.
-func PartitionsRenewLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, held []PartitionLeaseRow) ([]PartitionLeaseRow, error) {
-	mirrors, topics, partitions, epochs := partitionLeaseArrays(held)
+// InstancesOpenSession starts a new session of a registered instance,
+// valid for ttl, and returns its epoch. Partition leases of its earlier
+// sessions are no longer held (anyone may take them, this instance too).
+func InstancesOpenSession(ctx context.Context, q DBTX, id string, ttl time.Duration) (int64, error) {
+	var epoch int64
+	err := q.QueryRow(ctx, `UPDATE instances
+		SET session_epoch = session_epoch + 1, session_expires_at = now() + $2 * interval '1 microsecond'
+		WHERE id = $1 RETURNING session_epoch`, id, ttl.Microseconds()).Scan(&epoch)
+	return epoch, interpret(err)
+}
+
+// InstancesRenewSession extends a live session to now() + ttl: the one
+// write that renews every partition lease of the instance. ErrNotFound
+// means the session expired or was replaced: its leases are lost.
+func InstancesRenewSession(ctx context.Context, q DBTX, id string, epoch int64, ttl time.Duration) error {
+	tag, err := q.Exec(ctx, `UPDATE instances SET session_expires_at = now() + $3 * interval '1 microsecond'
+		WHERE id = $1 AND session_epoch = $2 AND session_expires_at > now()`, id, epoch, ttl.Microseconds())
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// InstancesCloseSession ends a session after its leases were released, so
+// other instances stop counting this one at once.
+func InstancesCloseSession(ctx context.Context, q DBTX, id string, epoch int64) error {
+	_, err := q.Exec(ctx, `UPDATE instances SET session_expires_at = NULL
+		WHERE id = $1 AND session_epoch = $2`, id, epoch)
+	return interpret(err)
+}
+
+// PartitionsOwned lists the partition leases a session holds, with whether
+// each partition still needs a worker. It only reads: it takes no row lock
+// and waits on none, so busy partition rows cannot delay a renewal.
+func PartitionsOwned(ctx context.Context, q DBTX, owner string, session int64) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
-		UPDATE mirror_partitions p
-		SET lease_expires_at = now() + $2 * interval '1 microsecond'
-		FROM unnest($3::text[], $4::text[], $5::int[], $6::bigint[]) AS h (mirror, topic, partition, epoch),
-			mirror_topics t
-		WHERE p.mirror = h.mirror AND p.topic = h.topic AND p.partition = h.partition
-		  AND p.lease_owner = $1 AND p.lease_epoch = h.epoch AND p.lease_expires_at > now()
-		  AND t.mirror = p.mirror AND t.topic = p.topic
-		RETURNING p.mirror, p.topic, p.partition, p.lease_epoch, `+activePartition,
-		owner, ttl.Microseconds(), mirrors, topics, partitions, epochs)
+		SELECT p.mirror, p.topic, p.partition, p.lease_epoch, `+activePartition+`
+		FROM mirror_partitions p
+		JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
+		WHERE p.lease_owner = $1 AND p.lease_session = $2`, owner, session)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	return scanPartitionLeases(rows)
 }
 
-// PartitionsAcquireLeases takes up to limit free or expired leases of active
-// partitions for owner, incrementing each one's epoch. Rows another session
-// is locking are skipped, so concurrent instances never wait on each other.
-func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, limit int) ([]PartitionLeaseRow, error) {
+// PartitionsAcquireLeases takes up to limit free leases of active
+// partitions for owner's session, incrementing each one's epoch. A lease is
+// free when no live session holds it. Candidates are locked in primary-key
+// order, and rows another transaction is locking are skipped, so
+// concurrent instances never wait on each other or deadlock.
+func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session int64, limit int) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirror_partitions up
-		SET lease_owner = $1, lease_expires_at = now() + $2 * interval '1 microsecond',
-			lease_epoch = up.lease_epoch + 1
+		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1
 		FROM (
 			SELECT p.mirror, p.topic, p.partition
 			FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
-			WHERE (p.lease_owner IS NULL OR p.lease_expires_at <= now())
+			WHERE (p.lease_owner IS NULL OR NOT `+leaseHeld+`)
 			  AND `+activePartition+`
-			ORDER BY p.lease_expires_at NULLS FIRST, p.mirror, p.topic, p.partition
+			ORDER BY p.mirror, p.topic, p.partition
 			LIMIT $3
 			FOR UPDATE OF p SKIP LOCKED
 		) c
 		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
 		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true`,
-		owner, ttl.Microseconds(), limit)
+		owner, session, limit)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	return scanPartitionLeases(rows)
 }
 
-// PartitionsReleaseLeases gives back leases owner holds at the given epochs.
-// The epoch stays, so the next owner takes the lease at epoch + 1. It
-// returns how many leases were released; one that was already lost is not
-// an error.
+// PartitionsReleaseLeases gives back leases owner holds at the given epochs,
+// locking them in primary-key order. The epoch stays, so the next owner
+// takes the lease at epoch + 1. It returns how many leases were released;
+// one that was already lost is not an error.
 func PartitionsReleaseLeases(ctx context.Context, q DBTX, owner string, held []PartitionLeaseRow) (int64, error) {
 	mirrors, topics, partitions, epochs := partitionLeaseArrays(held)
 	tag, err := q.Exec(ctx, `
-		UPDATE mirror_partitions p SET lease_owner = NULL, lease_expires_at = NULL
-		FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[]) AS h (mirror, topic, partition, epoch)
-		WHERE p.mirror = h.mirror AND p.topic = h.topic AND p.partition = h.partition
-		  AND p.lease_owner = $1 AND p.lease_epoch = h.epoch`,
+		WITH c AS (
+			SELECT p.mirror, p.topic, p.partition
+			FROM mirror_partitions p
+			JOIN unnest($2::text[], $3::text[], $4::int[], $5::bigint[]) AS h (mirror, topic, partition, epoch)
+				ON p.mirror = h.mirror AND p.topic = h.topic AND p.partition = h.partition
+			WHERE p.lease_owner = $1 AND p.lease_epoch = h.epoch
+			ORDER BY p.mirror, p.topic, p.partition
+			FOR UPDATE OF p
+		)
+		UPDATE mirror_partitions p SET lease_owner = NULL, lease_session = NULL
+		FROM c WHERE p.mirror = c.mirror AND p.topic = c.topic AND p.partition = c.partition`,
 		owner, mirrors, topics, partitions, epochs)
 	if err != nil {
 		return 0, interpret(err)
@@ -101,8 +147,10 @@ func PartitionsReleaseLeases(ctx context.Context, q DBTX, owner string, held []P
 	return tag.RowsAffected(), nil
 }
 
-// MirrorsRenewMetaLeases is PartitionsRenewLeases for mirrors' metadata-sync
-// leases.
+// MirrorsRenewMetaLeases extends the given metadata-sync leases, which
+// owner holds, to the database's now() + ttl. A lease comes back only while
+// owner and epoch still match and it has not expired; a lease missing from
+// the result is lost.
 func MirrorsRenewMetaLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, held []MirrorLeaseRow) ([]MirrorLeaseRow, error) {
 	names, epochs := mirrorLeaseArrays(held)
 	rows, err := q.Query(ctx, `
@@ -163,25 +211,23 @@ type LeaseDemand struct {
 	ActivePartitions int
 	// Mirrors counts the mirrors, each needing a metadata-sync lease.
 	Mirrors int
-	// LiveInstances counts the instances with a heartbeat within the TTL
-	// that have not stopped, always including the asking instance.
+	// LiveInstances counts the instances with a live session, always
+	// including the asking instance.
 	LiveInstances int
 }
 
 // LeasesCountDemand counts, in one statement, the active partitions, the
-// mirrors and the live instances. instanceID counts as live whatever its
-// heartbeat says.
-func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string, instanceTTL time.Duration) (LeaseDemand, error) {
+// mirrors and the instances with a live session. instanceID counts as live
+// whatever its session says.
+func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDemand, error) {
 	var d LeaseDemand
 	err := q.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE `+activePartition+`),
 		(SELECT count(*) FROM mirrors),
-		1 + (SELECT count(*) FROM instances
-			WHERE id <> $1 AND stopped_at IS NULL
-			  AND heartbeat_at > now() - $2 * interval '1 microsecond')`,
-		instanceID, instanceTTL.Microseconds()).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
+		1 + (SELECT count(*) FROM instances WHERE id <> $1 AND session_expires_at > now())`,
+		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
 	return d, interpret(err)
 }
 

@@ -19,7 +19,6 @@ type Partition struct {
 	NextRetryAt          *time.Time
 	LeaseOwner           string
 	LeaseEpoch           int64
-	LeaseExpiresAt       *time.Time
 	SrcNext              *int64
 	DstNext              *int64
 	SourceEndOffset      *int64
@@ -31,14 +30,14 @@ type Partition struct {
 
 const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesce(previous_state, ''),
 	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
-	lease_epoch, lease_expires_at, src_next, dst_next, source_end_offset,
+	lease_epoch, src_next, dst_next, source_end_offset,
 	destination_end_offset, lost_records, state_changed_at, updated_at`
 
 func scanPartition(row scanner) (Partition, error) {
 	var p Partition
 	err := row.Scan(&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
 		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
-		&p.LeaseExpiresAt, &p.SrcNext, &p.DstNext, &p.SourceEndOffset,
+		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
 		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt)
 	return p, interpret(err)
 }

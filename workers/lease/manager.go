@@ -55,9 +55,6 @@ type ManagerConfig struct {
 	// trusting a lease; default TTL/3. A worker's record delivery deadline
 	// must be shorter.
 	Margin time.Duration
-	// InstanceTTL is how recent another instance's heartbeat must be for it
-	// to count when computing the fair share; default TTL.
-	InstanceTTL time.Duration
 	// Timeout bounds each lease statement; default RenewInterval.
 	Timeout time.Duration
 	// MinPassInterval is the least time between two passes, however often
@@ -81,8 +78,8 @@ func (c *ManagerConfig) validate() error {
 		return errors.New("lease manager: InstanceID is required")
 	case c.Partitions == nil && c.Mirrors == nil:
 		return errors.New("lease manager: Partitions or Mirrors is required")
-	case c.TTL <= 0 || c.RenewInterval <= 0 || c.Margin <= 0 || c.InstanceTTL <= 0 || c.Timeout <= 0:
-		return errors.New("lease manager: TTL, RenewInterval, Margin, InstanceTTL and Timeout must be positive")
+	case c.TTL <= 0 || c.RenewInterval <= 0 || c.Margin <= 0 || c.Timeout <= 0:
+		return errors.New("lease manager: TTL, RenewInterval, Margin and Timeout must be positive")
 	case c.Margin >= c.TTL:
 		return fmt.Errorf("lease manager: Margin %s must be shorter than TTL %s", c.Margin, c.TTL)
 	case c.RenewInterval >= c.TTL-c.Margin:
@@ -108,6 +105,15 @@ type Manager struct {
 	sets        []*leaseSet
 	poke        chan struct{}
 	base        context.Context // Start's ctx without its cancellation
+
+	// partitions is the partition lease set in sets (nil without a
+	// PartitionRunner); its leases hang on the instance's session.
+	partitions *leaseSet
+	// session is the current session epoch (0: none open) and sessionAt
+	// when its last successful renewal or opening started, zero when this
+	// pass could not renew it. Only the loop, or Stop after it, uses them.
+	session   int64
+	sessionAt time.Time
 }
 
 // ManagerTestSignals are the Manager's points of interest for tests.
@@ -122,6 +128,9 @@ type ManagerTestSignals struct {
 	HandedBack testsignal.Signal[Key]
 	// RenewFailed: a renewal statement failed, with its error.
 	RenewFailed testsignal.Signal[error]
+	// SessionRenewed: the session (and with it every partition lease) was
+	// renewed or opened, with its epoch.
+	SessionRenewed testsignal.Signal[int64]
 }
 
 // NewManager returns a Manager; Start begins taking leases.
@@ -129,7 +138,6 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	cfg.TTL = cmp.Or(cfg.TTL, 15*time.Second)
 	cfg.RenewInterval = cmp.Or(cfg.RenewInterval, cfg.TTL/3)
 	cfg.Margin = cmp.Or(cfg.Margin, cfg.TTL/3)
-	cfg.InstanceTTL = cmp.Or(cfg.InstanceTTL, cfg.TTL)
 	cfg.Timeout = cmp.Or(cfg.Timeout, cfg.RenewInterval)
 	cfg.MinPassInterval = cmp.Or(cfg.MinPassInterval, 100*time.Millisecond)
 	if err := cfg.validate(); err != nil {
@@ -141,7 +149,8 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		poke: make(chan struct{}, 1),
 	}
 	if r := cfg.Partitions; r != nil {
-		m.sets = append(m.sets, partitionLeaseSet(cfg.Pool, r))
+		m.partitions = m.partitionLeaseSet(r)
+		m.sets = append(m.sets, m.partitions)
 	}
 	if r := cfg.Mirrors; r != nil {
 		m.sets = append(m.sets, mirrorLeaseSet(cfg.Pool, r))
@@ -176,6 +185,7 @@ func (m *Manager) Stop() {
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
+	m.closeSession()
 }
 
 // Crash stops the manager as a crashed process would: the loop ends, every
@@ -239,10 +249,17 @@ func (m *Manager) pass() {
 	// would hand back a partition mid-STOPPING instead).
 	var demand repo.LeaseDemand
 	demandErr := m.within("lease demand count", func(ctx context.Context) (err error) {
-		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.InstanceTTL)
+		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID)
 		return err
 	})
 	renewed := true
+	if m.partitions != nil {
+		if err := m.renewSession(); err != nil {
+			m.log.Warn("lease session renew failed; leases stay trusted until their deadline", "err", err)
+			m.TestSignals.RenewFailed.Signal(err)
+			renewed = false
+		}
+	}
 	for _, s := range m.sets {
 		m.reap(s)
 		if err := m.renew(s); err != nil {
@@ -272,6 +289,58 @@ func (m *Manager) pass() {
 	}
 }
 
+// renewSession renews this instance's session, the one write that renews
+// every partition lease, opening one when there is none. A session that
+// expired or was replaced in the database loses every partition lease that
+// hung on it; a new one is opened at once.
+func (m *Manager) renewSession() error {
+	m.sessionAt = time.Time{}
+	start := time.Now() // before the statement: the deadline errs early
+	if m.session != 0 {
+		err := m.within("lease session renew", func(ctx context.Context) error {
+			return repo.InstancesRenewSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.session, m.cfg.TTL)
+		})
+		if err == nil {
+			m.sessionAt = start
+			m.TestSignals.SessionRenewed.Signal(m.session)
+			return nil
+		}
+		if !errors.Is(err, repo.ErrNotFound) {
+			return err
+		}
+		m.drop(m.partitions, m.partitions.all(), "lease session expired or replaced", false)
+		m.session = 0
+		start = time.Now()
+	}
+	var epoch int64
+	err := m.within("lease session open", func(ctx context.Context) (err error) {
+		epoch, err = repo.InstancesOpenSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.TTL)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	m.session, m.sessionAt = epoch, start
+	m.log.Info("lease session opened", "session", epoch)
+	m.TestSignals.SessionRenewed.Signal(epoch)
+	return nil
+}
+
+// closeSession ends the session once every lease was handed back, so other
+// instances stop counting this one at once.
+func (m *Manager) closeSession() {
+	if m.session == 0 {
+		return
+	}
+	err := m.within("lease session close", func(ctx context.Context) error {
+		return repo.InstancesCloseSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.session)
+	})
+	if err != nil {
+		m.log.Warn("closing the lease session failed; it will expire", "err", err)
+	}
+	m.session = 0
+}
+
 // reap stops the workers of leases whose trust deadline passed. The database
 // may still name this instance, so they are queued for release.
 func (m *Manager) reap(s *leaseSet) {
@@ -293,6 +362,14 @@ func (m *Manager) renew(s *leaseSet) error {
 	}
 	held := s.all()
 	start := time.Now() // before the statement: the deadline errs early
+	if s == m.partitions {
+		// Partition leases are renewed by the session; this only reads
+		// which of them the database still gives this session.
+		if m.sessionAt.IsZero() {
+			return errors.New("partition leases not renewed: the session was not")
+		}
+		start = m.sessionAt
+	}
 	var got []leaseRow
 	err := m.within(s.kind+" lease renew", func(ctx context.Context) (err error) {
 		got, err = s.renew(ctx, m.cfg.InstanceID, m.cfg.TTL, rowsOf(held))
@@ -352,6 +429,9 @@ func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
 // acquire takes up to limit leases and starts their workers.
 func (m *Manager) acquire(s *leaseSet, limit int) {
 	start := time.Now()
+	if s == m.partitions {
+		start = m.sessionAt // a partition lease lasts as long as the session
+	}
 	var got []leaseRow
 	err := m.within(s.kind+" lease acquire", func(ctx context.Context) (err error) {
 		got, err = s.acquire(ctx, m.cfg.InstanceID, m.cfg.TTL, limit)
@@ -494,7 +574,8 @@ func (s *leaseSet) stopAll(leases []*Lease) {
 	}
 }
 
-func partitionLeaseSet(pool *pgxpool.Pool, r PartitionRunner) *leaseSet {
+func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
+	pool := m.cfg.Pool
 	toRepo := func(rows []leaseRow) []repo.PartitionLeaseRow {
 		out := make([]repo.PartitionLeaseRow, len(rows))
 		for i, r := range rows {
@@ -511,11 +592,11 @@ func partitionLeaseSet(pool *pgxpool.Pool, r PartitionRunner) *leaseSet {
 	}
 	return &leaseSet{
 		kind: "partition",
-		renew: func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error) {
-			return fromRepo(repo.PartitionsRenewLeases(ctx, pool, owner, ttl, toRepo(held)))
+		renew: func(ctx context.Context, owner string, _ time.Duration, _ []leaseRow) ([]leaseRow, error) {
+			return fromRepo(repo.PartitionsOwned(ctx, pool, owner, m.session))
 		},
-		acquire: func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error) {
-			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, ttl, limit))
+		acquire: func(ctx context.Context, owner string, _ time.Duration, limit int) ([]leaseRow, error) {
+			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, m.session, limit))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
 			_, err := repo.PartitionsReleaseLeases(ctx, pool, owner, toRepo(held))
