@@ -50,6 +50,9 @@ func (s *Signal[T]) WaitOrTimeout(tb testing.TB) T {
 	}
 }
 
+// C receives the raised values, for a test that counts them in a select.
+func (s *Signal[T]) C() <-chan T { return s.ch }
+
 // RequireEmpty fails the test if a value is waiting.
 func (s *Signal[T]) RequireEmpty(tb testing.TB) {
 	tb.Helper()

@@ -185,7 +185,7 @@ type nodeOpts struct {
 	log                io.Writer // default t.Output()
 }
 
-func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
+func openPool(t testing.TB, dbURL string) *pgxpool.Pool {
 	t.Helper()
 	pool, err := pgxpool.New(t.Context(), dbURL)
 	if err != nil {
