@@ -16,3 +16,7 @@ ALTER TABLE mirror_partitions DROP COLUMN lease_expires_at;
 UPDATE mirror_partitions SET lease_owner = NULL WHERE lease_owner IS NOT NULL;
 ALTER TABLE mirror_partitions ADD CONSTRAINT mirror_partitions_lease_session_check
     CHECK ((lease_owner IS NULL) = (lease_session IS NULL));
+
+-- The last instance to take the lease, kept across releases, so that a new
+-- owner can say whom it took over from.
+ALTER TABLE mirror_partitions ADD COLUMN last_owner text;

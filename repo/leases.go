@@ -37,6 +37,9 @@ type PartitionLeaseRow struct {
 	// false when the partition no longer needs a worker and the lease should
 	// be handed back.
 	Active bool
+	// PreviousOwner is set by PartitionsAcquireLeases: the instance that
+	// took the lease last before ("" if none ever did).
+	PreviousOwner string
 }
 
 // MirrorLeaseRow names one mirror's metadata-sync lease and its epoch.
@@ -84,7 +87,7 @@ func InstancesCloseSession(ctx context.Context, q DBTX, id string, epoch int64) 
 // and waits on none, so busy partition rows cannot delay a renewal.
 func PartitionsOwned(ctx context.Context, q DBTX, owner string, session int64) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
-		SELECT p.mirror, p.topic, p.partition, p.lease_epoch, `+activePartition+`
+		SELECT p.mirror, p.topic, p.partition, p.lease_epoch, `+activePartition+`, ''
 		FROM mirror_partitions p
 		JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 		WHERE p.lease_owner = $1 AND p.lease_session = $2`, owner, session)
@@ -102,9 +105,9 @@ func PartitionsOwned(ctx context.Context, q DBTX, owner string, session int64) (
 func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session int64, limit int) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirror_partitions up
-		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1
+		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1, last_owner = $1
 		FROM (
-			SELECT p.mirror, p.topic, p.partition
+			SELECT p.mirror, p.topic, p.partition, coalesce(p.last_owner, '') AS previous
 			FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE (p.lease_owner IS NULL OR NOT `+leaseHeld+`)
@@ -114,7 +117,7 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 			FOR UPDATE OF p SKIP LOCKED
 		) c
 		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
-		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true`,
+		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`,
 		owner, session, limit)
 	if err != nil {
 		return nil, interpret(err)
@@ -256,7 +259,7 @@ func scanPartitionLeases(rows pgx.Rows) ([]PartitionLeaseRow, error) {
 	var out []PartitionLeaseRow
 	for rows.Next() {
 		var l PartitionLeaseRow
-		if err := rows.Scan(&l.Mirror, &l.Topic, &l.Partition, &l.Epoch, &l.Active); err != nil {
+		if err := rows.Scan(&l.Mirror, &l.Topic, &l.Partition, &l.Epoch, &l.Active, &l.PreviousOwner); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, l)

@@ -46,6 +46,29 @@ func PartitionsSetState(ctx context.Context, q DBTX, p PartitionsSetStateParams)
 		p.RetryAttempt, p.NextRetryAt, p.SrcNext, p.DstNext, p.LostRecordsAdd))
 }
 
+// PartitionsRecordTakeoverParams is a new owner's re-aligned checkpoint.
+type PartitionsRecordTakeoverParams struct {
+	Fence LeaseFence
+	// State must still be the stored state; it is kept.
+	State            states.Partition
+	SrcNext, DstNext int64
+	LostRecordsAdd   int64
+}
+
+// PartitionsRecordTakeover stores the checkpoint a new owner re-aligned to
+// after taking over a partition in flight, keeping its state. ErrNotFound
+// means the lease or the state moved on.
+func PartitionsRecordTakeover(ctx context.Context, q DBTX, p PartitionsRecordTakeoverParams) (Partition, error) {
+	f := p.Fence
+	return scanPartition(q.QueryRow(ctx, `
+		UPDATE mirror_partitions SET src_next = $7, dst_next = $8, lost_records = lost_records + $9,
+			error = NULL, updated_at = now()
+		WHERE mirror = $1 AND topic = $2 AND partition = $3
+		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
+		RETURNING `+partitionColumns,
+		f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch, p.State, p.SrcNext, p.DstNext, p.LostRecordsAdd))
+}
+
 // Checkpoint is one partition's progress, saved by its lease holder.
 type Checkpoint struct {
 	Mirror    string

@@ -11,8 +11,14 @@ import (
 	"kmirror/repo"
 )
 
-// EventPartitionState is the event kind of every partition state change.
-const EventPartitionState = "partition.state"
+// Event kinds of partitions.
+const (
+	// EventPartitionState is every partition state change.
+	EventPartitionState = "partition.state"
+	// EventPartitionOwner is a new owner taking over a partition in flight
+	// and re-aligning it, with no state change.
+	EventPartitionOwner = "partition.owner"
+)
 
 // ErrLeaseLost is a fenced write that found another owner, epoch or state:
 // the caller must stop acting on the partition.
@@ -89,6 +95,54 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 		}
 		p := t.Partition
 		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionState, Mirror: t.Mirror,
+			Topic: t.Topic, Partition: &p, Message: msg},
+			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
+	})
+	return out, err
+}
+
+// PartitionTakeover is a new owner's re-alignment of a partition that its
+// previous owner left in flight (after a crash, a hand-back or a
+// rebalance). It is not a state change: the state is kept.
+type PartitionTakeover struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Owner     string
+	Epoch     int64
+	// Previous is the owner taken over from ("" if unknown).
+	Previous string
+	State    PartitionState
+	// SrcNext and DstNext are where alignment says mirroring resumes.
+	SrcNext, DstNext int64
+	LostRecordsAdd   int64
+	// Summary says how alignment found the resume point.
+	Summary string
+}
+
+// RecordTakeover stores a takeover's re-aligned checkpoint, fenced by owner,
+// epoch and state, with an owner event and the outbox row, in one
+// transaction. A lost lease or a changed state is ErrLeaseLost.
+func (s *Service) RecordTakeover(ctx context.Context, t PartitionTakeover) (repo.Partition, error) {
+	var out repo.Partition
+	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = repo.PartitionsRecordTakeover(ctx, tx, repo.PartitionsRecordTakeoverParams{
+			Fence: repo.LeaseFence{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch},
+			State: t.State, SrcNext: t.SrcNext, DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
+		if errors.Is(err, repo.ErrNotFound) {
+			return ErrLeaseLost
+		} else if err != nil {
+			return err
+		}
+		prev := t.Previous
+		if prev == "" {
+			prev = "none"
+		}
+		msg := fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
+			t.Topic, t.Partition, prev, t.Owner, t.Epoch, t.State, t.Summary)
+		p := t.Partition
+		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionOwner, Mirror: t.Mirror,
 			Topic: t.Topic, Partition: &p, Message: msg},
 			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
 	})

@@ -216,6 +216,7 @@ func (l *serverLog) line(b []byte) {
 		To     string `json:"to"`
 		Err    string `json:"err"`
 		Reason string `json:"reason"`
+		State  string `json:"state"`
 		Topic  string `json:"topic"`
 		Part   *int   `json:"partition"`
 	}
@@ -234,8 +235,9 @@ func (l *serverLog) line(b []byte) {
 		if rec.Kind == "partition" {
 			l.leasedOnce.Do(func() { close(l.leased) })
 		}
-	case "partition state":
-		if rec.To == "MIRRORING" {
+	case "partition state", "partition taken over":
+		// A takeover re-aligns and keeps MIRRORING: as good as entering it.
+		if rec.To == "MIRRORING" || rec.State == "MIRRORING" {
 			l.aligned = append(l.aligned, rec.Reason)
 			l.mirroringOnce.Do(func() { close(l.mirroring) })
 		}

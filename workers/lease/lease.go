@@ -45,6 +45,9 @@ type Lease struct {
 	Key   Key
 	Owner string
 	Epoch int64
+	// Previous is the instance that held the lease before this one took it
+	// ("" if none, or unknown): a new owner says whom it took over from.
+	Previous string
 
 	mu       sync.Mutex
 	deadline time.Time // carries a monotonic reading; compared only with time.Now()

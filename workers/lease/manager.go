@@ -448,6 +448,7 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 			m.TestSignals.Expired.Signal(key)
 			m.wake()
 		})
+		l.Previous = r.previous
 		if !l.Valid() { // the statement outlasted the trust window
 			l.end(fmt.Errorf("%w: trust deadline passed during acquire", ErrLost))
 			s.unreleased = append(s.unreleased, r)
@@ -512,9 +513,10 @@ func (m *Manager) within(what string, fn func(ctx context.Context) error) error 
 
 // leaseRow is one lease as the database sees it, for either kind.
 type leaseRow struct {
-	key    Key
-	epoch  int64
-	active bool
+	key      Key
+	epoch    int64
+	active   bool
+	previous string // on acquire: the last owner before
 }
 
 func rowsOf(leases []*Lease) []leaseRow {
@@ -586,7 +588,7 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 	fromRepo := func(rows []repo.PartitionLeaseRow, err error) ([]leaseRow, error) {
 		out := make([]leaseRow, len(rows))
 		for i, r := range rows {
-			out[i] = leaseRow{key: Key{r.Mirror, r.Topic, r.Partition}, epoch: r.Epoch, active: r.Active}
+			out[i] = leaseRow{key: Key{r.Mirror, r.Topic, r.Partition}, epoch: r.Epoch, active: r.Active, previous: r.PreviousOwner}
 		}
 		return out, err
 	}

@@ -82,16 +82,16 @@ func (w *partitionWorker) run(ctx context.Context) {
 		return
 	}
 	w.row = row
-	// A state another owner left in progress may hide records it wrote
-	// after its last checkpoint: re-align through FAILED → PREPARING.
+	// A state another owner left in flight may hide records it wrote after
+	// its last checkpoint: re-align as part of taking the lease, and keep
+	// the state. An ownership change is not a failure; only what alignment
+	// finds (divergence, a recreated source...) is.
 	switch row.State {
-	case service.StatePreparing, service.StateMirroring, service.StatePausing, service.StateStopping:
-		now := time.Now()
-		if err := w.transition(ctx, service.StateFailed, transitionOpts{
-			errMsg: fmt.Sprintf("taken over at epoch %d while %s; re-aligning", w.lease.Epoch, row.State),
-			retry:  true, retryAttempt: row.RetryAttempt, nextRetry: &now}); err != nil {
-			w.log.Warn("takeover write failed", "err", err)
-			return
+	case service.StateMirroring, service.StatePausing, service.StateStopping:
+		if err := w.takeOver(ctx); err != nil {
+			if !w.handle(ctx, err) {
+				return
+			}
 		}
 	}
 	for {
@@ -105,21 +105,60 @@ func (w *partitionWorker) run(ctx context.Context) {
 			return
 		default:
 		}
-		err := w.step(ctx)
-		var f *failure
-		switch {
-		case err == nil:
-		case errors.Is(err, errStop), errors.Is(err, service.ErrLeaseLost), ctx.Err() != nil:
-			if errors.Is(err, service.ErrLeaseLost) {
-				w.log.Info("lease lost; worker stops", "err", err)
-			}
+		if !w.handle(ctx, w.step(ctx)) {
 			return
-		case errors.As(err, &f):
-			w.fail(ctx, f)
-		default:
-			w.fail(ctx, &failure{msg: err.Error(), retryable: true})
 		}
 	}
+}
+
+// handle acts on a step's error: nothing, FAILED, or the end of the worker
+// (false) when it stops or its lease is gone.
+func (w *partitionWorker) handle(ctx context.Context, err error) bool {
+	var f *failure
+	switch {
+	case err == nil:
+	case errors.Is(err, errStop), errors.Is(err, service.ErrLeaseLost), ctx.Err() != nil:
+		if errors.Is(err, service.ErrLeaseLost) {
+			w.log.Info("lease lost; worker stops", "err", err)
+		}
+		return false
+	case errors.As(err, &f):
+		w.fail(ctx, f)
+	default:
+		w.fail(ctx, &failure{msg: err.Error(), retryable: true})
+	}
+	return true
+}
+
+// takeOver re-aligns a partition that the previous owner left MIRRORING,
+// PAUSING or STOPPING, and records the new checkpoint with an owner event,
+// keeping the state.
+func (w *partitionWorker) takeOver(ctx context.Context) error {
+	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
+	if !ok {
+		if err := w.e.desired.refresh(ctx); err != nil {
+			return retryable("read desired state: %v", err)
+		}
+		if desire, ok = w.e.desired.get(w.key.Mirror, w.key.Topic); !ok {
+			return errStop // the topic is gone (mirror deleted)
+		}
+	}
+	res, err := w.align(ctx, desire)
+	if err != nil {
+		return err
+	}
+	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	row, err := w.e.cfg.Service.RecordTakeover(writeCtx, service.PartitionTakeover{Mirror: w.key.Mirror,
+		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
+		Previous: w.lease.Previous, State: w.row.State, SrcNext: res.checkpoint.srcNext,
+		DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
+	if err != nil {
+		return err
+	}
+	w.log.Info("partition taken over", "previous_owner", w.lease.Previous, "state", row.State.String(), "reason", res.summary)
+	w.row = row
+	return nil
 }
 
 // step takes the one action the current state and desire call for.

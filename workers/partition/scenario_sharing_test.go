@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
+	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )
@@ -50,6 +51,38 @@ func TestScenarioSharing(t *testing.T) {
 	for _, topic := range topics {
 		workertest.WaitEndsEqual(t, env.Env, topic, 10, 30*time.Second)
 	}
+
+	// A crash, a rejoin and the hand-backs it causes are ownership
+	// changes, not failures: no partition went through FAILED, and each
+	// takeover left an owner event instead.
+	for _, topic := range topics {
+		for p := int32(0); p < 10; p++ {
+			steps, msgs := env.stateEvents("m", topic, p)
+			for i, st := range steps {
+				if strings.Contains(st, "FAILED") {
+					t.Errorf("%s/%d: %s", topic, p, msgs[i])
+				}
+			}
+		}
+	}
+	evs, err := repo.EventsList(context.Background(), env.Pool, repo.EventsListParams{Mirror: "m", Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromCrashed, handedBack int
+	for _, e := range evs {
+		switch {
+		case e.Kind != service.EventPartitionOwner:
+		case strings.Contains(e.Message, "owner c → "):
+			fromCrashed++
+		case strings.Contains(e.Message, " → c at"):
+			handedBack++
+		}
+	}
+	if fromCrashed == 0 || handedBack == 0 {
+		t.Errorf("owner events: %d from the crashed c, %d to the returning c; want some of each", fromCrashed, handedBack)
+	}
+	t.Logf("owner events: %d partitions taken over from the crashed c, %d handed to the returning c", fromCrashed, handedBack)
 }
 
 // waitShare waits until the instances between them run all 30 partitions,
