@@ -46,8 +46,9 @@ func PartitionsSetState(ctx context.Context, q DBTX, p PartitionsSetStateParams)
 		p.RetryAttempt, p.NextRetryAt, p.SrcNext, p.DstNext, p.LostRecordsAdd))
 }
 
-// PartitionsRecordTakeoverParams is a new owner's re-aligned checkpoint.
-type PartitionsRecordTakeoverParams struct {
+// PartitionsRecordRealignmentParams is a re-aligned checkpoint, kept in the
+// same state.
+type PartitionsRecordRealignmentParams struct {
 	Fence LeaseFence
 	// State must still be the stored state; it is kept.
 	State            states.Partition
@@ -55,10 +56,10 @@ type PartitionsRecordTakeoverParams struct {
 	LostRecordsAdd   int64
 }
 
-// PartitionsRecordTakeover stores the checkpoint a new owner re-aligned to
-// after taking over a partition in flight, keeping its state. ErrNotFound
-// means the lease or the state moved on.
-func PartitionsRecordTakeover(ctx context.Context, q DBTX, p PartitionsRecordTakeoverParams) (Partition, error) {
+// PartitionsRecordRealignment stores the checkpoint a partition re-aligned
+// to (after a takeover, or in place), adds the records lost to retention,
+// and keeps its state. ErrNotFound means the lease or the state moved on.
+func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecordRealignmentParams) (Partition, error) {
 	f := p.Fence
 	return scanPartition(q.QueryRow(ctx, `
 		UPDATE mirror_partitions SET src_next = $7, dst_next = $8, lost_records = lost_records + $9,

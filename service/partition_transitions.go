@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +19,9 @@ const (
 	// EventPartitionOwner is a new owner taking over a partition in flight
 	// and re-aligning it, with no state change.
 	EventPartitionOwner = "partition.owner"
+	// EventPartitionRealigned is a MIRRORING partition re-aligning in place
+	// (records removed by retention before they were mirrored are counted).
+	EventPartitionRealigned = "partition.realigned"
 )
 
 // ErrLeaseLost is a fenced write that found another owner, epoch or state:
@@ -101,17 +105,21 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 	return out, err
 }
 
-// PartitionTakeover is a new owner's re-alignment of a partition that its
-// previous owner left in flight (after a crash, a hand-back or a
-// rebalance). It is not a state change: the state is kept.
-type PartitionTakeover struct {
+// PartitionRealignment is an alignment of a partition without a state
+// change: by a new owner taking over a partition that its previous owner
+// left in flight (after a crash, a hand-back or a rebalance), or in place
+// while MIRRORING (the source dropped the next records). The state is kept.
+type PartitionRealignment struct {
 	Mirror    string
 	Topic     string
 	Partition int32
 	Owner     string
 	Epoch     int64
-	// Previous is the owner taken over from ("" if unknown).
+	// Takeover says a new owner took the partition over from Previous ("" if
+	// unknown); otherwise Cause says why it re-aligned in place.
+	Takeover bool
 	Previous string
+	Cause    string
 	State    PartitionState
 	// SrcNext and DstNext are where alignment says mirroring resumes.
 	SrcNext, DstNext int64
@@ -120,14 +128,14 @@ type PartitionTakeover struct {
 	Summary string
 }
 
-// RecordTakeover stores a takeover's re-aligned checkpoint, fenced by owner,
-// epoch and state, with an owner event and the outbox row, in one
-// transaction. A lost lease or a changed state is ErrLeaseLost.
-func (s *Service) RecordTakeover(ctx context.Context, t PartitionTakeover) (repo.Partition, error) {
+// RecordRealignment stores a re-aligned checkpoint and any records lost to
+// retention, fenced by owner, epoch and state, with an event and the outbox
+// row, in one transaction. A lost lease or a changed state is ErrLeaseLost.
+func (s *Service) RecordRealignment(ctx context.Context, t PartitionRealignment) (repo.Partition, error) {
 	var out repo.Partition
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = repo.PartitionsRecordTakeover(ctx, tx, repo.PartitionsRecordTakeoverParams{
+		out, err = repo.PartitionsRecordRealignment(ctx, tx, repo.PartitionsRecordRealignmentParams{
 			Fence: repo.LeaseFence{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch},
 			State: t.State, SrcNext: t.SrcNext, DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
 		if errors.Is(err, repo.ErrNotFound) {
@@ -135,14 +143,15 @@ func (s *Service) RecordTakeover(ctx context.Context, t PartitionTakeover) (repo
 		} else if err != nil {
 			return err
 		}
-		prev := t.Previous
-		if prev == "" {
-			prev = "none"
+		kind, msg := EventPartitionRealigned, fmt.Sprintf("%s/%d: re-aligned while %s (%s): %s",
+			t.Topic, t.Partition, t.State, t.Cause, t.Summary)
+		if t.Takeover {
+			prev := cmp.Or(t.Previous, "none")
+			kind, msg = EventPartitionOwner, fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
+				t.Topic, t.Partition, prev, t.Owner, t.Epoch, t.State, t.Summary)
 		}
-		msg := fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
-			t.Topic, t.Partition, prev, t.Owner, t.Epoch, t.State, t.Summary)
 		p := t.Partition
-		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionOwner, Mirror: t.Mirror,
+		return recordChange(ctx, tx, repo.Event{Kind: kind, Mirror: t.Mirror,
 			Topic: t.Topic, Partition: &p, Message: msg},
 			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
 	})

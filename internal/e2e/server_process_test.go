@@ -235,7 +235,7 @@ func (l *serverLog) line(b []byte) {
 		if rec.Kind == "partition" {
 			l.leasedOnce.Do(func() { close(l.leased) })
 		}
-	case "partition state", "partition taken over":
+	case "partition state", "partition re-aligned":
 		// A takeover re-aligns and keeps MIRRORING: as good as entering it.
 		if rec.To == "MIRRORING" || rec.State == "MIRRORING" {
 			l.aligned = append(l.aligned, rec.Reason)

@@ -69,6 +69,9 @@ type mirrorSession struct {
 	changed   []repo.OffsetRun
 	srcEnd    int64
 	failure   error
+	// outOfRange: the source no longer has the next offset (retention
+	// removed it before it was mirrored): re-align in place and go on.
+	outOfRange bool
 	// topicRecreated: a produce failed with UNKNOWN_TOPIC_ID, so the
 	// destination topic was deleted and created again under the producer.
 	topicRecreated bool
@@ -122,7 +125,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	tick := time.NewTicker(checkpointTick)
 	defer tick.Stop()
 	stopReason := error(nil)
-	for stopReason == nil && s.failure == nil {
+	for stopReason == nil && s.failure == nil && !s.outOfRange {
 		select {
 		case b := <-sink.ch:
 			s.handleBatch(ctx, b)
@@ -181,6 +184,9 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 		return retryable("save checkpoint: %v", err)
 	}
 	w.syncRow(s)
+	if s.outOfRange {
+		return w.realign(ctx, "", fmt.Sprintf("source offset %d is no longer on the source", s.fetchNext))
+	}
 	if stopReason == errDesireChanged {
 		return nil
 	}
@@ -198,6 +204,10 @@ func (w *partitionWorker) syncRow(s *mirrorSession) {
 
 func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	w := s.w
+	if errors.Is(b.err, kerr.OffsetOutOfRange) {
+		s.outOfRange = true
+		return
+	}
 	if b.err != nil {
 		s.failure = retryable("fetch from source: %v", b.err)
 		return

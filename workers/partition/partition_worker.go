@@ -131,9 +131,16 @@ func (w *partitionWorker) handle(ctx context.Context, err error) bool {
 }
 
 // takeOver re-aligns a partition that the previous owner left MIRRORING,
-// PAUSING or STOPPING, and records the new checkpoint with an owner event,
-// keeping the state.
+// PAUSING or STOPPING, keeping the state.
 func (w *partitionWorker) takeOver(ctx context.Context) error {
+	return w.realign(ctx, w.lease.Previous, "")
+}
+
+// realign runs alignment without a state change and records the new
+// checkpoint (and any records lost to retention) with an event: after a
+// takeover (previous is the owner taken over from), or in place while
+// MIRRORING (cause says why).
+func (w *partitionWorker) realign(ctx context.Context, previous, cause string) error {
 	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
 	if !ok {
 		if err := w.e.desired.refresh(ctx); err != nil {
@@ -149,14 +156,15 @@ func (w *partitionWorker) takeOver(ctx context.Context) error {
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	row, err := w.e.cfg.Service.RecordTakeover(writeCtx, service.PartitionTakeover{Mirror: w.key.Mirror,
+	row, err := w.e.cfg.Service.RecordRealignment(writeCtx, service.PartitionRealignment{Mirror: w.key.Mirror,
 		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
-		Previous: w.lease.Previous, State: w.row.State, SrcNext: res.checkpoint.srcNext,
-		DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
+		Takeover: cause == "", Previous: previous, Cause: cause, State: w.row.State,
+		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
 	if err != nil {
 		return err
 	}
-	w.log.Info("partition taken over", "previous_owner", w.lease.Previous, "state", row.State.String(), "reason", res.summary)
+	w.log.Info("partition re-aligned", "previous_owner", previous, "cause", cause,
+		"state", row.State.String(), "reason", res.summary, "lost", res.lost)
 	w.row = row
 	return nil
 }
