@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
@@ -35,12 +36,26 @@ func Up(databaseURL string) error {
 }
 
 // driverURL rewrites a libpq-style URL to the scheme golang-migrate's pgx/v5
-// driver registers.
-func driverURL(u string) string {
+// driver registers, without pgxpool's own settings (pool_max_conns, ...):
+// the driver would pass them to the server as run-time parameters, which
+// it refuses ("unrecognized configuration parameter").
+func driverURL(raw string) string {
 	for _, p := range []string{"postgresql://", "postgres://"} {
-		if strings.HasPrefix(u, p) {
-			return "pgx5://" + strings.TrimPrefix(u, p)
+		if strings.HasPrefix(raw, p) {
+			raw = "pgx5://" + strings.TrimPrefix(raw, p)
+			break
 		}
 	}
-	return u
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw // golang-migrate reports it
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

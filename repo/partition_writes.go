@@ -70,6 +70,17 @@ func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecord
 		f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch, p.State, p.SrcNext, p.DstNext, p.LostRecordsAdd))
 }
 
+// lockOwned locks, in primary-key order, the rows of CTE v (mirror, topic,
+// partition, epoch) that owner $1 still holds at that epoch. Every bulk
+// write to mirror_partitions locks this way, so two of them can never wait
+// on each other in a cycle (SQLSTATE 40P01).
+const lockOwned = `SELECT p.mirror, p.topic, p.partition
+	FROM mirror_partitions p
+	JOIN v ON p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
+	WHERE p.lease_owner = $1 AND p.lease_epoch = v.epoch
+	ORDER BY p.mirror, p.topic, p.partition
+	FOR UPDATE OF p`
+
 // Checkpoint is one partition's progress, saved by its lease holder.
 type Checkpoint struct {
 	Mirror    string
@@ -103,6 +114,10 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 		reset[i] = c.ResetRetries
 	}
 	rows, err := q.Query(ctx, `
+		WITH v AS (
+			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[])
+				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset)
+		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			-- A slower save of an older checkpoint must not move it back.
 			src_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.src_next ELSE p.src_next END,
@@ -111,10 +126,9 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END,
 			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,
 			updated_at = now()
-		FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[])
-			AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset)
-		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
-		  AND p.lease_owner = $1 AND p.lease_epoch = v.epoch
+		FROM v, locked l
+		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
+		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition
 		RETURNING p.mirror, p.topic, p.partition`,
 		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset)
 	if err != nil {
@@ -226,14 +240,22 @@ func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffs
 		mirrors[i], topics[i], parts[i] = e.ID.Mirror, e.ID.Topic, e.ID.Partition
 		epochs[i], src[i], dst[i] = e.Epoch, e.SourceEnd, e.DestinationEnd
 	}
+	// Only rows whose end offsets changed are locked and written: an idle
+	// partition costs no row update.
 	_, err := q.Exec(ctx, `
+		WITH v AS (
+			SELECT v.* FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
+				AS v(mirror, topic, partition, epoch, src_end, dst_end)
+			JOIN mirror_partitions p ON p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
+			WHERE (v.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM v.src_end)
+			   OR (v.dst_end >= 0 AND p.destination_end_offset IS DISTINCT FROM v.dst_end)
+		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
 			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END
-		FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
-			AS v(mirror, topic, partition, epoch, src_end, dst_end)
-		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
-		  AND p.lease_owner = $1 AND p.lease_epoch = v.epoch`,
+		FROM v, locked l
+		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
+		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition`,
 		owner, mirrors, topics, parts, epochs, src, dst)
 	return interpret(err)
 }
