@@ -46,6 +46,7 @@ var (
 	kindConflict        = problemKind{"conflict", "Conflict", http.StatusConflict}
 	kindTransition      = problemKind{"invalid-transition", "Invalid state transition", http.StatusConflict}
 	kindSourceDown      = problemKind{"source-unavailable", "Source cluster unavailable", http.StatusServiceUnavailable}
+	kindDatabaseDown    = problemKind{"database-unavailable", "Database unavailable", http.StatusServiceUnavailable}
 	kindUnauthenticated = problemKind{"unauthenticated", "Authentication required", http.StatusUnauthorized}
 	kindForbidden       = problemKind{"forbidden", "Forbidden", http.StatusForbidden}
 	kindInternal        = problemKind{"internal", "Internal error", http.StatusInternalServerError}
@@ -87,6 +88,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, kindTransition, tr.Error(), nil)
 	case errors.As(err, &un):
 		writeProblem(w, r, kindSourceDown, un.Detail, nil)
+	case errors.Is(err, service.ErrDatabaseUnavailable):
+		logger(r.Context()).WarnContext(r.Context(), "database unavailable", slog.Any("err", err))
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, kindDatabaseDown, "the database did not answer; try again later", nil)
 	default:
 		logger(r.Context()).ErrorContext(r.Context(), "request failed", slog.Any("err", err))
 		writeProblem(w, r, kindInternal, "internal error; see the server log for request "+requestID(r.Context()), nil)

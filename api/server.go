@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -35,6 +36,9 @@ type Config struct {
 	OpenAPI []byte
 	// Tokens, when set, protect /v1 with bearer tokens.
 	Tokens Tokens
+	// RequestTimeout bounds every /v1 request but the event stream;
+	// default 35s (a sync-now request waits up to 30s for its pass).
+	RequestTimeout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -77,7 +81,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	mountDocs(r, cfg.OpenAPI)
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(requireToken(cfg.Tokens))
+		r.Use(requireToken(cfg.Tokens), requestDeadline(cmp.Or(cfg.RequestTimeout, 35*time.Second)))
 		r.Post("/mirrors", s.createMirror)
 		r.Get("/mirrors", s.listMirrors)
 		r.Get("/mirrors/{mirror}", s.getMirror)

@@ -7,17 +7,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/puddle/v2"
 )
 
 // Errors returned by repo functions, translated from pgx and SQLSTATEs.
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("conflict")
+	// ErrUnavailable: the database could not be reached, or did not
+	// answer in time.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // DBTX is what the query functions need: a pool, a connection or a transaction.
@@ -27,11 +34,28 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Open connects a pool and checks that the database answers.
+// Open connects a pool and checks that the database answers. Pool
+// settings come from the URL (pool_max_conns, ...), as pgx documents.
 func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	return OpenWith(ctx, databaseURL, OpenParams{})
+}
+
+// OpenParams shape a pool beyond what its URL says.
+type OpenParams struct {
+	// MaxConns, when set, caps the pool whatever the URL says: a small
+	// pool of its own keeps one kind of work from waiting on another.
+	MaxConns int32
+}
+
+// OpenWith is Open with params.
+func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if p.MaxConns > 0 {
+		cfg.MaxConns = p.MaxConns
+		cfg.MinConns = min(cfg.MinConns, p.MaxConns)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -69,14 +93,31 @@ func interpret(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code {
-		case "23505": // unique_violation
+		switch {
+		case pgErr.Code == "23505": // unique_violation
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
-		case "23503": // foreign_key_violation: the parent row is gone
+		case pgErr.Code == "23503": // foreign_key_violation: the parent row is gone
 			return fmt.Errorf("%w: %s", ErrNotFound, pgErr.ConstraintName)
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"):
+			// connection exceptions; the server shutting down or starting up
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
+		return err
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// unavailable reports an error of reaching the database rather than of a
+// statement: no connection, a broken one, or no answer in time.
+func unavailable(err error) bool {
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, puddle.ErrClosedPool)
 }
 
 // Now is the database's clock, which every instance shares.

@@ -3,6 +3,8 @@ package service
 import (
 	"fmt"
 	"strings"
+
+	"kmirror/repo"
 )
 
 // FieldError names one rejected input field.
@@ -65,6 +67,11 @@ type TopicState struct {
 
 // UnavailableError is a dependency (a source cluster) that could not be
 // reached. Nothing was changed.
+// ErrDatabaseUnavailable wraps every error of reaching Postgres (no
+// connection, a broken one, no answer in time): the request may succeed if
+// tried again later.
+var ErrDatabaseUnavailable = repo.ErrUnavailable
+
 type UnavailableError struct {
 	Dependency string
 	Detail     string

@@ -159,69 +159,101 @@ type MirrorPatch struct {
 	Config map[string]*string
 }
 
-// UpdateMirror applies a patch, validating the result as a whole.
+// UpdateMirror applies a patch. The source is checked before any row is
+// locked, so a slow or unreachable source never holds a lock (or a pooled
+// connection) that leases, checkpoints or other requests wait on; the row
+// is then locked and, if another update came first, the patch is applied
+// again to the newer row.
 func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (Mirror, error) {
-	var out repo.Mirror
-	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		m, err := repo.MirrorsGetForUpdate(ctx, tx, name)
+	for attempt := 0; ; attempt++ {
+		cur, err := repo.MirrorsGet(ctx, s.pool, name)
 		if errors.Is(err, repo.ErrNotFound) {
-			return mirrorNotFound(name)
+			return Mirror{}, mirrorNotFound(name)
 		} else if err != nil {
-			return err
+			return Mirror{}, err
 		}
-		src := sourceOf(m)
-		if p := patch.Source; p != nil {
-			for dst, val := range map[*string]*string{
-				&src.BootstrapServers: p.BootstrapServers, &src.SecurityProtocol: p.SecurityProtocol,
-				&src.SASLMechanism: p.SASLMechanism, &src.SASLUsername: p.SASLUsername,
-				&src.SASLPassword: p.SASLPassword, &src.TLSCAPEM: p.TLSCAPEM,
-				&src.TLSCertPEM: p.TLSCertPEM, &src.TLSKeyPEM: p.TLSKeyPEM,
-				&src.TLSServerName: p.TLSServerName,
-			} {
-				if val != nil {
-					*dst = *val
-				}
-			}
+		m, err := patchMirror(cur, patch)
+		if err != nil {
+			return Mirror{}, err
 		}
-		cfg := maps.Clone(m.Config)
-		set := map[string]string{}
-		for k, val := range patch.Config {
-			if val == nil {
-				if _, known := configKeys[k]; !known {
-					set[k] = "" // reported as unknown below
-				}
-				delete(cfg, k)
-				continue
-			}
-			cfg[k], set[k] = *val, *val
-		}
-		var v validation
-		validateSource(&v, src)
-		validateConfig(&v, set)
-		if err := v.err(); err != nil {
-			return err
-		}
-		applySource(&m, src)
-		m.Config = cfg
 		if patch.Source != nil && !opts.SkipConnectivityCheck {
 			if _, err := s.sourceTopics(ctx, ConnOf(m)); err != nil {
-				return err
+				return Mirror{}, err
 			}
 		}
 		if opts.DryRun {
-			out = m
-			return nil
+			return mirrorOf(m), nil
 		}
-		if out, err = repo.MirrorsUpdate(ctx, tx, m); err != nil {
-			return err
+		var out repo.Mirror
+		err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+			locked, err := repo.MirrorsGetForUpdate(ctx, tx, name)
+			if errors.Is(err, repo.ErrNotFound) {
+				return mirrorNotFound(name)
+			} else if err != nil {
+				return err
+			}
+			if !locked.UpdatedAt.Equal(cur.UpdatedAt) {
+				return errMirrorChanged
+			}
+			if out, err = repo.MirrorsUpdate(ctx, tx, m); err != nil {
+				return err
+			}
+			return recordChange(ctx, tx, repo.Event{Kind: EventMirrorUpdated, Mirror: name,
+				Message: fmt.Sprintf("mirror %s updated", name)}, MirrorKey(name), mirrorRecord(out))
+		})
+		if errors.Is(err, errMirrorChanged) {
+			if attempt < 5 {
+				continue // checked against an older row: check again
+			}
+			return Mirror{}, &ConflictError{Detail: fmt.Sprintf("mirror %s kept changing during the update; try again", name)}
 		}
-		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorUpdated, Mirror: name,
-			Message: fmt.Sprintf("mirror %s updated", name)}, MirrorKey(name), mirrorRecord(out))
-	})
-	if err != nil {
-		return Mirror{}, err
+		if err != nil {
+			return Mirror{}, err
+		}
+		return mirrorOf(out), nil
 	}
-	return mirrorOf(out), nil
+}
+
+// errMirrorChanged: the mirror was updated between the check and the lock.
+var errMirrorChanged = errors.New("the mirror changed during the update; try again")
+
+// patchMirror applies a patch to a mirror row and validates the result.
+func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
+	src := sourceOf(m)
+	if p := patch.Source; p != nil {
+		for dst, val := range map[*string]*string{
+			&src.BootstrapServers: p.BootstrapServers, &src.SecurityProtocol: p.SecurityProtocol,
+			&src.SASLMechanism: p.SASLMechanism, &src.SASLUsername: p.SASLUsername,
+			&src.SASLPassword: p.SASLPassword, &src.TLSCAPEM: p.TLSCAPEM,
+			&src.TLSCertPEM: p.TLSCertPEM, &src.TLSKeyPEM: p.TLSKeyPEM,
+			&src.TLSServerName: p.TLSServerName,
+		} {
+			if val != nil {
+				*dst = *val
+			}
+		}
+	}
+	cfg := maps.Clone(m.Config)
+	set := map[string]string{}
+	for k, val := range patch.Config {
+		if val == nil {
+			if _, known := configKeys[k]; !known {
+				set[k] = "" // reported as unknown below
+			}
+			delete(cfg, k)
+			continue
+		}
+		cfg[k], set[k] = *val, *val
+	}
+	var v validation
+	validateSource(&v, src)
+	validateConfig(&v, set)
+	if err := v.err(); err != nil {
+		return repo.Mirror{}, err
+	}
+	applySource(&m, src)
+	m.Config = cfg
+	return m, nil
 }
 
 // DeleteMirror removes a mirror whose topics are all stopped, writing

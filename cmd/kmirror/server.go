@@ -170,13 +170,18 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // the engine and syncer close their clients, the relay publishes the final
 // state changes, the heartbeat marks the instance stopped, and the notifier
 // closes last.
-func components(cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+//
+// The workers use pools of their own, which the API cannot exhaust: leases
+// and the heartbeat a small one that nothing else touches, the rest of the
+// data plane another.
+func components(cfg serverConfig, pools workerPools, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+	pool := pools.data
 	notes, err := notifier.New(notifier.Config{Pool: pool, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pool, InstanceID: cfg.InstanceID,
+	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
 	if err != nil {
 		return nil, err
@@ -203,13 +208,19 @@ func components(cfg serverConfig, pool *pgxpool.Pool, svc *service.Service, reg 
 	if err != nil {
 		return nil, err
 	}
-	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pool, InstanceID: cfg.InstanceID,
+	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
 		Partitions: eng, Mirrors: syncer, Notifier: notes})
 	if err != nil {
 		return nil, err
 	}
 	return []startstop.Service{notes, hb, relay, startstop.Parallel(eng, syncer), leases}, nil
+}
+
+// workerPools are the data plane's own database pools.
+type workerPools struct {
+	leases *pgxpool.Pool // the lease manager and heartbeat only
+	data   *pgxpool.Pool // partition workers, sync, relay, notifier
 }
 
 // runServer migrates the schema, registers the instance and serves the API
@@ -243,7 +254,22 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	pieces, err := components(cfg, pool, svc, reg, log)
+	// The data plane's pools and its own service over them.
+	var pools workerPools
+	if pools.leases, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{MaxConns: 2}); err != nil {
+		return err
+	}
+	defer pools.leases.Close()
+	if pools.data, err = repo.Open(ctx, cfg.DatabaseURL); err != nil {
+		return err
+	}
+	defer pools.data.Close()
+	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
+		Logger: log, InstanceTTL: cfg.LeaseTTL})
+	if err != nil {
+		return err
+	}
+	pieces, err := components(cfg, pools, workerSvc, reg, log)
 	if err != nil {
 		return err
 	}

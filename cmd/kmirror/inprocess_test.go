@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/testdb"
+)
+
+// startInProcess runs a full kmirror server (API, engine, syncer, lease
+// manager, relay) in this process against a testdb database and kfake
+// source and destination clusters; the source has a topic "bench" of 3
+// partitions. It returns the API's base URL; cleanup stops everything.
+func startInProcess(tb testing.TB, log *slog.Logger) (string, *devcluster.Clusters) {
+	tb.Helper()
+	dbURL := testdb.New(tb)
+	clusters, err := devcluster.Start(devcluster.Config{
+		SourceOpts:      []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")},
+		DestinationOpts: []kfake.Opt{kfake.NumBrokers(1)},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(clusters.Close) // after the server stops: cleanups are LIFO
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	serverErr := make(chan error, 1)
+	go func() {
+		serverErr <- runServer(ctx, serverConfig{
+			Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "bench",
+			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+			LeaseTTL:           6 * time.Second,
+			LeaseRenewInterval: time.Second,
+			DeliveryTimeout:    time.Second,
+			SourceTimeout:      2 * time.Second,
+			Logger:             log,
+			Ready:              func(addr string) { ready <- addr },
+		})
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-serverErr:
+			if err != nil {
+				tb.Errorf("server: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			tb.Error("server did not stop within 30s")
+		}
+	})
+	select {
+	case addr := <-ready:
+		return "http://" + addr, clusters
+	case err := <-serverErr:
+		tb.Fatalf("server exited early: %v", err)
+	case <-time.After(60 * time.Second):
+		tb.Fatal("server did not become ready within 60s")
+	}
+	return "", nil
+}
+
+// apiClient calls the API, failing the test or benchmark on any error.
+type apiClient struct {
+	tb   testing.TB
+	base string
+	http *http.Client
+}
+
+// post sends body as JSON (or nothing) and wants a 2xx answer.
+func (c apiClient) post(path, body string) {
+	c.tb.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(http.MethodPost, c.base+path, r)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.tb.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		c.tb.Fatalf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(out))
+	}
+}
+
+// waitAll polls GET /v1/partitions every effectPoll until all 3 partitions
+// of the topic are in state.
+func (c apiClient) waitAll(state string, timeout time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(effectPoll)
+	defer tick.Stop()
+	var last []string
+	for {
+		if last = c.states(); len(last) == 3 && !slices.ContainsFunc(last, func(s string) bool { return s != state }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("partitions not all %s after %s: %v", state, timeout, last)
+		}
+		<-tick.C
+	}
+}
+
+func (c apiClient) states() []string {
+	c.tb.Helper()
+	resp, err := c.http.Get(c.base + "/v1/partitions?mirror=m&topic=bench")
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		out, _ := io.ReadAll(resp.Body)
+		c.tb.Fatalf("GET /v1/partitions: %s: %s", resp.Status, bytes.TrimSpace(out))
+	}
+	var body struct {
+		Partitions []struct {
+			State string `json:"state"`
+		} `json:"partitions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		c.tb.Fatal(err)
+	}
+	out := make([]string, len(body.Partitions))
+	for i, p := range body.Partitions {
+		out[i] = p.State
+	}
+	return out
+}
+
+// do sends a request and returns its status and body, failing only on a
+// transport error.
+func (c apiClient) do(method, path, body string) (int, []byte) {
+	c.tb.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.tb.Errorf("%s %s: %v", method, path, err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
