@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -162,17 +163,29 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 // deleteMirror godoc
 //
 //	@Summary		Delete a mirror
-//	@Description	Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+//	@Description	Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
 //	@ID				deleteMirror
 //	@Tags			mirrors
 //	@Produce		json
 //	@Param			mirror	path	string	true	"Mirror name"
+//	@Param			wait	query	string	false	"How long to wait for removed topics still STOPPING (a duration up to 30s)"
 //	@Success		204
+//	@Failure		400	{object}	Problem
 //	@Failure		404	{object}	Problem
 //	@Failure		409	{object}	Problem
 //	@Router			/v1/mirrors/{mirror} [delete]
 func (s *server) deleteMirror(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.DeleteMirror(r.Context(), chi.URLParam(r, "mirror")); err != nil {
+	var opts service.DeleteOpts
+	if raw := r.URL.Query().Get("wait"); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil {
+			writeError(w, r, &service.ValidationError{Fields: []service.FieldError{{Field: "wait",
+				Message: "must be a duration such as 30s"}}})
+			return
+		}
+		opts.Wait = d
+	}
+	if err := s.svc.DeleteMirror(r.Context(), chi.URLParam(r, "mirror"), opts); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -156,7 +156,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	e.lastEvent(t, "topics.resumed", "m1")
 
 	// Delete is refused while topics are not stopped.
-	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), 409, "conflict", "m1", "2 topic(s) not stopped")
+	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), 409, "conflict", "m1", "2 topic(s) not removed")
 	e.unchanged(t, s)
 
 	// Remove everything; removing again is refused.
@@ -180,7 +180,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	if st := e.desiredState(t, "m1", "orders"); st != "mirroring" {
 		t.Fatalf("orders desired %s after restart, want mirroring", st)
 	}
-	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), 409, "conflict", "1 topic(s) not stopped")
+	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), 409, "conflict", "1 topic(s) not removed")
 	e.unchanged(t, s)
 	e.topicsAction(t, "m1", "remove", "orders")
 	s = e.grew(t, s, map[string]int64{"mirror_topics": 0, "events": 1, "outbox": 1})
@@ -574,7 +574,9 @@ func TestDeleteWaitsForStoppedPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := e.snapshot(t)
-	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), http.StatusConflict, "conflict", "1 topic(s) not stopped", "STOPPED")
+	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1", nil), http.StatusConflict, "conflict", "1 removed topic(s) STOPPING", "STOPPED", "wait=30s")
+	e.unchanged(t, before)
+	wantProblem(t, e.do(t, "DELETE", "/v1/mirrors/m1?wait=forever", nil), http.StatusBadRequest, "validation", "wait")
 	e.unchanged(t, before)
 	if _, err := e.pool.Exec(t.Context(), `UPDATE mirror_partitions SET state = 'STOPPED' WHERE mirror = 'm1'`); err != nil {
 		t.Fatal(err)

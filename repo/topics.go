@@ -104,17 +104,26 @@ func TopicsSetDesiredState(ctx context.Context, q DBTX, mirror string, topics []
 	return nil
 }
 
-// TopicsCountNotStopped counts a mirror's topics whose desired state or any
-// partition's actual state is not yet stopped (UNKNOWN counts as stopped:
-// nothing was ever started).
-func TopicsCountNotStopped(ctx context.Context, q DBTX, mirror string) (int, error) {
-	var n int
+// NotStopped counts a mirror's topics that are not yet stopped.
+type NotStopped struct {
+	// Wanted: topics whose desired state is not stopped.
+	Wanted int
+	// Stopping: topics removed (desired stopped) whose partitions have not
+	// all reached STOPPED yet.
+	Stopping int
+}
+
+// TopicsCountNotStopped counts, in one query, a mirror's topics that are
+// not stopped, by why.
+func TopicsCountNotStopped(ctx context.Context, q DBTX, mirror string) (NotStopped, error) {
+	var n NotStopped
 	err := q.QueryRow(ctx, `
-		SELECT count(*) FROM mirror_topics t
-		WHERE t.mirror = $1 AND (t.desired_state <> 'stopped' OR EXISTS (
-			SELECT 1 FROM mirror_partitions p
-			WHERE p.mirror = t.mirror AND p.topic = t.topic
-			  AND p.state IS NOT NULL AND p.state <> 'STOPPED'))`, mirror).Scan(&n)
+		SELECT count(*) FILTER (WHERE t.desired_state <> 'stopped'),
+			count(*) FILTER (WHERE t.desired_state = 'stopped' AND EXISTS (
+				SELECT 1 FROM mirror_partitions p
+				WHERE p.mirror = t.mirror AND p.topic = t.topic
+				  AND p.state IS NOT NULL AND p.state <> 'STOPPED'))
+		FROM mirror_topics t WHERE t.mirror = $1`, mirror).Scan(&n.Wanted, &n.Stopping)
 	return n, interpret(err)
 }
 

@@ -256,9 +256,48 @@ func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
 	return m, nil
 }
 
+// MaxDeleteWait bounds DeleteOpts.Wait.
+const MaxDeleteWait = 30 * time.Second
+
+// DeleteOpts are the options of a mirror delete.
+type DeleteOpts struct {
+	// Wait, up to MaxDeleteWait, is how long to wait for removed topics
+	// that are still STOPPING to reach STOPPED before refusing.
+	Wait time.Duration
+}
+
 // DeleteMirror removes a mirror whose topics are all stopped, writing
-// tombstones for every record it had in __mirror_state.
-func (s *Service) DeleteMirror(ctx context.Context, name string) error {
+// tombstones for every record it had in __mirror_state. With opts.Wait it
+// waits for removed topics still STOPPING; a topic not removed at all is
+// refused at once, since waiting would not help.
+func (s *Service) DeleteMirror(ctx context.Context, name string, opts DeleteOpts) error {
+	if opts.Wait < 0 || opts.Wait > MaxDeleteWait {
+		return &ValidationError{Fields: []FieldError{{Field: "wait",
+			Message: fmt.Sprintf("must be between 0s and %s", MaxDeleteWait)}}}
+	}
+	deadline := time.Now().Add(opts.Wait)
+	for {
+		err := s.deleteMirror(ctx, name)
+		var stopping *stillStoppingError
+		if !errors.As(err, &stopping) || !time.Now().Before(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(100*time.Millisecond, time.Until(deadline))):
+		}
+	}
+}
+
+// stillStoppingError is the conflict of a delete that only STOPPING topics
+// hold up.
+type stillStoppingError struct{ conflict *ConflictError }
+
+func (e *stillStoppingError) Error() string { return e.conflict.Error() }
+func (e *stillStoppingError) Unwrap() error { return e.conflict }
+
+func (s *Service) deleteMirror(ctx context.Context, name string) error {
 	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := repo.MirrorsGetForUpdate(ctx, tx, name); errors.Is(err, repo.ErrNotFound) {
 			return mirrorNotFound(name)
@@ -269,9 +308,13 @@ func (s *Service) DeleteMirror(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		switch {
+		case n.Wanted > 0:
 			return &ConflictError{Detail: fmt.Sprintf(
-				"mirror %s still has %d topic(s) not stopped: remove them first and wait for STOPPED", name, n)}
+				"mirror %s still has %d topic(s) not removed: remove them first", name, n.Wanted+n.Stopping)}
+		case n.Stopping > 0:
+			return &stillStoppingError{conflict: &ConflictError{Detail: fmt.Sprintf(
+				"mirror %s still has %d removed topic(s) STOPPING: wait for STOPPED, or delete with ?wait=30s", name, n.Stopping)}}
 		}
 		topics, err := repo.TopicsList(ctx, tx, name)
 		if err != nil {

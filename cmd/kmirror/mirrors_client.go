@@ -100,7 +100,9 @@ func (c *mirrorsCLI) create(ctx context.Context) error {
 }
 
 func (c *mirrorsCLI) delete(ctx context.Context) error {
-	resp, err := c.api.DeleteMirrorWithResponse(ctx, c.opts.mirror)
+	// A topic removed a moment ago may still be STOPPING: wait for it.
+	wait := "30s"
+	resp, err := c.api.DeleteMirrorWithResponse(ctx, c.opts.mirror, &client.DeleteMirrorParams{Wait: &wait})
 	if err := c.check(resp, err, http.StatusNoContent); err != nil {
 		return err
 	}

@@ -181,7 +181,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 	e.wantFailure(t, 1, []string{"Error: ", "my-topic is mirroring"},
 		"--resume", "--topic", "my-topic", "--mirror", "my-mirror")
 
-	e.wantFailure(t, 1, []string{"Error: ", "my-mirror", "not stopped"}, "--delete", "--mirror", "my-mirror")
+	e.wantFailure(t, 1, []string{"Error: ", "my-mirror", "not removed"}, "--delete", "--mirror", "my-mirror")
 	e.mustMirrors(t, "Removed 1 topic(s) from mirror my-mirror: [my-topic]\n",
 		"--remove", "--topic", "my-topic", "--mirror", "my-mirror")
 	e.mustMirrors(t, "Deleted mirror my-mirror.\n", "--delete", "--mirror", "my-mirror")

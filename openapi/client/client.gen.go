@@ -445,6 +445,12 @@ type CreateMirrorParams struct {
 	SkipConnectivityCheck *bool `form:"skip_connectivity_check,omitempty" json:"skip_connectivity_check,omitempty"`
 }
 
+// DeleteMirrorParams defines parameters for DeleteMirror.
+type DeleteMirrorParams struct {
+	// Wait How long to wait for removed topics still STOPPING (a duration up to 30s)
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
 // UpdateMirrorParams defines parameters for UpdateMirror.
 type UpdateMirrorParams struct {
 	// DryRun Validate only
@@ -611,10 +617,10 @@ type ClientInterface interface {
 
 	// DeleteMirror Delete a mirror
 	//
-	// Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
 	//
 	// Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
-	DeleteMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteMirror(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMirror Get a mirror
 	//
@@ -860,11 +866,11 @@ func (c *Client) CreateMirror(ctx context.Context, params *CreateMirrorParams, b
 
 // DeleteMirror Delete a mirror
 //
-// Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
 //
 // Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
-func (c *Client) DeleteMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteMirrorRequest(c.Server, mirror)
+func (c *Client) DeleteMirror(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteMirrorRequest(c.Server, mirror, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1430,7 +1436,7 @@ func NewCreateMirrorRequestWithBody(server string, params *CreateMirrorParams, c
 }
 
 // NewDeleteMirrorRequest constructs an http.Request for the DeleteMirror method
-func NewDeleteMirrorRequest(server string, mirror string) (*http.Request, error) {
+func NewDeleteMirrorRequest(server string, mirror string, params *DeleteMirrorParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1453,6 +1459,33 @@ func NewDeleteMirrorRequest(server string, mirror string) (*http.Request, error)
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
@@ -2130,12 +2163,12 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteMirrorWithResponse Delete a mirror
 	//
-	// Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
-	DeleteMirrorWithResponse(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*DeleteMirrorResponse, error)
+	DeleteMirrorWithResponse(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*DeleteMirrorResponse, error)
 
 	// GetMirrorWithResponse Get a mirror
 	//
@@ -2574,10 +2607,17 @@ func (r CreateMirrorResponse) ContentType() string {
 type DeleteMirrorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3365,13 +3405,13 @@ func (c *ClientWithResponses) CreateMirrorWithResponse(ctx context.Context, para
 
 // DeleteMirrorWithResponse Delete a mirror
 //
-// Only a mirror whose topics are all stopped can be deleted: remove its topics first.
+// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
-func (c *ClientWithResponses) DeleteMirrorWithResponse(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*DeleteMirrorResponse, error) {
-	rsp, err := c.DeleteMirror(ctx, mirror, reqEditors...)
+func (c *ClientWithResponses) DeleteMirrorWithResponse(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*DeleteMirrorResponse, error) {
+	rsp, err := c.DeleteMirror(ctx, mirror, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -3833,6 +3873,13 @@ func ParseDeleteMirrorResponse(rsp *http.Response) (*DeleteMirrorResponse, error
 	switch {
 	case rsp.StatusCode == 204:
 		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem

@@ -76,7 +76,7 @@ func TestOutboxRelayPublishesLatestState(t *testing.T) {
 	env.startRelay()
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitMirrored(t, env.Env, "orders", 2, 20*time.Second)
-	if err := env.Svc.DeleteMirror(ctx, "gone"); err != nil {
+	if err := env.Svc.DeleteMirror(ctx, "gone", service.DeleteOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.Svc.PauseTopics(ctx, "m", "orders"); err != nil {
