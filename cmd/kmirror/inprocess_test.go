@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,11 +20,22 @@ import (
 	"kmirror/internal/testdb"
 )
 
+// inProcessLeaseTTL is the in-process server's lease TTL; its safety
+// margin is a third of it.
+const inProcessLeaseTTL = 6 * time.Second
+
 // startInProcess runs a full kmirror server (API, engine, syncer, lease
 // manager, relay) in this process against a testdb database and kfake
 // source and destination clusters; the source has a topic "bench" of 3
 // partitions. It returns the API's base URL; cleanup stops everything.
 func startInProcess(tb testing.TB, log *slog.Logger) (string, *devcluster.Clusters) {
+	base, clusters, _ := startInProcessStoppable(tb, log)
+	return base, clusters
+}
+
+// startInProcessStoppable is startInProcess that also returns stop, which
+// stops the server (as SIGTERM does) and says how long that took.
+func startInProcessStoppable(tb testing.TB, log *slog.Logger) (string, *devcluster.Clusters, func() time.Duration) {
 	tb.Helper()
 	dbURL := testdb.New(tb)
 	clusters, err := devcluster.Start(devcluster.Config{
@@ -42,7 +54,7 @@ func startInProcess(tb testing.TB, log *slog.Logger) (string, *devcluster.Cluste
 		serverErr <- runServer(ctx, serverConfig{
 			Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "bench",
 			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-			LeaseTTL:           6 * time.Second,
+			LeaseTTL:           inProcessLeaseTTL,
 			LeaseRenewInterval: time.Second,
 			DeliveryTimeout:    time.Second,
 			SourceTimeout:      2 * time.Second,
@@ -50,26 +62,34 @@ func startInProcess(tb testing.TB, log *slog.Logger) (string, *devcluster.Cluste
 			Ready:              func(addr string) { ready <- addr },
 		})
 	}()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-serverErr:
-			if err != nil {
-				tb.Errorf("server: %v", err)
+	var stopOnce sync.Once
+	var took time.Duration
+	stop := func() time.Duration {
+		stopOnce.Do(func() {
+			start := time.Now()
+			cancel()
+			select {
+			case err := <-serverErr:
+				if err != nil {
+					tb.Errorf("server: %v", err)
+				}
+			case <-time.After(60 * time.Second):
+				tb.Error("server did not stop within 60s")
 			}
-		case <-time.After(30 * time.Second):
-			tb.Error("server did not stop within 30s")
-		}
-	})
+			took = time.Since(start)
+		})
+		return took
+	}
+	tb.Cleanup(func() { stop() })
 	select {
 	case addr := <-ready:
-		return "http://" + addr, clusters
+		return "http://" + addr, clusters, stop
 	case err := <-serverErr:
 		tb.Fatalf("server exited early: %v", err)
 	case <-time.After(60 * time.Second):
 		tb.Fatal("server did not become ready within 60s")
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 // apiClient calls the API, failing the test or benchmark on any error.

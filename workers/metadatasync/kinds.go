@@ -12,6 +12,8 @@ type kind struct {
 	run func(p *syncPass, loadErr error)
 	// status reads the kind's outcome from a result.
 	status func(r *service.SyncResult) (ok bool, err string)
+	// fail records that the kind failed with msg.
+	fail func(r *service.SyncResult, msg string)
 }
 
 var kinds = []kind{
@@ -26,6 +28,7 @@ var kinds = []kind{
 		status: func(r *service.SyncResult) (bool, string) {
 			return r.GroupOffsets.OK, r.GroupOffsets.Error
 		},
+		fail: func(r *service.SyncResult, msg string) { r.GroupOffsets.OK, r.GroupOffsets.Error = false, msg },
 	},
 	outcomeKind("acls", (*syncPass).syncACLs, func(r *service.SyncResult) *service.SyncOutcome { return &r.ACLs }),
 	outcomeKind("paused_topics", (*syncPass).syncPausedTopics, func(r *service.SyncResult) *service.SyncOutcome { return &r.PausedTopics }),
@@ -46,6 +49,10 @@ func outcomeKind(name string, sync func(*syncPass, *service.SyncOutcome) error, 
 		status: func(r *service.SyncResult) (bool, string) {
 			o := field(r)
 			return o.OK, o.Error
+		},
+		fail: func(r *service.SyncResult, msg string) {
+			o := field(r)
+			o.OK, o.Error = false, msg
 		},
 	}
 }

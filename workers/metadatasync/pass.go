@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -65,9 +66,25 @@ func (p *syncPass) run() time.Duration {
 	}
 	loadErr := cmp.Or(cfgErr, p.load())
 	for _, k := range kinds {
-		k.run(p, loadErr)
+		p.runKind(k, loadErr)
 	}
 	return interval
+}
+
+// runKind runs one kind with a panic kept to it: the kind fails with the
+// panic as its error, the stack goes to the log, and the other kinds and
+// the process go on.
+func (p *syncPass) runKind(k kind, loadErr error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.r.log.Error("panic in metadata sync", "kind", k.name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			k.fail(&p.res, fmt.Sprintf("panic: %v", v))
+		}
+	}()
+	if h := p.r.s.TestHooks.BeforeKind; h != nil {
+		h(k.name)
+	}
+	k.run(p, loadErr)
 }
 
 // finishOutcome sets a kind's OK and Error from its error and items.

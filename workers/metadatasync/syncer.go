@@ -24,6 +24,13 @@ import (
 	"kmirror/workers/lease"
 )
 
+// SyncerTestHooks are points where tests inject faults.
+type SyncerTestHooks struct {
+	// BeforeKind runs before each kind of a pass, in the pass's goroutine
+	// (a panic there is the kind's).
+	BeforeKind func(kind string)
+}
+
 // PartitionAwaiter is the partition engine's producer as the sync sees it.
 type PartitionAwaiter interface {
 	// AwaitDestinationPartitions returns once the producer knows that a
@@ -84,11 +91,13 @@ func (c *Config) validate() error {
 // for as long as its lease is held; all mirrors share one destination client.
 type Syncer struct {
 	startstop.Base
-	cfg      Config
-	log      *slog.Logger
-	dst      *kgo.Client
-	dstAdmin *kadm.Client
-	metrics  *syncMetrics
+	// TestHooks let tests inject faults; nil hooks do nothing.
+	TestHooks SyncerTestHooks
+	cfg       Config
+	log       *slog.Logger
+	dst       *kgo.Client
+	dstAdmin  *kadm.Client
+	metrics   *syncMetrics
 
 	mu      sync.Mutex
 	mirrors map[string]*mirrorSync

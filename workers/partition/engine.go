@@ -17,6 +17,7 @@ import (
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
 	"kmirror/internal/startstop"
+	"kmirror/internal/states"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -72,17 +73,26 @@ func (c *EngineConfig) validate() error {
 // (one idempotent producer to the destination, one fetcher per mirror).
 type Engine struct {
 	startstop.Base
-	cfg      EngineConfig
-	log      *slog.Logger
-	producer *kgo.Client
-	dstAdmin *kadm.Client
-	cp       *checkpointer
-	desired  *desiredStates
+	// TestHooks let tests inject faults; nil hooks do nothing.
+	TestHooks EngineTestHooks
+	cfg       EngineConfig
+	log       *slog.Logger
+	producer  *kgo.Client
+	dstAdmin  *kadm.Client
+	cp        *checkpointer
+	desired   *desiredStates
 
 	mu       sync.Mutex
 	workers  map[lease.Key]*partitionWorker
 	fetchers map[string]*mirrorFetcher
 	sources  map[string]*sourceClients
+}
+
+// EngineTestHooks are points where tests inject faults.
+type EngineTestHooks struct {
+	// BeforeStep runs before each step of a partition worker, in its
+	// goroutine (a panic there is the worker's).
+	BeforeStep func(k lease.Key, state states.Partition)
 }
 
 // NewEngine returns an Engine; Start connects it.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -28,6 +29,9 @@ type partitionWorker struct {
 	// awaitingRecreate is set while partition 0's worker recreates the
 	// destination topic; the checkpoint is re-read afterwards.
 	awaitingRecreate bool
+
+	// leaseCtx ends only with the lease; mirroring runs under it.
+	leaseCtx context.Context
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed by stop(): finish gracefully
@@ -73,9 +77,22 @@ func permanent(format string, args ...any) error {
 	return &failure{msg: fmt.Sprintf(format, args...)}
 }
 
-func (w *partitionWorker) run(ctx context.Context) {
+func (w *partitionWorker) run(leaseCtx context.Context) {
 	defer close(w.exited)
 	defer w.e.cp.take(w.key) // leftovers of a lost lease must not be saved later
+	// ctx also ends when the worker is asked to stop, so a stop never waits
+	// on an alignment, a recreate or a slow source. Only mirroring keeps
+	// leaseCtx: it settles its in-flight records itself when stopping.
+	ctx, cancel := context.WithCancelCause(leaseCtx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-w.stopping:
+			cancel(errStop)
+		case <-ctx.Done():
+		}
+	}()
+	w.leaseCtx = leaseCtx
 	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
 	if err != nil {
 		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
@@ -105,7 +122,7 @@ func (w *partitionWorker) run(ctx context.Context) {
 			return
 		default:
 		}
-		if !w.handle(ctx, w.step(ctx)) {
+		if !w.handle(ctx, w.safeStep(ctx)) {
 			return
 		}
 	}
@@ -169,6 +186,22 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 	return nil
 }
 
+// safeStep is step with a panic kept to this partition: it becomes a
+// retryable failure naming the panic, with the stack in the log, and the
+// process and every other partition go on.
+func (w *partitionWorker) safeStep(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.log.Error("panic in partition worker", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = retryable("panic in partition worker: %v", v)
+		}
+	}()
+	if h := w.e.TestHooks.BeforeStep; h != nil {
+		h(w.key, w.row.State)
+	}
+	return w.step(ctx)
+}
+
 // step takes the one action the current state and desire call for.
 func (w *partitionWorker) step(ctx context.Context) error {
 	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
@@ -223,7 +256,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		case service.DesiredStopped:
 			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
 		}
-		return w.mirror(ctx)
+		return w.mirror(w.leaseCtx)
 	case service.StatePausing:
 		return w.transition(ctx, service.StatePaused, transitionOpts{})
 	case service.StatePaused:

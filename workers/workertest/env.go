@@ -105,6 +105,9 @@ type InstanceOpts struct {
 	// SyncInterval is the sync interval of mirrors that do not set one;
 	// default one hour, so only the first pass and "sync now" run.
 	SyncInterval time.Duration
+	// EngineHooks and SyncerHooks inject faults (set before anything runs).
+	EngineHooks partition.EngineTestHooks
+	SyncerHooks metadatasync.SyncerTestHooks
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -138,6 +141,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	eng.TestHooks = o.EngineHooks
 	if err := eng.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -151,6 +155,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		if err != nil {
 			tb.Fatal(err)
 		}
+		syncer.TestHooks = o.SyncerHooks
 		if err := syncer.Start(ctx); err != nil {
 			tb.Fatal(err)
 		}
