@@ -105,6 +105,8 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	if w.row.SrcNext == nil || w.row.DstNext == nil {
 		return retryable("no checkpoint to mirror from")
 	}
+	w.mirroring.Store(true)
+	defer w.mirroring.Store(false)
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.acks.notify = make(chan struct{}, 1)

@@ -62,11 +62,16 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 		if srcErr == nil {
 			se = lookupOffset(srcEnds, k)
 		}
-		if dstErr == nil {
+		epoch, mirroring := e.workerOf(k)
+		// While mirroring, the session's checkpoints carry the destination
+		// end that goes with their src_next, so that a describe row's lag
+		// and offsets agree: a newer end from here would show a caught-up
+		// partition with lag 1.
+		if dstErr == nil && !mirroring {
 			de = lookupOffset(dstEnds, k)
 		}
 		out = append(out, repo.EndOffsets{ID: repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition},
-			Epoch: e.epochOf(k), SourceEnd: se, DestinationEnd: de})
+			Epoch: epoch, SourceEnd: se, DestinationEnd: de})
 	}
 	return out
 }
@@ -78,12 +83,13 @@ func lookupOffset(l kadm.ListedOffsets, k lease.Key) int64 {
 	return -1
 }
 
-// epochOf returns the lease epoch of a running partition, 0 if none.
-func (e *Engine) epochOf(k lease.Key) int64 {
+// workerOf returns the lease epoch of a running partition (0 if none) and
+// whether it is copying records now.
+func (e *Engine) workerOf(k lease.Key) (epoch int64, mirroring bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if w := e.workers[k]; w != nil {
-		return w.lease.Epoch
+		return w.lease.Epoch, w.mirroring.Load()
 	}
-	return 0
+	return 0, false
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"kmirror/repo"
@@ -32,6 +33,9 @@ type partitionWorker struct {
 
 	// leaseCtx ends only with the lease; mirroring runs under it.
 	leaseCtx context.Context
+	// mirroring is set while a mirroring session runs (read by the offsets
+	// refresher).
+	mirroring atomic.Bool
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed by stop(): finish gracefully
