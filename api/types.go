@@ -155,6 +155,15 @@ type PartitionRow struct {
 	// topic read-only (false: the destination has no authorizer); null
 	// until the topic is first mirrored.
 	ReadOnlyEnforced *bool `json:"read_only_enforced" extensions:"x-nullable"`
+	// LeaseLive says a live instance holds the partition's lease. False
+	// for a partition nobody owns or whose owner stopped renewing (after a
+	// crash, until another takes over): its state is then what the last
+	// owner left, not what is happening.
+	LeaseLive bool `json:"lease_live"`
+	// OwnerRenewedAt is when the owner last renewed its lease session.
+	OwnerRenewedAt *time.Time `json:"owner_renewed_at" extensions:"x-nullable"`
+	// ProgressedAt is when the checkpoint last moved forward.
+	ProgressedAt *time.Time `json:"progressed_at" extensions:"x-nullable"`
 } // @name PartitionRow
 
 // PartitionList is the body of GET /v1/partitions.
@@ -221,7 +230,8 @@ func partitionView(p service.PartitionRow) PartitionRow {
 	return PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
 		State: p.State.String(), Error: p.Error, RetryAttempt: p.RetryAttempt,
-		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced}
+		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced,
+		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
 }
 
 func topicView(t service.Topic, rows []service.PartitionRow) Topic {

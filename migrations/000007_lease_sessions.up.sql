@@ -5,7 +5,8 @@
 -- lease_epoch still fences every write a worker makes.
 ALTER TABLE instances
     ADD COLUMN session_epoch bigint NOT NULL DEFAULT 0 CHECK (session_epoch >= 0),
-    ADD COLUMN session_expires_at timestamptz;
+    ADD COLUMN session_expires_at timestamptz,
+    ADD COLUMN session_renewed_at timestamptz;
 
 ALTER TABLE mirror_partitions ADD COLUMN lease_session bigint;
 -- Also drops the index on it (so updates to the row can be HOT again) and
@@ -20,3 +21,7 @@ ALTER TABLE mirror_partitions ADD CONSTRAINT mirror_partitions_lease_session_che
 -- The last instance to take the lease, kept across releases, so that a new
 -- owner can say whom it took over from.
 ALTER TABLE mirror_partitions ADD COLUMN last_owner text;
+
+-- When the checkpoint last moved forward, so describe can tell a partition
+-- that makes progress from one that only looks healthy.
+ALTER TABLE mirror_partitions ADD COLUMN progressed_at timestamptz;

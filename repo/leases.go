@@ -54,7 +54,8 @@ type MirrorLeaseRow struct {
 func InstancesOpenSession(ctx context.Context, q DBTX, id string, ttl time.Duration) (int64, error) {
 	var epoch int64
 	err := q.QueryRow(ctx, `UPDATE instances
-		SET session_epoch = session_epoch + 1, session_expires_at = now() + $2 * interval '1 microsecond'
+		SET session_epoch = session_epoch + 1, session_expires_at = now() + $2 * interval '1 microsecond',
+			session_renewed_at = now()
 		WHERE id = $1 RETURNING session_epoch`, id, ttl.Microseconds()).Scan(&epoch)
 	return epoch, interpret(err)
 }
@@ -63,7 +64,8 @@ func InstancesOpenSession(ctx context.Context, q DBTX, id string, ttl time.Durat
 // write that renews every partition lease of the instance. ErrNotFound
 // means the session expired or was replaced: its leases are lost.
 func InstancesRenewSession(ctx context.Context, q DBTX, id string, epoch int64, ttl time.Duration) error {
-	tag, err := q.Exec(ctx, `UPDATE instances SET session_expires_at = now() + $3 * interval '1 microsecond'
+	tag, err := q.Exec(ctx, `UPDATE instances SET session_expires_at = now() + $3 * interval '1 microsecond',
+			session_renewed_at = now()
 		WHERE id = $1 AND session_epoch = $2 AND session_expires_at > now()`, id, epoch, ttl.Microseconds())
 	if err != nil {
 		return interpret(err)

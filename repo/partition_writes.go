@@ -122,6 +122,7 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			-- A slower save of an older checkpoint must not move it back.
 			src_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.src_next ELSE p.src_next END,
 			dst_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.dst_next ELSE p.dst_next END,
+			progressed_at = CASE WHEN p.src_next IS NULL OR v.src_next > p.src_next THEN now() ELSE p.progressed_at END,
 			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
 			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END,
 			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,

@@ -26,19 +26,26 @@ type Partition struct {
 	LostRecords          int64
 	StateChangedAt       *time.Time
 	UpdatedAt            time.Time
+	// ProgressedAt is when the checkpoint last moved forward.
+	ProgressedAt *time.Time
+	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
+	// the owner's session still holds the lease, and when the owner last
+	// renewed its session.
+	LeaseLive      bool
+	OwnerRenewedAt *time.Time
 }
 
 const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesce(previous_state, ''),
 	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
 	lease_epoch, src_next, dst_next, source_end_offset,
-	destination_end_offset, lost_records, state_changed_at, updated_at`
+	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at`
 
 func scanPartition(row scanner) (Partition, error) {
 	var p Partition
 	err := row.Scan(&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
 		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
-		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt)
+		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt)
 	return p, interpret(err)
 }
 
@@ -53,7 +60,11 @@ type PartitionsListParams struct {
 
 // PartitionsList returns partitions ordered by mirror, topic and partition.
 func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Partition, error) {
-	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
+	rows, err := q.Query(ctx, `SELECT `+partitionColumns+`,
+			i.id IS NOT NULL AND i.session_epoch = p.lease_session AND i.session_expires_at > now(),
+			i.session_renewed_at
+		FROM mirror_partitions p
+		LEFT JOIN instances i ON i.id = p.lease_owner
 		WHERE ($1 = '' OR mirror = $1)
 		  AND ($2::text[] IS NULL OR topic = ANY($2))
 		  AND ($3 = '' OR ($3 = 'UNKNOWN' AND state IS NULL) OR state = $3)
@@ -64,10 +75,15 @@ func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Part
 	defer rows.Close()
 	var out []Partition
 	for rows.Next() {
-		pt, err := scanPartition(rows)
-		if err != nil {
-			return nil, err
+		var pt Partition
+		var live *bool
+		if err := rows.Scan(&pt.Mirror, &pt.Topic, &pt.Partition, &pt.State, &pt.PreviousState, &pt.Error,
+			&pt.Retryable, &pt.RetryAttempt, &pt.NextRetryAt, &pt.LeaseOwner, &pt.LeaseEpoch,
+			&pt.SrcNext, &pt.DstNext, &pt.SourceEndOffset, &pt.DestinationEndOffset, &pt.LostRecords,
+			&pt.StateChangedAt, &pt.UpdatedAt, &pt.ProgressedAt, &live, &pt.OwnerRenewedAt); err != nil {
+			return nil, interpret(err)
 		}
+		pt.LeaseLive = live != nil && *live
 		out = append(out, pt)
 	}
 	return out, interpret(rows.Err())

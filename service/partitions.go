@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"kmirror/repo"
 )
@@ -25,6 +26,14 @@ type PartitionRow struct {
 	// ReadOnlyEnforced: nil unknown, else whether a DENY WRITE ACL keeps the
 	// destination topic read-only.
 	ReadOnlyEnforced *bool
+	// LeaseLive: an instance's live session holds the partition's lease.
+	// False for a partition nobody owns or whose owner stopped renewing:
+	// its state is then what the last owner left, not what is happening.
+	LeaseLive bool
+	// OwnerRenewedAt is when the owner last renewed its session.
+	OwnerRenewedAt *time.Time
+	// ProgressedAt is when the checkpoint last moved forward.
+	ProgressedAt *time.Time
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -95,6 +104,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		SourceOffset: p.SourceEndOffset, DestinationOffset: p.DestinationEndOffset,
 		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
+		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)

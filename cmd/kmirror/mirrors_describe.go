@@ -100,6 +100,17 @@ func partitionNote(r client.PartitionRow) string {
 	if n := val(r.LostRecords); n > 0 {
 		parts = append(parts, fmt.Sprintf("%d record(s) removed by source retention before they were mirrored", n))
 	}
+	switch val(r.State) {
+	case "PREPARING", "MIRRORING", "PAUSING", "STOPPING":
+		// The state says work is under way: say so when nobody does it.
+		if !val(r.LeaseLive) {
+			note := "no live owner: the state is what the last owner left, until another instance takes over"
+			if o, at := val(r.Owner), r.OwnerRenewedAt; o != "" && at != nil {
+				note += fmt.Sprintf(" (%s last renewed %s)", o, *at)
+			}
+			parts = append(parts, note)
+		}
+	}
 	return strings.Join(parts, "; ")
 }
 

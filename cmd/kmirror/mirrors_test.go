@@ -299,7 +299,7 @@ func TestDescribeTable(t *testing.T) {
 	t.Parallel()
 	row := func(mirror, topic string, partition int, src, dst, lag *int, state string) client.PartitionRow {
 		return client.PartitionRow{Mirror: &mirror, Topic: &topic, Partition: &partition,
-			SourceOffset: src, DestinationOffset: dst, Lag: lag, State: &state}
+			SourceOffset: src, DestinationOffset: dst, Lag: lag, State: &state, LeaseLive: ptr(true)}
 	}
 	n := func(v int) *int { return &v }
 	var b bytes.Buffer
@@ -328,5 +328,16 @@ func TestDescribeTable(t *testing.T) {
 		"m/t/2: 10 record(s) removed by source retention before they were mirrored\n"
 	if b.String() != want {
 		t.Errorf("errors and lost records:\n%s\nwant\n%s", b.String(), want)
+	}
+	// A MIRRORING row nobody renews says so; a FAILED one waits anyway.
+	orphan := row("m", "t", 3, n(10), n(10), n(0), "MIRRORING")
+	orphan.LeaseLive, orphan.Owner, orphan.OwnerRenewedAt = ptr(false), ptr("i1"), ptr("2026-12-02T10:00:00Z")
+	idle := row("m", "t", 4, n(10), n(10), n(0), "FAILED")
+	idle.LeaseLive = ptr(false)
+	b.Reset()
+	writeDescribeTable(&b, []client.PartitionRow{orphan, idle})
+	if want := "m/t/3: no live owner: the state is what the last owner left, until another instance takes over " +
+		"(i1 last renewed 2026-12-02T10:00:00Z)\n"; !strings.HasSuffix(b.String(), "\n"+want) || strings.Contains(b.String(), "m/t/4") {
+		t.Errorf("rows without a live owner:\n%s\nwant the note\n%s", b.String(), want)
 	}
 }

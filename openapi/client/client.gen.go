@@ -144,15 +144,27 @@ type PartitionRow struct {
 	// Lag Lag is source end offset − next source offset to mirror.
 	//
 	// Example: 3
-	Lag         *int `json:"lag,omitempty"`
-	LostRecords *int `json:"lost_records,omitempty"`
+	Lag *int `json:"lag,omitempty"`
+
+	// LeaseLive LeaseLive says a live instance holds the partition's lease. False
+	// for a partition nobody owns or whose owner stopped renewing (after a
+	// crash, until another takes over): its state is then what the last
+	// owner left, not what is happening.
+	LeaseLive   *bool `json:"lease_live,omitempty"`
+	LostRecords *int  `json:"lost_records,omitempty"`
 
 	// Mirror Example: m1
 	Mirror *string `json:"mirror,omitempty"`
 	Owner  *string `json:"owner,omitempty"`
 
+	// OwnerRenewedAt OwnerRenewedAt is when the owner last renewed its lease session.
+	OwnerRenewedAt *string `json:"owner_renewed_at,omitempty"`
+
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// ProgressedAt ProgressedAt is when the checkpoint last moved forward.
+	ProgressedAt *string `json:"progressed_at,omitempty"`
 
 	// ReadOnlyEnforced ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
 	// topic read-only (false: the destination has no authorizer); null

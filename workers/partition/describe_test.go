@@ -2,11 +2,15 @@ package partition_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"kmirror/internal/devcluster"
 	"kmirror/service"
+	"kmirror/workers/workertest"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDescribeColumnsAgreeUnderLoad samples the describe rows while a
@@ -51,4 +55,64 @@ func TestDescribeColumnsAgreeUnderLoad(t *testing.T) {
 		t.Fatal("no MIRRORING row with offsets was sampled")
 	}
 	t.Logf("%d rows sampled under load, %d caught up", rows, equal)
+}
+
+// TestDescribeShowsADeadOwner: after an instance crashes, its partitions
+// still read MIRRORING, but describe says the lease is no longer live once
+// the owner's session lapses, and when the owner last renewed; a new owner
+// makes them live again, and progress moves on.
+func TestDescribeShowsADeadOwner(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "orders")
+	i1 := env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	ctx := context.Background()
+	rows := func() []service.PartitionRow {
+		ps, err := env.Svc.ListPartitions(ctx, service.PartitionFilter{Mirror: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	for _, p := range rows() {
+		if !p.LeaseLive || p.Owner != "i1" || p.OwnerRenewedAt == nil {
+			t.Fatalf("orders/%d before the crash: live=%v owner=%q renewed=%v", p.Partition, p.LeaseLive, p.Owner, p.OwnerRenewedAt)
+		}
+	}
+	i1.Crash()
+	workertest.WaitFor(t, workertest.TTL+5*time.Second, "the dead owner's leases to show as not live", func() (bool, string) {
+		desc := ""
+		ok := true
+		for _, p := range rows() {
+			desc += fmt.Sprintf("%d:%s live=%v ", p.Partition, p.State, p.LeaseLive)
+			if p.LeaseLive || p.State != service.StateMirroring {
+				ok = false
+			}
+		}
+		return ok, desc
+	})
+	var lastRenewed time.Time
+	for _, p := range rows() {
+		lastRenewed = *p.OwnerRenewedAt
+		if time.Since(lastRenewed) < workertest.TTL-time.Second {
+			t.Errorf("orders/%d: owner renewed %s ago, yet its lease lapsed", p.Partition, time.Since(lastRenewed))
+		}
+	}
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
+	env.StartInstance("i2")
+	workertest.WaitFor(t, 20*time.Second, "a new owner with progress", func() (bool, string) {
+		desc := ""
+		ok := true
+		for _, p := range rows() {
+			desc += fmt.Sprintf("%d:%s live=%v owner=%s progressed=%v ", p.Partition, p.State, p.LeaseLive, p.Owner, p.ProgressedAt)
+			if !p.LeaseLive || p.Owner != "i2" || p.ProgressedAt == nil || !p.ProgressedAt.After(lastRenewed) {
+				ok = false
+			}
+		}
+		return ok, desc
+	})
 }
