@@ -14,6 +14,8 @@ type PartitionStateCount struct {
 	// partition; partitions with no known end count 0.
 	Lag         int64
 	LostRecords int64
+	// Erroring counts partitions with an error, FAILED or still retrying.
+	Erroring int64
 }
 
 // PartitionsCountByState groups every partition by mirror, topic and state,
@@ -22,7 +24,8 @@ type PartitionStateCount struct {
 func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount, error) {
 	rows, err := q.Query(ctx, `
 		SELECT mirror, topic, coalesce(state, 'UNKNOWN'), count(*),
-			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0)), 0), sum(lost_records)
+			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0)), 0), sum(lost_records),
+			count(*) FILTER (WHERE error IS NOT NULL)
 		FROM mirror_partitions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
 	if err != nil {
 		return nil, interpret(err)
@@ -31,7 +34,7 @@ func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount,
 	var out []PartitionStateCount
 	for rows.Next() {
 		var c PartitionStateCount
-		if err := rows.Scan(&c.Mirror, &c.Topic, &c.State, &c.Partitions, &c.Lag, &c.LostRecords); err != nil {
+		if err := rows.Scan(&c.Mirror, &c.Topic, &c.State, &c.Partitions, &c.Lag, &c.LostRecords, &c.Erroring); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, c)

@@ -70,6 +70,18 @@ func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecord
 		f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch, p.State, p.SrcNext, p.DstNext, p.LostRecordsAdd))
 }
 
+// PartitionsSetError records (or, with "", clears) an error that a
+// partition keeps retrying through without leaving its state, fenced by
+// owner, epoch and state; a moved-on lease writes nothing. Only a change is
+// written.
+func PartitionsSetError(ctx context.Context, q DBTX, f LeaseFence, state states.Partition, msg string) error {
+	_, err := q.Exec(ctx, `UPDATE mirror_partitions SET error = nullif($7, ''), updated_at = now()
+		WHERE mirror = $1 AND topic = $2 AND partition = $3
+		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
+		  AND error IS DISTINCT FROM nullif($7, '')`, f.args(state, msg)...)
+	return interpret(err)
+}
+
 // lockOwned locks, in primary-key order, the rows of CTE v (mirror, topic,
 // partition, epoch) that owner $1 still holds at that epoch. Every bulk
 // write to mirror_partitions locks this way, so two of them can never wait

@@ -18,6 +18,7 @@ type StateCollector struct {
 	partitions *prometheus.Desc
 	lag        *prometheus.Desc
 	lost       *prometheus.Desc
+	erroring   *prometheus.Desc
 	up         *prometheus.Desc
 }
 
@@ -31,6 +32,8 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 			[]string{"mirror", "topic"}, nil),
 		lost: prometheus.NewDesc("kmirror_lost_records_total", "Source records removed by retention before they were mirrored.",
 			[]string{"mirror", "topic"}, nil),
+		erroring: prometheus.NewDesc("kmirror_partitions_erroring", "Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).",
+			[]string{"mirror", "topic", "state"}, nil),
 		up: prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state query succeeded.", nil, nil),
 	}
 }
@@ -40,6 +43,7 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.partitions
 	ch <- c.lag
 	ch <- c.lost
+	ch <- c.erroring
 	ch <- c.up
 }
 
@@ -60,6 +64,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range counts {
 		k := topicKey{g.Mirror, g.Topic}
 		ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(g.Partitions), k.mirror, k.topic, g.State)
+		ch <- prometheus.MustNewConstMetric(c.erroring, prometheus.GaugeValue, float64(g.Erroring), k.mirror, k.topic, g.State)
 		lag[k] += float64(g.Lag)
 		lost[k] += float64(g.LostRecords)
 	}

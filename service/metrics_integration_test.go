@@ -17,10 +17,10 @@ func TestStateCollector(t *testing.T) {
 	_, err := pool.Exec(context.Background(), `
 		INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1');
 		INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES ('m', 'orders', 'mirroring');
-		INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, source_end_offset, lost_records) VALUES
-			('m', 'orders', 0, 'MIRRORING', 10, 10, 15, 0),
-			('m', 'orders', 1, 'MIRRORING', 20, 20, 20, 3),
-			('m', 'orders', 2, NULL, NULL, NULL, 7, 0)`)
+		INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, source_end_offset, lost_records, error) VALUES
+			('m', 'orders', 0, 'MIRRORING', 10, 10, 15, 0, NULL),
+			('m', 'orders', 1, 'MIRRORING', 20, 20, 20, 3, 'fetching from the source has failed since …'),
+			('m', 'orders', 2, NULL, NULL, NULL, 7, 0, NULL)`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +37,10 @@ kmirror_lost_records_total{mirror="m",topic="orders"} 3
 # TYPE kmirror_partitions gauge
 kmirror_partitions{mirror="m",state="MIRRORING",topic="orders"} 2
 kmirror_partitions{mirror="m",state="UNKNOWN",topic="orders"} 1
+# HELP kmirror_partitions_erroring Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).
+# TYPE kmirror_partitions_erroring gauge
+kmirror_partitions_erroring{mirror="m",state="MIRRORING",topic="orders"} 1
+kmirror_partitions_erroring{mirror="m",state="UNKNOWN",topic="orders"} 0
 # HELP kmirror_state_scrape_ok 1 when the partition state query succeeded.
 # TYPE kmirror_state_scrape_ok gauge
 kmirror_state_scrape_ok 1

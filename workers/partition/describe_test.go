@@ -3,10 +3,12 @@ package partition_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"kmirror/internal/devcluster"
+	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 
@@ -115,4 +117,44 @@ func TestDescribeShowsADeadOwner(t *testing.T) {
 		}
 		return ok, desc
 	})
+}
+
+// TestDescribeShowsASourceThatCannotBeReached: when the source goes away,
+// the partitions stay MIRRORING (kgo keeps retrying) but within seconds
+// their error says why nothing moves, and the erroring count that the
+// metrics read includes them.
+func TestDescribeShowsASourceThatCannotBeReached(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "orders")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	env.Clusters.Source.Close() // the source cluster goes away for good
+
+	ctx := context.Background()
+	workertest.WaitFor(t, 30*time.Second, "the fetch error in every row", func() (bool, string) {
+		ps, err := env.Svc.ListPartitions(ctx, service.PartitionFilter{Mirror: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc := ""
+		ok := len(ps) == 2
+		for _, p := range ps {
+			desc += fmt.Sprintf("%d:%s %q ", p.Partition, p.State, p.Error)
+			if p.State != service.StateMirroring || !strings.Contains(p.Error, "fetching from the source has failed since") {
+				ok = false
+			}
+		}
+		return ok, desc
+	})
+	counts, err := repo.PartitionsCountByState(ctx, env.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(counts) != 1 || counts[0].State != "MIRRORING" || counts[0].Erroring != 2 {
+		t.Fatalf("state counts %+v, want 2 MIRRORING partitions erroring", counts)
+	}
 }

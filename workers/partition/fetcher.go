@@ -47,6 +47,7 @@ type mirrorFetcher struct {
 	mirror string
 	cl     *kgo.Client
 	log    *slog.Logger
+	health *fetchHealth
 
 	mu      sync.Mutex
 	pending []fetchCmd
@@ -70,12 +71,14 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 	}, extra...)
+	health := &fetchHealth{}
+	opts = append(opts, kgo.WithHooks(health))
 	cl, err := conn.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, wake: make(chan struct{}, 1),
+	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, health: health, wake: make(chan struct{}, 1),
 		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil

@@ -69,6 +69,8 @@ type mirrorSession struct {
 	changed   []repo.OffsetRun
 	srcEnd    int64
 	failure   error
+	// reported is the fetch error last written to the row ("" none).
+	reported string
 	// outOfRange: the source no longer has the next offset (retention
 	// removed it before it was mirrored): re-align in place and go on.
 	outOfRange bool
@@ -135,6 +137,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 			s.handleAcks()
 		case <-tick.C:
 			s.publish()
+			s.reportTrouble(ctx, f)
 			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
@@ -196,6 +199,36 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 }
 
 var errDesireChanged = fmt.Errorf("desired state changed")
+
+// troubleAfter is how long fetch errors that kgo retries must last before
+// they show in the partition's error (it stays MIRRORING meanwhile).
+const troubleAfter = 5 * time.Second
+
+// reportTrouble puts a lasting fetch error in the partition's row, and
+// clears it once requests succeed again.
+func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
+	w := s.w
+	msg := ""
+	if since, err := f.health.trouble(troubleAfter); err != nil {
+		msg = fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err)
+	}
+	if msg == s.reported {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := repo.PartitionsSetError(wctx, w.e.cfg.Pool, w.fence(), service.StateMirroring, msg); err != nil {
+		w.log.Warn("recording the fetch error failed", "err", err)
+		return
+	}
+	if msg != "" {
+		w.log.Warn("source fetches keep failing; still MIRRORING", "err", msg)
+	} else {
+		w.log.Info("source fetches succeed again")
+	}
+	s.reported = msg
+}
 
 // syncRow makes the worker's row carry the session's checkpoint, so the next
 // state write starts from it.
