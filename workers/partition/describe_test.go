@@ -158,3 +158,38 @@ func TestDescribeShowsASourceThatCannotBeReached(t *testing.T) {
 		t.Fatalf("state counts %+v, want 2 MIRRORING partitions erroring", counts)
 	}
 }
+
+// TestDescribeShowsADestinationThatCannotBeReached: with the destination
+// gone, every partition's describe row says why nothing moves: records
+// never sent fail (the partition goes FAILED and retries with backoff, the
+// dial error in its error), and a produce that kgo keeps retrying because
+// it may already have landed shows while the partition stays MIRRORING.
+func TestDescribeShowsADestinationThatCannotBeReached(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "orders")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 20*time.Second)
+	env.Clusters.Destination.Close() // the destination goes away for good
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
+
+	ctx := context.Background()
+	seen := map[int32]string{}
+	workertest.WaitFor(t, 30*time.Second, "a destination error in every row", func() (bool, string) {
+		ps, err := env.Svc.ListPartitions(ctx, service.PartitionFilter{Mirror: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if strings.Contains(p.Error, "producing to the destination has failed") ||
+				(p.State == service.StateFailed && strings.Contains(p.Error, "dial") && p.RetryAttempt > 0) {
+				seen[p.Partition] = p.Error
+			}
+		}
+		return len(seen) == 2, fmt.Sprint(seen)
+	})
+}

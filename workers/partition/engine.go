@@ -78,9 +78,11 @@ type Engine struct {
 	cfg       EngineConfig
 	log       *slog.Logger
 	producer  *kgo.Client
-	dstAdmin  *kadm.Client
-	cp        *checkpointer
-	desired   *desiredStates
+	// producerHealth tracks the errors the producer retries silently.
+	producerHealth *clientHealth
+	dstAdmin       *kadm.Client
+	cp             *checkpointer
+	desired        *desiredStates
 
 	mu       sync.Mutex
 	workers  map[lease.Key]*partitionWorker
@@ -131,7 +133,9 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 			e.closeClients()
 		}
 	}()
+	e.producerHealth = &clientHealth{}
 	e.producer, err = e.cfg.Destination.NewClient(
+		kgo.WithHooks(e.producerHealth),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		// Not RecordDeliveryTimeout: kgo measures it from the record's

@@ -47,7 +47,7 @@ type mirrorFetcher struct {
 	mirror string
 	cl     *kgo.Client
 	log    *slog.Logger
-	health *fetchHealth
+	health *clientHealth
 
 	mu      sync.Mutex
 	pending []fetchCmd
@@ -71,7 +71,7 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxWait(defaultFetchMaxWait),
 	}, extra...)
-	health := &fetchHealth{}
+	health := &clientHealth{}
 	opts = append(opts, kgo.WithHooks(health))
 	cl, err := conn.NewClient(opts...)
 	if err != nil {

@@ -200,19 +200,26 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 
 var errDesireChanged = fmt.Errorf("desired state changed")
 
-// troubleAfter is how long fetch errors that kgo retries must last before
-// they show in the partition's error (it stays MIRRORING meanwhile).
+// troubleAfter is how long client errors that kgo retries must last
+// before they show in the partition's error (it stays MIRRORING meanwhile).
 const troubleAfter = 5 * time.Second
 
-// reportTrouble puts a lasting fetch error in the partition's row, and
-// clears it once requests succeed again.
+// reportTrouble puts a lasting fetch or produce error in the partition's
+// row, and clears it once requests succeed again. A produce kgo keeps
+// retrying may still land, so the records stay in flight rather than
+// failing: the partition catches up when the destination answers again.
 func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 	w := s.w
-	msg := ""
+	var msgs []string
 	if since, err := f.health.trouble(troubleAfter); err != nil {
-		msg = fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
-			since.UTC().Format(time.RFC3339), err)
+		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err))
 	}
+	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && len(s.pending) > 0 {
+		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err))
+	}
+	msg := strings.Join(msgs, "; ")
 	if msg == s.reported {
 		return
 	}

@@ -8,30 +8,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// fetchHealth watches a fetcher's client for the errors kgo retries
-// silently (a source that cannot be reached, requests that fail): the
-// partitions then still read MIRRORING, and only this says why nothing
-// moves. Any request that completes clears it.
-type fetchHealth struct {
+// clientHealth watches a Kafka client for the errors kgo retries silently
+// (a cluster that cannot be reached, requests that fail): the partitions
+// then still read MIRRORING, and only this says why nothing moves. Any
+// request that completes clears it. The source fetchers and the
+// destination producer each have one.
+type clientHealth struct {
 	mu    sync.Mutex
 	since time.Time // when the current run of errors began; zero if none
 	err   error     // the latest error of the run
 }
 
 var (
-	_ kgo.HookBrokerConnect = (*fetchHealth)(nil)
-	_ kgo.HookBrokerE2E     = (*fetchHealth)(nil)
+	_ kgo.HookBrokerConnect = (*clientHealth)(nil)
+	_ kgo.HookBrokerE2E     = (*clientHealth)(nil)
 )
 
 // OnBrokerConnect implements kgo.HookBrokerConnect.
-func (h *fetchHealth) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+func (h *clientHealth) OnBrokerConnect(_ kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
 	if err != nil {
 		h.failed(err)
 	}
 }
 
 // OnBrokerE2E implements kgo.HookBrokerE2E.
-func (h *fetchHealth) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE2E) {
+func (h *clientHealth) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE2E) {
 	if err := e2e.Err(); err != nil {
 		h.failed(err)
 		return
@@ -41,7 +42,7 @@ func (h *fetchHealth) OnBrokerE2E(_ kgo.BrokerMetadata, _ int16, e2e kgo.BrokerE
 	h.since, h.err = time.Time{}, nil
 }
 
-func (h *fetchHealth) failed(err error) {
+func (h *clientHealth) failed(err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.since.IsZero() {
@@ -51,7 +52,7 @@ func (h *fetchHealth) failed(err error) {
 }
 
 // trouble returns the current run of errors, if it has lasted at least d.
-func (h *fetchHealth) trouble(d time.Duration) (since time.Time, err error) {
+func (h *clientHealth) trouble(d time.Duration) (since time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.err == nil || time.Since(h.since) < d {
