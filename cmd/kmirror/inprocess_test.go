@@ -102,25 +102,9 @@ type apiClient struct {
 // post sends body as JSON (or nothing) and wants a 2xx answer.
 func (c apiClient) post(path, body string) {
 	c.tb.Helper()
-	var r io.Reader
-	if body != "" {
-		r = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(http.MethodPost, c.base+path, r)
-	if err != nil {
-		c.tb.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		c.tb.Fatalf("POST %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		c.tb.Fatalf("POST %s: %s: %s", path, resp.Status, bytes.TrimSpace(out))
+	status, out := c.do(http.MethodPost, path, body)
+	if status/100 != 2 {
+		c.tb.Fatalf("POST %s: %d: %s", path, status, bytes.TrimSpace(out))
 	}
 }
 

@@ -162,14 +162,9 @@ func (w *partitionWorker) takeOver(ctx context.Context) error {
 // takeover (previous is the owner taken over from), or in place while
 // MIRRORING (cause says why).
 func (w *partitionWorker) realign(ctx context.Context, previous, cause string) error {
-	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
-	if !ok {
-		if err := w.e.desired.refresh(ctx); err != nil {
-			return retryable("read desired state: %v", err)
-		}
-		if desire, ok = w.e.desired.get(w.key.Mirror, w.key.Topic); !ok {
-			return errStop // the topic is gone (mirror deleted)
-		}
+	desire, err := w.desire(ctx)
+	if err != nil {
+		return err
 	}
 	res, err := w.align(ctx, desire)
 	if err != nil {
@@ -190,6 +185,22 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 	return nil
 }
 
+// desire returns the topic's desired state from the cache, re-reading it
+// once when the topic is missing (a lease can be taken before the cache has
+// seen a new topic); errStop when the topic is gone (mirror deleted).
+func (w *partitionWorker) desire(ctx context.Context) (topicDesire, error) {
+	if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); ok {
+		return d, nil
+	}
+	if err := w.e.desired.refresh(ctx); err != nil {
+		return topicDesire{}, retryable("read desired state: %v", err)
+	}
+	if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); ok {
+		return d, nil
+	}
+	return topicDesire{}, errStop
+}
+
 // safeStep is step with a panic kept to this partition: it becomes a
 // retryable failure naming the panic, with the stack in the log, and the
 // process and every other partition go on.
@@ -208,15 +219,9 @@ func (w *partitionWorker) safeStep(ctx context.Context) (err error) {
 
 // step takes the one action the current state and desire call for.
 func (w *partitionWorker) step(ctx context.Context) error {
-	desire, ok := w.e.desired.get(w.key.Mirror, w.key.Topic)
-	if !ok {
-		// A lease can be taken before the cache has seen a new topic.
-		if err := w.e.desired.refresh(ctx); err != nil {
-			return retryable("read desired state: %v", err)
-		}
-		if desire, ok = w.e.desired.get(w.key.Mirror, w.key.Topic); !ok {
-			return errStop // the topic is gone (mirror deleted)
-		}
+	desire, err := w.desire(ctx)
+	if err != nil {
+		return err
 	}
 	state := w.row.State
 	want := desire.state
