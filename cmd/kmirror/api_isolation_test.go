@@ -110,8 +110,16 @@ func TestSlowSourceRequestsDoNotStallMirroring(t *testing.T) {
 	if n := strings.Count(during, `"msg":"lease lost"`); n > 0 {
 		t.Errorf("%d lease(s) lost while the API was busy", n)
 	}
-	if n := strings.Count(during, `"msg":"partition state"`); n > 0 {
-		t.Errorf("%d partition state change(s) while the API was busy", n)
+	// A partition leaving MIRRORING (the log line of the last step into it
+	// may land after the wait above, so only departures count).
+	left := 0
+	for _, line := range strings.Split(during, "\n") {
+		if strings.Contains(line, `"msg":"partition state"`) && strings.Contains(line, `"from":"MIRRORING"`) {
+			left++
+		}
+	}
+	if left > 0 {
+		t.Errorf("%d partition(s) left MIRRORING while the API was busy", left)
 	}
 	c.waitAll("MIRRORING", time.Second)
 	t.Logf("20 slow PATCHes and 500 reads in %s; PATCH p50 %s max %s; describe p50 %s p99 %s",
