@@ -61,7 +61,7 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 			seen[topic] = true
 			how := "enforced: a DENY WRITE ACL for User:* is set on the destination topic"
 			if !*r.ReadOnlyEnforced {
-				how = "not enforced (no authorizer on the destination, or the topic is stopped)"
+				how = "not enforced (the destination has no authorizer that could refuse other writers, or the topic is stopped)"
 			}
 			readOnly = append(readOnly, fmt.Sprintf("%s: read-only %s", topic, how))
 		}

@@ -49,6 +49,18 @@ func (s Security) protocol() string {
 	return p
 }
 
+// Authenticated reports whether the client proves who it is (SASL, or a
+// TLS client certificate), so that the broker can tell it from anyone else.
+func (s Security) Authenticated() bool {
+	switch s.protocol() {
+	case ProtocolSASLPlaintext, ProtocolSASLSSL:
+		return true
+	case ProtocolSSL:
+		return s.TLSCertPEM != ""
+	}
+	return false
+}
+
 // opts validates s and turns it into SASL and TLS dialer options.
 func (s Security) opts() ([]kgo.Opt, error) {
 	var useSASL, useTLS bool

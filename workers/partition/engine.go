@@ -81,6 +81,7 @@ type Engine struct {
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
+	authorizer     *authorizerProbe
 	cp             *checkpointer
 	desired        *desiredStates
 
@@ -154,6 +155,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	if e.dstAdmin, err = e.cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
 	}
+	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
 	if err := e.desired.refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)
 	}

@@ -17,9 +17,9 @@ func readOnlyACL(topic string) *kadm.ACLBuilder {
 }
 
 // enforceReadOnly adds (on) or lifts (off) the topic's read-only ACL and
-// records whether the destination enforces it. A destination without an
-// authorizer cannot enforce it; foreign writes are then still caught by the
-// produce offset check.
+// records whether the destination enforces it (see authorizerProbe). A
+// destination without an authorizer cannot enforce it; foreign writes are
+// then still caught by the produce offset check.
 func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 	var err error
 	if on {
@@ -50,6 +50,8 @@ func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 		enforced = false
 	case err != nil:
 		return retryable("read-only ACL on destination topic %s: %v", w.key.Topic, err)
+	case on:
+		enforced = w.e.authorizer.enforces(ctx)
 	}
 	err = repo.TopicsSetReadOnlyEnforced(ctx, w.e.cfg.Pool, w.fence(), enforced && on)
 	if errors.Is(err, repo.ErrNotFound) {
