@@ -108,6 +108,13 @@ type InstanceOpts struct {
 	// EngineHooks and SyncerHooks inject faults (set before anything runs).
 	EngineHooks partition.EngineTestHooks
 	SyncerHooks metadatasync.SyncerTestHooks
+	// ProductionTimings runs the leases, heartbeat, checkpoints and offset
+	// saves at kmirror server's defaults instead of the tests' short ones,
+	// for benchmarks that measure the real load.
+	ProductionTimings bool
+	// LeaseSignals turns on the lease manager's Lost, Expired and
+	// RenewFailed test signals before it starts, so none is missed.
+	LeaseSignals bool
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -134,10 +141,24 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		tb.Fatal(err)
 	}
 	in.Notifier = notes
-	eng, err := partition.NewEngine(partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
+	ecfg := partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes,
-		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}})
+		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
+	ttl, renew, margin := TTL, Renew, Margin
+	leasePool := env.Pool
+	if o.ProductionTimings {
+		// Zero values take the components' own defaults, which the server
+		// uses, and leases get their own small pool as in the server.
+		ecfg.DeliveryTimeout, ecfg.CheckpointInterval, ecfg.OffsetsInterval = 0, 0, 0
+		ecfg.Retry = partition.RetryPolicy{}
+		ttl, renew, margin = 0, 0, 0
+		if leasePool, err = repo.OpenWith(ctx, env.Pool.Config().ConnString(), repo.OpenParams{MaxConns: 2}); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(leasePool.Close)
+	}
+	eng, err := partition.NewEngine(ecfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -146,8 +167,8 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		tb.Fatal(err)
 	}
 	in.Engine = eng
-	lcfg := lease.ManagerConfig{Pool: env.Pool, InstanceID: id, TTL: TTL,
-		RenewInterval: Renew, Margin: Margin, Logger: log, Partitions: eng, Notifier: notes}
+	lcfg := lease.ManagerConfig{Pool: leasePool, InstanceID: id, TTL: ttl,
+		RenewInterval: renew, Margin: margin, Logger: log, Partitions: eng, Notifier: notes}
 	if o.Sync {
 		syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 			Destination: o.Dest, Logger: log, DefaultInterval: cmp.Or(o.SyncInterval, time.Hour),
@@ -162,7 +183,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		in.Syncer = syncer
 		lcfg.Mirrors = syncer
 	}
-	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: env.Pool, InstanceID: id, Interval: Renew})
+	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: leasePool, InstanceID: id, Interval: renew})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -173,6 +194,11 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	lm, err := lease.NewManager(lcfg)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	if o.LeaseSignals {
+		lm.TestSignals.Lost.Init()
+		lm.TestSignals.Expired.Init()
+		lm.TestSignals.RenewFailed.Init()
 	}
 	if err := lm.Start(ctx); err != nil {
 		tb.Fatal(err)
