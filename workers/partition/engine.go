@@ -83,6 +83,7 @@ type Engine struct {
 	dstAdmin       *kadm.Client
 	authorizer     *authorizerProbe
 	cp             *checkpointer
+	prep           prepareSlots
 	desired        *desiredStates
 
 	mu       sync.Mutex
@@ -116,6 +117,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
+	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool)
 	return e, nil
 }

@@ -97,23 +97,8 @@ func (w *partitionWorker) run(leaseCtx context.Context) {
 		}
 	}()
 	w.leaseCtx = leaseCtx
-	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
-	if err != nil {
-		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
+	if !w.start(ctx) {
 		return
-	}
-	w.row = row
-	// A state another owner left in flight may hide records it wrote after
-	// its last checkpoint: re-align as part of taking the lease, and keep
-	// the state. An ownership change is not a failure; only what alignment
-	// finds (divergence, a recreated source...) is.
-	switch row.State {
-	case service.StateMirroring, service.StatePausing, service.StateStopping:
-		if err := w.takeOver(ctx); err != nil {
-			if !w.handle(ctx, err) {
-				return
-			}
-		}
 	}
 	for {
 		if !w.lease.Valid() {
@@ -130,6 +115,33 @@ func (w *partitionWorker) run(leaseCtx context.Context) {
 			return
 		}
 	}
+}
+
+// start loads the partition and, where another owner left it in flight,
+// re-aligns it, in one of the engine's prepare slots. False ends the worker.
+func (w *partitionWorker) start(ctx context.Context) bool {
+	release, err := w.e.prep.acquire(ctx)
+	defer release()
+	if err != nil {
+		return false
+	}
+	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	if err != nil {
+		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
+		return false
+	}
+	w.row = row
+	// A state another owner left in flight may hide records it wrote after
+	// its last checkpoint: re-align as part of taking the lease, and keep
+	// the state. An ownership change is not a failure; only what alignment
+	// finds (divergence, a recreated source...) is.
+	switch row.State {
+	case service.StateMirroring, service.StatePausing, service.StateStopping:
+		if err := w.takeOver(ctx); err != nil {
+			return w.handle(ctx, err)
+		}
+	}
+	return true
 }
 
 // handle acts on a step's error: nothing, FAILED, or the end of the worker
@@ -235,11 +247,18 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
 		}
+		if desire.recreate && w.key.Partition != 0 {
+			w.awaitingRecreate = true
+			return w.idle(ctx) // partition 0's worker recreates the topic
+		}
+		// Not while idle above: a slot held there could keep partition 0
+		// from the recreate the others wait for.
+		release, err := w.e.prep.acquire(ctx)
+		defer release()
+		if err != nil {
+			return err
+		}
 		if desire.recreate {
-			if w.key.Partition != 0 {
-				w.awaitingRecreate = true
-				return w.idle(ctx) // partition 0's worker recreates the topic
-			}
 			if err := w.recreateDestination(ctx, desire); err != nil {
 				return err
 			}
