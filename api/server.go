@@ -36,6 +36,8 @@ type Config struct {
 	OpenAPI []byte
 	// Tokens, when set, protect /v1 with bearer tokens.
 	Tokens Tokens
+	// Console, when set, is served at "/" and "/ui/*" (the web console).
+	Console http.Handler
 	// RequestTimeout bounds every /v1 request but the event stream;
 	// default 35s (a sync-now request waits up to 30s for its pass).
 	RequestTimeout time.Duration
@@ -79,6 +81,10 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	r.Get("/readyz", s.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mountDocs(r, cfg.OpenAPI)
+	if cfg.Console != nil {
+		r.Method(http.MethodGet, "/", cfg.Console)
+		r.Method(http.MethodGet, "/ui/*", cfg.Console)
+	}
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(requireToken(cfg.Tokens), requestDeadline(cmp.Or(cfg.RequestTimeout, 35*time.Second)))

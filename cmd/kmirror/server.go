@@ -27,6 +27,7 @@ import (
 	"kmirror/openapi"
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/web"
 	"kmirror/workers/lease"
 	"kmirror/workers/metadatasync"
 	"kmirror/workers/partition"
@@ -250,7 +251,8 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		service.NewStateCollector(pool))
-	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens})
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
+		Console: web.Handler()})
 	if err != nil {
 		return err
 	}
