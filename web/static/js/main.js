@@ -1,0 +1,130 @@
+// The console's entry point: who the user is, which page the URL fragment
+// names, and live updates that re-render the page without a reload.
+
+import { get, token, ApiError } from './api.js';
+import { h, replace } from './dom.js';
+import { Live } from './live.js';
+import { overviewPage } from './views/overview.js';
+import { mirrorPage } from './views/mirror.js';
+import { newMirrorPage } from './views/new_mirror.js';
+import { tokenPage } from './views/token.js';
+
+const main = document.getElementById('main');
+const liveEl = document.getElementById('live');
+
+/** session is what every page may read: the role and what it allows. */
+const session = { authEnabled: false, role: 'viewer', get canAct() { return this.role === 'admin'; } };
+
+let page = null; // {refresh(event), destroy()}
+let live = null;
+let refreshing = null;
+let pending = false;
+
+function route() {
+  const path = location.hash.replace(/^#/, '') || '/';
+  const m = path.match(/^\/mirrors\/([^/]+)$/);
+  if (m) return { name: 'mirror', mirror: decodeURIComponent(m[1]) };
+  if (path === '/new') return { name: 'new' };
+  return { name: 'overview' };
+}
+
+function markNav(name) {
+  for (const a of document.querySelectorAll('[data-nav]')) {
+    if (a.dataset.nav === name) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  for (const el of document.querySelectorAll('[data-needs-admin]')) el.hidden = !session.canAct;
+}
+
+async function show() {
+  page?.destroy?.();
+  page = null;
+  const r = route();
+  markNav(r.name);
+  const ctx = { session, main };
+  if (r.name === 'mirror') page = mirrorPage(ctx, r.mirror);
+  else if (r.name === 'new') page = newMirrorPage(ctx);
+  else page = overviewPage(ctx);
+  await refresh(null);
+  main.focus({ preventScroll: true });
+}
+
+/** refresh re-renders the page; calls that arrive meanwhile fold into one. */
+async function refresh(event) {
+  if (refreshing) {
+    pending = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    try {
+      await page?.refresh(event);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 401)) console.warn('refresh failed', err);
+    }
+  })();
+  await refreshing;
+  refreshing = null;
+  if (pending) {
+    pending = false;
+    return refresh(null);
+  }
+  return undefined;
+}
+
+function setLive(ok, why) {
+  liveEl.textContent = ok ? 'Live' : 'Reconnecting… (polling)';
+  liveEl.title = ok ? 'Updates stream from /v1/events' : `The event stream is down (${why || 'no answer'}); the page polls every 2 s.`;
+  liveEl.dataset.state = ok ? 'live' : 'down';
+}
+
+function showIdentity() {
+  const slot = document.getElementById('who');
+  if (!slot) return;
+  if (!session.authEnabled) {
+    replace(slot);
+    return;
+  }
+  replace(slot, h('span', { class: 'role' }, `Signed in: ${session.role}`), ' ',
+    h('button', { type: 'button', class: 'btn link', onclick: signOut }, 'Sign out'));
+}
+
+function signOut() {
+  token.clear();
+  askToken();
+}
+
+function askToken(message) {
+  live?.stop();
+  live = null;
+  page?.destroy?.();
+  page = null;
+  markNav('');
+  liveEl.textContent = '';
+  tokenPage(main, message, start);
+}
+
+async function start() {
+  try {
+    const who = await get('/v1/whoami');
+    session.authEnabled = who.auth_enabled;
+    session.role = who.role;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) {
+      askToken(token.get() ? 'That token was not accepted. Enter a valid token.' : undefined);
+      return;
+    }
+    replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'kmirror is not answering'),
+      h('p', {}, err.message), h('button', { type: 'button', class: 'btn primary', onclick: start }, 'Try again')));
+    return;
+  }
+  showIdentity();
+  live = new Live((ev) => refresh(ev), setLive);
+  live.start();
+  await show();
+}
+
+window.addEventListener('hashchange', show);
+window.addEventListener('kmirror:unauthorized', () => {
+  if (live) askToken(session.authEnabled ? 'Your token is no longer accepted. Enter a valid token.' : undefined);
+});
+start();

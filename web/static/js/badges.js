@@ -1,0 +1,23 @@
+// State badges: colour and text together, so colour is never the only sign.
+
+import { h } from './dom.js';
+import { STATES } from './lifecycle.js';
+
+/** stateBadge shows one state, with a count when given. */
+export function stateBadge(state, n) {
+  const text = n === undefined ? state : `${state} ${n}`;
+  return h('span', { class: `badge st-${state}` }, text);
+}
+
+/** stateBadges shows {STATE: n} in lifecycle order, FAILED first. */
+export function stateBadges(states) {
+  const order = ['FAILED', ...STATES.filter((s) => s !== 'FAILED'), 'UNKNOWN'];
+  const list = order.filter((s) => states && states[s] > 0);
+  if (!list.length) return h('span', { class: 'muted' }, 'no partitions');
+  return h('span', { class: 'badges' }, list.map((s) => stateBadge(s, states[s])));
+}
+
+/** desiredBadge shows a topic's desired state in words. */
+export function desiredBadge(desired) {
+  return h('span', { class: `badge desired-${desired}` }, desired);
+}

@@ -1,0 +1,51 @@
+// Hand-drawn SVG charts: a line chart over the recent minutes and a
+// sparkline. Each carries a text summary for screen readers.
+
+import { svg } from './dom.js';
+import { count } from './format.js';
+
+/**
+ * lineChart draws one series: points are {at, value}. It spans the given
+ * window (seconds) ending now, so charts of different topics line up.
+ */
+export function lineChart({ points, label, format = count, windowSec = 600, width = 360, height = 120, cls = 'lag' }) {
+  const pad = { l: 48, r: 8, t: 10, b: 20 };
+  const now = Date.now();
+  const t0 = now - windowSec * 1000;
+  const vals = points.map((p) => p.value);
+  const maxV = Math.max(1, ...vals);
+  const x = (t) => pad.l + ((t - t0) / (now - t0)) * (width - pad.l - pad.r);
+  const y = (v) => height - pad.b - (v / maxV) * (height - pad.t - pad.b);
+  const last = vals.length ? vals[vals.length - 1] : null;
+  const summary = vals.length
+    ? `${label} over the last ${Math.round(windowSec / 60)} minutes: now ${format(last)}, highest ${format(Math.max(...vals))}`
+    : `${label}: no samples yet`;
+  const el = svg('svg', { viewBox: `0 0 ${width} ${height}`, class: `chart ${cls}`, role: 'img', 'aria-label': summary },
+    svg('title', {}, summary),
+    // Axes and the top gridline, with the scale's top value.
+    svg('line', { x1: pad.l, y1: height - pad.b, x2: width - pad.r, y2: height - pad.b, class: 'axis' }),
+    svg('line', { x1: pad.l, y1: pad.t, x2: width - pad.r, y2: pad.t, class: 'grid' }),
+    svg('text', { x: pad.l - 4, y: pad.t + 4, class: 'tick', 'text-anchor': 'end' }, format(maxV)),
+    svg('text', { x: pad.l - 4, y: height - pad.b, class: 'tick', 'text-anchor': 'end' }, '0'),
+    svg('text', { x: pad.l, y: height - 4, class: 'tick' }, `−${Math.round(windowSec / 60)} min`),
+    svg('text', { x: width - pad.r, y: height - 4, class: 'tick', 'text-anchor': 'end' }, 'now'));
+  if (points.length) {
+    const d = points.map((p, i) => `${i ? 'L' : 'M'}${x(new Date(p.at).getTime()).toFixed(1)},${y(p.value).toFixed(1)}`).join('');
+    el.append(svg('path', { d, class: 'line' }));
+    const lp = points[points.length - 1];
+    el.append(svg('circle', { cx: x(new Date(lp.at).getTime()), cy: y(lp.value), r: 3, class: 'dot' }));
+  } else {
+    el.append(svg('text', { x: width / 2, y: height / 2, class: 'empty', 'text-anchor': 'middle' }, 'Waiting for samples…'));
+  }
+  return el;
+}
+
+/** sparkline draws values as a small line; the label is its text. */
+export function sparkline(values, label, { width = 96, height = 24 } = {}) {
+  const maxV = Math.max(1, ...values);
+  const step = values.length > 1 ? width / (values.length - 1) : 0;
+  const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(height - 2 - (v / maxV) * (height - 4)).toFixed(1)}`);
+  return svg('svg', { viewBox: `0 0 ${width} ${height}`, class: 'spark', role: 'img', 'aria-label': label, width, height },
+    svg('title', {}, label),
+    values.length > 1 ? svg('polyline', { points: pts.join(' '), class: 'line' }) : svg('line', { x1: 0, y1: height - 2, x2: width, y2: height - 2, class: 'axis' }));
+}

@@ -1,0 +1,240 @@
+// A mirror's page: its lifecycle picture and charts, the topics with their
+// partitions (FAILED first, errors in full), filters, actions and the
+// offset translator. The controls are built once; the data regions are
+// re-rendered on every change so typing and focus are never lost.
+
+import { get, seg, ApiError } from '../api.js';
+import { h, replace, uid } from '../dom.js';
+import { count, rate, time, ago } from '../format.js';
+import { stateBadge, stateBadges, desiredBadge } from '../badges.js';
+import { lineChart } from '../charts.js';
+import { lifecycle, STATES } from '../lifecycle.js';
+import { keepFocus } from '../focus.js';
+import { syncCell } from './overview.js';
+import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
+import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
+
+export function mirrorPage({ session, main }, name) {
+  const view = { name, expanded: new Set(), stateFilter: '', textFilter: '', data: null };
+  const regions = {
+    head: h('div', { class: 'mirror-head' }, h('p', { class: 'loading', role: 'status' }, `Loading mirror ${name}…`)),
+    attention: h('div'),
+    pictures: h('div', { class: 'pictures' }),
+    topics: h('div'),
+    translate: h('div'),
+  };
+  const rerender = () => { if (view.data) render(view, regions, session); };
+  view.rerender = rerender;
+
+  const stateSel = h('select', { onchange: (e) => { view.stateFilter = e.target.value; rerender(); } },
+    h('option', { value: '' }, 'All states'), STATES.map((s) => h('option', { value: s }, s)));
+  const textIn = h('input', { type: 'search', placeholder: 'topic, error or owner', oninput: (e) => { view.textFilter = e.target.value.trim().toLowerCase(); rerender(); } });
+  const stateId = uid('f');
+  const textId = uid('f');
+  stateSel.id = stateId;
+  textIn.id = textId;
+
+  replace(main,
+    h('nav', { 'aria-label': 'Breadcrumb', class: 'crumbs' }, h('a', { href: '#/' }, 'Overview'), ' / ', h('span', { 'aria-current': 'page' }, name)),
+    regions.head,
+    regions.attention,
+    h('section', { 'aria-labelledby': 'pic-h' }, h('h2', { id: 'pic-h' }, 'Partitions and flow'), regions.pictures),
+    h('section', { 'aria-labelledby': 'topics-h' },
+      h('div', { class: 'section-head' },
+        h('h2', { id: 'topics-h' }, 'Topics'),
+        session.canAct ? h('button', { type: 'button', class: 'btn primary', onclick: () => addTopicsDialog(name, refreshNow) }, 'Add topics…') : null),
+      h('div', { class: 'filters', role: 'search', 'aria-label': 'Filter topics and partitions' },
+        h('div', { class: 'field inline' }, h('label', { for: stateId }, 'State'), stateSel),
+        h('div', { class: 'field inline' }, h('label', { for: textId }, 'Filter'), textIn)),
+      regions.topics),
+    h('section', { 'aria-labelledby': 'tr-h' }, h('h2', { id: 'tr-h' }, 'Translate an offset'), regions.translate));
+
+  let refreshNow = () => {};
+  const page = {
+    async refresh() {
+      let mirror;
+      let topics;
+      let parts;
+      let history;
+      try {
+        [mirror, topics, parts, history] = await Promise.all([
+          get(`/v1/mirrors/${seg(name)}`),
+          get(`/v1/mirrors/${seg(name)}/topics`),
+          get('/v1/partitions', { mirror: name }),
+          get('/v1/history', { mirror: name }).catch(() => ({ series: [], window_seconds: 600 })),
+        ]);
+      } catch (err) {
+        if (err instanceof ApiError && err.status === 404) {
+          replace(main, h('section', { class: 'empty-state' }, h('h1', {}, `No mirror ${name}`),
+            h('p', {}, 'It does not exist, or it was just deleted.'), h('a', { class: 'btn', href: '#/' }, 'Back to the overview')));
+          page.refresh = async () => {};
+          return;
+        }
+        if (!view.data) replace(regions.head, h('h1', {}, name), h('p', { class: 'error', role: 'alert' }, err.message));
+        throw err;
+      }
+      const firstTime = !view.data;
+      view.data = { mirror, topics: topics.topics, parts: parts.partitions, history };
+      if (firstTime) replace(regions.translate, translateForm(name, () => view.data.topics));
+      rerender();
+    },
+  };
+  refreshNow = () => page.refresh();
+  view.actions = {
+    pause: (t) => pauseDialog(name, t, view.data.parts, refreshNow),
+    resume: (t) => resumeDialog(name, t, refreshNow),
+    remove: (t) => removeDialog(name, t, view.data.parts, refreshNow),
+    restart: (t) => restartDialog(name, t, refreshNow),
+    sync: () => syncDialog(name, refreshNow),
+    config: () => configDialog(view.data.mirror, refreshNow),
+    del: () => deleteDialog(view.data.mirror, view.data.topics),
+  };
+  return page;
+}
+
+function render(view, regions, session) {
+  const { mirror, topics, parts, history } = view.data;
+  keepFocus(document.getElementById('main'), () => {
+    replace(regions.head, headView(mirror, session, view.actions));
+    replace(regions.attention, attentionView(parts));
+    replace(regions.pictures, picturesView(parts, history));
+    replace(regions.topics, topicsView(view, topics, parts, history, session));
+  });
+}
+
+function headView(m, session, actions) {
+  return [
+    h('h1', {}, m.name),
+    h('dl', { class: 'facts' },
+      h('div', {}, h('dt', {}, 'Source'), h('dd', { class: 'mono wrap' }, m.source.bootstrap_servers)),
+      h('div', {}, h('dt', {}, 'Security'), h('dd', {}, m.source.security_protocol || 'PLAINTEXT')),
+      h('div', {}, h('dt', {}, 'Last metadata sync'), h('dd', {}, syncCell(m.last_sync))),
+      h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
+      h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag)))),
+    m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
+    session.canAct ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
+      h('button', { type: 'button', class: 'btn', onclick: actions.sync, 'data-focus-key': 'act-sync' }, 'Sync now…'),
+      h('button', { type: 'button', class: 'btn', onclick: actions.config, 'data-focus-key': 'act-config' }, 'Edit config…'),
+      h('button', { type: 'button', class: 'btn danger', onclick: actions.del, 'data-focus-key': 'act-delete' }, 'Delete mirror…')) : null,
+  ];
+}
+
+function syncErrors(s) {
+  const kinds = ['topic_configs', 'partitions', 'new_topics', 'deleted_topics', 'group_offsets', 'acls', 'paused_topics'];
+  const bad = kinds.filter((k) => s[k] && !s[k].ok);
+  return h('div', { class: 'callout error-box' }, h('p', {}, h('strong', {}, 'The last metadata sync failed:')),
+    h('ul', {}, bad.map((k) => h('li', {}, h('span', { class: 'mono' }, k), ': ', s[k].error || 'failed'))));
+}
+
+// attentionView lists every FAILED partition first, with its error in full.
+function attentionView(parts) {
+  const failed = parts.filter((p) => p.state === 'FAILED');
+  const erroring = parts.filter((p) => p.state !== 'FAILED' && p.error);
+  if (!failed.length && !erroring.length) return null;
+  return h('section', { class: 'callout error-box', 'aria-labelledby': 'att-h' },
+    h('h2', { id: 'att-h' }, failed.length ? `${failed.length} partition(s) FAILED` : 'Partitions reporting errors'),
+    h('ul', { class: 'errors' }, [...failed, ...erroring].map((p) => h('li', {},
+      stateBadge(p.state), ' ', h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ',
+      h('span', { class: 'error-text' }, p.error || '(no message)'),
+      p.retry_attempt ? h('span', { class: 'muted' }, ` (retry ${p.retry_attempt})`) : null))));
+}
+
+function picturesView(parts, history) {
+  const counts = {};
+  for (const p of parts) counts[p.state] = (counts[p.state] || 0) + 1;
+  const total = history.series.find((s) => !s.topic);
+  const pts = total ? total.points : [];
+  const win = history.window_seconds || 600;
+  return [
+    h('figure', { class: 'card' }, lifecycle(counts), h('figcaption', {}, 'Where each partition is in its lifecycle now')),
+    h('div', { class: 'chart-pair' },
+      h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.lag })), label: 'Lag, all topics', windowSec: win }),
+        h('figcaption', {}, 'Lag (records), all topics')),
+      h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.records_per_sec })), label: 'Records per second, all topics', format: rate, windowSec: win, cls: 'rate' }),
+        h('figcaption', {}, 'Records/s, all topics'))),
+  ];
+}
+
+function matchesText(view, t, rows) {
+  const q = view.textFilter;
+  if (!q) return true;
+  return t.topic.toLowerCase().includes(q) || rows.some((p) => (p.error || '').toLowerCase().includes(q) || (p.owner || '').toLowerCase().includes(q));
+}
+
+function topicsView(view, topics, parts, history, session) {
+  if (!topics.length) {
+    return h('div', { class: 'empty-state' }, h('p', {}, 'This mirror has no topics yet.'),
+      session.canAct ? h('p', {}, 'Use “Add topics…” to pick source topics by pattern.') : null);
+  }
+  const byTopic = new Map(topics.map((t) => [t.topic, []]));
+  for (const p of parts) byTopic.get(p.topic)?.push(p);
+  const failedFirst = (a, b) => (b.states?.FAILED || 0) - (a.states?.FAILED || 0) || a.topic.localeCompare(b.topic);
+  const shown = [...topics].sort(failedFirst).filter((t) => {
+    const rows = byTopic.get(t.topic) || [];
+    if (view.stateFilter && !rows.some((p) => p.state === view.stateFilter)) return false;
+    return matchesText(view, t, rows);
+  });
+  if (!shown.length) return h('p', { class: 'empty-state', role: 'status' }, 'No topic matches the filters.');
+  const series = new Map(history.series.filter((s) => s.topic).map((s) => [s.topic, s.points]));
+  return h('ul', { class: 'topics' }, shown.map((t) => topicItem(view, t, byTopic.get(t.topic) || [], series.get(t.topic) || [], history.window_seconds || 600, session)));
+}
+
+function topicItem(view, t, rows, points, win, session) {
+  const open = view.expanded.has(t.topic);
+  const panelId = `topic-panel-${t.topic}`;
+  const toggle = h('button', {
+    type: 'button', class: 'toggle', 'aria-expanded': String(open), 'aria-controls': panelId, 'data-focus-key': `toggle-${t.topic}`,
+    onclick: () => {
+      if (view.expanded.has(t.topic)) view.expanded.delete(t.topic); else view.expanded.add(t.topic);
+      view.rerender();
+    },
+  }, h('span', { class: 'chev', 'aria-hidden': 'true' }, open ? '▾' : '▸'), h('span', { class: 'topic-name mono' }, t.topic));
+  const ro = t.read_only_enforced === true ? 'read-only enforced' : t.read_only_enforced === false ? 'read-only not enforced' : 'read-only unknown';
+  return h('li', { class: `topic${t.states?.FAILED ? ' failed' : ''}`, 'data-topic': t.topic },
+    h('div', { class: 'topic-row' },
+      h('h3', { class: 'topic-title' }, toggle),
+      h('div', { class: 'topic-facts' },
+        h('span', {}, h('span', { class: 'label' }, 'Desired '), desiredBadge(t.desired_state)),
+        h('span', {}, stateBadges(t.states)),
+        h('span', {}, h('span', { class: 'label' }, 'Lag '), h('span', { class: 'lag' }, count(t.lag))),
+        h('span', {}, h('span', { class: 'label' }, 'Rate '), rate(t.records_per_sec)),
+        h('span', { class: `ro ${t.read_only_enforced ? 'yes' : 'no'}`, title: t.read_only_enforced === false ? 'The destination has no authorizer that could refuse other writers, or the topic is stopped.' : null }, ro)),
+      session.canAct ? topicButtons(view, t) : null),
+    open ? h('div', { id: panelId, class: 'topic-panel' },
+      h('div', { class: 'chart-pair' },
+        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${t.topic}`, windowSec: win }), h('figcaption', {}, `Lag of ${t.topic}`)),
+        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${t.topic}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${t.topic}`))),
+      partitionsTable(view, t, rows)) : null);
+}
+
+function topicButtons(view, t) {
+  const b = (label, fn, cls = '') => h('button', { type: 'button', class: `btn small ${cls}`, onclick: () => fn(t), 'data-focus-key': `${label}-${t.topic}` }, label);
+  const a = view.actions;
+  const list = [];
+  if (t.desired_state === 'mirroring') list.push(b('Pause', a.pause), b('Remove', a.remove, 'danger'));
+  if (t.desired_state === 'paused') list.push(b('Resume', a.resume), b('Remove', a.remove, 'danger'));
+  if (t.desired_state === 'stopped') list.push(b('Restart', a.restart));
+  return h('div', { class: 'topic-actions', role: 'group', 'aria-label': `Actions for ${t.topic}` }, list);
+}
+
+function partitionsTable(view, t, rows) {
+  const shown = rows.filter((p) => !view.stateFilter || p.state === view.stateFilter)
+    .sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${t.topic}`, tabindex: '0' },
+    h('table', { class: 'data partitions' },
+      h('caption', { class: 'visually-hidden' }, `Partitions of ${t.topic}`),
+      h('thead', {}, h('tr', {},
+        ['Partition', 'Source offset', 'Destination offset', 'Lag', 'State', 'Owner', 'Retries', 'Lost', 'Progressed', 'Error']
+          .map((c, i) => h('th', { scope: 'col', class: i >= 1 && i <= 3 || i === 6 || i === 7 ? 'num' : null }, c)))),
+      h('tbody', {}, shown.map((p) => h('tr', { class: p.state === 'FAILED' ? 'row-failed' : null },
+        h('th', { scope: 'row', class: 'num' }, String(p.partition)),
+        h('td', { class: 'num' }, count(p.source_offset)),
+        h('td', { class: 'num' }, count(p.destination_offset)),
+        h('td', { class: 'num' }, count(p.lag)),
+        h('td', {}, stateBadge(p.state)),
+        h('td', { class: 'mono' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
+        h('td', { class: 'num' }, count(p.retry_attempt)),
+        h('td', { class: 'num' }, count(p.lost_records)),
+        h('td', {}, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
+        h('td', { class: 'error-cell' }, p.error || ''))))));
+}

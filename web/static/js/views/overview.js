@@ -1,0 +1,101 @@
+// The overview: every mirror with its partitions per state, lag, rate and
+// last sync, and the instances with the leases each holds.
+
+import { get, seg } from '../api.js';
+import { h, replace } from '../dom.js';
+import { count, rate, time, ago } from '../format.js';
+import { stateBadges } from '../badges.js';
+import { sparkline } from '../charts.js';
+import { keepFocus } from '../focus.js';
+
+export function overviewPage({ session, main }) {
+  replace(main, h('p', { class: 'loading', role: 'status' }, 'Loading mirrors…'));
+  let first = true;
+  return {
+    async refresh() {
+      let mirrors;
+      let instances;
+      let history;
+      try {
+        [mirrors, instances, history] = await Promise.all([
+          get('/v1/mirrors'), get('/v1/instances'), get('/v1/history').catch(() => ({ series: [] })),
+        ]);
+      } catch (err) {
+        if (first) replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'Mirrors'), h('p', { class: 'error', role: 'alert' }, err.message)));
+        throw err;
+      }
+      first = false;
+      const lagSeries = new Map(history.series.filter((s) => !s.topic).map((s) => [s.mirror, s.points]));
+      keepFocus(main, () => replace(main,
+        h('h1', {}, 'Mirrors'),
+        mirrorsSection(mirrors.mirrors, lagSeries, session),
+        instancesSection(instances.instances)));
+    },
+  };
+}
+
+function mirrorsSection(mirrors, lagSeries, session) {
+  if (!mirrors.length) {
+    return h('section', { class: 'empty-state', 'aria-label': 'Mirrors' },
+      h('p', {}, 'No mirror yet. A mirror copies topics from one source cluster into this destination.'),
+      session.canAct ? h('a', { class: 'btn primary', href: '#/new' }, 'Create a mirror') : h('p', { class: 'muted' }, 'Your token can only read.'));
+  }
+  const totals = mirrors.reduce((t, m) => ({
+    partitions: t.partitions + (m.status?.partitions || 0), lag: t.lag + (m.status?.lag || 0),
+    failed: t.failed + (m.status?.states?.FAILED || 0),
+  }), { partitions: 0, lag: 0, failed: 0 });
+  return h('section', { 'aria-labelledby': 'mirrors-h' },
+    h('h2', { id: 'mirrors-h', class: 'visually-hidden' }, 'All mirrors'),
+    h('p', { class: 'summary' }, `${count(mirrors.length)} mirror(s), ${count(totals.partitions)} partitions, total lag ${count(totals.lag)}`,
+      totals.failed ? h('strong', { class: 'error-text' }, ` — ${count(totals.failed)} partition(s) FAILED`) : null),
+    h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Mirrors table', tabindex: '0' },
+      h('table', { class: 'data' },
+        h('thead', {}, h('tr', {},
+          h('th', { scope: 'col' }, 'Mirror'), h('th', { scope: 'col' }, 'Source'), h('th', { scope: 'col', class: 'num' }, 'Topics'),
+          h('th', { scope: 'col' }, 'Partitions'), h('th', { scope: 'col', class: 'num' }, 'Lag'), h('th', { scope: 'col' }, 'Lag, 10 min'),
+          h('th', { scope: 'col', class: 'num' }, 'Records/s'), h('th', { scope: 'col' }, 'Last sync'))),
+        h('tbody', {}, mirrors.map((m) => mirrorRow(m, lagSeries.get(m.name) || []))))));
+}
+
+function mirrorRow(m, points) {
+  const st = m.status || {};
+  const lags = points.map((p) => p.lag);
+  return h('tr', { class: st.states?.FAILED ? 'row-failed' : null },
+    h('th', { scope: 'row' }, h('a', { href: `#/mirrors/${seg(m.name)}`, 'data-focus-key': `mirror-${m.name}` }, m.name)),
+    h('td', { class: 'mono wrap' }, m.source.bootstrap_servers),
+    h('td', { class: 'num' }, count(st.topics)),
+    h('td', {}, stateBadges(st.states)),
+    h('td', { class: 'num' }, count(st.lag)),
+    h('td', {}, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}`)),
+    h('td', { class: 'num' }, rate(st.records_per_sec)),
+    h('td', {}, syncCell(m.last_sync)));
+}
+
+/** syncCell summarises the last metadata sync: OK or failed, and when. */
+export function syncCell(s) {
+  if (!s) return h('span', { class: 'muted' }, 'not yet');
+  const failed = ['topic_configs', 'partitions', 'new_topics', 'deleted_topics', 'group_offsets', 'acls', 'paused_topics']
+    .filter((k) => s[k] && !s[k].ok);
+  return h('span', { class: 'sync' },
+    h('span', { class: `badge ${s.ok ? 'ok' : 'st-FAILED'}` }, s.ok ? 'OK' : `failed: ${failed.join(', ') || 'see mirror'}`), ' ',
+    time(s.finished_at), h('span', { class: 'muted' }, ` (${ago(s.finished_at)})`));
+}
+
+function instancesSection(instances) {
+  return h('section', { 'aria-labelledby': 'inst-h' },
+    h('h2', { id: 'inst-h' }, 'Instances'),
+    instances.length === 0
+      ? h('p', { class: 'empty-state' }, 'No kmirror instance has registered yet.')
+      : h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Instances table', tabindex: '0' },
+        h('table', { class: 'data' },
+          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Instance'), h('th', { scope: 'col' }, 'Host'),
+            h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col', class: 'num' }, 'Leases'),
+            h('th', { scope: 'col' }, 'Last heartbeat'), h('th', { scope: 'col' }, 'Version'))),
+          h('tbody', {}, instances.map((i) => h('tr', {},
+            h('th', { scope: 'row', class: 'mono' }, i.id),
+            h('td', {}, i.hostname || '—'),
+            h('td', {}, h('span', { class: `badge ${i.live ? 'ok' : 'off'}` }, i.live ? 'live' : (i.stopped_at ? 'stopped' : 'silent'))),
+            h('td', { class: 'num' }, count(i.leases ?? 0)),
+            h('td', {}, time(i.heartbeat_at), h('span', { class: 'muted' }, ` (${ago(i.heartbeat_at)})`)),
+            h('td', { class: 'mono' }, i.version || '—')))))));
+}

@@ -1,0 +1,148 @@
+// Topic actions. Each dialog shows what the action will touch before it
+// acts: the matching source topics and their partitions, or the records
+// not yet mirrored, and reports the result or the server's error.
+
+import { post, seg } from '../api.js';
+import { h, uid } from '../dom.js';
+import { count, regexQuote } from '../format.js';
+import { modal, button, runAction, field } from '../dialogs.js';
+
+const topicsPath = (mirror, action) => `/v1/mirrors/${seg(mirror)}/topics:${action}`;
+const exactly = (topic) => ({ topic: regexQuote(topic) });
+
+/** addTopicsDialog: a pattern, a preview of what matches, then the add. */
+export function addTopicsDialog(mirror, done) {
+  const dlg = modal(`Add topics to ${mirror}`, { wide: true });
+  const pattern = h('input', { type: 'text', name: 'pattern', required: true, autocomplete: 'off', spellcheck: 'false', class: 'mono' });
+  const rf = h('input', { type: 'number', name: 'rf', min: '1', max: '32767', inputmode: 'numeric' });
+  const preview = h('div', { class: 'preview', 'aria-live': 'polite' });
+  let previewed = null; // the body the preview was made for
+  const body = () => {
+    const b = { topic: pattern.value.trim() };
+    if (rf.value) b.replication_factor = Number(rf.value);
+    return b;
+  };
+  const confirm = button('Add topics', async () => {
+    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'add'), previewed),
+      (r) => `Added ${r.topics.length} topic(s) to ${mirror}: ${r.topics.join(', ')}. Their partitions start PREPARING.`);
+    done();
+  }, { primary: true, disabled: true });
+  const invalidate = () => {
+    if (previewed) preview.replaceChildren(h('p', { class: 'muted' }, 'The pattern changed: preview again.'));
+    previewed = null;
+    confirm.disabled = true;
+  };
+  pattern.addEventListener('input', invalidate);
+  rf.addEventListener('input', invalidate);
+  const previewBtn = button('Preview matches', async () => {
+    dlg.clear();
+    const b = body();
+    if (!b.topic) {
+      dlg.error(new Error('Enter a pattern, for example orders|payments or orders\\..*'));
+      pattern.focus();
+      return;
+    }
+    previewBtn.disabled = true;
+    try {
+      const r = await post(topicsPath(mirror, 'add'), b, { dry_run: true });
+      const matches = r.matches || r.topics.map((t) => ({ topic: t, partitions: null }));
+      const parts = matches.reduce((n, m) => n + (m.partitions || 0), 0);
+      preview.replaceChildren(
+        h('p', {}, h('strong', {}, `${matches.length} source topic(s), ${count(parts)} partition(s) match.`), ' Nothing has changed yet.'),
+        h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Matching topics', tabindex: '0' },
+          h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Topic'), h('th', { scope: 'col', class: 'num' }, 'Partitions'))),
+            h('tbody', {}, matches.map((m) => h('tr', {}, h('td', { class: 'mono' }, m.topic), h('td', { class: 'num' }, count(m.partitions))))))));
+      previewed = b;
+      confirm.disabled = false;
+      confirm.textContent = `Add ${matches.length} topic(s)`;
+    } catch (err) {
+      preview.replaceChildren();
+      dlg.error(err);
+    } finally {
+      previewBtn.disabled = false;
+    }
+  });
+  dlg.body.append(
+    field('Topic pattern', pattern, 'An RE2 pattern matched against whole source topic names, for example orders|payments.'),
+    field('Replication factor (optional)', rf, 'Of the new destination topics; empty uses the destination default.'),
+    preview);
+  dlg.footer.append(button('Cancel', () => dlg.close()), previewBtn, confirm);
+  pattern.focus();
+}
+
+function partitionCount(parts, topic) {
+  return parts.filter((p) => p.topic === topic).length;
+}
+
+/** pauseDialog: stop fetching one topic; it stays read-only. */
+export function pauseDialog(mirror, t, parts, done) {
+  const dlg = modal(`Pause ${t.topic}`);
+  dlg.body.append(h('p', {}, `Mirroring of ${t.topic} (${count(partitionCount(parts, t.topic))} partitions) stops after the records in flight. `,
+    'The destination topic stays read-only; lag grows until you resume.'));
+  const confirm = button('Pause', async () => {
+    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'pause'), exactly(t.topic)),
+      () => `Paused ${t.topic}. Its partitions go PAUSING → PAUSED.`);
+    done();
+  }, { primary: true });
+  dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
+  confirm.focus();
+}
+
+/** resumeDialog: continue from the checkpoint. */
+export function resumeDialog(mirror, t, done) {
+  const dlg = modal(`Resume ${t.topic}`);
+  dlg.body.append(h('p', {}, `Mirroring of ${t.topic} continues from its checkpoint; ${count(t.lag)} records are waiting.`));
+  const confirm = button('Resume', async () => {
+    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'resume'), exactly(t.topic)),
+      () => `Resumed ${t.topic}. Its partitions go back to MIRRORING.`);
+    done();
+  }, { primary: true });
+  dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
+  confirm.focus();
+}
+
+/**
+ * removeDialog is failover: the topic stops being mirrored and becomes
+ * writable. It lists the records per partition that are not mirrored yet
+ * and asks for the topic's name to be typed.
+ */
+export function removeDialog(mirror, t, parts, done) {
+  const dlg = modal(`Fail over ${t.topic}`, { wide: true });
+  const rows = parts.filter((p) => p.topic === t.topic).sort((a, b) => a.partition - b.partition);
+  const missing = rows.reduce((n, p) => n + (p.lag || 0), 0);
+  const typed = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', class: 'mono' });
+  const confirm = button('Fail over', async () => {
+    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'remove'), exactly(t.topic)),
+      () => `Removed ${t.topic} from ${mirror}. Its partitions go STOPPING → STOPPED; the destination topic is then writable.`);
+    done();
+  }, { danger: true, disabled: true });
+  typed.addEventListener('input', () => { confirm.disabled = typed.value !== t.topic; });
+  dlg.body.append(
+    h('p', {}, 'Mirroring of ', h('strong', { class: 'mono' }, t.topic), ' stops, its last offsets are saved and read-only is lifted, so applications can write to the destination topic.'),
+    h('p', { class: missing ? 'warn' : null }, missing
+      ? `${count(missing)} source record(s) are not mirrored yet and will not be copied:`
+      : 'Every source record is mirrored: nothing is left behind.'),
+    h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Records not yet mirrored per partition', tabindex: '0' },
+      h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'num' }, 'Partition'), h('th', { scope: 'col', class: 'num' }, 'Not yet mirrored'), h('th', { scope: 'col' }, 'State'))),
+        h('tbody', {}, rows.map((p) => h('tr', {}, h('td', { class: 'num' }, String(p.partition)), h('td', { class: 'num' }, count(p.lag)), h('td', {}, p.state)))))),
+    field(`Type ${t.topic} to confirm`, typed));
+  dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
+  typed.focus();
+}
+
+/** restartDialog: add a stopped topic again, optionally recreating it. */
+export function restartDialog(mirror, t, done) {
+  const dlg = modal(`Restart ${t.topic}`);
+  const recreate = h('input', { type: 'checkbox', name: 'recreate', id: uid('recreate') });
+  const confirm = button('Restart', async () => {
+    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'add'), { ...exactly(t.topic), recreate: recreate.checked }),
+      () => `Restarted ${t.topic}. Its partitions re-align (PREPARING) and then mirror.`);
+    done();
+  }, { primary: true });
+  dlg.body.append(
+    h('p', {}, 'Mirroring starts again. Alignment compares the destination with the source; if something was written to the destination meanwhile, the partition goes FAILED with a divergence.'),
+    h('div', { class: 'field check' }, recreate, h('label', { for: recreate.id },
+      'Recreate the destination topic: drop it and mirror again from the source’s start')));
+  dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
+  confirm.focus();
+}
