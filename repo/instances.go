@@ -15,6 +15,9 @@ type Instance struct {
 	StoppedAt   *time.Time
 	// Live is computed by the database: heartbeat within the given TTL.
 	Live bool
+	// Leases counts the partitions whose lease this instance's live
+	// session holds.
+	Leases int
 }
 
 // InstancesRegister records a starting instance, reviving a stopped id.
@@ -45,11 +48,19 @@ func InstancesStop(ctx context.Context, q DBTX, id string) error {
 }
 
 // InstancesList returns every known instance; Live uses ttl against the
-// database clock.
+// database clock. Leases are counted in one grouped pass over the leased
+// partitions: a lease counts while its owner's session is the one that took
+// it and has not expired (migration 000007).
 func InstancesList(ctx context.Context, q DBTX, ttl time.Duration) ([]Instance, error) {
-	rows, err := q.Query(ctx, `SELECT id, hostname, version, started_at, heartbeat_at, stopped_at,
-			stopped_at IS NULL AND heartbeat_at > now() - $1::interval
-		FROM instances ORDER BY id`, ttl.String())
+	rows, err := q.Query(ctx, `SELECT i.id, i.hostname, i.version, i.started_at, i.heartbeat_at, i.stopped_at,
+			i.stopped_at IS NULL AND i.heartbeat_at > now() - $1::interval,
+			CASE WHEN i.session_expires_at > now() THEN coalesce(l.leases, 0) ELSE 0 END
+		FROM instances i
+		LEFT JOIN (
+			SELECT lease_owner, lease_session, count(*) AS leases FROM mirror_partitions
+			WHERE lease_owner IS NOT NULL GROUP BY 1, 2
+		) l ON l.lease_owner = i.id AND l.lease_session = i.session_epoch
+		ORDER BY i.id`, ttl.String())
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -58,7 +69,7 @@ func InstancesList(ctx context.Context, q DBTX, ttl time.Duration) ([]Instance, 
 	for rows.Next() {
 		var i Instance
 		if err := rows.Scan(&i.ID, &i.Hostname, &i.Version, &i.StartedAt, &i.HeartbeatAt,
-			&i.StoppedAt, &i.Live); err != nil {
+			&i.StoppedAt, &i.Live, &i.Leases); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, i)

@@ -1,0 +1,55 @@
+package repo
+
+import "context"
+
+// MirrorStateCount is one (mirror, state) group of a mirror's partitions,
+// with the mirror's topic count repeated on each of its rows.
+type MirrorStateCount struct {
+	Mirror string
+	Topics int
+	// State is "UNKNOWN" for partitions with no state yet, and "" on the
+	// one row of a mirror that has no partitions.
+	State      string
+	Partitions int
+	// Lag sums source end offset − src_next, floored at 0 per partition,
+	// over the partitions whose source end is known.
+	Lag int64
+	// Erroring counts partitions with a non-empty error.
+	Erroring int
+}
+
+// MirrorsStatus groups the partitions of every mirror (or of the one named,
+// when mirror is not "") by state in one query, ordered by mirror and state.
+// Every mirror has at least one row.
+func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCount, error) {
+	rows, err := q.Query(ctx, `
+		WITH parts AS (
+			SELECT mirror, coalesce(state, 'UNKNOWN') AS state, count(*) AS partitions,
+				coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0))
+					FILTER (WHERE source_end_offset IS NOT NULL), 0)::bigint AS lag,
+				count(*) FILTER (WHERE coalesce(error, '') <> '') AS erroring
+			FROM mirror_partitions WHERE ($1 = '' OR mirror = $1) GROUP BY 1, 2
+		), topics AS (
+			SELECT mirror, count(*) AS topics FROM mirror_topics WHERE ($1 = '' OR mirror = $1) GROUP BY 1
+		)
+		SELECT m.name, coalesce(t.topics, 0), coalesce(p.state, ''), coalesce(p.partitions, 0),
+			coalesce(p.lag, 0), coalesce(p.erroring, 0)
+		FROM mirrors m
+		LEFT JOIN topics t ON t.mirror = m.name
+		LEFT JOIN parts p ON p.mirror = m.name
+		WHERE ($1 = '' OR m.name = $1)
+		ORDER BY 1, 3`, mirror)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []MirrorStateCount
+	for rows.Next() {
+		var c MirrorStateCount
+		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, c)
+	}
+	return out, interpret(rows.Err())
+}
