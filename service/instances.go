@@ -17,6 +17,8 @@ type Instance struct {
 	StoppedAt   *time.Time
 	// Live: not stopped, and a heartbeat within the instance TTL.
 	Live bool
+	// Leases counts the partitions this instance's live session holds.
+	Leases int
 }
 
 // ListInstances returns the known kmirror instances.
@@ -28,7 +30,7 @@ func (s *Service) ListInstances(ctx context.Context) ([]Instance, error) {
 	out := make([]Instance, len(list))
 	for i, in := range list {
 		out[i] = Instance{ID: in.ID, Hostname: in.Hostname, Version: in.Version, StartedAt: in.StartedAt,
-			HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live}
+			HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live, Leases: in.Leases}
 	}
 	return out, nil
 }

@@ -40,14 +40,16 @@ type Mirror struct {
 	Config map[string]string
 	// LastSync is the last metadata sync pass's SyncResult as JSON, empty
 	// before the first.
-	LastSync  json.RawMessage
+	LastSync json.RawMessage
+	// Status summarizes the mirror's topics and partitions.
+	Status    MirrorStatus
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
 func mirrorOf(m repo.Mirror) Mirror {
 	return Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		Status: emptyStatus(), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
 // WriteOpts are the query options of a mirror create or update.
@@ -115,13 +117,17 @@ func mirrorNotFound(name string) error {
 	return &NotFoundError{Kind: "mirror", Detail: fmt.Sprintf("mirror %s does not exist", name)}
 }
 
-// GetMirror returns one mirror.
+// GetMirror returns one mirror with its status.
 func (s *Service) GetMirror(ctx context.Context, name string) (Mirror, error) {
 	m, err := s.mirror(ctx, name)
 	if err != nil {
 		return Mirror{}, err
 	}
-	return mirrorOf(m), nil
+	out := mirrorOf(m)
+	if out.Status, err = s.mirrorStatus(ctx, s.pool, name); err != nil {
+		return Mirror{}, err
+	}
+	return out, nil
 }
 
 // mirror returns one mirror's row, secrets included, for the service's own use.
@@ -133,15 +139,22 @@ func (s *Service) mirror(ctx context.Context, name string) (repo.Mirror, error) 
 	return m, err
 }
 
-// ListMirrors returns every mirror.
+// ListMirrors returns every mirror with its status.
 func (s *Service) ListMirrors(ctx context.Context) ([]Mirror, error) {
 	list, err := repo.MirrorsList(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	statuses, err := s.mirrorStatuses(ctx, s.pool, "")
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Mirror, len(list))
 	for i, m := range list {
 		out[i] = mirrorOf(m)
+		if st, ok := statuses[m.Name]; ok { // else created between the two queries
+			out[i].Status = st
+		}
 	}
 	return out, nil
 }
@@ -182,9 +195,12 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 			}
 		}
 		if opts.DryRun {
-			return mirrorOf(m), nil
+			out := mirrorOf(m)
+			out.Status, err = s.mirrorStatus(ctx, s.pool, name)
+			return out, err
 		}
 		var out repo.Mirror
+		var status MirrorStatus
 		err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			locked, err := repo.MirrorsGetForUpdate(ctx, tx, name)
 			if errors.Is(err, repo.ErrNotFound) {
@@ -196,6 +212,9 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 				return errMirrorChanged
 			}
 			if out, err = repo.MirrorsUpdate(ctx, tx, m); err != nil {
+				return err
+			}
+			if status, err = s.mirrorStatus(ctx, tx, name); err != nil {
 				return err
 			}
 			return recordChange(ctx, tx, repo.Event{Kind: EventMirrorUpdated, Mirror: name,
@@ -210,7 +229,9 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 		if err != nil {
 			return Mirror{}, err
 		}
-		return mirrorOf(out), nil
+		updated := mirrorOf(out)
+		updated.Status = status
+		return updated, nil
 	}
 }
 

@@ -46,6 +46,9 @@ type Config struct {
 	// InstanceTTL is how recent a heartbeat must be for an instance to count
 	// as live (the lease TTL).
 	InstanceTTL time.Duration
+	// History, when set, supplies the records per second of mirrors and
+	// topics and the progress history; without it they are 0 and empty.
+	History *History
 }
 
 func (c *Config) validate() error {
@@ -64,6 +67,7 @@ type Service struct {
 	catalog     SourceCatalog
 	log         *slog.Logger
 	instanceTTL time.Duration
+	history     *History
 }
 
 // New returns a Service.
@@ -76,6 +80,7 @@ func New(cfg Config) (*Service, error) {
 		catalog:     cfg.Catalog,
 		log:         cmp.Or(cfg.Logger, slog.Default()),
 		instanceTTL: cmp.Or(cfg.InstanceTTL, 15*time.Second),
+		history:     cfg.History,
 	}, nil
 }
 

@@ -42,8 +42,10 @@ type Topic struct {
 	// read-only with an ACL while the topic is mirrored.
 	ReadOnlyEnforced *bool
 	Partitions       int
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// RecordsPerSec is the latest rate the History sampled; 0 until known.
+	RecordsPerSec float64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 func topicOf(t repo.Topic) Topic {
@@ -61,6 +63,9 @@ type AddTopicsInput struct {
 	// Recreate, on a restart, drops and recreates the destination topic
 	// instead of failing on divergence.
 	Recreate bool
+	// DryRun resolves the pattern and runs every check of a real add, then
+	// writes nothing.
+	DryRun bool
 }
 
 // TopicsResult lists the topics an action applied to, sorted.
@@ -68,6 +73,15 @@ type TopicsResult struct {
 	Mirror string   `json:"mirror"`
 	Action string   `json:"action"`
 	Topics []string `json:"topics"`
+	// Matches are the source topics an add resolved, with their partition
+	// counts, sorted by topic.
+	Matches []TopicMatch `json:"matches,omitempty"`
+}
+
+// TopicMatch is a source topic that an add's pattern matched.
+type TopicMatch struct {
+	Topic      string `json:"topic"`
+	Partitions int    `json:"partitions"`
 }
 
 func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
@@ -81,6 +95,8 @@ func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
 // AddTopics resolves the pattern against the source cluster's topics and
 // starts mirroring each match. A stopped topic is restarted. All or nothing:
 // a match already mirroring or paused is a conflict and nothing changes.
+// With in.DryRun every check runs, under the same lock, and nothing is
+// written.
 func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInput) (TopicsResult, error) {
 	re, err := compileTopicPattern(in.Topic)
 	if err != nil {
@@ -114,6 +130,10 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 			"no topic on the source cluster of mirror %s matches %q", mirror, in.Topic)}
 	}
 	names := sortedKeys(matched)
+	matches := make([]TopicMatch, len(names))
+	for i, name := range names {
+		matches[i] = TopicMatch{Topic: name, Partitions: int(matched[name])}
+	}
 	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		existing, err := lockedTopics(ctx, tx, mirror)
 		if err != nil {
@@ -130,6 +150,9 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		}
 		if err := checkNotMirroredElsewhere(ctx, tx, mirror, names); err != nil {
 			return err
+		}
+		if in.DryRun {
+			return nil // committing a transaction that wrote nothing
 		}
 		for _, name := range names {
 			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
@@ -149,7 +172,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if err != nil {
 		return TopicsResult{}, err
 	}
-	return TopicsResult{Mirror: mirror, Action: "add", Topics: names}, nil
+	return TopicsResult{Mirror: mirror, Action: "add", Topics: names, Matches: matches}, nil
 }
 
 // topicTransition is one desired-state action on existing mirror topics.
@@ -294,6 +317,7 @@ func (s *Service) ListTopics(ctx context.Context, mirror string) ([]Topic, error
 	out := make([]Topic, len(list))
 	for i, t := range list {
 		out[i] = topicOf(t)
+		out[i].RecordsPerSec = s.history.Rate(mirror, t.Topic)
 	}
 	return out, nil
 }
@@ -309,5 +333,7 @@ func (s *Service) GetTopic(ctx context.Context, mirror, topic string) (Topic, er
 	} else if err != nil {
 		return Topic{}, err
 	}
-	return topicOf(t), nil
+	out := topicOf(t)
+	out.RecordsPerSec = s.history.Rate(mirror, topic)
+	return out, nil
 }
