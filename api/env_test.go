@@ -39,6 +39,18 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvWith(t, envOpts{})
+}
+
+// envOpts add to what newEnv wires.
+type envOpts struct {
+	// historyInterval, when set, starts a History sampling this often.
+	historyInterval time.Duration
+	tokens          api.Tokens
+}
+
+func newEnvWith(t *testing.T, opts envOpts) *env {
+	t.Helper()
 	pool := testdb.Pool(t)
 	kafka, err := kfake.NewCluster(kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "payments"))
 	if err != nil {
@@ -48,11 +60,22 @@ func newEnv(t *testing.T) *env {
 
 	logs := &syncbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log})
+	var history *service.History
+	if opts.historyInterval > 0 {
+		if history, err = service.NewHistory(service.HistoryConfig{Pool: pool, Logger: log, Interval: opts.historyInterval}); err != nil {
+			t.Fatal(err)
+		}
+		if err := history.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(history.Stop)
+	}
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
+		History: history})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log})
+	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Tokens: opts.tokens})
 	if err != nil {
 		t.Fatal(err)
 	}

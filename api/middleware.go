@@ -22,6 +22,7 @@ type ctxKey int
 const (
 	requestIDKey ctxKey = iota
 	loggerKey
+	roleKey
 )
 
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)

@@ -13,15 +13,25 @@ import (
 func writeOpts(r *http.Request) (service.WriteOpts, error) {
 	var opts service.WriteOpts
 	for name, dst := range map[string]*bool{"dry_run": &opts.DryRun, "skip_connectivity_check": &opts.SkipConnectivityCheck} {
-		if raw := r.URL.Query().Get(name); raw != "" {
-			b, err := strconv.ParseBool(raw)
-			if err != nil {
-				return opts, &service.ValidationError{Fields: []service.FieldError{{Field: name, Message: "must be true or false"}}}
-			}
-			*dst = b
+		if err := queryBool(r, name, dst); err != nil {
+			return opts, err
 		}
 	}
 	return opts, nil
+}
+
+// queryBool sets *dst from the query parameter name, when it is given.
+func queryBool(r *http.Request, name string, dst *bool) error {
+	raw := r.URL.Query().Get(name)
+	if raw == "" {
+		return nil
+	}
+	b, err := strconv.ParseBool(raw)
+	if err != nil {
+		return &service.ValidationError{Fields: []service.FieldError{{Field: name, Message: "must be true or false"}}}
+	}
+	*dst = b
+	return nil
 }
 
 // createMirror godoc

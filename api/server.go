@@ -51,8 +51,9 @@ func (c *Config) validate() error {
 }
 
 type server struct {
-	svc  *service.Service
-	pool *pgxpool.Pool
+	svc         *service.Service
+	pool        *pgxpool.Pool
+	authEnabled bool
 }
 
 // NewHandler returns the full HTTP handler.
@@ -66,7 +67,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	metrics := newHTTPMetrics(reg)
-	s := &server{svc: cfg.Service, pool: cfg.Pool}
+	s := &server{svc: cfg.Service, pool: cfg.Pool, authEnabled: cfg.Tokens.enabled()}
 
 	r := chi.NewRouter()
 	r.Use(withRequestID(log), metrics.logAndMeasure, recoverer)
@@ -103,7 +104,9 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		r.Get("/mirrors/{mirror}/topics/{topic}/partitions/{partition}/translate", s.translate)
 		r.Get("/partitions", s.listPartitions)
 		r.Get("/instances", s.listInstances)
+		r.Get("/history", s.getHistory)
 		r.Get("/events", s.streamEvents)
+		r.Get("/whoami", s.whoami)
 	})
 	return r, nil
 }

@@ -37,9 +37,30 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 	out := InstanceList{Instances: make([]Instance, len(list))}
 	for i, in := range list {
 		out.Instances[i] = Instance{ID: in.ID, Hostname: in.Hostname, Version: in.Version,
-			StartedAt: in.StartedAt, HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live}
+			StartedAt: in.StartedAt, HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live,
+			Leases: in.Leases}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// getHistory godoc
+//
+//	@Summary		Lag and throughput history
+//	@Description	Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+//	@ID				getHistory
+//	@Tags			system
+//	@Produce		json
+//	@Param			mirror	query		string	false	"Only this mirror, with a series per topic"
+//	@Success		200		{object}	History
+//	@Failure		404		{object}	Problem
+//	@Router			/v1/history [get]
+func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
+	h, err := s.svc.ProgressHistory(r.Context(), r.URL.Query().Get("mirror"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, historyView(h))
 }
 
 // streamEvents godoc

@@ -12,13 +12,14 @@ import (
 // addTopics godoc
 //
 //	@Summary		Add topics to a mirror
-//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 //	@ID				addTopics
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
+//	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem
 //	@Failure		404		{object}	Problem
@@ -26,13 +27,18 @@ import (
 //	@Failure		503		{object}	Problem
 //	@Router			/v1/mirrors/{mirror}/topics:add [post]
 func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
+	var dryRun bool
+	if err := queryBool(r, "dry_run", &dryRun); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	var req AddTopicsRequest
 	if err := readJSON(r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
 	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
-		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate})
+		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, DryRun: dryRun})
 	writeTopicsResult(w, r, res, err)
 }
 
@@ -109,7 +115,11 @@ func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.Topic
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, TopicsResult{Mirror: res.Mirror, Action: res.Action, Topics: res.Topics})
+	out := TopicsResult{Mirror: res.Mirror, Action: res.Action, Topics: res.Topics}
+	for _, m := range res.Matches {
+		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // listTopics godoc

@@ -73,10 +73,29 @@ type Mirror struct {
 	// EffectiveConfig holds every key with its set or default value.
 	EffectiveConfig map[string]string `json:"effective_config"`
 	// LastSync is the result of the last metadata sync pass, if any.
-	LastSync  *service.SyncResult `json:"last_sync,omitempty"`
-	CreatedAt time.Time           `json:"created_at"`
-	UpdatedAt time.Time           `json:"updated_at"`
+	LastSync *service.SyncResult `json:"last_sync,omitempty"`
+	// Status summarizes the mirror's topics and partitions.
+	Status    MirrorStatus `json:"status"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 } // @name Mirror
+
+// MirrorStatus summarizes a mirror's topics and partitions.
+type MirrorStatus struct {
+	Topics     int `json:"topics" example:"2"`
+	Partitions int `json:"partitions" example:"4"`
+	// States counts partitions by actual state (UNKNOWN included); states
+	// no partition is in are left out.
+	States map[string]int `json:"states"`
+	// Lag sums the known per-partition lag.
+	Lag int64 `json:"lag" example:"3"`
+	// Erroring counts partitions with an error: FAILED, or retrying in
+	// their state.
+	Erroring int `json:"erroring" example:"0"`
+	// RecordsPerSec is the latest rate this API instance sampled (see
+	// GET /v1/history); 0 until known.
+	RecordsPerSec float64 `json:"records_per_sec" example:"120.5"`
+} // @name MirrorStatus
 
 // MirrorList is the body of GET /v1/mirrors.
 type MirrorList struct {
@@ -103,7 +122,16 @@ type TopicsResult struct {
 	Mirror string   `json:"mirror" example:"m1"`
 	Action string   `json:"action" example:"add"`
 	Topics []string `json:"topics" example:"orders,payments"`
+	// Matches, for an add (dry run or not), are the source topics the
+	// pattern matched with their partition counts, sorted by topic.
+	Matches []TopicMatch `json:"matches,omitempty"`
 } // @name TopicsResult
+
+// TopicMatch is a source topic an add's pattern matched.
+type TopicMatch struct {
+	Topic      string `json:"topic" example:"orders"`
+	Partitions int    `json:"partitions" example:"5"`
+} // @name TopicMatch
 
 // Topic is a mirror topic with a summary of its partitions.
 type Topic struct {
@@ -119,9 +147,12 @@ type Topic struct {
 	// States counts partitions by actual state.
 	States map[string]int `json:"states"`
 	// Lag sums the known per-partition lag.
-	Lag       int64     `json:"lag"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Lag int64 `json:"lag"`
+	// RecordsPerSec is the latest rate this API instance sampled (see
+	// GET /v1/history); 0 until known.
+	RecordsPerSec float64   `json:"records_per_sec" example:"40.2"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 } // @name Topic
 
 // TopicDetail is a mirror topic with its partitions.
@@ -187,6 +218,9 @@ type Instance struct {
 	HeartbeatAt time.Time  `json:"heartbeat_at"`
 	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
 	Live        bool       `json:"live"`
+	// Leases counts the partitions whose lease this instance's live
+	// session holds.
+	Leases int `json:"leases" example:"12"`
 } // @name Instance
 
 // InstanceList is the body of GET /v1/instances.
@@ -206,6 +240,41 @@ type Event struct {
 	Data      map[string]any `json:"data,omitempty"`
 } // @name Event
 
+// History is the lag and throughput this API instance sampled.
+type History struct {
+	// IntervalSeconds is the time between samples.
+	IntervalSeconds float64 `json:"interval_seconds" example:"5"`
+	// WindowSeconds is how far back samples are kept.
+	WindowSeconds float64         `json:"window_seconds" example:"600"`
+	Series        []HistorySeries `json:"series"`
+} // @name History
+
+// HistorySeries is a mirror's total (no topic) or one mirror topic's
+// history, oldest point first.
+type HistorySeries struct {
+	Mirror string         `json:"mirror" example:"demo"`
+	Topic  string         `json:"topic,omitempty" example:"orders"`
+	Points []HistoryPoint `json:"points"`
+} // @name HistorySeries
+
+// HistoryPoint is one sample.
+type HistoryPoint struct {
+	At time.Time `json:"at"`
+	// Lag sums the known per-partition lag.
+	Lag int64 `json:"lag" example:"3"`
+	// RecordsPerSec is how many records were mirrored per second since the
+	// previous sample; 0 on a series' first point.
+	RecordsPerSec float64 `json:"records_per_sec" example:"120.5"`
+} // @name HistoryPoint
+
+// Whoami is the caller as the server sees it.
+type Whoami struct {
+	// AuthEnabled says the server checks bearer tokens.
+	AuthEnabled bool `json:"auth_enabled"`
+	// Role is admin (may do anything) or viewer (may only read).
+	Role string `json:"role" enums:"admin,viewer" example:"admin"`
+} // @name Whoami
+
 func mirrorView(m service.Mirror) Mirror {
 	src := m.Source
 	v := Mirror{
@@ -215,7 +284,13 @@ func mirrorView(m service.Mirror) Mirror {
 			SASLPasswordSet: src.SASLPasswordSet, TLSCAPEM: src.TLSCAPEM, TLSCertPEM: src.TLSCertPEM,
 			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
+		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
+			States: m.Status.States, Lag: m.Status.Lag, Erroring: m.Status.Erroring,
+			RecordsPerSec: m.Status.RecordsPerSec},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+	}
+	if v.Status.States == nil {
+		v.Status.States = map[string]int{}
 	}
 	if len(m.LastSync) > 0 {
 		var r service.SyncResult
@@ -237,7 +312,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 func topicView(t service.Topic, rows []service.PartitionRow) Topic {
 	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: string(t.DesiredState),
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
-		States: map[string]int{}, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		States: map[string]int{}, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for _, r := range rows {
 		v.States[r.State.String()]++
 		if r.Lag != nil {
@@ -254,4 +329,17 @@ func eventView(e service.Event) Event {
 		_ = json.Unmarshal(e.Data, &v.Data)
 	}
 	return v
+}
+
+func historyView(h service.ProgressHistory) History {
+	out := History{IntervalSeconds: h.Interval.Seconds(), WindowSeconds: h.Window.Seconds(),
+		Series: make([]HistorySeries, len(h.Series))}
+	for i, s := range h.Series {
+		points := make([]HistoryPoint, len(s.Points))
+		for j, p := range s.Points {
+			points[j] = HistoryPoint{At: p.At, Lag: p.Lag, RecordsPerSec: p.RecordsPerSec}
+		}
+		out.Series[i] = HistorySeries{Mirror: s.Mirror, Topic: s.Topic, Points: points}
+	}
+	return out
 }

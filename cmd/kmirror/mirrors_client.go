@@ -129,7 +129,7 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 	if c.opts.set["replication-factor"] {
 		body.ReplicationFactor = ptr(c.opts.replicationFactor)
 	}
-	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, body)
+	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, nil, body)
 	if err := c.check(resp, err, http.StatusOK); err != nil {
 		return err
 	}

@@ -57,7 +57,10 @@ type serverConfig struct {
 	// MetadataRefreshInterval is the metadata sync interval of mirrors
 	// that do not set mirror.metadata.refresh.interval.ms; default 30s.
 	MetadataRefreshInterval time.Duration
-	Logger                  *slog.Logger
+	// HistoryInterval is how often the progress history behind
+	// GET /v1/history is sampled; default 5s.
+	HistoryInterval time.Duration
+	Logger          *slog.Logger
 	// Tokens protect the /v1 API when set (KMIRROR_API_TOKEN,
 	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
 	// out of process listings).
@@ -243,8 +246,14 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	}
 	defer pool.Close()
 
+	// The progress history behind GET /v1/history and the records-per-second
+	// rates reads through the API's pool: it serves the API, not the data plane.
+	history, err := service.NewHistory(service.HistoryConfig{Pool: pool, Logger: log, Interval: cfg.HistoryInterval})
+	if err != nil {
+		return err
+	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history})
 	if err != nil {
 		return err
 	}
@@ -275,6 +284,8 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
+	// Last to start, first to stop: it depends on nothing else.
+	pieces = append(pieces, history)
 	if err := startstop.StartAll(ctx, pieces...); err != nil {
 		return err
 	}

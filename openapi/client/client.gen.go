@@ -16,6 +16,24 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for WhoamiRole.
+const (
+	Admin  WhoamiRole = "admin"
+	Viewer WhoamiRole = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the WhoamiRole enum.
+func (e WhoamiRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Viewer:
+		return true
+	default:
+		return false
+	}
+}
+
 // AddTopicsRequest defines model for AddTopicsRequest.
 type AddTopicsRequest struct {
 	// Recreate Recreate, when restarting a stopped topic, drops and recreates the
@@ -89,15 +107,61 @@ type GroupSync struct {
 	SyncedPartitions *int `json:"synced_partitions,omitempty"`
 }
 
+// History defines model for History.
+type History struct {
+	// IntervalSeconds IntervalSeconds is the time between samples.
+	//
+	// Example: 5
+	IntervalSeconds *float32         `json:"interval_seconds,omitempty"`
+	Series          *[]HistorySeries `json:"series,omitempty"`
+
+	// WindowSeconds WindowSeconds is how far back samples are kept.
+	//
+	// Example: 600
+	WindowSeconds *float32 `json:"window_seconds,omitempty"`
+}
+
+// HistoryPoint defines model for HistoryPoint.
+type HistoryPoint struct {
+	At *string `json:"at,omitempty"`
+
+	// Lag Lag sums the known per-partition lag.
+	//
+	// Example: 3
+	Lag *int `json:"lag,omitempty"`
+
+	// RecordsPerSec RecordsPerSec is how many records were mirrored per second since the
+	// previous sample; 0 on a series' first point.
+	//
+	// Example: 120.5
+	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+}
+
+// HistorySeries defines model for HistorySeries.
+type HistorySeries struct {
+	// Mirror Example: demo
+	Mirror *string         `json:"mirror,omitempty"`
+	Points *[]HistoryPoint `json:"points,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
 // Instance defines model for Instance.
 type Instance struct {
 	HeartbeatAt *string `json:"heartbeat_at,omitempty"`
 	Hostname    *string `json:"hostname,omitempty"`
 	Id          *string `json:"id,omitempty"`
-	Live        *bool   `json:"live,omitempty"`
-	StartedAt   *string `json:"started_at,omitempty"`
-	StoppedAt   *string `json:"stopped_at,omitempty"`
-	Version     *string `json:"version,omitempty"`
+
+	// Leases Leases counts the partitions whose lease this instance's live
+	// session holds.
+	//
+	// Example: 12
+	Leases    *int    `json:"leases,omitempty"`
+	Live      *bool   `json:"live,omitempty"`
+	StartedAt *string `json:"started_at,omitempty"`
+	StoppedAt *string `json:"stopped_at,omitempty"`
+	Version   *string `json:"version,omitempty"`
 }
 
 // InstanceList defines model for InstanceList.
@@ -118,14 +182,47 @@ type Mirror struct {
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
 	// Name Example: m1
-	Name      *string     `json:"name,omitempty"`
-	Source    *SourceView `json:"source,omitempty"`
-	UpdatedAt *string     `json:"updated_at,omitempty"`
+	Name   *string     `json:"name,omitempty"`
+	Source *SourceView `json:"source,omitempty"`
+
+	// Status Status summarizes the mirror's topics and partitions.
+	Status    *MirrorStatus `json:"status,omitempty"`
+	UpdatedAt *string       `json:"updated_at,omitempty"`
 }
 
 // MirrorList defines model for MirrorList.
 type MirrorList struct {
 	Mirrors *[]Mirror `json:"mirrors,omitempty"`
+}
+
+// MirrorStatus defines model for MirrorStatus.
+type MirrorStatus struct {
+	// Erroring Erroring counts partitions with an error: FAILED, or retrying in
+	// their state.
+	//
+	// Example: 0
+	Erroring *int `json:"erroring,omitempty"`
+
+	// Lag Lag sums the known per-partition lag.
+	//
+	// Example: 3
+	Lag *int `json:"lag,omitempty"`
+
+	// Partitions Example: 4
+	Partitions *int `json:"partitions,omitempty"`
+
+	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
+	// GET /v1/history); 0 until known.
+	//
+	// Example: 120.5
+	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+
+	// States States counts partitions by actual state (UNKNOWN included); states
+	// no partition is in are left out.
+	States *map[string]int `json:"states,omitempty"`
+
+	// Topics Example: 2
+	Topics *int `json:"topics,omitempty"`
 }
 
 // PartitionList defines model for PartitionList.
@@ -344,7 +441,13 @@ type Topic struct {
 
 	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
 	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
-	Recreate         *bool `json:"recreate,omitempty"`
+
+	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
+	// GET /v1/history); 0 until known.
+	//
+	// Example: 40.2
+	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+	Recreate      *bool    `json:"recreate,omitempty"`
 
 	// ReplicationFactor Example: 3
 	ReplicationFactor *int `json:"replication_factor,omitempty"`
@@ -378,7 +481,13 @@ type TopicDetail struct {
 
 	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
 	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
-	Recreate         *bool `json:"recreate,omitempty"`
+
+	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
+	// GET /v1/history); 0 until known.
+	//
+	// Example: 40.2
+	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+	Recreate      *bool    `json:"recreate,omitempty"`
 
 	// ReplicationFactor Example: 3
 	ReplicationFactor *int `json:"replication_factor,omitempty"`
@@ -394,6 +503,15 @@ type TopicDetail struct {
 // TopicList defines model for TopicList.
 type TopicList struct {
 	Topics *[]Topic `json:"topics,omitempty"`
+}
+
+// TopicMatch defines model for TopicMatch.
+type TopicMatch struct {
+	// Partitions Example: 5
+	Partitions *int `json:"partitions,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
 }
 
 // TopicState defines model for TopicState.
@@ -412,6 +530,10 @@ type TopicsRequest struct {
 type TopicsResult struct {
 	// Action Example: add
 	Action *string `json:"action,omitempty"`
+
+	// Matches Matches, for an add (dry run or not), are the source topics the
+	// pattern matched with their partition counts, sorted by topic.
+	Matches *[]TopicMatch `json:"matches,omitempty"`
 
 	// Mirror Example: m1
 	Mirror *string `json:"mirror,omitempty"`
@@ -436,6 +558,22 @@ type UpdateMirrorRequest struct {
 	Source *SourcePatch       `json:"source,omitempty"`
 }
 
+// Whoami defines model for Whoami.
+type Whoami struct {
+	// AuthEnabled AuthEnabled says the server checks bearer tokens.
+	AuthEnabled *bool `json:"auth_enabled,omitempty"`
+
+	// Role Role is admin (may do anything) or viewer (may only read).
+	//
+	// Example: admin
+	Role *WhoamiRole `json:"role,omitempty"`
+}
+
+// WhoamiRole Role is admin (may do anything) or viewer (may only read).
+//
+// Example: admin
+type WhoamiRole string
+
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
 	// Mirror Only this mirror's events
@@ -446,6 +584,12 @@ type StreamEventsParams struct {
 
 	// LastEventID Resume after this event id
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// GetHistoryParams defines parameters for GetHistory.
+type GetHistoryParams struct {
+	// Mirror Only this mirror, with a series per topic
+	Mirror *string `form:"mirror,omitempty" json:"mirror,omitempty"`
 }
 
 // CreateMirrorParams defines parameters for CreateMirror.
@@ -476,6 +620,12 @@ type UpdateMirrorParams struct {
 type TranslateOffsetParams struct {
 	// SourceOffset Source offset
 	SourceOffset int `form:"source_offset" json:"source_offset"`
+}
+
+// AddTopicsParams defines parameters for AddTopics.
+type AddTopicsParams struct {
+	// DryRun Resolve and check only; write nothing
+	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 }
 
 // ListPartitionsParams defines parameters for ListPartitions.
@@ -599,6 +749,13 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetHistory Lag and throughput history
+	//
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	//
+	// Corresponds with GET /v1/history (the `GetHistory` operationId).
+	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListInstances List kmirror instances
 	//
 	// Corresponds with GET /v1/instances (the `ListInstances` operationId).
@@ -676,21 +833,21 @@ type ClientInterface interface {
 
 	// AddTopicsWithBody Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-	AddTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddTopicsWithBody(ctx context.Context, mirror string, params *AddTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AddTopics Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-	AddTopics(ctx context.Context, mirror string, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	AddTopics(ctx context.Context, mirror string, params *AddTopicsParams, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseTopicsWithBody Pause mirroring topics
 	//
@@ -759,6 +916,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 	ListPartitions(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Whoami Who the caller is
+	//
+	// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // Healthz Liveness: the process is up
@@ -798,6 +962,23 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStreamEventsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetHistory Lag and throughput history
+//
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+//
+// Corresponds with GET /v1/history (the `GetHistory` operationId).
+func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetHistoryRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -995,13 +1176,13 @@ func (c *Client) TranslateOffset(ctx context.Context, mirror string, topic strin
 
 // AddTopicsWithBody Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddTopicsRequestWithBody(c.Server, mirror, contentType, body)
+func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, params *AddTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddTopicsRequestWithBody(c.Server, mirror, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1014,13 +1195,13 @@ func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, contentTy
 
 // AddTopics Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-func (c *Client) AddTopics(ctx context.Context, mirror string, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewAddTopicsRequest(c.Server, mirror, body)
+func (c *Client) AddTopics(ctx context.Context, mirror string, params *AddTopicsParams, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAddTopicsRequest(c.Server, mirror, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1179,6 +1360,23 @@ func (c *Client) ListPartitions(ctx context.Context, params *ListPartitionsParam
 	return c.Client.Do(req)
 }
 
+// Whoami Who the caller is
+//
+// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWhoamiRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewHealthzRequest constructs an http.Request for the Healthz method
 func NewHealthzRequest(server string) (*http.Request, error) {
 	var err error
@@ -1309,6 +1507,60 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 			req.Header.Set("Last-Event-ID", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetHistoryRequest constructs an http.Request for the GetHistory method
+func NewGetHistoryRequest(server string, params *GetHistoryParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/history")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Mirror != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mirror", *params.Mirror, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -1775,18 +2027,18 @@ func NewTranslateOffsetRequest(server string, mirror string, topic string, parti
 }
 
 // NewAddTopicsRequest calls the generic AddTopics builder with application/json body
-func NewAddTopicsRequest(server string, mirror string, body AddTopicsJSONRequestBody) (*http.Request, error) {
+func NewAddTopicsRequest(server string, mirror string, params *AddTopicsParams, body AddTopicsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewAddTopicsRequestWithBody(server, mirror, "application/json", bodyReader)
+	return NewAddTopicsRequestWithBody(server, mirror, params, "application/json", bodyReader)
 }
 
 // NewAddTopicsRequestWithBody constructs an http.Request for the AddTopics method, with any body, and a specified content type
-func NewAddTopicsRequestWithBody(server string, mirror string, contentType string, body io.Reader) (*http.Request, error) {
+func NewAddTopicsRequestWithBody(server string, mirror string, params *AddTopicsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -1809,6 +2061,33 @@ func NewAddTopicsRequestWithBody(server string, mirror string, contentType strin
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -2074,6 +2353,33 @@ func NewListPartitionsRequest(server string, params *ListPartitionsParams) (*htt
 	return req, nil
 }
 
+// NewWhoamiRequest constructs an http.Request for the Whoami method
+func NewWhoamiRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2140,6 +2446,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEventsWithResponse(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*StreamEventsResponse, error)
+
+	// GetHistoryWithResponse Lag and throughput history
+	//
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/history (the `GetHistory` operationId).
+	GetHistoryWithResponse(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*GetHistoryResponse, error)
 
 	// ListInstancesWithResponse List kmirror instances
 	//
@@ -2232,21 +2547,21 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithBodyWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-	AddTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error)
+	AddTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *AddTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error)
 
 	// AddTopicsWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-	AddTopicsWithResponse(ctx context.Context, mirror string, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error)
+	AddTopicsWithResponse(ctx context.Context, mirror string, params *AddTopicsParams, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error)
 
 	// PauseTopicsWithBodyWithResponse Pause mirroring topics
 	//
@@ -2319,6 +2634,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 	ListPartitionsWithResponse(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*ListPartitionsResponse, error)
+
+	// WhoamiWithResponse Who the caller is
+	//
+	// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+	WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error)
 }
 
 type HealthzResponse struct {
@@ -2445,6 +2769,54 @@ func (r StreamEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StreamEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *History
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetHistoryResponse) GetJSON200() *History {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r GetHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetHistoryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3318,6 +3690,54 @@ func (r ListPartitionsResponse) ContentType() string {
 	return ""
 }
 
+type WhoamiResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Whoami
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WhoamiResponse) GetJSON200() *Whoami {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r WhoamiResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WhoamiResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WhoamiResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WhoamiResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // HealthzWithResponse Liveness: the process is up
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3357,6 +3777,21 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseStreamEventsResponse(rsp)
+}
+
+// GetHistoryWithResponse Lag and throughput history
+//
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/history (the `GetHistory` operationId).
+func (c *ClientWithResponses) GetHistoryWithResponse(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*GetHistoryResponse, error) {
+	rsp, err := c.GetHistory(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetHistoryResponse(rsp)
 }
 
 // ListInstancesWithResponse List kmirror instances
@@ -3516,13 +3951,13 @@ func (c *ClientWithResponses) TranslateOffsetWithResponse(ctx context.Context, m
 
 // AddTopicsWithBodyWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error) {
-	rsp, err := c.AddTopicsWithBody(ctx, mirror, contentType, body, reqEditors...)
+func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *AddTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error) {
+	rsp, err := c.AddTopicsWithBody(ctx, mirror, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -3531,13 +3966,13 @@ func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context,
 
 // AddTopicsWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused is a 409 and nothing changes.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:add (the `AddTopics` operationId).
-func (c *ClientWithResponses) AddTopicsWithResponse(ctx context.Context, mirror string, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error) {
-	rsp, err := c.AddTopics(ctx, mirror, body, reqEditors...)
+func (c *ClientWithResponses) AddTopicsWithResponse(ctx context.Context, mirror string, params *AddTopicsParams, body AddTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddTopicsResponse, error) {
+	rsp, err := c.AddTopics(ctx, mirror, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -3664,6 +4099,21 @@ func (c *ClientWithResponses) ListPartitionsWithResponse(ctx context.Context, pa
 	return ParseListPartitionsResponse(rsp)
 }
 
+// WhoamiWithResponse Who the caller is
+//
+// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/whoami (the `Whoami` operationId).
+func (c *ClientWithResponses) WhoamiWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WhoamiResponse, error) {
+	rsp, err := c.Whoami(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWhoamiResponse(rsp)
+}
+
 // ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
 func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -3743,6 +4193,39 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON400 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetHistoryResponse parses an HTTP response from a GetHistoryWithResponse call
+func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest History
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	}
 
@@ -4388,6 +4871,39 @@ func ParseListPartitionsResponse(rsp *http.Response) (*ListPartitionsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseWhoamiResponse parses an HTTP response from a WhoamiWithResponse call
+func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WhoamiResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Whoami
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
 
 	}
 
