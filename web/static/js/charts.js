@@ -11,14 +11,18 @@ import { count } from './format.js';
 export function lineChart({ points, label, format = count, windowSec = 600, width = 360, height = 120, cls = 'lag' }) {
   const pad = { l: 48, r: 8, t: 10, b: 20 };
   const now = Date.now();
-  const t0 = now - windowSec * 1000;
+  // The span grows with the samples (at least a minute) up to the window,
+  // so a fresh history is not squeezed against the right edge.
+  const first = points.length ? new Date(points[0].at).getTime() : now;
+  const t0 = Math.max(now - windowSec * 1000, Math.min(first, now - 60_000));
+  const span = spanText((now - t0) / 1000);
   const vals = points.map((p) => p.value);
   const maxV = Math.max(1, ...vals);
   const x = (t) => pad.l + ((t - t0) / (now - t0)) * (width - pad.l - pad.r);
   const y = (v) => height - pad.b - (v / maxV) * (height - pad.t - pad.b);
   const last = vals.length ? vals[vals.length - 1] : null;
   const summary = vals.length
-    ? `${label} over the last ${Math.round(windowSec / 60)} minutes: now ${format(last)}, highest ${format(Math.max(...vals))}`
+    ? `${label} over the last ${span}: now ${format(last)}, highest ${format(Math.max(...vals))}`
     : `${label}: no samples yet`;
   const el = svg('svg', { viewBox: `0 0 ${width} ${height}`, class: `chart ${cls}`, role: 'img', 'aria-label': summary },
     svg('title', {}, summary),
@@ -27,7 +31,7 @@ export function lineChart({ points, label, format = count, windowSec = 600, widt
     svg('line', { x1: pad.l, y1: pad.t, x2: width - pad.r, y2: pad.t, class: 'grid' }),
     svg('text', { x: pad.l - 4, y: pad.t + 4, class: 'tick', 'text-anchor': 'end' }, format(maxV)),
     svg('text', { x: pad.l - 4, y: height - pad.b, class: 'tick', 'text-anchor': 'end' }, '0'),
-    svg('text', { x: pad.l, y: height - 4, class: 'tick' }, `−${Math.round(windowSec / 60)} min`),
+    svg('text', { x: pad.l, y: height - 4, class: 'tick' }, `−${span}`),
     svg('text', { x: width - pad.r, y: height - 4, class: 'tick', 'text-anchor': 'end' }, 'now'));
   if (points.length) {
     const d = points.map((p, i) => `${i ? 'L' : 'M'}${x(new Date(p.at).getTime()).toFixed(1)},${y(p.value).toFixed(1)}`).join('');
@@ -48,4 +52,8 @@ export function sparkline(values, label, { width = 96, height = 24 } = {}) {
   return svg('svg', { viewBox: `0 0 ${width} ${height}`, class: 'spark', role: 'img', 'aria-label': label, width, height },
     svg('title', {}, label),
     values.length > 1 ? svg('polyline', { points: pts.join(' '), class: 'line' }) : svg('line', { x1: 0, y1: height - 2, x2: width, y2: height - 2, class: 'axis' }));
+}
+
+function spanText(sec) {
+  return sec >= 90 ? `${Math.round(sec / 60)} min` : `${Math.round(sec)} s`;
 }

@@ -19,9 +19,14 @@ export function modal(title, { wide = false } = {}) {
     h('form', { method: 'dialog', class: 'dlg-form', onsubmit: (e) => e.preventDefault() },
       h('h2', { id: titleId }, title), body, status, footer));
   const opener = document.activeElement;
+  const openerKey = opener?.dataset?.focusKey;
   el.addEventListener('close', () => {
     el.remove();
-    if (opener && opener.isConnected) opener.focus();
+    // The page may have re-rendered meanwhile: then focus the opener's
+    // successor, found by its focus key.
+    const back = opener?.isConnected ? opener
+      : openerKey && document.querySelector(`[data-focus-key="${CSS.escape(openerKey)}"]`);
+    back?.focus();
   });
   document.body.append(el);
   el.showModal();
@@ -67,7 +72,7 @@ export async function runAction(dlg, confirmBtn, fn, done) {
     const close = button('Close', () => dlg.close(), { primary: true });
     dlg.footer.replaceChildren(close);
     close.focus();
-    toast(typeof msg === 'string' ? msg : 'Done.');
+    toast(typeof msg === 'string' ? msg : `${dlg.el.querySelector('h2').textContent}: done.`);
     return result;
   } catch (err) {
     dlg.error(err);

@@ -45,7 +45,7 @@ export function lifecycle(counts) {
   }
   // The ways back: resume, restart (add again), retry after a failure.
   el.append(svg('path', { d: `M${BOX.PAUSED[0] + W / 2},20 C${BOX.PAUSED[0] + W / 2},2 ${BOX.MIRRORING[0] + W / 2},2 ${BOX.MIRRORING[0] + W / 2},18`, class: 'edge back', 'marker-end': 'url(#arrow)' }));
-  el.append(svg('text', { x: 410, y: 10, class: 'edge-label', 'text-anchor': 'middle' }, 'resume'));
+  el.append(svg('text', { x: 420, y: 12, class: 'edge-label', 'text-anchor': 'middle', dy: '-3' }, 'resume'));
   el.append(svg('path', { d: `M${BOX.STOPPED[0] + W / 2},164 C${BOX.STOPPED[0] + W / 2},188 ${BOX.PREPARING[0] + W / 2 + 20},188 ${BOX.PREPARING[0] + W / 2 + 20},66`, class: 'edge back', 'marker-end': 'url(#arrow)' }));
   el.append(svg('text', { x: 250, y: 184, class: 'edge-label', 'text-anchor': 'middle' }, 'restart (add again)'));
   for (const s of STATES) {

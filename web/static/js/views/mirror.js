@@ -75,7 +75,11 @@ export function mirrorPage({ session, main }, name) {
       }
       const firstTime = !view.data;
       view.data = { mirror, topics: topics.topics, parts: parts.partitions, history };
-      if (firstTime) replace(regions.translate, translateForm(name, () => view.data.topics));
+      if (firstTime) {
+        view.translate = translateForm(name, () => view.data.topics);
+        replace(regions.translate, view.translate.el);
+      }
+      view.translate.update();
       rerender();
     },
   };
@@ -208,9 +212,13 @@ function topicItem(view, t, rows, points, win, session) {
 }
 
 function topicButtons(view, t) {
-  const b = (label, fn, cls = '') => h('button', { type: 'button', class: `btn small ${cls}`, onclick: () => fn(t), 'data-focus-key': `${label}-${t.topic}` }, label);
-  const a = view.actions;
+  // Focus keys are by position: after Pause, focus stays on the first
+  // button, which is now Resume.
   const list = [];
+  const b = (label, fn, cls = '') => h('button', {
+    type: 'button', class: `btn small ${cls}`, onclick: () => fn(t), 'data-focus-key': `action-${list.length}-${t.topic}`,
+  }, label);
+  const a = view.actions;
   if (t.desired_state === 'mirroring') list.push(b('Pause', a.pause), b('Remove', a.remove, 'danger'));
   if (t.desired_state === 'paused') list.push(b('Resume', a.resume), b('Remove', a.remove, 'danger'));
   if (t.desired_state === 'stopped') list.push(b('Restart', a.restart));

@@ -114,12 +114,14 @@ export function deleteDialog(m, topics) {
 /** translateForm maps a source offset to the destination for one partition. */
 export function translateForm(mirror, topics) {
   const topic = h('select', { name: 'topic' });
+  // The topic list follows the page's data: filled now and on every render.
   const fill = () => {
     const cur = topic.value;
-    topic.replaceChildren(...topics().map((t) => h('option', { value: t.topic, selected: t.topic === cur }, t.topic)));
+    const names = topics().map((t) => t.topic);
+    if (names.join('\n') === [...topic.options].map((o) => o.value).join('\n')) return;
+    topic.replaceChildren(...names.map((n) => h('option', { value: n, selected: n === cur }, n)));
   };
   fill();
-  topic.addEventListener('focus', fill);
   const partition = h('input', { type: 'number', min: '0', value: '0', required: true, inputmode: 'numeric' });
   const offset = h('input', { type: 'number', min: '0', required: true, inputmode: 'numeric' });
   const out = h('p', { class: 'result', role: 'status', 'aria-live': 'polite' });
@@ -140,5 +142,5 @@ export function translateForm(mirror, topics) {
   },
   h('div', { class: 'row' }, field('Topic', topic), field('Partition', partition), field('Source offset', offset),
     h('div', { class: 'field' }, h('button', { type: 'submit', class: 'btn' }, 'Translate'))), out);
-  return form;
+  return { el: form, update: fill };
 }

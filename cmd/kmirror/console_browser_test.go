@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"kmirror/api"
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/testdb"
+)
+
+// consoleE2E is the browser test suite, relative to this package.
+const consoleE2E = "../../web/e2e"
+
+// TestConsoleInBrowser runs the web console's browser tests
+// (web/e2e/console.test.mjs: Chromium driven by playwright-core, checked by
+// axe-core) against a real server, started as kmirror dev starts it:
+// Postgres, a kfake source with demo traffic and a kfake destination, and
+// API tokens, so that sign-in and the read-only role are covered too.
+//
+// It needs node, Chromium and `npm ci` in web/e2e. Without them it skips,
+// unless KMIRROR_BROWSER_TESTS=required (as .ci/run sets), when it fails.
+// KMIRROR_SCREENSHOTS=dir keeps the screenshots; docs/screenshots holds the
+// current ones, refreshed with KMIRROR_SCREENSHOTS=$PWD/docs/screenshots.
+func TestConsoleInBrowser(t *testing.T) {
+	if missing := browserTestsMissing(); missing != "" {
+		if os.Getenv("KMIRROR_BROWSER_TESTS") == "required" {
+			t.Fatalf("browser tests cannot run: %s", missing)
+		}
+		t.Skipf("browser tests skipped: %s (KMIRROR_BROWSER_TESTS=required makes this a failure)", missing)
+	}
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	dbURL := testdb.New(t)
+	clusters, err := devcluster.Start(devcluster.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clusters.Close)
+	if err := clusters.StartDemo(ctx, devcluster.Demo{RecordsPerSecond: 5,
+		Topics: map[string]int32{"orders": 3, "payments": 2, "inventory": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token"}
+	ready := make(chan string, 1)
+	serverErr := make(chan error, 1)
+	go func() {
+		serverErr <- runServer(ctx, serverConfig{
+			Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser",
+			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+			LeaseTTL:           15 * time.Second,
+			LeaseRenewInterval: 5 * time.Second,
+			SourceTimeout:      5 * time.Second,
+			HistoryInterval:    time.Second,
+			Tokens:             tokens,
+			Logger:             slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+			Ready:              func(addr string) { ready <- addr },
+		})
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case err := <-serverErr:
+		t.Fatalf("server: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("server not ready within 60s")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-serverErr:
+		case <-time.After(30 * time.Second):
+			t.Error("server did not stop within 30s")
+		}
+	})
+
+	shots := os.Getenv("KMIRROR_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	} else if shots, err = filepath.Abs(shots); err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(runCtx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1", "console.test.mjs")
+	cmd.Dir = consoleE2E
+	cmd.Env = append(os.Environ(),
+		"KMIRROR_URL=http://"+addr,
+		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
+		"KMIRROR_READ_TOKEN="+tokens.Read,
+		"KMIRROR_SOURCE="+clusters.SourceAddr(),
+		"KMIRROR_DESTINATION="+clusters.DestinationAddr(),
+		"KMIRROR_SCREENSHOTS="+shots,
+		"NO_COLOR=1",
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("browser tests (screenshots in %s):\n%s", shots, out.String())
+	if err != nil {
+		t.Fatalf("browser tests failed: %v", err)
+	}
+}
+
+// browserTestsMissing names what the browser tests need and this machine
+// lacks, or returns "".
+func browserTestsMissing() string {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "node is not installed"
+	}
+	if _, err := exec.LookPath("kcat"); err != nil {
+		return "kcat is not installed"
+	}
+	chromium := cmp.Or(os.Getenv("KMIRROR_CHROMIUM"), "/usr/bin/chromium")
+	if _, err := os.Stat(chromium); err != nil {
+		return chromium + " is not installed"
+	}
+	for _, m := range []string{"playwright-core", "axe-core"} {
+		if _, err := os.Stat(filepath.Join(consoleE2E, "node_modules", m)); err != nil {
+			return m + " is not installed (run npm ci in web/e2e)"
+		}
+	}
+	return ""
+}

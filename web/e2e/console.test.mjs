@@ -1,0 +1,338 @@
+// Browser tests of the web console, in Debian's Chromium driven by
+// playwright-core, against a real kmirror server (Postgres, kfake source
+// with demo traffic, kfake destination) that TestConsoleInBrowser starts.
+// The tests run in order: each continues from the state the last one left.
+//
+// Environment: KMIRROR_URL, KMIRROR_ADMIN_TOKEN, KMIRROR_READ_TOKEN,
+// KMIRROR_SOURCE and KMIRROR_DESTINATION (bootstrap servers), and
+// KMIRROR_SCREENSHOTS (a directory; screenshots are saved there).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set: run this through TestConsoleInBrowser`);
+  return v;
+};
+const base = env('KMIRROR_URL');
+const shots = process.env.KMIRROR_SCREENSHOTS || '';
+const require = createRequire(import.meta.url);
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 390, height: 844 };
+const LONG = { timeout: 30_000 };
+
+let browser;
+let page;
+const pageErrors = [];
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.KMIRROR_CHROMIUM || '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+  page = await newPage(DESKTOP);
+  await signIn(page, env('KMIRROR_ADMIN_TOKEN'));
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// newPage opens a fresh context (its own sessionStorage). Console errors,
+// CSP violations among them, and uncaught exceptions fail the run; the
+// browser's notes on 4xx answers do not, as the tests provoke them.
+async function newPage(viewport) {
+  const ctx = await browser.newContext({ viewport });
+  const p = await ctx.newPage();
+  p.on('pageerror', (err) => pageErrors.push(`page error: ${err.message}`));
+  p.on('console', (msg) => {
+    if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) pageErrors.push(`console: ${msg.text()}`);
+  });
+  return p;
+}
+
+async function signIn(p, token) {
+  await p.goto(`${base}/#/`);
+  await p.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await p.getByLabel('API token').fill(token);
+  await p.getByRole('button', { name: 'Sign in' }).click();
+}
+
+async function shot(p, name) {
+  if (!shots) return;
+  mkdirSync(shots, { recursive: true });
+  await p.evaluate(() => { document.getElementById('toast').hidden = true; });
+  await p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+}
+
+const topicItem = (p, topic) => p.locator(`li.topic[data-topic="${topic}"]`);
+const dialog = (p) => p.getByRole('dialog');
+
+async function expand(p, topic) {
+  const toggle = topicItem(p, topic).getByRole('button', { name: topic, exact: true });
+  if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
+  await topicItem(p, topic).locator('table.partitions').waitFor();
+}
+
+// waitFor polls fn until it returns a truthy value or the deadline passes.
+async function waitFor(what, fn, timeout = 30_000) {
+  const end = Date.now() + timeout;
+  let last;
+  while (Date.now() < end) {
+    last = await fn();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.fail(`timed out after ${timeout} ms waiting for ${what}`);
+}
+
+async function axeCheck(p, what) {
+  await p.evaluate(axeSource);
+  const res = await p.evaluate(async () => {
+    // eslint-disable-next-line no-undef
+    const r = await axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map((n) => n.target.join(' ')) }));
+  });
+  const bad = res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  assert.deepEqual(bad, [], `${what}: axe found serious or critical violations:\n${JSON.stringify(bad, null, 2)}`);
+  return res;
+}
+
+test('the overview shows the instance with its leases and no mirror yet', async () => {
+  await page.getByRole('heading', { name: 'Mirrors' }).waitFor();
+  await page.getByText('No mirror yet').waitFor();
+  const instances = page.getByRole('region', { name: 'Instances table' });
+  await instances.getByRole('rowheader', { name: 'browser' }).waitFor();
+  await page.locator('#live[data-state="live"]').waitFor(LONG);
+});
+
+test('create a mirror: check the connection first, then create', async () => {
+  await page.getByRole('link', { name: 'New mirror' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('web');
+  await page.getByLabel('Source bootstrap servers').fill(env('KMIRROR_SOURCE'));
+  const create = page.getByRole('button', { name: 'Create mirror' });
+  assert.equal(await create.isDisabled(), true, 'Create is enabled before the check');
+  await page.getByRole('button', { name: 'Check connection' }).click();
+  await page.getByText('The source answered and mirror web is valid').waitFor(LONG);
+  await create.click();
+  await page.waitForURL(/#\/mirrors\/web$/);
+  await page.getByRole('heading', { name: 'web', level: 1 }).waitFor();
+  await page.getByText('This mirror has no topics yet').waitFor();
+});
+
+test('a bad regex is rejected with its message', async () => {
+  await page.getByRole('button', { name: 'Add topics…' }).click();
+  const dlg = dialog(page);
+  await dlg.getByLabel('Topic pattern').fill('orders(');
+  await dlg.getByRole('button', { name: 'Preview matches' }).click();
+  const alert = dlg.getByRole('alert');
+  await alert.waitFor();
+  const text = await alert.innerText();
+  assert.match(text, /topic: .*missing closing \)/, `the alert says: ${text}`);
+  assert.equal(await dlg.getByRole('button', { name: /^Add/ }).isDisabled(), true);
+});
+
+test('add topics by regex after seeing the preview', async () => {
+  const dlg = dialog(page);
+  await dlg.getByLabel('Topic pattern').fill('orders|payments');
+  await dlg.getByRole('button', { name: 'Preview matches' }).click();
+  await dlg.getByText('2 source topic(s), 5 partition(s) match.').waitFor();
+  const rows = await dlg.getByRole('region', { name: 'Matching topics' }).locator('tbody tr').allInnerTexts();
+  assert.deepEqual(rows.map((r) => r.replace(/\s+/g, ' ').trim()), ['orders 3', 'payments 2']);
+  await dlg.getByRole('button', { name: 'Add 2 topic(s)' }).click();
+  await dlg.getByText('Added 2 topic(s) to web: orders, payments.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  await topicItem(page, 'orders').waitFor();
+  await topicItem(page, 'payments').waitFor();
+});
+
+test('a partition reaches MIRRORING and its lag falls to 0', async () => {
+  await expand(page, 'orders');
+  const rows = topicItem(page, 'orders').locator('table.partitions tbody tr');
+  await waitFor('orders/0 MIRRORING with lag 0', async () => {
+    const cells = await rows.first().locator('th, td').allInnerTexts();
+    return cells[0] === '0' && cells[4] === 'MIRRORING' && cells[3] === '0';
+  });
+  await topicItem(page, 'orders').getByText('MIRRORING 3').waitFor(LONG);
+  await waitFor('a records/s sample for orders', async () => {
+    const label = await topicItem(page, 'orders').locator('svg.chart.rate').getAttribute('aria-label');
+    return /now/.test(label || '');
+  });
+  await shot(page, 'mirror-desktop');
+});
+
+test('pause: the state and the chart change without a reload', async () => {
+  await page.evaluate(() => { window.__noReload = true; });
+  const item = topicItem(page, 'orders');
+  const lagChart = item.locator('svg.chart.lag');
+  await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Pause' }).click();
+  const dlg = dialog(page);
+  await dlg.getByText('Mirroring of orders (3 partitions) stops').waitFor();
+  await dlg.getByRole('button', { name: 'Pause', exact: true }).click();
+  await dlg.getByText('Paused orders.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  await item.getByText('PAUSED 3').waitFor(LONG);
+  // The demo keeps producing, so the lag line climbs while paused.
+  await waitFor('the lag chart of orders to show lag growing', async () => {
+    const label = (await lagChart.getAttribute('aria-label')) || '';
+    const now = Number((label.match(/now ([\d,.\s]+),/) || [])[1]?.replace(/[^\d]/g, '') || 0);
+    return now > 0;
+  }, 40_000);
+  assert.equal(await page.evaluate(() => window.__noReload), true, 'the page was reloaded');
+  await shot(page, 'mirror-paused-desktop');
+});
+
+test('resume', async () => {
+  const item = topicItem(page, 'orders');
+  await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Resume' }).click();
+  const dlg = dialog(page);
+  await dlg.getByRole('button', { name: 'Resume', exact: true }).click();
+  await dlg.getByText('Resumed orders.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  await item.getByText('MIRRORING 3').waitFor(LONG);
+});
+
+test('keyboard only: the pause flow completes without the mouse', async () => {
+  await page.evaluate(() => document.activeElement?.blur());
+  await page.locator('body').focus();
+  let found = false;
+  for (let i = 0; i < 120 && !found; i++) {
+    await page.keyboard.press('Tab');
+    found = await page.evaluate(() => document.activeElement?.textContent === 'Pause'
+      && document.activeElement.closest('li.topic')?.dataset.topic === 'payments');
+  }
+  assert.ok(found, 'Tab never reached the Pause button of payments');
+  await page.keyboard.press('Enter');
+  const dlg = dialog(page);
+  await dlg.waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Pause', 'focus is not on the confirm button');
+  await page.keyboard.press('Enter');
+  await dlg.getByText('Paused payments.').waitFor(LONG);
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Close');
+  await page.keyboard.press('Enter');
+  await dlg.waitFor({ state: 'detached' });
+  await topicItem(page, 'payments').getByText('PAUSED 2').waitFor(LONG);
+  // Focus is back where the flow started: on that first button, now Resume.
+  assert.deepEqual(await page.evaluate(() => [document.activeElement?.textContent, document.activeElement?.closest('li.topic')?.dataset.topic]),
+    ['Resume', 'payments'], 'focus did not return to where the flow started');
+});
+
+test('fail over with the typed confirmation: STOPPED, then writable', async () => {
+  const item = topicItem(page, 'orders');
+  await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Remove' }).click();
+  const dlg = dialog(page);
+  await dlg.getByRole('region', { name: 'Records not yet mirrored per partition' }).waitFor();
+  const confirm = dlg.getByRole('button', { name: 'Fail over' });
+  assert.equal(await confirm.isDisabled(), true);
+  await dlg.getByLabel('Type orders to confirm').fill('order');
+  assert.equal(await confirm.isDisabled(), true, 'a wrong name enables the failover');
+  await dlg.getByLabel('Type orders to confirm').fill('orders');
+  await confirm.click();
+  await dlg.getByText('Removed orders from web.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  await item.getByText('STOPPED 3').waitFor(LONG);
+  // Writable: an independent client writes to the destination topic.
+  execFileSync('kcat', ['-b', env('KMIRROR_DESTINATION'), '-P', '-t', 'orders', '-p', '0'], { input: 'written after failover\n', timeout: 20_000 });
+});
+
+test('a restart after a foreign write shows the failing partition with its error in full', async () => {
+  const item = topicItem(page, 'orders');
+  await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Restart' }).click();
+  const dlg = dialog(page);
+  await dlg.getByRole('button', { name: 'Restart', exact: true }).click();
+  await dlg.getByText('Restarted orders.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  const attention = page.getByRole('region', { name: /partition\(s\) FAILED/ });
+  await attention.waitFor(LONG);
+  assert.match(await attention.innerText(), /orders\/0: .*divergence/);
+  // FAILED topics come first, and their FAILED rows first.
+  assert.equal(await page.locator('li.topic').first().getAttribute('data-topic'), 'orders');
+  await page.getByLabel('State').selectOption('FAILED');
+  await expand(page, 'orders');
+  const firstRow = await item.locator('table.partitions tbody tr').first().locator('th, td').allInnerTexts();
+  assert.equal(firstRow[4], 'FAILED');
+  assert.match(firstRow[9], /divergence on orders\/0/);
+  await shot(page, 'failing-partition-desktop');
+  await page.setViewportSize(PHONE);
+  await shot(page, 'failing-partition-phone');
+  await page.setViewportSize(DESKTOP);
+  await page.getByLabel('State').selectOption('');
+});
+
+test('translate a source offset and sync now', async () => {
+  const form = page.locator('form.translate');
+  await form.getByLabel('Topic').selectOption('payments');
+  await form.getByLabel('Partition').fill('0');
+  await form.getByLabel('Source offset').fill('1');
+  await form.getByRole('button', { name: 'Translate' }).click();
+  await form.getByText(/^Source offset 1 of payments\/0 is destination offset 1 \(exact\)\.$/).waitFor(LONG);
+
+  await page.getByRole('button', { name: 'Sync now…' }).click();
+  const dlg = dialog(page);
+  await dlg.getByRole('button', { name: 'Sync now', exact: true }).click();
+  await dlg.getByText(/The sync pass finished/).waitFor(LONG);
+  assert.equal(await dlg.locator('ul.kinds li').count(), 7);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+});
+
+test('accessibility: no serious or critical axe violation on the overview and a mirror page', async () => {
+  await axeCheck(page, 'mirror page');
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
+  await page.getByRole('link', { name: 'web' }).waitFor();
+  await axeCheck(page, 'overview');
+  await shot(page, 'overview-desktop');
+  await page.setViewportSize(PHONE);
+  await shot(page, 'overview-phone');
+  await page.goto(`${base}/#/mirrors/web`);
+  await topicItem(page, 'orders').waitFor();
+  await shot(page, 'mirror-phone');
+  await page.setViewportSize(DESKTOP);
+  // The dark theme follows the system setting; its contrast is checked too.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await expand(page, 'orders');
+  await axeCheck(page, 'mirror page, dark theme');
+  await shot(page, 'mirror-dark-desktop');
+  await page.emulateMedia({ colorScheme: 'light' });
+});
+
+test('with the read token there are no action buttons, and the server refuses changes', async () => {
+  const p = await newPage(DESKTOP);
+  await signIn(p, 'not-a-token');
+  await p.getByText('That token was not accepted').waitFor();
+  await p.getByLabel('API token').fill(env('KMIRROR_READ_TOKEN'));
+  await p.getByRole('button', { name: 'Sign in' }).click();
+  await p.getByRole('link', { name: 'web' }).waitFor();
+  assert.equal(await p.getByRole('link', { name: 'New mirror' }).isVisible(), false);
+  await p.goto(`${base}/#/mirrors/web`);
+  await topicItem(p, 'payments').waitFor();
+  const actions = p.getByRole('button', { name: /^(Pause|Resume|Remove|Restart|Add topics…|Sync now…|Edit config…|Delete mirror…)$/ });
+  assert.equal(await actions.count(), 0, 'action buttons are shown to the read token');
+  const status = await p.evaluate(async (token) => {
+    const r = await fetch('/v1/mirrors/web/topics:resume', {
+      method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: '{"topic":"payments"}',
+    });
+    return r.status;
+  }, env('KMIRROR_READ_TOKEN'));
+  assert.equal(status, 403);
+  await p.context().close();
+});
+
+test('a 401 takes the user back to the token prompt', async () => {
+  await page.evaluate(() => sessionStorage.setItem('kmirror.token', 'revoked'));
+  await page.reload();
+  await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+  await page.getByText('That token was not accepted').waitFor();
+});
+
+test('no page error and no content-policy violation happened', () => {
+  assert.deepEqual(pageErrors, []);
+});
