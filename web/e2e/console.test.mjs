@@ -326,6 +326,52 @@ test('with the read token there are no action buttons, and the server refuses ch
   await p.context().close();
 });
 
+test('edit the config: a bad value is refused, a good one reviewed and applied', async () => {
+  await page.goto(`${base}/#/mirrors/web`);
+  await page.getByRole('button', { name: 'Edit config…' }).click();
+  const dlg = dialog(page);
+  const key = dlg.getByLabel('mirror.metadata.refresh.interval.ms', { exact: true });
+  assert.equal(await key.inputValue(), '30000');
+  await key.fill('soon');
+  await dlg.getByRole('button', { name: 'Review changes' }).click();
+  await dlg.getByRole('alert').getByText(/config\.mirror\.metadata\.refresh\.interval\.ms/).waitFor();
+  assert.equal(await dlg.getByRole('button', { name: 'Apply' }).isDisabled(), true);
+  await key.fill('60000');
+  await dlg.getByRole('button', { name: 'Review changes' }).click();
+  await dlg.getByText('These changes are valid. Nothing has changed yet:').waitFor();
+  assert.match(await dlg.locator('.preview li').innerText(), /mirror\.metadata\.refresh\.interval\.ms: 30000 → 60000/);
+  await dlg.getByRole('button', { name: 'Apply' }).click();
+  await dlg.getByText('Updated the config of web.').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  const m = await page.evaluate(async () => (await fetch('/v1/mirrors/web', { headers: { Authorization: `Bearer ${sessionStorage.getItem('kmirror.token')}` } })).json());
+  assert.equal(m.config['mirror.metadata.refresh.interval.ms'], '60000');
+});
+
+test('delete a mirror: refused while topics are mirrored, done once they are stopped', async () => {
+  await page.getByRole('button', { name: 'Delete mirror…' }).click();
+  let dlg = dialog(page);
+  await dlg.getByText(/still mirrored or paused/).waitFor();
+  await dlg.getByLabel('Type web to confirm').fill('web');
+  await dlg.getByRole('button', { name: 'Delete mirror' }).click();
+  await dlg.getByRole('alert').getByText(/Not done:/).waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Cancel' }).click();
+  for (const topic of ['orders', 'payments']) {
+    await topicItem(page, topic).getByRole('group', { name: `Actions for ${topic}` }).getByRole('button', { name: 'Remove' }).click();
+    dlg = dialog(page);
+    await dlg.getByLabel(`Type ${topic} to confirm`).fill(topic);
+    await dlg.getByRole('button', { name: 'Fail over' }).click();
+    await dlg.getByText(`Removed ${topic} from web.`).waitFor(LONG);
+    await dlg.getByRole('button', { name: 'Close' }).click();
+  }
+  await page.getByRole('button', { name: 'Delete mirror…' }).click();
+  dlg = dialog(page);
+  await dlg.getByText('Every topic is stopped.').waitFor();
+  await dlg.getByLabel('Type web to confirm').fill('web');
+  await dlg.getByRole('button', { name: 'Delete mirror' }).click();
+  await page.waitForURL(/#\/$/, LONG);
+  await page.getByText('No mirror yet').waitFor(LONG);
+});
+
 test('a 401 takes the user back to the token prompt', async () => {
   await page.evaluate(() => sessionStorage.setItem('kmirror.token', 'revoked'));
   await page.reload();
