@@ -151,6 +151,7 @@ func printDevBanner(w io.Writer, base, source, dest string) {
 	fmt.Fprintf(w, `
 kmirror dev is running. Ctrl-C stops everything and removes the data.
 
+  Web console      %[1]s/
   API and docs     %[1]s/docs
   OpenAPI          %[1]s/openapi.json
   Metrics          %[1]s/metrics
