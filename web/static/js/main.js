@@ -41,10 +41,14 @@ async function show() {
   page = null;
   const r = route();
   markNav(r.name);
-  const ctx = { session, main };
-  if (r.name === 'mirror') page = mirrorPage(ctx, r.mirror);
-  else if (r.name === 'new') page = newMirrorPage(ctx);
-  else page = overviewPage(ctx);
+  // A page's refresh may still be in flight when the route changes: it
+  // must not draw over its successor, so each page can ask if it is current.
+  let self = null;
+  const ctx = { session, main, isCurrent: () => page === self };
+  if (r.name === 'mirror') self = mirrorPage(ctx, r.mirror);
+  else if (r.name === 'new') self = newMirrorPage(ctx);
+  else self = overviewPage(ctx);
+  page = self;
   await refresh(null);
   main.focus({ preventScroll: true });
 }

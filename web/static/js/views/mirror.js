@@ -14,7 +14,7 @@ import { syncCell } from './overview.js';
 import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
 
-export function mirrorPage({ session, main }, name) {
+export function mirrorPage({ session, main, isCurrent }, name) {
   const view = { name, expanded: new Set(), stateFilter: '', textFilter: '', data: null };
   const regions = {
     head: h('div', { class: 'mirror-head' }, h('p', { class: 'loading', role: 'status' }, `Loading mirror ${name}…`)),
@@ -64,6 +64,7 @@ export function mirrorPage({ session, main }, name) {
           get('/v1/history', { mirror: name }).catch(() => ({ series: [], window_seconds: 600 })),
         ]);
       } catch (err) {
+        if (!isCurrent()) return;
         if (err instanceof ApiError && err.status === 404) {
           replace(main, h('section', { class: 'empty-state' }, h('h1', {}, `No mirror ${name}`),
             h('p', {}, 'It does not exist, or it was just deleted.'), h('a', { class: 'btn', href: '#/' }, 'Back to the overview')));
@@ -73,6 +74,7 @@ export function mirrorPage({ session, main }, name) {
         if (!view.data) replace(regions.head, h('h1', {}, name), h('p', { class: 'error', role: 'alert' }, err.message));
         throw err;
       }
+      if (!isCurrent()) return;
       const firstTime = !view.data;
       view.data = { mirror, topics: topics.topics, parts: parts.partitions, history };
       if (firstTime) {

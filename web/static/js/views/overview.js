@@ -8,7 +8,7 @@ import { stateBadges } from '../badges.js';
 import { sparkline } from '../charts.js';
 import { keepFocus } from '../focus.js';
 
-export function overviewPage({ session, main }) {
+export function overviewPage({ session, main, isCurrent }) {
   replace(main, h('p', { class: 'loading', role: 'status' }, 'Loading mirrors…'));
   let first = true;
   return {
@@ -21,9 +21,10 @@ export function overviewPage({ session, main }) {
           get('/v1/mirrors'), get('/v1/instances'), get('/v1/history').catch(() => ({ series: [] })),
         ]);
       } catch (err) {
-        if (first) replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'Mirrors'), h('p', { class: 'error', role: 'alert' }, err.message)));
+        if (first && isCurrent()) replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'Mirrors'), h('p', { class: 'error', role: 'alert' }, err.message)));
         throw err;
       }
+      if (!isCurrent()) return;
       first = false;
       const lagSeries = new Map(history.series.filter((s) => !s.topic).map((s) => [s.mirror, s.points]));
       keepFocus(main, () => replace(main,
