@@ -32,6 +32,7 @@ const LONG = { timeout: 30_000 };
 let browser;
 let page;
 const pageErrors = [];
+let refusingEvents = false; // the live test's refused streams log net::ERR_FAILED
 
 before(async () => {
   browser = await chromium.launch({
@@ -55,7 +56,8 @@ async function newPage(viewport) {
   const p = await ctx.newPage();
   p.on('pageerror', (err) => pageErrors.push(`page error: ${err.message}`));
   p.on('console', (msg) => {
-    if (msg.type() === 'error' && !/status of 4\d\d/.test(msg.text())) pageErrors.push(`console: ${msg.text()}`);
+    const provoked = /status of 4\d\d/.test(msg.text()) || (refusingEvents && /net::ERR_FAILED/.test(msg.text()));
+    if (msg.type() === 'error' && !provoked) pageErrors.push(`console: ${msg.text()}`);
   });
   return p;
 }
@@ -198,6 +200,28 @@ test('resume', async () => {
   await dlg.getByRole('button', { name: 'Resume', exact: true }).click();
   await dlg.getByText('Resumed orders.').waitFor(LONG);
   await dlg.getByRole('button', { name: 'Close' }).click();
+  await item.getByText('MIRRORING 3').waitFor(LONG);
+});
+
+test('live: while the event stream is refused the page polls, then it goes live again', async () => {
+  const item = topicItem(page, 'orders');
+  // The stream is refused from now on; a reload drops the open one.
+  refusingEvents = true;
+  await page.route('**/v1/events', (route) => route.abort());
+  await page.reload();
+  await page.locator('#live[data-state="down"]').waitFor(LONG);
+  // Another client pauses orders while the stream is refused: polling shows it.
+  const api = (action) => fetch(`${base}/v1/mirrors/web/topics:${action}`, {
+    method: 'POST', body: '{"topic":"orders"}',
+    headers: { Authorization: `Bearer ${env('KMIRROR_ADMIN_TOKEN')}`, 'Content-Type': 'application/json' },
+  });
+  assert.equal((await api('pause')).status, 200);
+  await item.getByText('PAUSED 3').waitFor(LONG);
+  assert.equal(await page.locator('#live').getAttribute('data-state'), 'down');
+  await page.unroute('**/v1/events');
+  await page.locator('#live[data-state="live"]').waitFor(LONG);
+  refusingEvents = false;
+  assert.equal((await api('resume')).status, 200);
   await item.getByText('MIRRORING 3').waitFor(LONG);
 });
 

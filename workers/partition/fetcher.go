@@ -162,11 +162,9 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 			case <-ctx.Done():
 			}
 		})
-		// A poll cancelled by a command may have left a wake-up unconsumed.
-		select {
-		case f.wake <- struct{}{}:
-		default:
-		}
+		// No wake-up is re-sent here: the next turn applies whatever is
+		// pending first. Re-sending one on every turn cancelled each poll at
+		// once, and an idle fetcher spun on a core.
 	}
 }
 
