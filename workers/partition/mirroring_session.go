@@ -94,9 +94,12 @@ type pendingCancel struct {
 	cancel context.CancelFunc
 }
 
-// checkpointTick is how often a mirroring worker hands its progress to the
-// checkpointer and re-checks its desired state.
-const checkpointTick = 200 * time.Millisecond
+// checkpointTick is how often a mirroring worker looks at its fetcher's
+// health and re-checks its desired state (changes also arrive through the
+// desired-state cache). Progress is handed to the checkpointer as it
+// happens, not on this tick: at 1,000 partitions a 200 ms tick was 5,000
+// wake-ups a second with nothing to do.
+const checkpointTick = time.Second
 
 // mirror copies records until the desired state changes, the lease ends or
 // something fails. It returns after every in-flight record is settled and
@@ -135,8 +138,10 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 		select {
 		case b := <-sink.ch:
 			s.handleBatch(ctx, b)
+			s.publish()
 		case <-s.acks.notify:
 			s.handleAcks()
+			s.publish()
 		case <-tick.C:
 			s.publish()
 			s.reportTrouble(ctx, f)
