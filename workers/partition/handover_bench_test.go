@@ -1,0 +1,142 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devcluster"
+	"kmirror/service"
+	"kmirror/workers/lease"
+	"kmirror/workers/workertest"
+)
+
+// BenchmarkHandover: three instances with the server's timings (lease TTL
+// 15 s) share 300 partitions. One crashes (its workers vanish, its
+// session is not ended): how long until every partition it held copies a
+// new record again; the target is within TTL + 5 s. Then one stops
+// gracefully (its leases are handed back): how long until its partitions
+// copy again; the target is 2 s. Each measurement starts when the
+// instance goes away and ends when a record written to each of its
+// partitions at that moment is on the destination. At the end every
+// partition's destination must hold exactly the source's records.
+//
+//	go test ./workers/partition -run '^$' -bench Handover -benchtime=1x -timeout 20m
+func BenchmarkHandover(b *testing.B) {
+	const topics, perTopic = 3, 100
+	env := &engineEnv{workertest.NewEnvTB(b, devcluster.Config{})}
+	names := make([]string, topics)
+	for i := range names {
+		names[i] = fmt.Sprintf("ho-%d", i)
+		if err := env.Clusters.Source.CreateTopic(names[i], perTopic, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	env.CreateMirror("m", `ho-\d`)
+	opts := workertest.InstanceOpts{ProductionTimings: true}
+	ins := []*workertest.Instance{env.StartInstanceOpts("i1", opts), env.StartInstanceOpts("i2", opts), env.StartInstanceOpts("i3", opts)}
+
+	src, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	srcAdm, dstAdm := kadm.NewClient(src), kadm.NewClient(dst)
+
+	waitShared(b, env, ins, topics*perTopic)
+	b.ResetTimer()
+
+	crashed := ins[0].Engine.Running()
+	start := time.Now()
+	ins[0].Crash()
+	crash := timeToCopy(b, src, srcAdm, dstAdm, crashed, start, 2*time.Minute)
+
+	stopped := ins[1].Engine.Running()
+	start = time.Now()
+	ins[1].Stop()
+	graceful := timeToCopy(b, src, srcAdm, dstAdm, stopped, start, time.Minute)
+	b.StopTimer()
+
+	for _, t := range names {
+		workertest.WaitEndsEqual(b, env.Env, t, perTopic, time.Minute)
+	}
+	b.ReportMetric(crash.Seconds(), "crash-takeover-s")
+	b.ReportMetric(graceful.Seconds(), "graceful-handover-s")
+	b.Logf("crash of %s (%d partitions): all copying again after %s (target TTL 15s + 5s); graceful stop of %s (%d partitions): after %s (target 2s); destination exact",
+		ins[0].ID, len(crashed), crash.Round(time.Millisecond), ins[1].ID, len(stopped), graceful.Round(time.Millisecond))
+}
+
+// waitShared waits until every partition is MIRRORING with a worker on one
+// of the instances, each running about a third.
+func waitShared(b *testing.B, env *engineEnv, ins []*workertest.Instance, total int) {
+	workertest.WaitFor(b, 3*time.Minute, "partitions MIRRORING and shared", func() (bool, string) {
+		running, desc := 0, ""
+		for _, in := range ins {
+			n := len(in.Engine.Running())
+			running += n
+			desc += fmt.Sprintf("%s runs %d; ", in.ID, n)
+			if n < total/len(ins)-1 || n > total/len(ins)+1 {
+				return false, desc
+			}
+		}
+		mirroring := 0
+		for _, p := range env.Partitions("m") {
+			if p.State == service.StateMirroring {
+				mirroring++
+			}
+		}
+		return running == total && mirroring == total, fmt.Sprintf("%s%d MIRRORING", desc, mirroring)
+	})
+}
+
+// timeToCopy writes one record to each of keys and returns how long after
+// start the last of them reached the destination.
+func timeToCopy(b *testing.B, src *kgo.Client, srcAdm, dstAdm *kadm.Client, keys []lease.Key, start time.Time, timeout time.Duration) time.Duration {
+	ctx := context.Background()
+	for _, k := range keys {
+		r := &kgo.Record{Topic: k.Topic, Partition: k.Partition, Value: []byte("handover")}
+		if err := src.ProduceSync(ctx, r).FirstErr(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	topicsOf := map[string]bool{}
+	for _, k := range keys {
+		topicsOf[k.Topic] = true
+	}
+	var ts []string
+	for t := range topicsOf {
+		ts = append(ts, t)
+	}
+	want, err := srcAdm.ListEndOffsets(ctx, ts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	deadline := start.Add(timeout)
+	for {
+		got, err := dstAdm.ListEndOffsets(ctx, ts...)
+		behind := 0
+		for _, k := range keys {
+			w, _ := want.Lookup(k.Topic, k.Partition)
+			g, ok := got.Lookup(k.Topic, k.Partition)
+			if err != nil || !ok || g.Offset < w.Offset {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d partitions not copying %s after the instance went away", behind, len(keys), timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
