@@ -68,20 +68,30 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 			return nil, err
 		}
 	}
-	parts, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: f.Mirror, State: state})
-	if err != nil {
-		return nil, err
-	}
 	readOnly, err := repo.TopicsReadOnly(ctx, s.pool, f.Mirror)
 	if err != nil {
 		return nil, err
 	}
-	re, _ := CompilePattern(f.Topic)
+	params := repo.PartitionsListParams{Mirror: f.Mirror, State: state}
+	if re, _ := CompilePattern(f.Topic); re != nil {
+		// The pattern (RE2) is matched against the topic names here, and
+		// only the matching topics' rows are read: at thousands of
+		// partitions, loading every row to drop most of them was slow.
+		params.Topics = []string{}
+		seen := map[string]bool{}
+		for k := range readOnly {
+			if t := k[1]; !seen[t] && re.MatchString(t) {
+				seen[t] = true
+				params.Topics = append(params.Topics, t)
+			}
+		}
+	}
+	parts, err := repo.PartitionsList(ctx, s.pool, params)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]PartitionRow, 0, len(parts))
 	for _, p := range parts {
-		if re != nil && !re.MatchString(p.Topic) {
-			continue
-		}
 		row := describeRow(p)
 		row.ReadOnlyEnforced = readOnly[[2]string{p.Mirror, p.Topic}]
 		out = append(out, row)
