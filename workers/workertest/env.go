@@ -276,8 +276,8 @@ func (env *Env) Partition(mirror, topic string, p int32) repo.Partition {
 
 // WaitStates waits until every partition of the mirror is in state.
 func (env *Env) WaitStates(mirror string, state service.PartitionState, timeout time.Duration) {
-	env.T.Helper()
-	WaitFor(env.T, timeout, fmt.Sprintf("all partitions of %s %s", mirror, state), func() (bool, string) {
+	env.TB.Helper()
+	WaitFor(env.TB, timeout, fmt.Sprintf("all partitions of %s %s", mirror, state), func() (bool, string) {
 		ps := env.Partitions(mirror)
 		desc := ""
 		ok := len(ps) > 0
