@@ -145,7 +145,11 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		// timestamp, which mirroring preserves. Each produce carries a
 		// context deadline instead (see mirrorSession.handleBatch).
 		kgo.ProduceRequestTimeout(e.cfg.DeliveryTimeout),
-		kgo.ProducerLinger(5*time.Millisecond),
+		// No linger: records arrive in fetched batches already, and kgo
+		// batches whatever queues while a request is in flight. A 5 ms
+		// linger cost 5 ms of latency at 5,000 records/s and no throughput
+		// (docs/benchmarks.md, "Latency").
+		kgo.ProducerLinger(0),
 		kgo.MaxBufferedRecords(100_000),
 		// A newly created destination topic must be seen quickly.
 		kgo.MetadataMinAge(250*time.Millisecond),
