@@ -203,17 +203,7 @@ func benchLeases(b *testing.B, instances, topics, perTopic int, hold time.Durati
 	settle := time.Since(start)
 
 	stall := func(what, sql string) {
-		tx, err := admin.Begin(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(3 * time.Second) // the injected stall itself
-		if err := tx.Rollback(ctx); err != nil {
-			b.Fatal(err)
-		}
+		testdb.Stall(b, admin, sql, 3*time.Second)
 		b.Logf("injected a 3s %s at %s", what, time.Since(start).Round(time.Second))
 	}
 	holdUntil := time.Now().Add(hold)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
+	"kmirror/internal/testdb"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )
@@ -136,17 +137,7 @@ func BenchmarkPartitionsAtScale(b *testing.B) {
 	holdStart := time.Now()
 	holdUntil := holdStart.Add(hold)
 	stall := func(what, sql string) {
-		tx, err := env.Pool.Begin(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(3 * time.Second) // the injected stall itself
-		if err := tx.Rollback(ctx); err != nil {
-			b.Fatal(err)
-		}
+		testdb.Stall(b, env.Pool, sql, 3*time.Second)
 		b.Logf("injected a 3s %s at +%s", what, time.Since(holdStart).Round(time.Second))
 	}
 	time.Sleep(time.Until(holdUntil) / 3)
