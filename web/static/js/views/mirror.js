@@ -236,15 +236,16 @@ function partitionsTable(view, t, rows) {
       h('thead', {}, h('tr', {},
         ['Partition', 'Source offset', 'Destination offset', 'Lag', 'State', 'Owner', 'Retries', 'Lost', 'Progressed', 'Error']
           .map((c, i) => h('th', { scope: 'col', class: i >= 1 && i <= 3 || i === 6 || i === 7 ? 'num' : null }, c)))),
+      // data-label names each cell where phone width stacks the columns.
       h('tbody', {}, shown.map((p) => h('tr', { class: p.state === 'FAILED' ? 'row-failed' : null },
-        h('th', { scope: 'row', class: 'num' }, String(p.partition)),
-        h('td', { class: 'num' }, count(p.source_offset)),
-        h('td', { class: 'num' }, count(p.destination_offset)),
-        h('td', { class: 'num' }, count(p.lag)),
-        h('td', {}, stateBadge(p.state)),
-        h('td', { class: 'mono' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
-        h('td', { class: 'num' }, count(p.retry_attempt)),
-        h('td', { class: 'num' }, count(p.lost_records)),
-        h('td', {}, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
-        h('td', { class: 'error-cell' }, p.error || ''))))));
+        h('th', { scope: 'row', class: 'num', 'data-label': 'Partition' }, String(p.partition)),
+        h('td', { class: 'num', 'data-label': 'Source offset' }, count(p.source_offset)),
+        h('td', { class: 'num', 'data-label': 'Destination offset' }, count(p.destination_offset)),
+        h('td', { class: 'num', 'data-label': 'Lag' }, count(p.lag)),
+        h('td', { 'data-label': 'State' }, stateBadge(p.state)),
+        h('td', { class: 'mono', 'data-label': 'Owner' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
+        h('td', { class: 'num', 'data-label': 'Retries' }, count(p.retry_attempt)),
+        h('td', { class: 'num', 'data-label': 'Lost' }, count(p.lost_records)),
+        h('td', { 'data-label': 'Progressed' }, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
+        h('td', { class: 'error-cell', 'data-label': 'Error' }, p.error || ''))))));
 }
