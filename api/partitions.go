@@ -12,27 +12,42 @@ import (
 // listPartitions godoc
 //
 //	@Summary		Describe mirror partitions
-//	@Description	The describe rows: offsets, lag, state, error, retries, lost records and owner.
+//	@Description	The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
+//	@Description	A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
+//	@Description	Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
 //	@ID				listPartitions
 //	@Tags			partitions
 //	@Produce		json
 //	@Param			mirror	query		string	false	"Mirror name"
 //	@Param			topic	query		string	false	"RE2 pattern matched against whole topic names"
 //	@Param			state	query		string	false	"A partition state, UNKNOWN included"
+//	@Param			limit	query		int		false	"Most rows in the page"	minimum(1)	maximum(5000)	default(1000)
+//	@Param			cursor	query		string	false	"The next_cursor of the previous page, unchanged"
 //	@Success		200		{object}	PartitionList
 //	@Failure		400		{object}	Problem
 //	@Failure		404		{object}	Problem
 //	@Router			/v1/partitions [get]
 func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	rows, err := s.svc.ListPartitions(r.Context(), service.PartitionFilter{
-		Mirror: q.Get("mirror"), Topic: q.Get("topic"), State: q.Get("state")})
+	limit := service.DefaultPartitionPageLimit
+	if v := q.Get("limit"); v != "" {
+		// A limit that is not an integer is out of range: the service
+		// says so, with whatever else is wrong with the request.
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			n = 0
+		}
+		limit = n
+	}
+	page, err := s.svc.ListPartitionsPage(r.Context(),
+		service.PartitionFilter{Mirror: q.Get("mirror"), Topic: q.Get("topic"), State: q.Get("state")},
+		service.PartitionPageParams{Limit: limit, Cursor: q.Get("cursor")})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	out := PartitionList{Partitions: make([]PartitionRow, len(rows))}
-	for i, p := range rows {
+	out := PartitionList{Partitions: make([]PartitionRow, len(page.Rows)), NextCursor: page.NextCursor}
+	for i, p := range page.Rows {
 		out.Partitions[i] = partitionView(p)
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -197,9 +197,12 @@ type PartitionRow struct {
 	ProgressedAt *time.Time `json:"progressed_at" extensions:"x-nullable"`
 } // @name PartitionRow
 
-// PartitionList is the body of GET /v1/partitions.
+// PartitionList is one page of GET /v1/partitions.
 type PartitionList struct {
 	Partitions []PartitionRow `json:"partitions"`
+	// NextCursor, when present, reads the next page: pass it as cursor
+	// with the same filters. Absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty" example:"eyJtIjoibTEiLCJ0Ijoib3JkZXJzIiwicCI6OTk5fQ"`
 } // @name PartitionList
 
 // Translation maps a source offset to the destination.

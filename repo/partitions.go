@@ -2,8 +2,12 @@ package repo
 
 import (
 	"context"
-	"kmirror/internal/states"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"kmirror/internal/states"
 )
 
 // Partition is one row of mirror_partitions: a unit of replication.
@@ -49,6 +53,13 @@ func scanPartition(row scanner) (Partition, error) {
 	return p, interpret(err)
 }
 
+// PartitionKey is a mirror partition's primary key.
+type PartitionKey struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+}
+
 // PartitionsListParams filters PartitionsList; empty fields match all.
 type PartitionsListParams struct {
 	Mirror string
@@ -56,19 +67,59 @@ type PartitionsListParams struct {
 	Topics []string
 	// State filters by actual state; "UNKNOWN" selects rows with no state.
 	State string
+	// After, when set, starts the list after this key: keyset pagination
+	// over the primary key, so a page costs the same wherever it starts.
+	After *PartitionKey
+	// Limit, when positive, caps how many rows are returned.
+	Limit int
 }
 
-// PartitionsList returns partitions ordered by mirror, topic and partition.
+// PartitionsList returns partitions ordered by mirror, topic and partition
+// (the primary key's order).
 func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Partition, error) {
-	rows, err := q.Query(ctx, `SELECT `+partitionColumns+`,
+	// Only the filters in use become predicates. One statement with
+	// "($1 = '' OR mirror = $1)" for every filter would do, but its generic
+	// plan (which pgx's prepared statements may get) can use none of them
+	// in the index condition and filters every row from the start of the
+	// table instead.
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if p.Mirror != "" {
+		where = append(where, "p.mirror = "+arg(p.Mirror))
+	}
+	if p.Topics != nil {
+		where = append(where, "p.topic = ANY("+arg(p.Topics)+")")
+	}
+	switch p.State {
+	case "":
+	case "UNKNOWN":
+		where = append(where, "p.state IS NULL")
+	default:
+		where = append(where, "p.state = "+arg(p.State))
+	}
+	if a := p.After; a != nil {
+		// A row comparison in the primary key's column order: the index
+		// scan starts right after the key.
+		where = append(where, fmt.Sprintf("(p.mirror, p.topic, p.partition) > (%s, %s, %s)",
+			arg(a.Mirror), arg(a.Topic), arg(a.Partition)))
+	}
+	sql := `SELECT ` + partitionColumns + `,
 			i.id IS NOT NULL AND i.session_epoch = p.lease_session AND i.session_expires_at > now(),
 			i.session_renewed_at
 		FROM mirror_partitions p
-		LEFT JOIN instances i ON i.id = p.lease_owner
-		WHERE ($1 = '' OR mirror = $1)
-		  AND ($2::text[] IS NULL OR topic = ANY($2))
-		  AND ($3 = '' OR ($3 = 'UNKNOWN' AND state IS NULL) OR state = $3)
-		ORDER BY mirror, topic, partition`, p.Mirror, p.Topics, p.State)
+		LEFT JOIN instances i ON i.id = p.lease_owner`
+	if len(where) > 0 {
+		sql += "\n\t\tWHERE " + strings.Join(where, " AND ")
+	}
+	sql += "\n\t\tORDER BY p.mirror, p.topic, p.partition"
+	if p.Limit > 0 {
+		sql += " LIMIT " + arg(p.Limit)
+	}
+	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, interpret(err)
 	}

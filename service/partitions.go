@@ -2,8 +2,11 @@ package service
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -45,35 +48,119 @@ type PartitionFilter struct {
 	State string
 }
 
-// ListPartitions returns the describe rows.
+// Describe pages: GET /v1/partitions returns at most a page of rows at a
+// time, and a cursor to the next.
+const (
+	// DefaultPartitionPageLimit is a page's size when none is asked for.
+	DefaultPartitionPageLimit = 1000
+	// MaxPartitionPageLimit bounds a page: 5,000 rows are about 2.5 MB of
+	// JSON.
+	MaxPartitionPageLimit = 5000
+)
+
+// PartitionPageParams select one page of describe rows.
+type PartitionPageParams struct {
+	// Limit is the most rows the page holds, 1 to MaxPartitionPageLimit.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" starts at the
+	// first row.
+	Cursor string
+}
+
+// PartitionPage is one page of describe rows.
+type PartitionPage struct {
+	Rows []PartitionRow
+	// NextCursor reads the rows after this page; "" on the last page.
+	NextCursor string
+}
+
+// ListPartitionsPage returns one page of the describe rows that match f,
+// in (mirror, topic, partition) order. The cursor is the last row's key
+// (keyset pagination): a page costs the same wherever it starts, and rows
+// added or removed between two calls shift nothing, so a walk over every
+// page returns each row that existed throughout exactly once.
+func (s *Service) ListPartitionsPage(ctx context.Context, f PartitionFilter, p PartitionPageParams) (PartitionPage, error) {
+	var v validation
+	if p.Limit < 1 || p.Limit > MaxPartitionPageLimit {
+		v.addf("limit", "must be an integer from 1 to %d", MaxPartitionPageLimit)
+	}
+	var after *repo.PartitionKey
+	if p.Cursor != "" {
+		if k, err := decodePartitionCursor(p.Cursor); err != nil {
+			v.addf("cursor", "%s", err)
+		} else {
+			after = &k
+		}
+	}
+	params, readOnly, err := s.partitionsQuery(ctx, f, &v)
+	if err != nil {
+		return PartitionPage{}, err
+	}
+	// One row more than the page says whether another page follows, so
+	// the last page never ends with a cursor to an empty one.
+	params.After, params.Limit = after, p.Limit+1
+	parts, err := repo.PartitionsList(ctx, s.pool, params)
+	if err != nil {
+		return PartitionPage{}, err
+	}
+	var page PartitionPage
+	if len(parts) > p.Limit {
+		parts = parts[:p.Limit]
+		last := parts[len(parts)-1]
+		page.NextCursor = encodePartitionCursor(repo.PartitionKey{Mirror: last.Mirror, Topic: last.Topic, Partition: last.Partition})
+	}
+	page.Rows = describeRows(parts, readOnly)
+	return page, nil
+}
+
+// ListPartitions returns every describe row that matches f, in (mirror,
+// topic, partition) order, in one piece; GET /v1/partitions pages with
+// ListPartitionsPage.
 func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]PartitionRow, error) {
 	var v validation
+	params, readOnly, err := s.partitionsQuery(ctx, f, &v)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := repo.PartitionsList(ctx, s.pool, params)
+	if err != nil {
+		return nil, err
+	}
+	return describeRows(parts, readOnly), nil
+}
+
+// partitionsQuery validates f, adding to v what is wrong with it, and
+// turns it into the repo's filter; it also returns whether each topic of
+// the mirror (of every mirror when f names none) is read-only.
+func (s *Service) partitionsQuery(ctx context.Context, f PartitionFilter, v *validation) (repo.PartitionsListParams, map[[2]string]*bool, error) {
 	if f.Mirror != "" && !validName(f.Mirror) {
-		validateMirrorName(&v, f.Mirror)
+		validateMirrorName(v, f.Mirror)
 	}
 	state := strings.ToUpper(f.State)
 	if state != "" && state != "UNKNOWN" && !PartitionState(state).Valid() {
 		v.addf("state", "%q is not a partition state (UNKNOWN, %s)", f.State, joinStates())
 	}
+	var re *regexp.Regexp
 	if f.Topic != "" {
-		if _, err := CompilePattern(f.Topic); err != nil {
+		var err error
+		if re, err = CompilePattern(f.Topic); err != nil {
 			v.addf("topic", "%s", err)
 		}
 	}
 	if err := v.err(); err != nil {
-		return nil, err
+		return repo.PartitionsListParams{}, nil, err
 	}
 	if f.Mirror != "" {
 		if _, err := s.mirror(ctx, f.Mirror); err != nil {
-			return nil, err
+			return repo.PartitionsListParams{}, nil, err
 		}
 	}
 	readOnly, err := repo.TopicsReadOnly(ctx, s.pool, f.Mirror)
 	if err != nil {
-		return nil, err
+		return repo.PartitionsListParams{}, nil, err
 	}
 	params := repo.PartitionsListParams{Mirror: f.Mirror, State: state}
-	if re, _ := CompilePattern(f.Topic); re != nil {
+	if re != nil {
 		// The pattern (RE2) is matched against the topic names here, and
 		// only the matching topics' rows are read: at thousands of
 		// partitions, loading every row to drop most of them was slow.
@@ -86,17 +173,44 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 			}
 		}
 	}
-	parts, err := repo.PartitionsList(ctx, s.pool, params)
-	if err != nil {
-		return nil, err
-	}
+	return params, readOnly, nil
+}
+
+func describeRows(parts []repo.Partition, readOnly map[[2]string]*bool) []PartitionRow {
 	out := make([]PartitionRow, 0, len(parts))
 	for _, p := range parts {
 		row := describeRow(p)
 		row.ReadOnlyEnforced = readOnly[[2]string{p.Mirror, p.Topic}]
 		out = append(out, row)
 	}
-	return out, nil
+	return out
+}
+
+// partitionCursor is a page cursor's content: the key of the last row
+// returned. Clients get it base64url-encoded and treat it as opaque.
+type partitionCursor struct {
+	Mirror    string `json:"m"`
+	Topic     string `json:"t"`
+	Partition int32  `json:"p"`
+}
+
+func encodePartitionCursor(k repo.PartitionKey) string {
+	raw, _ := json.Marshal(partitionCursor{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition})
+	return base64.RawURLEncoding.EncodeToString(raw)
+}
+
+var errMalformedCursor = errors.New("malformed: pass the next_cursor of a previous page unchanged")
+
+func decodePartitionCursor(s string) (repo.PartitionKey, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return repo.PartitionKey{}, errMalformedCursor
+	}
+	var c partitionCursor
+	if err := json.Unmarshal(raw, &c); err != nil || c.Mirror == "" || c.Topic == "" || c.Partition < 0 {
+		return repo.PartitionKey{}, errMalformedCursor
+	}
+	return repo.PartitionKey{Mirror: c.Mirror, Topic: c.Topic, Partition: c.Partition}, nil
 }
 
 func joinStates() string {

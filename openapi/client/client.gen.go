@@ -227,6 +227,11 @@ type MirrorStatus struct {
 
 // PartitionList defines model for PartitionList.
 type PartitionList struct {
+	// NextCursor NextCursor, when present, reads the next page: pass it as cursor
+	// with the same filters. Absent on the last page.
+	//
+	// Example: eyJtIjoibTEiLCJ0Ijoib3JkZXJzIiwicCI6OTk5fQ
+	NextCursor *string         `json:"next_cursor,omitempty"`
 	Partitions *[]PartitionRow `json:"partitions,omitempty"`
 }
 
@@ -638,6 +643,12 @@ type ListPartitionsParams struct {
 
 	// State A partition state, UNKNOWN included
 	State *string `form:"state,omitempty" json:"state,omitempty"`
+
+	// Limit Most rows in the page
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The next_cursor of the previous page, unchanged
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // CreateMirrorJSONRequestBody defines body for CreateMirror for application/json ContentType.
@@ -912,7 +923,9 @@ type ClientInterface interface {
 
 	// ListPartitions Describe mirror partitions
 	//
-	// The describe rows: offsets, lag, state, error, retries, lost records and owner.
+	// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
+	// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
+	// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
 	//
 	// Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 	ListPartitions(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1345,7 +1358,9 @@ func (c *Client) SyncMirror(ctx context.Context, mirror string, reqEditors ...Re
 
 // ListPartitions Describe mirror partitions
 //
-// The describe rows: offsets, lag, state, error, retries, lost records and owner.
+// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
+// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
+// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
 //
 // Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 func (c *Client) ListPartitions(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2339,6 +2354,30 @@ func NewListPartitionsRequest(server string, params *ListPartitionsParams) (*htt
 
 		}
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2628,7 +2667,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListPartitionsWithResponse Describe mirror partitions
 	//
-	// The describe rows: offsets, lag, state, error, retries, lost records and owner.
+	// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
+	// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
+	// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4086,7 +4127,9 @@ func (c *ClientWithResponses) SyncMirrorWithResponse(ctx context.Context, mirror
 
 // ListPartitionsWithResponse Describe mirror partitions
 //
-// The describe rows: offsets, lag, state, error, retries, lost records and owner.
+// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
+// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
+// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
 //
 // Returns a wrapper object for the known response body format(s).
 //
