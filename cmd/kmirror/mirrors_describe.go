@@ -25,22 +25,19 @@ const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
 // exactly; what they cannot show (an error with its retry attempt, records
 // lost to source retention) goes on one line per affected partition below
 // the table, as MIRROR/TOPIC/PARTITION: .... --json prints every field.
+// Every page of GET /v1/partitions is read before anything is printed.
 func (c *mirrorsCLI) describe(ctx context.Context) error {
 	params := &client.ListPartitionsParams{Mirror: ptrOrNil(c.opts.mirror), Topic: ptrOrNil(c.opts.topic)}
 	if c.opts.failed {
 		params.State = ptr("FAILED")
 	}
-	resp, err := c.api.ListPartitionsWithResponse(ctx, params)
-	if err := c.check(resp, err, http.StatusOK); err != nil {
+	rows, raw, err := c.listPartitions(ctx, params)
+	if err != nil {
 		return err
 	}
-	if resp.JSON200 == nil {
-		return c.unexpected(resp)
-	}
 	if c.opts.json {
-		return printRowsJSON(c.stdout, resp.Body)
+		return printRowsJSON(c.stdout, raw)
 	}
-	rows := val(resp.JSON200.Partitions)
 	slices.SortStableFunc(rows, func(a, b client.PartitionRow) int {
 		return cmp.Or(cmp.Compare(val(a.Mirror), val(b.Mirror)),
 			cmp.Compare(val(a.Topic), val(b.Topic)), cmp.Compare(val(a.Partition), val(b.Partition)))
@@ -50,6 +47,41 @@ func (c *mirrorsCLI) describe(ctx context.Context) error {
 		return c.printLastSync(ctx, c.opts.mirror)
 	}
 	return nil
+}
+
+// listPartitions reads every page of GET /v1/partitions, following
+// next_cursor until a page has none. It returns the rows both decoded and
+// as the server sent them (raw), so --json keeps unknown offsets null.
+func (c *mirrorsCLI) listPartitions(ctx context.Context, params *client.ListPartitionsParams) ([]client.PartitionRow, []json.RawMessage, error) {
+	var rows []client.PartitionRow
+	var raw []json.RawMessage
+	for {
+		resp, err := c.api.ListPartitionsWithResponse(ctx, params)
+		if err := c.check(resp, err, http.StatusOK); err != nil {
+			return nil, nil, err
+		}
+		if resp.JSON200 == nil {
+			return nil, nil, c.unexpected(resp)
+		}
+		var page struct {
+			Partitions []json.RawMessage `json:"partitions"`
+		}
+		if err := json.Unmarshal(resp.Body, &page); err != nil {
+			return nil, nil, fmt.Errorf("decode the partitions: %w", err)
+		}
+		rows = append(rows, val(resp.JSON200.Partitions)...)
+		raw = append(raw, page.Partitions...)
+		next := val(resp.JSON200.NextCursor)
+		if next == "" {
+			return rows, raw, nil
+		}
+		if next == val(params.Cursor) {
+			// A server that hands back the cursor it was given would
+			// keep this loop going for ever.
+			return nil, nil, fmt.Errorf("the kmirror server at %s returned the same page cursor twice", c.server)
+		}
+		params.Cursor = &next
+	}
 }
 
 func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
@@ -114,23 +146,21 @@ func partitionNote(r client.PartitionRow) string {
 	return strings.Join(parts, "; ")
 }
 
-// printRowsJSON prints the response's rows array as the server sent it, so
-// unknown offsets stay null.
-func printRowsJSON(w io.Writer, body []byte) error {
-	var list struct {
-		Partitions json.RawMessage `json:"partitions"`
+// printRowsJSON prints the rows as one JSON array, each as the server sent
+// it, so unknown offsets stay null.
+func printRowsJSON(w io.Writer, rows []json.RawMessage) error {
+	list, err := json.Marshal(rows)
+	if err != nil {
+		return fmt.Errorf("encode the partitions: %w", err)
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return fmt.Errorf("decode the partitions: %w", err)
-	}
-	if len(list.Partitions) == 0 || string(list.Partitions) == "null" {
-		list.Partitions = json.RawMessage("[]")
+	if rows == nil {
+		list = []byte("[]")
 	}
 	var buf bytes.Buffer
-	if err := json.Indent(&buf, list.Partitions, "", "  "); err != nil {
-		return fmt.Errorf("decode the partitions: %w", err)
+	if err := json.Indent(&buf, list, "", "  "); err != nil {
+		return fmt.Errorf("encode the partitions: %w", err)
 	}
 	buf.WriteByte('\n')
-	_, err := w.Write(buf.Bytes())
+	_, err = w.Write(buf.Bytes())
 	return err
 }

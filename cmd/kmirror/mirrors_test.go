@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
@@ -31,6 +32,7 @@ const seedHeader = "MIRROR                         TOPIC                        
 type mirrorsEnv struct {
 	server string
 	source string
+	pool   *pgxpool.Pool
 }
 
 func newMirrorsEnv(t *testing.T) mirrorsEnv {
@@ -54,7 +56,7 @@ func newMirrorsEnv(t *testing.T) mirrorsEnv {
 	}
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return mirrorsEnv{server: srv.URL, source: strings.Join(cluster.ListenAddrs(), ",")}
+	return mirrorsEnv{server: srv.URL, source: strings.Join(cluster.ListenAddrs(), ","), pool: pool}
 }
 
 // mirrors runs `kmirror mirrors --server URL args...` in process.
