@@ -203,6 +203,29 @@ test('resume', async () => {
   await item.getByText('MIRRORING 3').waitFor(LONG);
 });
 
+test('the mirror page reads every page of GET /v1/partitions', async () => {
+  // Pages of 2 rows: the 5 partitions of orders and payments take three.
+  const isPartitions = (url) => url.pathname === '/v1/partitions';
+  const asked = [];
+  await page.route(isPartitions, (route) => {
+    const url = new URL(route.request().url());
+    url.searchParams.set('limit', '2');
+    asked.push(url.searchParams.get('cursor'));
+    return route.continue({ url: url.toString() });
+  });
+  try {
+    await page.reload();
+    await expand(page, 'orders');
+    await expand(page, 'payments');
+    const rows = (topic) => topicItem(page, topic).locator('table.partitions tbody tr');
+    await waitFor('3 rows of orders and 2 of payments', async () => await rows('orders').count() === 3 && await rows('payments').count() === 2);
+    assert.deepEqual(await rows('orders').evaluateAll((trs) => trs.map((tr) => tr.cells[0].textContent)), ['0', '1', '2']);
+    assert.ok(asked.includes(null) && asked.filter(Boolean).length >= 2, `cursors asked for: ${JSON.stringify(asked)}`);
+  } finally {
+    await page.unroute(isPartitions);
+  }
+});
+
 test('live: while the event stream is refused the page polls, then it goes live again', async () => {
   const item = topicItem(page, 'orders');
   // The stream is refused from now on; a reload drops the open one.

@@ -3,7 +3,7 @@
 // offset translator. The controls are built once; the data regions are
 // re-rendered on every change so typing and focus are never lost.
 
-import { get, seg, ApiError } from '../api.js';
+import { get, getAll, seg, ApiError } from '../api.js';
 import { h, replace, uid } from '../dom.js';
 import { count, rate, time, ago } from '../format.js';
 import { stateBadge, stateBadges, desiredBadge } from '../badges.js';
@@ -60,7 +60,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
         [mirror, topics, parts, history] = await Promise.all([
           get(`/v1/mirrors/${seg(name)}`),
           get(`/v1/mirrors/${seg(name)}/topics`),
-          get('/v1/partitions', { mirror: name }),
+          getAll('/v1/partitions', { mirror: name }, 'partitions'),
           get('/v1/history', { mirror: name }).catch(() => ({ series: [], window_seconds: 600 })),
         ]);
       } catch (err) {
@@ -76,7 +76,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
       }
       if (!isCurrent()) return;
       const firstTime = !view.data;
-      view.data = { mirror, topics: topics.topics, parts: parts.partitions, history };
+      view.data = { mirror, topics: topics.topics, parts, history };
       if (firstTime) {
         view.translate = translateForm(name, () => view.data.topics);
         replace(regions.translate, view.translate.el);
