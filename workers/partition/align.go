@@ -36,7 +36,8 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	if err := w.checkSourceTopicID(ctx, src); err != nil {
 		return alignResult{}, err
 	}
-	if err := w.ensureDestinationTopic(ctx, src, desire); err != nil {
+	created, err := w.ensureDestinationTopic(ctx, src, desire)
+	if err != nil {
 		return alignResult{}, err
 	}
 	srcOff, err := kafkaconn.ReadOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, true)
@@ -45,14 +46,21 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	} else if err != nil {
 		return alignResult{}, retryable("list source offsets: %v", err)
 	}
-	dstOff, err := kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
-	// A topic just created may take a moment to show in metadata.
-	for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
-		time.Sleep(100 * time.Millisecond)
+	// A topic this worker has just created is empty: reading its offsets
+	// would only wait for it to show in metadata. (A record someone else
+	// wrote meanwhile would still be caught: every acknowledgement's offset
+	// is checked against the one expected.)
+	var dstOff kafkaconn.PartitionOffsets
+	if !created || w.row.SrcNext != nil {
 		dstOff, err = kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
-	}
-	if err != nil {
-		return alignResult{}, retryable("list destination offsets: %v", err)
+		// A topic just created may take a moment to show in metadata.
+		for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
+			time.Sleep(20 * time.Millisecond)
+			dstOff, err = kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+		}
+		if err != nil {
+			return alignResult{}, retryable("list destination offsets: %v", err)
+		}
 	}
 	E := dstOff.End
 	if w.row.SrcNext == nil {
@@ -253,35 +261,41 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 
 // ensureDestinationTopic creates the destination topic with the source's
 // partition count when it is missing.
-func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) error {
+func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) (created bool, err error) {
 	dst, err := w.e.dstAdmin.ListTopics(ctx, w.key.Topic)
 	if err != nil {
-		return retryable("describe destination topic: %v", err)
+		return false, retryable("describe destination topic: %v", err)
 	}
 	if d, ok := dst[w.key.Topic]; ok && d.Err == nil {
 		if int32(len(d.Partitions)) <= w.key.Partition {
-			return retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, len(d.Partitions), w.key.Partition)
+			return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, len(d.Partitions), w.key.Partition)
 		}
-		return nil
+		return false, nil
 	}
 	st, err := src.admin.ListTopics(ctx, w.key.Topic)
 	if err != nil {
-		return retryable("describe source topic: %v", err)
+		return false, retryable("describe source topic: %v", err)
 	}
 	sd, ok := st[w.key.Topic]
 	if !ok || sd.Err != nil {
-		return retryable("source topic %s does not exist", w.key.Topic)
+		return false, retryable("source topic %s does not exist", w.key.Topic)
 	}
 	resp, err := w.e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), int16(desire.replicationFactor), nil, w.key.Topic)
 	if err == nil {
 		err = resp.Err
 	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return retryable("create destination topic %s: %v", w.key.Topic, err)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		// Another partition's worker was first, and purged the producer's
+		// view of the topic then. Purging again could fail the records
+		// its worker has started to copy.
+		return false, nil
+	}
+	if err != nil {
+		return false, retryable("create destination topic %s: %v", w.key.Topic, err)
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
 	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
 	w.log.Info("destination topic created", "partitions", len(sd.Partitions), "replication_factor", desire.replicationFactor)
-	return nil
+	return true, nil
 }

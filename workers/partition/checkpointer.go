@@ -31,11 +31,36 @@ type checkpointer struct {
 
 	mu    sync.Mutex
 	dirty map[lease.Key]*repo.Checkpoint
+
+	// soon asks for a save ahead of the interval (see caughtUp).
+	soon chan struct{}
 }
 
 func newCheckpointer(pool *pgxpool.Pool, owner string, log *slog.Logger) *checkpointer {
-	return &checkpointer{pool: pool, owner: owner, log: log, dirty: map[lease.Key]*repo.Checkpoint{}}
+	return &checkpointer{pool: pool, owner: owner, log: log, dirty: map[lease.Key]*repo.Checkpoint{},
+		soon: make(chan struct{}, 1)}
 }
+
+// caughtUp asks for the pending checkpoints to be saved within
+// catchUpDelay instead of at the next interval: a partition that was
+// copying a backlog has just reached the source's end, and describe should
+// say lag 0 when it is so, not up to an interval later. Partitions that
+// catch up together share the save; a trickle, whose records are copied as
+// they come, never asks (see mirrorSession.publish).
+func (c *checkpointer) caughtUp() {
+	select {
+	case c.soon <- struct{}{}:
+	default:
+	}
+}
+
+// catchUpDelay gathers the partitions that catch up together (a backlog
+// spread over a topic's partitions ends at about the same time) into one
+// save.
+const catchUpDelay = 10 * time.Millisecond
+
+// catchUpGap bounds the early saves to ten a second.
+const catchUpGap = 100 * time.Millisecond
 
 // update records a partition's latest progress and the offset-map runs that
 // changed since its last update.
@@ -85,11 +110,23 @@ func (c *checkpointer) take(k lease.Key) *repo.Checkpoint {
 func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var lastSoon time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			c.flush(ctx)
+		case <-c.soon:
+			// At most one early save per catchUpGap, however many
+			// partitions catch up one after another.
+			wait := max(catchUpDelay, time.Until(lastSoon.Add(catchUpGap)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			lastSoon = time.Now()
 			c.flush(ctx)
 		}
 	}

@@ -158,7 +158,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
-	if e.dstAdmin, err = e.cfg.Destination.NewAdmin(kgo.MetadataMinAge(250 * time.Millisecond)); err != nil {
+	if e.dstAdmin, err = e.cfg.Destination.NewAdmin(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
 	}
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}

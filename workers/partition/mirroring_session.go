@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,47 +14,6 @@ import (
 	"kmirror/service"
 )
 
-// inflight is one produced record awaiting its acknowledgement, or a
-// source transaction marker (control) queued behind them.
-type inflight struct {
-	src, dst int64
-	// control: nothing was produced; the checkpoint passes the marker once
-	// every record before it is acknowledged, so that lag reaches 0 on a
-	// transactional source.
-	control bool
-}
-
-// ackQueue collects produce results; kgo calls promises in order per
-// partition, so results line up with the in-flight queue.
-type ackQueue struct {
-	mu      sync.Mutex
-	results []ackResult
-	notify  chan struct{}
-}
-
-type ackResult struct {
-	offset int64
-	err    error
-}
-
-func (q *ackQueue) push(r ackResult) {
-	q.mu.Lock()
-	q.results = append(q.results, r)
-	q.mu.Unlock()
-	select {
-	case q.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (q *ackQueue) drain() []ackResult {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := q.results
-	q.results = nil
-	return out
-}
-
 // mirrorSession is one stretch of MIRRORING: fetch, produce, verify acks.
 type mirrorSession struct {
 	w         *partitionWorker
@@ -63,9 +21,12 @@ type mirrorSession struct {
 	dstNext   int64 // next destination offset expected
 	fetchNext int64 // next source offset to produce
 	produced  int64 // next destination offset to assign
-	pending   []inflight
-	acks      ackQueue
-	run       *repo.OffsetRun
+	pending   []pendingRun
+	acks      *produceAcks
+	// taken counts the results taken from acks so far (verified ones, then
+	// any after a failure).
+	taken   int64
+	run     *repo.OffsetRun
 	changed   []repo.OffsetRun
 	srcEnd    int64
 	// publishedEnd is the source end last handed to the checkpointer.
@@ -82,11 +43,12 @@ type mirrorSession struct {
 	// partitionUnknown: the producer's metadata predates the partition
 	// (the topic just grew).
 	partitionUnknown bool
-	// promise is the produce callback, made once per session.
-	promise func(*kgo.Record, error)
 	// cancels release each produce batch's deadline context once every
 	// record up to destination offset upTo is settled.
 	cancels []pendingCancel
+	// behindSince is when the partition last fell behind the source's end
+	// (zero while caught up).
+	behindSince time.Time
 }
 
 type pendingCancel struct {
@@ -116,8 +78,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	defer w.mirroring.Store(false)
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
-	s.acks.notify = make(chan struct{}, 1)
-	s.promise = func(pr *kgo.Record, err error) { s.acks.push(ackResult{offset: pr.Offset, err: err}) }
+	s.acks = newProduceAcks(s.dstNext)
 	f, err := w.e.fetcher(w.key.Mirror, src.conn)
 	if err != nil {
 		return retryable("source fetcher: %v", err)
@@ -222,7 +183,7 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
-	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && len(s.pending) > 0 {
+	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && s.inFlight() > 0 {
 		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
@@ -273,59 +234,80 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	}
 	pctx, cancel := context.WithDeadline(ctx, deadline)
 	s.cancels = append(s.cancels, pendingCancel{upTo: s.produced + int64(len(b.records)), cancel: cancel})
-	for _, r := range b.records {
+	// The lease is checked once a batch: its records are queued at once,
+	// and none is sent after the lease's deadline (pctx).
+	if !w.lease.Valid() {
+		s.failure = errStop
+		return
+	}
+	// One allocation for the batch's records instead of one each.
+	recs := make([]kgo.Record, len(b.records))
+	for i, r := range b.records {
 		if r.Offset < s.fetchNext {
 			continue // already copied (a re-fetch after re-adding)
 		}
 		if r.Attrs.IsControl() {
-			s.pending = append(s.pending, inflight{src: r.Offset, control: true})
+			s.pending = append(s.pending, pendingRun{src: r.Offset, n: 1, control: true})
 			s.fetchNext = r.Offset + 1
 			continue
 		}
-		if !w.lease.Valid() {
-			s.failure = errStop
-			return
+		if n := len(s.pending); n > 0 && !s.pending[n-1].control &&
+			s.pending[n-1].src+s.pending[n-1].n == r.Offset && s.pending[n-1].dst+s.pending[n-1].n == s.produced {
+			s.pending[n-1].n++
+		} else {
+			s.pending = append(s.pending, pendingRun{src: r.Offset, dst: s.produced, n: 1})
 		}
-		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
-			Headers: r.Headers, Timestamp: r.Timestamp}
-		s.pending = append(s.pending, inflight{src: r.Offset, dst: s.produced})
+		rec := &recs[i]
+		rec.Topic, rec.Partition, rec.Key, rec.Value = r.Topic, r.Partition, r.Key, r.Value
+		rec.Headers, rec.Timestamp = r.Headers, r.Timestamp
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
-		w.e.producer.Produce(pctx, rec, s.promise)
+		w.e.producer.Produce(pctx, rec, s.acks.promise)
 	}
 	s.passControls()
 }
 
-// handleAcks checks each acknowledgement against the expected destination
-// offset and advances the checkpoint only over verified copies.
+// inFlight is how many produced records have no result yet.
+func (s *mirrorSession) inFlight() int64 {
+	return s.produced - s.acks.base - s.acks.done.Load()
+}
+
+// handleAcks advances the checkpoint over the copies verified since the
+// last call, and turns the first failed or misplaced one into the
+// session's failure.
 func (s *mirrorSession) handleAcks() {
-	for _, a := range s.acks.drain() {
+	done, verified, failure := s.acks.take()
+	for s.taken < verified && len(s.pending) > 0 {
 		s.passControls()
-		if len(s.pending) == 0 {
-			break
+		head := &s.pending[0]
+		k := min(head.n, verified-s.taken)
+		s.extendRun(head.src, head.dst, k)
+		s.srcNext, s.dstNext = head.src+k, head.dst+k
+		head.src, head.dst, head.n = head.src+k, head.dst+k, head.n-k
+		s.taken += k
+		if head.n == 0 {
+			s.pending = s.pending[1:]
 		}
-		p := s.pending[0]
-		s.pending = s.pending[1:]
-		if s.failure != nil {
-			continue
+	}
+	if failure != nil && s.failure == nil {
+		s.passControls()
+		p := pendingRun{src: -1, dst: s.acks.base + failure.index}
+		if len(s.pending) > 0 {
+			p = s.pending[0]
 		}
-		switch {
-		case a.err != nil:
-			s.topicRecreated = s.topicRecreated || errors.Is(a.err, kerr.UnknownTopicID)
-			s.partitionUnknown = s.partitionUnknown || strings.Contains(a.err.Error(), "invalid record partitioning choice")
-			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, a.err)
-		case a.offset != p.dst:
-			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
-				s.w.key.Topic, s.w.key.Partition, p.src, a.offset, p.dst)
+		switch err := failure.err; {
+		case err != nil:
+			s.topicRecreated = s.topicRecreated || errors.Is(err, kerr.UnknownTopicID)
+			s.partitionUnknown = s.partitionUnknown || strings.Contains(err.Error(), "invalid record partitioning choice")
+			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, err)
 		default:
-			s.extendRun(p)
-			s.srcNext, s.dstNext = p.src+1, p.dst+1
+			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
+				s.w.key.Topic, s.w.key.Partition, p.src, failure.got, p.dst)
 		}
 	}
-	s.passControls()
-	settled := s.produced
-	if len(s.pending) > 0 {
-		settled = s.pending[0].dst
+	if s.failure == nil {
+		s.passControls()
 	}
+	settled := s.acks.base + done
 	for len(s.cancels) > 0 && s.cancels[0].upTo <= settled {
 		s.cancels[0].cancel()
 		s.cancels = s.cancels[1:]
@@ -343,11 +325,12 @@ func (s *mirrorSession) passControls() {
 	}
 }
 
-func (s *mirrorSession) extendRun(p inflight) {
-	if r := s.run; r != nil && r.SrcStart+r.Count == p.src && r.DstStart+r.Count == p.dst {
-		r.Count++
+// extendRun adds n verified copies from (src, dst) to the offset map.
+func (s *mirrorSession) extendRun(src, dst, n int64) {
+	if r := s.run; r != nil && r.SrcStart+r.Count == src && r.DstStart+r.Count == dst {
+		r.Count += n
 	} else {
-		s.run = &repo.OffsetRun{SrcStart: p.src, DstStart: p.dst, Count: 1}
+		s.run = &repo.OffsetRun{SrcStart: src, DstStart: dst, Count: n}
 	}
 	if n := len(s.changed); n > 0 && s.changed[n-1].SrcStart == s.run.SrcStart {
 		s.changed[n-1] = *s.run
@@ -360,9 +343,10 @@ func (s *mirrorSession) extendRun(p inflight) {
 func (s *mirrorSession) settle(ctx context.Context) {
 	deadline := time.NewTimer(s.w.e.cfg.DeliveryTimeout + 2*time.Second)
 	defer deadline.Stop()
-	for len(s.pending) > 0 {
+	for {
+		last := s.inFlight() == 0
 		s.handleAcks()
-		if len(s.pending) == 0 {
+		if last {
 			return
 		}
 		select {
@@ -371,7 +355,7 @@ func (s *mirrorSession) settle(ctx context.Context) {
 			// kgo fails records at the delivery timeout; getting here means
 			// the client is stuck, and unacknowledged records are not counted.
 			if s.failure == nil {
-				s.failure = retryable("%d record(s) unacknowledged after the delivery timeout", len(s.pending))
+				s.failure = retryable("%d record(s) unacknowledged after the delivery timeout", s.inFlight())
 			}
 			return
 		}
@@ -397,4 +381,24 @@ func (s *mirrorSession) publish() {
 		w.row.RetryAttempt = 0
 	}
 	s.changed = nil
+	s.noteCatchUp()
+}
+
+// catchUpAfter is how long a partition must have been behind for its catch-up
+// to be saved ahead of the checkpoint interval. Records that trickle in are
+// acknowledged within milliseconds and never ask; a backlog does, once.
+const catchUpAfter = 200 * time.Millisecond
+
+// noteCatchUp tells the checkpointer when a backlog has just been copied.
+func (s *mirrorSession) noteCatchUp() {
+	caughtUp := s.srcEnd >= 0 && s.srcNext >= s.srcEnd && s.inFlight() == 0
+	switch {
+	case !caughtUp && s.behindSince.IsZero():
+		s.behindSince = time.Now()
+	case caughtUp && !s.behindSince.IsZero():
+		if time.Since(s.behindSince) >= catchUpAfter {
+			s.w.e.cp.caughtUp()
+		}
+		s.behindSince = time.Time{}
+	}
 }

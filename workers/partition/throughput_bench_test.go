@@ -1,143 +1,252 @@
 package partition_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
 	"kmirror/repo"
+	"kmirror/service"
 	"kmirror/workers/workertest"
 )
 
-// Throughput of one instance mirroring a pre-filled source topic into a
+// BenchmarkThroughput copies a pre-filled 12-partition source topic into a
 // destination that discards what it receives (kfake.BlackholeProduce keeps
-// broker storage out of the measurement), against a plain franz-go
-// consume→produce loop on the same clusters. Run with -benchtime=1x:
+// broker storage out of the measurement; offsets still advance), three
+// ways on fresh clusters in the same run, and reports each one's rate and
+// kmirror's ratio to the plain franz-go loop:
 //
-//	go test ./workers -run '^$' -bench Throughput -benchtime=1x
-const (
-	benchPartitions = 4
-	benchRecords    = 120_000 // per partition
-	benchValueBytes = 1024
-)
-
+//   - loop: one read_committed consumer and one idempotent producer in a
+//     loop, with no checkpoints, acknowledgement checks or offset map;
+//     done when every record is acknowledged.
+//   - kcat: `kcat -C | kcat -P` (librdkafka), when kcat is installed;
+//     done when both exit.
+//   - kmirror: one running instance with the server's timings; the clock
+//     starts at topics:add. "copied" is when the destination's end offsets
+//     reach the source's (every record acknowledged), "lag0" when the
+//     saved checkpoints do (describe shows lag 0), and "steady" counts
+//     from all partitions MIRRORING to copied.
+//
+//	go test ./workers/partition -run '^$' -bench Throughput -benchtime=1x -count=3 -timeout 30m
+//
+// KMIRROR_BENCH_PROFILE=1 runs kmirror alone, for -cpuprofile and friends.
 func BenchmarkThroughput(b *testing.B) {
-	b.Run("kmirror", func(b *testing.B) { benchCopy(b, copyWithKmirror) })
-	b.Run("plain-franz-go", func(b *testing.B) { benchCopy(b, copyPlain) })
-}
-
-type copier func(b *testing.B, env *engineEnv, topic string, ends map[int32]int64)
-
-func benchCopy(b *testing.B, copy copier) {
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		env := newBenchEnv(b)
-		topic := fmt.Sprintf("bench-%d", i)
-		ends := fillSource(b, env, topic)
-		total := int64(benchPartitions * benchRecords * benchValueBytes)
-		b.SetBytes(total)
-		start := time.Now()
-		b.StartTimer()
-		copy(b, env, topic, ends)
-		b.StopTimer()
-		elapsed := time.Since(start)
-		b.ReportMetric(float64(total)/elapsed.Seconds()/1e6, "MB/s")
-		b.ReportMetric(float64(benchPartitions*benchRecords)/elapsed.Seconds(), "records/s")
+	for _, sz := range []throughputSize{{"1KiB", 300_000, 1024}, {"100B", 1_000_000, 100}} {
+		b.Run(sz.name, func(b *testing.B) {
+			for range b.N {
+				if os.Getenv("KMIRROR_BENCH_PROFILE") != "" {
+					km := measureCopy(b, sz, copyWithKmirror)
+					b.ReportMetric(km.mbps(sz), "kmirror-MB/s")
+					b.ReportMetric(km.startup.Seconds()*1000, "kmirror-startup-ms")
+					b.ReportMetric(km.cores, "kmirror-cores")
+					continue
+				}
+				loop := measureCopy(b, sz, copyPlain)
+				km := measureCopy(b, sz, copyWithKmirror)
+				b.ReportMetric(loop.mbps(sz), "loop-MB/s")
+				b.ReportMetric(km.mbps(sz), "kmirror-MB/s")
+				b.ReportMetric(km.mbps(sz)/loop.mbps(sz), "kmirror/loop")
+				b.ReportMetric(sz.mb()/km.lag0.Seconds(), "kmirror-lag0-MB/s")
+				b.ReportMetric(sz.mb()/km.steady.Seconds(), "kmirror-steady-MB/s")
+				b.ReportMetric(km.startup.Seconds()*1000, "kmirror-startup-ms")
+				b.ReportMetric(float64(sz.records)/km.copied.Seconds(), "kmirror-records/s")
+				b.ReportMetric(loop.cores, "loop-cores")
+				b.ReportMetric(km.cores, "kmirror-cores")
+				if _, err := exec.LookPath("kcat"); err == nil {
+					kc := measureCopy(b, sz, copyWithKcat)
+					b.ReportMetric(kc.mbps(sz), "kcat-MB/s")
+				}
+			}
+		})
 	}
 }
 
-func newBenchEnv(b *testing.B) *engineEnv {
-	b.Helper()
-	env := &engineEnv{workertest.NewEnvTB(b, devcluster.Config{DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
-	return env
+const throughputPartitions = 12
+
+type throughputSize struct {
+	name       string
+	records    int // in total, spread evenly over the partitions
+	valueBytes int
 }
 
-// fillSource writes the benchmark records and returns each partition's end.
-func fillSource(b *testing.B, env *engineEnv, topic string) map[int32]int64 {
+func (sz throughputSize) mb() float64 { return float64(sz.records*sz.valueBytes) / 1e6 }
+
+// copyTimes: copied is the end-to-end time; the rest only kmirror reports.
+type copyTimes struct {
+	copied, lag0, steady, startup time.Duration
+	// cores is the process's CPU over the copy (clusters included; kcat's
+	// own processes not).
+	cores float64
+}
+
+func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
+
+type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes
+
+// measureCopy runs one copier on its own database and clusters, and closes
+// them before returning: a copier must not run beside another's 300 MB of
+// kfake data and the garbage collection it costs.
+func measureCopy(b *testing.B, sz throughputSize, copy copier) copyTimes {
+	b.StopTimer()
+	defer b.StartTimer()
+	tb := &scopedTB{TB: b}
+	defer tb.close()
+	env := &engineEnv{workertest.NewEnvTB(tb, devcluster.Config{DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
+	const topic = "bench"
+	fillSource(b, env, topic, sz)
+	b.StartTimer()
+	cpu := processCPU()
+	t := copy(b, env, topic, sz)
+	t.cores = (processCPU() - cpu).Seconds() / t.copied.Seconds()
+	return t
+}
+
+// processCPU is the CPU time this process (copier, clusters and all) has
+// used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// fillSource writes sz.records uncompressed records with printable,
+// incompressible values (kcat splits on newlines) round-robin over the
+// partitions.
+func fillSource(b *testing.B, env *engineEnv, topic string, sz throughputSize) {
 	b.Helper()
-	if err := env.Clusters.Source.CreateTopic(topic, benchPartitions, nil); err != nil {
+	if err := env.Clusters.Source.CreateTopic(topic, throughputPartitions, nil); err != nil {
 		b.Fatal(err)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	value := make([]byte, benchValueBytes)
+	rng := rand.New(rand.NewPCG(1, 2))
+	pool := make([]byte, 1<<20+sz.valueBytes)
+	for i := range pool {
+		pool[i] = byte('a' + rng.IntN(26))
+	}
 	ctx := context.Background()
-	for p := int32(0); p < benchPartitions; p++ {
-		for i := 0; i < benchRecords; i++ {
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: p, Key: []byte(fmt.Sprint(i)), Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					b.Error(err)
-				}
-			})
-		}
+	for i := range sz.records {
+		off := (i * 7919) % (1 << 20)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % throughputPartitions),
+			Key: strconv.AppendInt(nil, int64(i), 10), Value: pool[off : off+sz.valueBytes]}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.Error(err)
+			}
+		})
 	}
 	if err := cl.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	ends := map[int32]int64{}
-	for p := int32(0); p < benchPartitions; p++ {
-		ends[p] = benchRecords
-	}
-	return ends
 }
 
-// copyWithKmirror mirrors the topic with one instance and waits until every
-// partition's checkpoint reaches the source end.
-func copyWithKmirror(b *testing.B, env *engineEnv, topic string, ends map[int32]int64) {
-	env.CreateMirror("bench", topic)
-	env.StartInstance("bench-1")
-	deadline := time.Now().Add(5 * time.Minute)
+// destinationCopied reports whether the destination's end offsets add up to
+// every record.
+func destinationCopied(b *testing.B, adm *kadm.Client, topic string, sz throughputSize) bool {
+	ends, err := adm.ListEndOffsets(context.Background(), topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum int64
+	ends.Each(func(o kadm.ListedOffset) { sum += max(o.Offset, 0) })
+	return sum >= int64(sz.records)
+}
+
+// copyWithKmirror starts an instance with a mirror of no topics, then times
+// topics:add to every record copied and to lag 0.
+func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
+	b.StopTimer()
+	ctx := context.Background()
+	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "bench",
+		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
+		b.Fatal(err)
+	}
+	env.StartInstanceOpts("bench-1", workertest.InstanceOpts{ProductionTimings: true})
+	// The operator adds topics to an instance that is already running: wait
+	// for its lease session, then past the lease loop's first pass.
+	workertest.WaitFor(b, 10*time.Second, "the instance's lease session", func() (bool, string) {
+		var n int
+		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE session_epoch > 0`).Scan(&n)
+		return err == nil && n == 1, fmt.Sprint(n, err)
+	})
+	time.Sleep(300 * time.Millisecond)
+	// kgo caches a missing topic for MetadataMinAge (5 s by default): the
+	// destination topic appears only once kmirror creates it.
+	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()), kgo.MetadataMinAge(10*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	adm := kadm.NewClient(dst)
+	perPartition := int64(sz.records / throughputPartitions)
+	b.StartTimer()
+
+	start := time.Now()
+	fmt.Fprintln(os.Stderr, "TRACE add", start.UTC().Format("15:04:05.000"))
+	if _, err := env.Svc.AddTopics(ctx, "bench", service.AddTopicsInput{Topic: topic}); err != nil {
+		b.Fatal(err)
+	}
+	var t copyTimes
 	var mirroringAt time.Time
-	for {
-		ps, err := repo.PartitionsList(context.Background(), env.Pool, repo.PartitionsListParams{Mirror: "bench"})
+	deadline := start.Add(5 * time.Minute)
+	for t.copied == 0 || t.lag0 == 0 {
+		if time.Now().After(deadline) {
+			b.Fatalf("mirroring did not finish in 5m: %+v", t)
+		}
+		if t.copied == 0 && destinationCopied(b, adm, topic, sz) {
+			t.copied = time.Since(start)
+		}
+		ps, err := repo.PartitionsList(ctx, env.Pool, repo.PartitionsListParams{Mirror: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}
-		done, mirroring := 0, 0
+		mirroring, caughtUp := 0, 0
 		for _, p := range ps {
-			if p.State == "MIRRORING" {
+			if p.State == service.StateMirroring {
 				mirroring++
 			}
-			// The checkpoint is saved about once a second; the produced
-			// end offset is what the destination acknowledged.
-			if p.SrcNext != nil && *p.SrcNext >= ends[p.Partition] {
-				done++
+			if p.SrcNext != nil && *p.SrcNext >= perPartition {
+				caughtUp++
 			}
 		}
-		if mirroringAt.IsZero() && mirroring == benchPartitions {
+		if mirroringAt.IsZero() && mirroring == throughputPartitions {
 			mirroringAt = time.Now()
+			t.startup = mirroringAt.Sub(start)
 		}
-		if done == benchPartitions {
-			// Copy rate once every partition is MIRRORING, without the
-			// start-up (leases, alignment, topic creation).
-			if !mirroringAt.IsZero() {
-				b.ReportMetric(float64(benchPartitions*benchRecords*benchValueBytes)/time.Since(mirroringAt).Seconds()/1e6, "steady-MB/s")
-			}
-			return
+		if t.lag0 == 0 && caughtUp == throughputPartitions {
+			t.lag0 = time.Since(start)
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("mirroring did not finish: %d/%d partitions", done, benchPartitions)
-		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
+	t.steady = max(t.copied-t.startup, time.Millisecond)
+	return t
 }
 
-// copyPlain is the baseline: one consumer, one idempotent producer, no
+// copyPlain is the reference: one consumer, one idempotent producer, no
 // checkpoints or checks.
-func copyPlain(b *testing.B, env *engineEnv, topic string, ends map[int32]int64) {
+func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
 	offsets := map[int32]kgo.Offset{}
-	for p := int32(0); p < benchPartitions; p++ {
+	for p := range int32(throughputPartitions) {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
+	start := time.Now()
 	src, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -146,18 +255,17 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, ends map[int32]int64)
 	}
 	defer src.Close()
 	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.AllowAutoTopicCreation())
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dst.Close()
-	if err := env.Clusters.Destination.CreateTopic(topic, benchPartitions, nil); err != nil {
+	if err := env.Clusters.Destination.CreateTopic(topic, throughputPartitions, nil); err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	copied := 0
-	for copied < benchPartitions*benchRecords {
+	for copied < sz.records {
 		fs := src.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
 			dst.Produce(ctx, &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value,
@@ -172,4 +280,64 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, ends map[int32]int64)
 	if err := dst.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
+	return copyTimes{copied: time.Since(start)}
+}
+
+// copyWithKcat pipes one kcat consumer into one kcat producer, the
+// independent client's reference. Values are printable without newlines,
+// so kcat's default delimiter keeps records whole.
+func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
+	b.StopTimer()
+	if err := env.Clusters.Destination.CreateTopic(topic, throughputPartitions, nil); err != nil {
+		b.Fatal(err)
+	}
+	consume := exec.Command("kcat", "-C", "-b", env.Clusters.SourceAddr(), "-t", topic, "-o", "beginning", "-e", "-q")
+	produce := exec.Command("kcat", "-P", "-b", env.Clusters.DestinationAddr(), "-t", topic)
+	pipe, err := consume.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	produce.Stdin = pipe
+	var stderr bytes.Buffer
+	consume.Stderr, produce.Stderr = &stderr, &stderr
+	b.StartTimer()
+	start := time.Now()
+	if err := produce.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if err := consume.Start(); err != nil {
+		b.Fatal(err)
+	}
+	if err := consume.Wait(); err != nil {
+		b.Fatalf("kcat -C: %v: %s", err, stderr.String())
+	}
+	if err := produce.Wait(); err != nil {
+		b.Fatalf("kcat -P: %v: %s", err, stderr.String())
+	}
+	t := copyTimes{copied: time.Since(start)}
+	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	if !destinationCopied(b, kadm.NewClient(dst), topic, sz) {
+		b.Fatalf("kcat copied fewer than %d records: %s", sz.records, stderr.String())
+	}
+	return t
+}
+
+// scopedTB runs the cleanups registered through it at close instead of at
+// the end of the benchmark.
+type scopedTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (s *scopedTB) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+
+func (s *scopedTB) close() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+	runtime.GC()
 }

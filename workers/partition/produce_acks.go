@@ -1,0 +1,84 @@
+package partition
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// pendingRun is what a session has sent and not yet seen acknowledged: n
+// records whose source offsets and destination offsets both follow on
+// from src and dst, or one source transaction marker (control), which is
+// never produced. A fetched batch is usually one run, so the bookkeeping
+// is per batch rather than per record.
+type pendingRun struct {
+	src, dst int64
+	n        int64
+	control  bool
+}
+
+// produceAcks counts one session's produce results without a lock or a
+// queue per record. kgo calls a partition's promises one at a time, in the
+// order the records were produced, so the k-th result belongs to the k-th
+// record produced, whose destination offset must be base+k.
+type produceAcks struct {
+	base int64 // destination offset of the session's first record
+	// done counts results; verified counts those before the first failure,
+	// each at the offset it was meant for.
+	done, verified atomic.Int64
+	// woken is set when notify holds a wake-up the worker has not taken,
+	// so a burst of results costs one channel send.
+	woken  atomic.Bool
+	notify chan struct{}
+
+	mu      sync.Mutex
+	failure *produceFailure // the first failure, nil while none
+}
+
+// produceFailure is the first result that was not a verified copy.
+type produceFailure struct {
+	index int64 // in produce order, from 0
+	err   error // the produce error, or nil for a foreign write
+	got   int64 // the offset it landed at, for a foreign write
+}
+
+func newProduceAcks(base int64) *produceAcks {
+	return &produceAcks{base: base, notify: make(chan struct{}, 1)}
+}
+
+// promise is the produce callback of every record of the session.
+func (a *produceAcks) promise(r *kgo.Record, err error) {
+	k := a.done.Load()
+	if a.verified.Load() == k { // no failure yet
+		if err == nil && r.Offset == a.base+k {
+			a.verified.Store(k + 1)
+		} else {
+			a.mu.Lock()
+			a.failure = &produceFailure{index: k, err: err, got: r.Offset}
+			a.mu.Unlock()
+		}
+	}
+	a.done.Store(k + 1)
+	if !a.woken.Swap(true) {
+		select {
+		case a.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take is the worker's side: how many results arrived and were verified,
+// and the first failure if there was one.
+func (a *produceAcks) take() (done, verified int64, failure *produceFailure) {
+	a.woken.Store(false)
+	// verified before done: done then counts at least every verified one.
+	verified = a.verified.Load()
+	done = a.done.Load()
+	if verified < done {
+		a.mu.Lock()
+		failure = a.failure
+		a.mu.Unlock()
+	}
+	return done, verified, failure
+}
