@@ -27,8 +27,8 @@ type mirrorSession struct {
 	// any after a failure).
 	taken   int64
 	run     *repo.OffsetRun
-	changed   []repo.OffsetRun
-	srcEnd    int64
+	changed []repo.OffsetRun
+	srcEnd  int64
 	// publishedEnd is the source end last handed to the checkpointer.
 	publishedEnd int64
 	failure      error

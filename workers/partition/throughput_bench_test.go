@@ -32,15 +32,17 @@ import (
 //   - loop: one read_committed consumer and one idempotent producer in a
 //     loop, with no checkpoints, acknowledgement checks or offset map;
 //     done when every record is acknowledged.
+//
 //   - kcat: `kcat -C | kcat -P` (librdkafka), when kcat is installed;
 //     done when both exit.
+//
 //   - kmirror: one running instance with the server's timings; the clock
 //     starts at topics:add. "copied" is when the destination's end offsets
 //     reach the source's (every record acknowledged), "lag0" when the
 //     saved checkpoints do (describe shows lag 0), and "steady" counts
 //     from all partitions MIRRORING to copied.
 //
-//	go test ./workers/partition -run '^$' -bench Throughput -benchtime=1x -count=3 -timeout 30m
+//     go test ./workers/partition -run '^$' -bench Throughput -benchtime=1x -count=3 -timeout 30m
 //
 // KMIRROR_BENCH_PROFILE=1 runs kmirror alone, for -cpuprofile and friends.
 func BenchmarkThroughput(b *testing.B) {
@@ -199,7 +201,6 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 	b.StartTimer()
 
 	start := time.Now()
-	fmt.Fprintln(os.Stderr, "TRACE add", start.UTC().Format("15:04:05.000"))
 	if _, err := env.Svc.AddTopics(ctx, "bench", service.AddTopicsInput{Topic: topic}); err != nil {
 		b.Fatal(err)
 	}
