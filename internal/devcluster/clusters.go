@@ -33,13 +33,25 @@ type Config struct {
 	// Up can bring a cluster back with its records after Down (fault
 	// tests).
 	DataDir string
+
+	// Process runs both clusters in a child process (this binary
+	// re-executed; its TestMain must call ServeIfChild), so that a
+	// benchmark's CPU and memory figures are kmirror's alone. The
+	// clusters are then reached only over the network: Source and
+	// Destination are nil, and Down, Up and StartDemo refuse. It takes
+	// none of the other fields.
+	Process bool
 }
 
 // Clusters is a running source and destination pair. Close stops both, and
 // any demo traffic first.
 type Clusters struct {
+	// Source and Destination are the in-process clusters; nil with
+	// Config.Process.
 	Source      *kfake.Cluster
 	Destination *kfake.Cluster
+	// proc is the clusters' child process with Config.Process.
+	proc *Process
 
 	logger *slog.Logger
 	cfg    Config
@@ -60,6 +72,9 @@ func Start(cfg Config) (*Clusters, error) {
 	if cfg.SourcePort < 0 || cfg.DestinationPort < 0 {
 		return nil, errors.New("devcluster: ports must be 0 (any free port) or positive")
 	}
+	if cfg.Process {
+		return startProcess(cfg)
+	}
 	src, err := newCluster("source", cfg.SourcePort, logger, cfg.opts("source", cfg.SourceOpts))
 	if err != nil {
 		return nil, err
@@ -69,12 +84,22 @@ func Start(cfg Config) (*Clusters, error) {
 		src.Close()
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Clusters{Source: src, Destination: dst, logger: logger, cfg: cfg, ctx: ctx, cancel: cancel,
-		ports: map[string]int{"source": portOf(src), "destination": portOf(dst)}}
+	c := newClusters(cfg, src, dst, map[string]int{"source": portOf(src), "destination": portOf(dst)}, nil)
 	logger.Info("dev kafka clusters started", "source", c.SourceAddr(), "destination", c.DestinationAddr())
 	return c, nil
 }
+
+func newClusters(cfg Config, src, dst *kfake.Cluster, ports map[string]int, proc *Process) *Clusters {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Clusters{Source: src, Destination: dst, proc: proc, logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		cfg: cfg, ctx: ctx, cancel: cancel, ports: ports}
+}
+
+// Process is the clusters' child process with Config.Process, else nil.
+func (c *Clusters) Process() *Process { return c.proc }
+
+// errProcess is what the in-process operations say with Config.Process.
+var errProcess = errors.New("devcluster: the clusters run in a child process (Config.Process)")
 
 // opts adds the role's data directory to its options.
 func (c Config) opts(role string, extra []kfake.Opt) []kfake.Opt {
@@ -93,6 +118,9 @@ func portOf(cl *kfake.Cluster) int {
 // Down stops the "source" or "destination" cluster, as an outage: its
 // clients see refused connections until Up.
 func (c *Clusters) Down(role string) error {
+	if c.proc != nil {
+		return errProcess
+	}
 	switch role {
 	case "source":
 		c.Source.Close()
@@ -107,6 +135,9 @@ func (c *Clusters) Down(role string) error {
 // Up restarts a cluster that Down stopped, on the same port and with the
 // same data; it needs Config.DataDir.
 func (c *Clusters) Up(role string) error {
+	if c.proc != nil {
+		return errProcess
+	}
 	if c.cfg.DataDir == "" {
 		return errors.New("devcluster: Up needs Config.DataDir")
 	}
@@ -159,6 +190,10 @@ func (c *Clusters) Close() {
 		c.cancel()
 		c.mu.Unlock()
 		c.wg.Wait()
+		if c.proc != nil {
+			c.proc.close()
+			return
+		}
 		c.Source.Close()
 		c.Destination.Close()
 	})

@@ -53,6 +53,9 @@ func (c *Clusters) StartDemo(ctx context.Context, d Demo) error {
 	if c.ctx.Err() != nil {
 		return errors.New("devcluster: closed")
 	}
+	if c.proc != nil {
+		return errProcess
+	}
 	for _, t := range topics {
 		if c.Source.TopicInfo(t) != nil {
 			continue

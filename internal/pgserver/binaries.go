@@ -16,6 +16,30 @@ type binaries struct {
 	pgCtl  string
 }
 
+// statStatementsInstalled says whether the server beside these tools has
+// the pg_stat_statements module (PostgreSQL's contrib), which Start then
+// preloads: benchmarks count statements with it. It looks in ../lib next to
+// the binaries (Debian's layout), and in pg_config's library directory when
+// pg_config belongs to these binaries (a module of another version would
+// stop the server from starting).
+func (b binaries) statStatementsInstalled() bool {
+	bindir := filepath.Dir(b.pgCtl)
+	dirs := []string{filepath.Join(filepath.Dir(bindir), "lib")}
+	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
+		out, err := exec.Command(pgConfig, "--bindir", "--pkglibdir").Output()
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err == nil && len(lines) == 2 &&
+			filepath.Clean(strings.TrimSpace(lines[0])) == filepath.Clean(bindir) {
+			dirs = append(dirs, strings.TrimSpace(lines[1]))
+		}
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "pg_stat_statements.so")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 var errNoPostgres = errors.New("no PostgreSQL server binaries (initdb, pg_ctl) found via pg_config, " +
 	"/usr/lib/postgresql/*/bin or PATH: install PostgreSQL (e.g. apt-get install postgresql) " +
 	"or set KMIRROR_DATABASE_URL to use an existing server")

@@ -199,6 +199,11 @@ func (s *Server) pgCtlStart(ctx context.Context) error {
 		// Parallel tests each hold a pool.
 		"max_connections=300",
 	}
+	if s.bins.statStatementsInstalled() {
+		// Statement counts for benchmarks (internal/testdb's ReadStats);
+		// a database sees them after CREATE EXTENSION pg_stat_statements.
+		opts = append(opts, "shared_preload_libraries=pg_stat_statements")
+	}
 	var o strings.Builder
 	for _, opt := range opts {
 		o.WriteString(" -c " + shellQuote(opt)) // pg_ctl hands -o to /bin/sh

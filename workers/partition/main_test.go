@@ -4,7 +4,11 @@ import (
 	"os"
 	"testing"
 
+	"kmirror/internal/devcluster"
 	"kmirror/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	devcluster.ServeIfChild() // the benchmarks' kfake clusters, when re-executed as their process
+	os.Exit(testdb.Main(m))
+}

@@ -43,10 +43,15 @@ const SyncTimeout = 2 * time.Second
 // Env is one data-plane test's world: its own database, a source and
 // destination kfake cluster, and the service over them.
 type Env struct {
-	T        *testing.T // nil in benchmarks
-	TB       testing.TB
-	Pool     *pgxpool.Pool
-	Svc      *service.Service
+	T    *testing.T // nil in benchmarks
+	TB   testing.TB
+	Pool *pgxpool.Pool
+	Svc  *service.Service
+	// Clusters are in this process unless the env was made with
+	// devcluster.Config{Process: true} (benchmarks that measure kmirror
+	// alone): then Clusters.Source and Destination are nil, topics are
+	// made with CreateSourceTopics, and the package's TestMain must call
+	// devcluster.ServeIfChild.
 	Clusters *devcluster.Clusters
 }
 

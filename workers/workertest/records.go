@@ -106,6 +106,27 @@ func WaitEndsEqual(t testing.TB, env *Env, topic string, partitions int32, timeo
 	AssertMirrored(t, env, topic, partitions)
 }
 
+// CreateSourceTopics creates topics of the given partition count on the
+// source over the Kafka protocol, so it works whether the clusters run in
+// this process or in a child (devcluster.Config.Process).
+func (env *Env) CreateSourceTopics(partitions int32, topics ...string) {
+	env.TB.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm, err := Plain(env.Clusters.SourceAddr()).NewAdmin()
+	if err != nil {
+		env.TB.Fatal(err)
+	}
+	defer adm.Close()
+	resps, err := adm.CreateTopics(ctx, partitions, 1, nil, topics...)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		env.TB.Fatalf("create source topics: %v", err)
+	}
+}
+
 // DestHasTopic reports whether the destination cluster has the topic.
 func (env *Env) DestHasTopic(topic string) bool {
 	return env.Clusters.Destination.TopicInfo(topic) != nil
