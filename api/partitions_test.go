@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
@@ -106,4 +107,46 @@ func TestTranslate(t *testing.T) {
 		wantProblem(t, e.do(t, "GET", c.path, nil), c.status, c.kind, c.details...)
 	}
 	e.unchanged(t, before)
+}
+
+// TestTopicSummaries: the topic list counts partitions by state and sums
+// their lag in SQL; the topic detail counts its describe rows. Both agree
+// with the rows: an unknown source end adds no lag, and a checkpoint past
+// it adds none either.
+func TestTopicSummaries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createMirror(t, "m1")
+	e.topicsAction(t, "m1", "add", "orders|payments")
+	for _, sql := range []string{
+		`UPDATE mirror_partitions SET state = 'MIRRORING', src_next = 5, dst_next = 5, source_end_offset = 8 WHERE topic = 'orders' AND partition = 0`,
+		`UPDATE mirror_partitions SET state = 'FAILED', source_end_offset = 4 WHERE topic = 'orders' AND partition = 1`,
+		`UPDATE mirror_partitions SET state = 'MIRRORING', src_next = 10, dst_next = 10, source_end_offset = 7 WHERE topic = 'payments'`,
+	} {
+		if _, err := e.pool.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]struct {
+		states map[string]int
+		lag    int64
+	}{
+		"orders":   {map[string]int{"MIRRORING": 1, "FAILED": 1, "UNKNOWN": 1}, 3 + 4},
+		"payments": {map[string]int{"MIRRORING": 1}, 0},
+	}
+	var list api.TopicList
+	ok(t, e.do(t, "GET", "/v1/mirrors/m1/topics", nil), http.StatusOK, &list)
+	if len(list.Topics) != len(want) {
+		t.Fatalf("topics %+v", list.Topics)
+	}
+	for _, tp := range list.Topics {
+		var detail api.TopicDetail
+		ok(t, e.do(t, "GET", "/v1/mirrors/m1/topics/"+tp.Topic, nil), http.StatusOK, &detail)
+		w := want[tp.Topic]
+		for what, got := range map[string]api.Topic{"list": tp, "detail": detail.Topic} {
+			if !maps.Equal(got.States, w.states) || got.Lag != w.lag {
+				t.Errorf("%s of %s: states %v lag %d, want %v lag %d", what, tp.Topic, got.States, got.Lag, w.states, w.lag)
+			}
+		}
+	}
 }

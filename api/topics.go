@@ -139,18 +139,14 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	rows, err := s.svc.ListPartitions(r.Context(), service.PartitionFilter{Mirror: mirror})
+	sums, err := s.svc.TopicSummaries(r.Context(), mirror)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	byTopic := map[string][]service.PartitionRow{}
-	for _, p := range rows {
-		byTopic[p.Topic] = append(byTopic[p.Topic], p)
-	}
 	out := TopicList{Topics: make([]Topic, len(topics))}
 	for i, t := range topics {
-		out.Topics[i] = topicView(t, byTopic[t.Topic])
+		out.Topics[i] = topicView(t, sums[t.Topic])
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -178,7 +174,7 @@ func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	out := TopicDetail{Topic: topicView(t, rows), PartitionRows: make([]PartitionRow, len(rows))}
+	out := TopicDetail{Topic: topicView(t, service.SummarizePartitions(rows)), PartitionRows: make([]PartitionRow, len(rows))}
 	for i, p := range rows {
 		out.PartitionRows[i] = partitionView(p)
 	}

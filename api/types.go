@@ -312,15 +312,12 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
 }
 
-func topicView(t service.Topic, rows []service.PartitionRow) Topic {
+func topicView(t service.Topic, sum service.PartitionSummary) Topic {
 	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: string(t.DesiredState),
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
-		States: map[string]int{}, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
-	for _, r := range rows {
-		v.States[r.State.String()]++
-		if r.Lag != nil {
-			v.Lag += *r.Lag
-		}
+		States: map[string]int{}, Lag: sum.Lag, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	for state, n := range sum.States {
+		v.States[state.String()] += n
 	}
 	return v
 }

@@ -52,6 +52,40 @@ func TopicsList(ctx context.Context, q DBTX, mirror string) ([]Topic, error) {
 	return out, interpret(rows.Err())
 }
 
+// TopicStateCount is how many partitions of a mirror topic are in one
+// state, and their summed lag.
+type TopicStateCount struct {
+	Topic      string
+	State      states.Partition // "" is UNKNOWN
+	Partitions int
+	// Lag sums source end offset − src_next over the partitions whose
+	// source end offset is known, as each describe row computes it.
+	Lag int64
+}
+
+// TopicsStateCounts counts a mirror's partitions per topic and state in one
+// grouped read, so a topic list does not load every partition row.
+func TopicsStateCounts(ctx context.Context, q DBTX, mirror string) ([]TopicStateCount, error) {
+	rows, err := q.Query(ctx, `SELECT topic, coalesce(state, ''), count(*),
+			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0))
+				FILTER (WHERE source_end_offset IS NOT NULL), 0)::bigint
+		FROM mirror_partitions WHERE mirror = $1
+		GROUP BY 1, 2 ORDER BY 1, 2`, mirror)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []TopicStateCount
+	for rows.Next() {
+		var c TopicStateCount
+		if err := rows.Scan(&c.Topic, &c.State, &c.Partitions, &c.Lag); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, c)
+	}
+	return out, interpret(rows.Err())
+}
+
 // TopicsGet returns one mirror topic, or ErrNotFound.
 func TopicsGet(ctx context.Context, q DBTX, mirror, topic string) (Topic, error) {
 	return scanTopic(q.QueryRow(ctx, topicSelect+` WHERE t.mirror = $1 AND t.topic = $2`, mirror, topic))
