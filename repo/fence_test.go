@@ -140,3 +140,57 @@ func TestPartitionWritesIgnoreAStaleEpoch(t *testing.T) {
 		t.Fatalf("state %s, source end %v after stale writes", state, fmt.Sprint(srcEnd))
 	}
 }
+
+// TestTopicWritesSkipUnchangedValues: each partition of a topic records its
+// source topic id and read-only state as it prepares; after the first,
+// those calls read the row instead of rewriting (and locking) it.
+func TestTopicWritesSkipUnchangedValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := fenceWorld(t)
+	version := func() string {
+		t.Helper()
+		var v string
+		if err := pool.QueryRow(ctx, `SELECT xmin::text FROM mirror_topics`).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	p0 := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 0, Owner: "a", Epoch: 2}
+	p1 := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 1, Owner: "b", Epoch: 5}
+	id, other := []byte("0123456789abcdef"), []byte("fedcba9876543210")
+
+	if stored, err := repo.TopicsRecordSourceID(ctx, pool, p0, id); err != nil || string(stored) != string(id) {
+		t.Fatalf("first record: %q, %v", stored, err)
+	}
+	v := version()
+	if stored, err := repo.TopicsRecordSourceID(ctx, pool, p1, other); err != nil || string(stored) != string(id) {
+		t.Fatalf("a later partition seeing another id: %q, %v; want the stored %q", stored, err, id)
+	}
+	if err := repo.TopicsSetReadOnlyEnforced(ctx, pool, p0, true); err != nil {
+		t.Fatal(err)
+	}
+	if version() == v {
+		t.Fatal("read_only_enforced NULL → true was not written")
+	}
+	v = version()
+	if err := repo.TopicsSetReadOnlyEnforced(ctx, pool, p1, true); err != nil {
+		t.Fatal(err)
+	}
+	if version() != v {
+		t.Error("an unchanged read_only_enforced rewrote the topic's row")
+	}
+	if err := repo.TopicsSetReadOnlyEnforced(ctx, pool, p1, false); err != nil {
+		t.Fatal(err)
+	}
+	if version() == v {
+		t.Error("read_only_enforced true → false was not written")
+	}
+	stale := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 1, Owner: "b", Epoch: 4}
+	if err := repo.TopicsSetReadOnlyEnforced(ctx, pool, stale, false); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("stale fence, unchanged value: %v, want ErrNotFound", err)
+	}
+	if _, err := repo.TopicsRecordSourceID(ctx, pool, stale, id); !errors.Is(err, repo.ErrNotFound) {
+		t.Errorf("stale fence, recorded id: %v, want ErrNotFound", err)
+	}
+}

@@ -46,9 +46,17 @@ func OutboxList(ctx context.Context, q DBTX, p OutboxListParams) ([]OutboxRow, e
 	if p.Limit <= 0 {
 		p.Limit = 1000
 	}
-	rows, err := q.Query(ctx, `SELECT id, mirror, key, value, created_at, published_at FROM outbox
-		WHERE ($1 = '' OR mirror = $1) AND (NOT $2 OR published_at IS NULL)
-		ORDER BY id LIMIT $3`, p.Mirror, p.UnpublishedOnly, p.Limit)
+	// The unpublished rows' condition is written out, not a parameter:
+	// only then can a prepared statement's generic plan use the partial
+	// index on them. With a parameter, each relay poll walked every row
+	// ever published.
+	sql := `SELECT id, mirror, key, value, created_at, published_at FROM outbox
+		WHERE ($1 = '' OR mirror = $1) ORDER BY id LIMIT $2`
+	if p.UnpublishedOnly {
+		sql = `SELECT id, mirror, key, value, created_at, published_at FROM outbox
+		WHERE ($1 = '' OR mirror = $1) AND published_at IS NULL ORDER BY id LIMIT $2`
+	}
+	rows, err := q.Query(ctx, sql, p.Mirror, p.Limit)
 	if err != nil {
 		return nil, interpret(err)
 	}

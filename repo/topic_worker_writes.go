@@ -52,12 +52,38 @@ func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
 	return out, interpret(rows.Err())
 }
 
+// TopicWorkerState is what partition workers record on their topic's row.
+type TopicWorkerState struct {
+	SourceTopicID    []byte // nil until recorded
+	ReadOnlyEnforced *bool  // nil until recorded
+}
+
+// TopicsWorkerState reads what the workers recorded on a topic's row,
+// unfenced: the partitions of a topic share the read as they prepare, and
+// write through TopicsRecordSourceID and TopicsSetReadOnlyEnforced
+// (fenced) only what must change. ErrNotFound: no such topic.
+func TopicsWorkerState(ctx context.Context, q DBTX, mirror, topic string) (TopicWorkerState, error) {
+	var s TopicWorkerState
+	err := q.QueryRow(ctx, `SELECT source_topic_id, read_only_enforced FROM mirror_topics
+		WHERE mirror = $1 AND topic = $2`, mirror, topic).Scan(&s.SourceTopicID, &s.ReadOnlyEnforced)
+	return s, interpret(err)
+}
+
 // TopicsRecordSourceID stores the source topic id of the fence's topic the
 // first time, and returns the stored one either way. ErrNotFound means the
 // fence no longer holds (or the topic is gone): nothing was written.
+//
+// Every partition of a topic calls it as it prepares, and only the first
+// call of a topic writes: the others read the stored id without locking
+// or rewriting the topic's row.
 func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) ([]byte, error) {
 	var stored []byte
-	err := q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $6)
+	err := q.QueryRow(ctx, `SELECT source_topic_id FROM mirror_topics
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&stored)
+	if err != nil || stored != nil {
+		return stored, interpret(err)
+	}
+	err = q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $6)
 		WHERE mirror = $1 AND topic = $2 AND `+fenced+` RETURNING source_topic_id`, f.args(id)...).Scan(&stored)
 	return stored, interpret(err)
 }
@@ -65,7 +91,16 @@ func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) 
 // TopicsSetReadOnlyEnforced records whether the destination enforces the
 // fence's topic's read-only ACL. ErrNotFound means the fence no longer
 // holds: nothing was written.
+//
+// As with TopicsRecordSourceID, a topic's row is written only when the
+// value changes, not by each of its partitions.
 func TopicsSetReadOnlyEnforced(ctx context.Context, q DBTX, f LeaseFence, enforced bool) error {
+	var stored *bool // NULL until first recorded
+	err := q.QueryRow(ctx, `SELECT read_only_enforced FROM mirror_topics
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&stored)
+	if err != nil || (stored != nil && *stored == enforced) {
+		return interpret(err)
+	}
 	tag, err := q.Exec(ctx, `UPDATE mirror_topics SET read_only_enforced = $6
 		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args(enforced)...)
 	if err != nil {
