@@ -31,7 +31,9 @@ import (
 // first-page, middle-page (the cursor after row 5,000) and topic-filter
 // (t4.*: 11 topics, 1,100 rows) are 1,000-row pages; state-filter (FAILED:
 // 100 rows) reads the whole mirror's index to find them; max-page is one
-// page of 5,000; walk-all is every page of the mirror, in ms per walk.
+// page of 5,000; walk-all is every page of the mirror, in ms per walk;
+// topic-list is GET /v1/mirrors/big/topics, whose 100 topics carry their
+// partitions' state counts and lag.
 func BenchmarkDescribePage(b *testing.B) {
 	pool := testdb.Pool(b)
 	ctx := b.Context()
@@ -96,6 +98,24 @@ func BenchmarkDescribePage(b *testing.B) {
 			b.ReportMetric(float64(bc.rows), "rows/page")
 		})
 	}
+	// The topic list summarizes every partition of the mirror.
+	b.Run("topic-list", func(b *testing.B) {
+		var took []time.Duration
+		for b.Loop() {
+			start := time.Now()
+			resp, err := http.Get(srv.URL + "/v1/mirrors/big/topics")
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				b.Fatalf("GET /v1/mirrors/big/topics: %d %v", resp.StatusCode, err)
+			}
+			took = append(took, time.Since(start))
+		}
+		reportLatency(b, took)
+	})
 	b.Run("walk-all", func(b *testing.B) {
 		var took []time.Duration
 		for b.Loop() {

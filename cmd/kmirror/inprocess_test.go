@@ -37,6 +37,21 @@ func startInProcess(tb testing.TB, log *slog.Logger) (string, *devcluster.Cluste
 // stops the server (as SIGTERM does) and says how long that took.
 func startInProcessStoppable(tb testing.TB, log *slog.Logger) (string, *devcluster.Clusters, func() time.Duration) {
 	tb.Helper()
+	s := startInProcessServer(tb, log)
+	return s.base, s.clusters, s.stop
+}
+
+// inProcessServer is a running in-process server.
+type inProcessServer struct {
+	base     string // the API's base URL
+	clusters *devcluster.Clusters
+	dbURL    string // the server's database
+	// stop stops the server (as SIGTERM does) and says how long that took.
+	stop func() time.Duration
+}
+
+func startInProcessServer(tb testing.TB, log *slog.Logger) inProcessServer {
+	tb.Helper()
 	dbURL := testdb.New(tb)
 	clusters, err := devcluster.Start(devcluster.Config{
 		SourceOpts:      []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")},
@@ -83,13 +98,13 @@ func startInProcessStoppable(tb testing.TB, log *slog.Logger) (string, *devclust
 	tb.Cleanup(func() { stop() })
 	select {
 	case addr := <-ready:
-		return "http://" + addr, clusters, stop
+		return inProcessServer{base: "http://" + addr, clusters: clusters, dbURL: dbURL, stop: stop}
 	case err := <-serverErr:
 		tb.Fatalf("server exited early: %v", err)
 	case <-time.After(60 * time.Second):
 		tb.Fatal("server did not become ready within 60s")
 	}
-	return "", nil, nil
+	return inProcessServer{}
 }
 
 // apiClient calls the API, failing the test or benchmark on any error.

@@ -1,0 +1,555 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	// loadReaders walk every page of GET /v1/partitions, loadActors pause
+	// and resume a topic of their own: 50 clients, none waiting between
+	// requests.
+	loadReaders = 40
+	loadActors  = 10
+	// loadWindow is how long the clients run at least in each loaded round.
+	loadWindow = 10 * time.Second
+	// bulkPartitions are describe rows of a mirror whose topics are
+	// stopped: rows to page through that no worker leases.
+	bulkPartitions = 10_000
+	// backlogRecords are produced to the bench topic (3 partitions) while
+	// it is paused before each throughput measurement.
+	backlogRecords = 1_500_000
+	backlogValue   = 100 // bytes
+)
+
+// BenchmarkControlPlaneUnderLoad: a full in-process server (API, engine,
+// syncer, lease manager; Postgres from testdb; kfake clusters) mirrors
+// topic bench (3 partitions) and ten topics ctl-00..ctl-09 (2 partitions
+// each) of mirror m; mirror bulk adds 10,000 describe rows of stopped
+// topics. Then, twice for 10 s or more, 50 clients run: 40 walk every
+// page of GET /v1/partitions (default page size, 11 pages), and 10 each
+// alternate POST topics:pause and topics:resume on a ctl topic of their own.
+//
+// It reports requests/s and the p50/p99 latency per operation (page,
+// pause, resume), fails on any non-2xx answer (409s counted on their own)
+// and on any walk that does not return every row once, and at the end
+// checks that the state is consistent: each ctl topic's desired state is
+// its client's last action, every partition settles in the matching state,
+// none failed, and no row is missing, extra or orphaned.
+//
+// Mirroring throughput: before each of five drains, bench is paused and
+// 1,500,000 records (100-byte values) are produced to its source and it is
+// resumed; the destination's end offsets, polled every 5 ms, time the copy
+// from its first record to its last. Drains 1, 3 and 5 run without
+// clients; in 2 and 4 the 50 clients start a second before the resume and
+// run until the copy is done and 10 s have passed. The drop compares the
+// loaded drains' mean with the idle ones'.
+//
+// closed-loop sends each client's next request as soon as the last is
+// answered: the most the instance serves. paced-1s sends one request a
+// second per client, 50 requests/s in all (a console refresh of a
+// 10,000-partition mirror is 11 pages), to see the cost at a steady load.
+// Run with -benchtime=1x (one iteration whatever b.N):
+//
+//	go test ./cmd/kmirror -run '^$' -bench ControlPlaneUnderLoad -benchtime=1x
+func BenchmarkControlPlaneUnderLoad(b *testing.B) {
+	b.Run("closed-loop", func(b *testing.B) { benchControlPlane(b, 0) })
+	b.Run("paced-1s", func(b *testing.B) { benchControlPlane(b, time.Second) })
+}
+
+func benchControlPlane(b *testing.B, interval time.Duration) {
+	srv := startInProcessServer(b, slog.New(slog.DiscardHandler))
+	ctx := b.Context()
+	var actorTopics []string
+	for i := range loadActors {
+		topic := fmt.Sprintf("ctl-%02d", i)
+		if err := srv.clusters.Source.CreateTopic(topic, 2, nil); err != nil {
+			b.Fatal(err)
+		}
+		actorTopics = append(actorTopics, topic)
+	}
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * (loadReaders + loadActors)}}
+	c := apiClient{tb: b, base: srv.base, http: hc}
+	c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, srv.clusters.SourceAddr()))
+	c.post("/v1/mirrors/m/topics:add", `{"topic":"bench|ctl-.*"}`)
+	mirrorParts := 3 + 2*loadActors
+	want := map[string]string{"bench": "MIRRORING"}
+	for _, t := range actorTopics {
+		want[t] = "MIRRORING"
+	}
+	waitStates(b, hc, srv.base, want, mirrorParts, 60*time.Second)
+
+	pool, err := pgxpool.New(ctx, srv.dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	for _, sql := range []string{
+		// Unreachable and synced once a day: its metadata lease costs nothing.
+		`INSERT INTO mirrors (name, bootstrap_servers, config)
+			VALUES ('bulk', '127.0.0.1:1', '{"mirror.metadata.refresh.interval.ms": "86400000"}')`,
+		`INSERT INTO mirror_topics (mirror, topic, desired_state)
+			SELECT 'bulk', format('bulk-%s', lpad(g::text, 3, '0')), 'stopped' FROM generate_series(1, 100) g`,
+		fmt.Sprintf(`INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, source_end_offset, destination_end_offset)
+			SELECT 'bulk', format('bulk-%%s', lpad(g::text, 3, '0')), p, 'STOPPED', 500, 500, 500, 500
+			FROM generate_series(1, 100) g, generate_series(0, %d) p`, bulkPartitions/100-1),
+		`ANALYZE mirror_partitions`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			b.Fatal(err)
+		}
+	}
+	totalRows := mirrorParts + bulkPartitions
+
+	fill := newBacklogFiller(b, srv.clusters.SourceAddr(), srv.clusters.DestinationAddr())
+	load := &controlPlaneLoad{tb: b, c: c, actorTopics: actorTopics, totalRows: totalRows, interval: interval,
+		latency: map[string][]time.Duration{}, lastDesired: map[string]string{}}
+	// drain pauses bench, fills its backlog, resumes it and returns the
+	// copy's records/s; loaded, the clients run from a second before the
+	// resume until the copy is done and loadWindow has passed.
+	drain := func(loaded bool) float64 {
+		c.post("/v1/mirrors/m/topics:pause", `{"topic":"bench"}`)
+		c.waitAll("PAUSED", 60*time.Second)
+		srcEnd := fill.produce()
+		var stop func()
+		var window <-chan time.Time
+		if loaded {
+			window = time.After(loadWindow)
+			stop = load.start()
+			time.Sleep(time.Second) // every client is running
+		}
+		c.post("/v1/mirrors/m/topics:resume", `{"topic":"bench"}`)
+		rate := fill.awaitCopied(srcEnd, 3*time.Minute)
+		if loaded {
+			<-window
+			stop()
+		}
+		return rate
+	}
+
+	b.Logf("load average at the start: %s", loadAverage())
+	b.ResetTimer()
+	var idle, loaded []float64
+	for i := range 5 {
+		if i%2 == 1 {
+			loaded = append(loaded, drain(true))
+		} else {
+			idle = append(idle, drain(false))
+		}
+	}
+	b.StopTimer()
+	b.Logf("load average at the end: %s", loadAverage())
+	res := load
+
+	checkSettled(b, hc, srv.base, pool, res.lastDesired, mirrorParts)
+
+	b.ReportMetric(0, "ns/op")
+	b.Logf("control plane: %d readers and %d actors, twice for %s; %d rows per walk", loadReaders, loadActors, loadWindow, totalRows)
+	b.Logf("%-7s %8s %8s %8s %8s %8s", "op", "count", "req/s", "p50-ms", "p99-ms", "max-ms")
+	total := 0
+	for _, op := range []string{"page", "pause", "resume"} {
+		d := res.latency[op]
+		slices.Sort(d)
+		total += len(d)
+		rate := float64(len(d)) / res.elapsed.Seconds()
+		p50, p99, mx := percentile(d, 0.50), percentile(d, 0.99), d[len(d)-1]
+		b.ReportMetric(rate, op+"-req/s")
+		b.ReportMetric(ms(p50), op+"-p50-ms")
+		b.ReportMetric(ms(p99), op+"-p99-ms")
+		b.Logf("%-7s %8d %8.1f %8.1f %8.1f %8.1f", op, len(d), rate, ms(p50), ms(p99), ms(mx))
+	}
+	b.ReportMetric(float64(total)/res.elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(res.conflicts), "409s")
+	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; other non-2xx: %d", float64(total)/res.elapsed.Seconds(),
+		res.walks, res.conflicts, len(res.failures))
+	mean := func(v []float64) float64 {
+		sum := 0.0
+		for _, x := range v {
+			sum += x
+		}
+		return sum / float64(len(v))
+	}
+	drop := 1 - mean(loaded)/mean(idle)
+	b.ReportMetric(mean(idle), "idle-records/s")
+	b.ReportMetric(mean(loaded), "loaded-records/s")
+	b.ReportMetric(100*drop, "drop-%")
+	b.Logf("mirroring %d records per drain, records/s: idle %.0f, loaded %.0f, idle %.0f, loaded %.0f, idle %.0f: drop %.1f%%",
+		backlogRecords, idle[0], loaded[0], idle[1], loaded[1], idle[2], 100*drop)
+	if res.conflicts > 0 || len(res.failures) > 0 {
+		b.Errorf("%d 409 answers and %d other failures under load, want none; first: %v", res.conflicts, len(res.failures),
+			res.failures[:min(len(res.failures), 5)])
+	}
+}
+
+// controlPlaneLoad runs the clients and keeps what they saw, across rounds.
+type controlPlaneLoad struct {
+	tb          testing.TB
+	c           apiClient
+	actorTopics []string
+	totalRows   int
+	// interval, when set, paces each client: one request per interval at
+	// most. Zero is a closed loop: the next request as soon as the last
+	// answer arrives.
+	interval time.Duration
+
+	mu        sync.Mutex
+	elapsed   time.Duration
+	latency   map[string][]time.Duration // per operation: page, pause, resume
+	walks     int
+	conflicts int
+	failures  []string
+	// lastDesired is each actor topic's desired state after its last
+	// successful action; the next action asks for the other one.
+	lastDesired map[string]string
+}
+
+// record keeps one answer and says whether it was a success. A paced
+// client then waits for the rest of its interval.
+func (l *controlPlaneLoad) record(op string, took time.Duration, status int, body []byte) bool {
+	if l.interval > 0 {
+		defer time.Sleep(max(l.interval-took, 0))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case status/100 == 2:
+		l.latency[op] = append(l.latency[op], took)
+		return true
+	case status == http.StatusConflict:
+		l.conflicts++
+	default:
+		l.failures = append(l.failures, fmt.Sprintf("%s: %d %.200s", op, status, body))
+	}
+	return false
+}
+
+func (l *controlPlaneLoad) fail(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures = append(l.failures, fmt.Sprintf(format, args...))
+}
+
+// start starts the 50 clients; the returned stop stops them and waits for
+// their last requests.
+func (l *controlPlaneLoad) start() (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	running := func() bool {
+		select {
+		case <-done:
+			return false
+		default:
+			return true
+		}
+	}
+	var wg sync.WaitGroup
+	for range loadReaders {
+		wg.Go(func() {
+			for running() {
+				l.walk()
+			}
+		})
+	}
+	for _, topic := range l.actorTopics {
+		wg.Go(func() {
+			body := fmt.Sprintf(`{"topic":%q}`, topic)
+			for running() {
+				l.mu.Lock()
+				op, desired := "pause", "paused"
+				if l.lastDesired[topic] == "paused" {
+					op, desired = "resume", "mirroring"
+				}
+				l.mu.Unlock()
+				t0 := time.Now()
+				status, out := l.c.do(http.MethodPost, "/v1/mirrors/m/topics:"+op, body)
+				if l.record(op, time.Since(t0), status, out) {
+					l.mu.Lock()
+					l.lastDesired[topic] = desired
+					l.mu.Unlock()
+				}
+			}
+		})
+	}
+	return func() {
+		close(done)
+		wg.Wait()
+		l.mu.Lock()
+		l.elapsed += time.Since(start)
+		l.mu.Unlock()
+	}
+}
+
+// walk reads every page of GET /v1/partitions and checks that together
+// they hold every row.
+func (l *controlPlaneLoad) walk() {
+	rows, cursor := 0, ""
+	for {
+		path := "/v1/partitions"
+		if cursor != "" {
+			path += "?cursor=" + url.QueryEscape(cursor)
+		}
+		t0 := time.Now()
+		status, body := l.c.do(http.MethodGet, path, "")
+		if !l.record("page", time.Since(t0), status, body) {
+			return
+		}
+		n, next, err := skimPage(body)
+		if err != nil {
+			l.fail("page: %v", err)
+			return
+		}
+		rows += n
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	if rows != l.totalRows {
+		l.fail("a walk of every page returned %d rows, want %d", rows, l.totalRows)
+		return
+	}
+	l.mu.Lock()
+	l.walks++
+	l.mu.Unlock()
+}
+
+// skimPage counts a page's rows and finds its next_cursor without decoding
+// it: the clients share the server's process and CPUs, so what they spend
+// on JSON is taken from the instance being measured.
+func skimPage(body []byte) (rows int, next string, err error) {
+	if !bytes.Contains(body, []byte(`"partitions":`)) {
+		return 0, "", fmt.Errorf("not a page: %.200s", body)
+	}
+	// Each row has one "mirror" key; names cannot hold a quote.
+	rows = bytes.Count(body, []byte(`"mirror":`))
+	if i := bytes.LastIndex(body, []byte(`"next_cursor":`)); i >= 0 {
+		if err := json.NewDecoder(bytes.NewReader(body[i+len(`"next_cursor":`):])).Decode(&next); err != nil {
+			return 0, "", fmt.Errorf("next_cursor: %w", err)
+		}
+	}
+	return rows, next, nil
+}
+
+// loadAverage is /proc/loadavg's first three fields: how busy the shared
+// machine was.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(raw))[:3], " ")
+}
+
+// checkSettled checks, once the clients have stopped, that each actor
+// topic's desired state is the one its last action asked for, that every
+// partition of mirror m reaches the matching state, and that the tables
+// hold exactly the rows they should.
+func checkSettled(b *testing.B, hc *http.Client, base string, pool *pgxpool.Pool, lastDesired map[string]string, mirrorParts int) {
+	b.Helper()
+	var topics struct {
+		Topics []struct {
+			Topic        string `json:"topic"`
+			DesiredState string `json:"desired_state"`
+		} `json:"topics"`
+	}
+	c := apiClient{tb: b, base: base, http: hc}
+	status, body := c.do(http.MethodGet, "/v1/mirrors/m/topics", "")
+	if status != http.StatusOK || json.Unmarshal(body, &topics) != nil {
+		b.Fatalf("GET /v1/mirrors/m/topics: %d %.300s", status, body)
+	}
+	want := map[string]string{"bench": "MIRRORING"}
+	for _, t := range topics.Topics {
+		if d, ok := lastDesired[t.Topic]; ok && t.DesiredState != d {
+			b.Errorf("topic %s: desired state %s, but the last successful action asked for %s", t.Topic, t.DesiredState, d)
+		}
+		if t.Topic != "bench" {
+			want[t.Topic] = map[string]string{"paused": "PAUSED", "mirroring": "MIRRORING"}[t.DesiredState]
+		}
+	}
+	waitStates(b, hc, base, want, mirrorParts, 60*time.Second)
+
+	for _, q := range []struct{ what, sql string }{
+		{"partitions without their topic", `SELECT count(*) FROM mirror_partitions p
+			WHERE NOT EXISTS (SELECT FROM mirror_topics t WHERE t.mirror = p.mirror AND t.topic = p.topic)`},
+		{"topics without their mirror", `SELECT count(*) FROM mirror_topics t WHERE NOT EXISTS (SELECT FROM mirrors m WHERE m.name = t.mirror)`},
+		{"offset-map runs without their partition", `SELECT count(*) FROM offset_map_runs r WHERE NOT EXISTS (
+			SELECT FROM mirror_partitions p WHERE (p.mirror, p.topic, p.partition) = (r.mirror, r.topic, r.partition))`},
+		{"partitions of m that failed, carry an error or are not leased by the instance", `SELECT count(*) FROM mirror_partitions
+			WHERE mirror = 'm' AND (state = 'FAILED' OR coalesce(error, '') <> '' OR lease_owner IS DISTINCT FROM 'bench')`},
+		{"partitions of m beyond the source's (3 of bench, 2 of each ctl topic)", `SELECT count(*) FROM mirror_partitions
+			WHERE mirror = 'm' AND NOT ((topic = 'bench' AND partition < 3) OR (topic LIKE 'ctl-%' AND partition < 2))`},
+	} {
+		var n int
+		if err := pool.QueryRow(b.Context(), q.sql).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n != 0 {
+			b.Errorf("%d %s", n, q.what)
+		}
+	}
+	var n int
+	if err := pool.QueryRow(b.Context(), `SELECT count(*) FROM mirror_partitions WHERE mirror = 'm'`).Scan(&n); err != nil || n != mirrorParts {
+		b.Errorf("mirror m has %d partition rows (err %v), want %d", n, err, mirrorParts)
+	}
+}
+
+// waitStates polls every page of GET /v1/partitions?mirror=m until there
+// are n rows and each topic's partitions are all in want[topic].
+func waitStates(b *testing.B, hc *http.Client, base string, want map[string]string, n int, timeout time.Duration) {
+	b.Helper()
+	c := apiClient{tb: b, base: base, http: hc}
+	deadline := time.Now().Add(timeout)
+	for {
+		var wrong []string
+		rows, cursor := 0, ""
+		for {
+			status, body := c.do(http.MethodGet, "/v1/partitions?mirror=m&cursor="+url.QueryEscape(cursor), "")
+			var page struct {
+				Partitions []struct {
+					Topic     string `json:"topic"`
+					Partition int    `json:"partition"`
+					State     string `json:"state"`
+				} `json:"partitions"`
+				NextCursor string `json:"next_cursor"`
+			}
+			if status != http.StatusOK || json.Unmarshal(body, &page) != nil {
+				b.Fatalf("GET /v1/partitions: %d %.300s", status, body)
+			}
+			for _, p := range page.Partitions {
+				rows++
+				if p.State != want[p.Topic] {
+					wrong = append(wrong, fmt.Sprintf("%s/%d %s (want %s)", p.Topic, p.Partition, p.State, want[p.Topic]))
+				}
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if rows == n && len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("after %s: %d rows of mirror m (want %d); not settled: %s", timeout, rows, n, strings.Join(wrong, ", "))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// backlogFiller produces backlogs to the source's bench topic and waits
+// for the destination to hold them.
+type backlogFiller struct {
+	tb       testing.TB
+	producer *kgo.Client
+	src, dst *kadm.Client
+	value    []byte
+}
+
+func newBacklogFiller(tb testing.TB, source, destination string) *backlogFiller {
+	tb.Helper()
+	f := &backlogFiller{tb: tb, value: make([]byte, backlogValue)}
+	var err error
+	if f.producer, err = kgo.NewClient(kgo.SeedBrokers(source), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000)); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(f.producer.Close)
+	for _, a := range []struct {
+		addr string
+		to   **kadm.Client
+	}{{source, &f.src}, {destination, &f.dst}} {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(a.addr))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(cl.Close)
+		*a.to = kadm.NewClient(cl)
+	}
+	return f
+}
+
+// produce writes backlogRecords round-robin over bench's 3 partitions and
+// returns the source's end offsets.
+func (f *backlogFiller) produce() map[int32]int64 {
+	f.tb.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var firstErr error
+	for i := range backlogRecords {
+		f.producer.Produce(ctx, &kgo.Record{Topic: "bench", Partition: int32(i % 3), Value: f.value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	if err := f.producer.Flush(ctx); err != nil {
+		f.tb.Fatal(err)
+	}
+	if firstErr != nil {
+		f.tb.Fatalf("produce the backlog: %v", firstErr)
+	}
+	return f.ends(f.src)
+}
+
+func (f *backlogFiller) ends(adm *kadm.Client) map[int32]int64 {
+	f.tb.Helper()
+	offs, err := adm.ListEndOffsets(context.Background(), "bench")
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	out := map[int32]int64{}
+	offs.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// awaitCopied polls the destination until each partition of bench reaches
+// the source's end offset, and returns the records/s copied from the first
+// poll that saw progress to the last: the copy's rate, without the
+// resume's round trip and the partitions' alignment before it.
+func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, timeout time.Duration) float64 {
+	f.tb.Helper()
+	deadline := time.Now().Add(timeout)
+	copied := func(dst map[int32]int64) (n int64) {
+		for p, end := range srcEnd {
+			n += backlogRecords/int64(len(srcEnd)) - max(end-dst[p], 0)
+		}
+		return n
+	}
+	var firstAt time.Time
+	var first int64
+	for {
+		dst := f.ends(f.dst)
+		n := copied(dst)
+		now := time.Now()
+		if firstAt.IsZero() && n > 0 {
+			firstAt, first = now, n
+		}
+		if n == backlogRecords {
+			if now.Sub(firstAt) < 100*time.Millisecond {
+				f.tb.Fatalf("the backlog was copied within one poll: too small to time")
+			}
+			return float64(n-first) / now.Sub(firstAt).Seconds()
+		}
+		if now.After(deadline) {
+			f.tb.Fatalf("the destination holds %v after %s, the source %v", dst, timeout, srcEnd)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
