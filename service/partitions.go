@@ -53,7 +53,7 @@ type PartitionFilter struct {
 const (
 	// DefaultPartitionPageLimit is a page's size when none is asked for.
 	DefaultPartitionPageLimit = 1000
-	// MaxPartitionPageLimit bounds a page: 5,000 rows are about 2.5 MB of
+	// MaxPartitionPageLimit bounds a page: 5,000 rows are about 1.6 MB of
 	// JSON.
 	MaxPartitionPageLimit = 5000
 )

@@ -27,7 +27,10 @@ const (
 	loadReaders = 40
 	loadActors  = 10
 	// loadWindow is how long the clients run at least in each loaded round.
-	loadWindow = 10 * time.Second
+	loadWindow = 5 * time.Second
+	// drainPairs is how many loaded drains are timed, each between two
+	// idle ones.
+	drainPairs = 4
 	// bulkPartitions are describe rows of a mirror whose topics are
 	// stopped: rows to page through that no worker leases.
 	bulkPartitions = 10_000
@@ -41,7 +44,7 @@ const (
 // syncer, lease manager; Postgres from testdb; kfake clusters) mirrors
 // topic bench (3 partitions) and ten topics ctl-00..ctl-09 (2 partitions
 // each) of mirror m; mirror bulk adds 10,000 describe rows of stopped
-// topics. Then, twice for 10 s or more, 50 clients run: 40 walk every
+// topics. Then, four times for 5 s or more, 50 clients run: 40 walk every
 // page of GET /v1/partitions (default page size, 11 pages), and 10 each
 // alternate POST topics:pause and topics:resume on a ctl topic of their own.
 //
@@ -52,13 +55,13 @@ const (
 // its client's last action, every partition settles in the matching state,
 // none failed, and no row is missing, extra or orphaned.
 //
-// Mirroring throughput: before each of five drains, bench is paused and
+// Mirroring throughput: before each drain, bench is paused,
 // 1,500,000 records (100-byte values) are produced to its source and it is
 // resumed; the destination's end offsets, polled every 5 ms, time the copy
-// from its first record to its last. Drains 1, 3 and 5 run without
-// clients; in 2 and 4 the 50 clients start a second before the resume and
-// run until the copy is done and 10 s have passed. The drop compares the
-// loaded drains' mean with the idle ones'.
+// from its first record to its last. Nine drains alternate idle and
+// loaded, idle first and last; in a loaded one the 50 clients start a
+// second before the resume and run until the copy is done and 5 s have
+// passed (20 s of load in all). The drop compares the medians.
 //
 // closed-loop sends each client's next request as soon as the last is
 // answered: the most the instance serves. paced-1s sends one request a
@@ -145,7 +148,7 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	b.Logf("load average at the start: %s", loadAverage())
 	b.ResetTimer()
 	var idle, loaded []float64
-	for i := range 5 {
+	for i := range 2*drainPairs + 1 {
 		if i%2 == 1 {
 			loaded = append(loaded, drain(true))
 		} else {
@@ -159,7 +162,7 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	checkSettled(b, hc, srv.base, pool, res.lastDesired, mirrorParts)
 
 	b.ReportMetric(0, "ns/op")
-	b.Logf("control plane: %d readers and %d actors, twice for %s; %d rows per walk", loadReaders, loadActors, loadWindow, totalRows)
+	b.Logf("control plane: %d readers and %d actors for %s in all; %d rows per walk", loadReaders, loadActors, load.elapsed.Round(time.Millisecond), totalRows)
 	b.Logf("%-7s %8s %8s %8s %8s %8s", "op", "count", "req/s", "p50-ms", "p99-ms", "max-ms")
 	total := 0
 	for _, op := range []string{"page", "pause", "resume"} {
@@ -177,19 +180,23 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	b.ReportMetric(float64(res.conflicts), "409s")
 	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; other non-2xx: %d", float64(total)/res.elapsed.Seconds(),
 		res.walks, res.conflicts, len(res.failures))
-	mean := func(v []float64) float64 {
-		sum := 0.0
-		for _, x := range v {
-			sum += x
-		}
-		return sum / float64(len(v))
+	median := func(v []float64) float64 {
+		v = slices.Sorted(slices.Values(v))
+		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
 	}
-	drop := 1 - mean(loaded)/mean(idle)
-	b.ReportMetric(mean(idle), "idle-records/s")
-	b.ReportMetric(mean(loaded), "loaded-records/s")
+	drop := 1 - median(loaded)/median(idle)
+	b.ReportMetric(median(idle), "idle-records/s")
+	b.ReportMetric(median(loaded), "loaded-records/s")
 	b.ReportMetric(100*drop, "drop-%")
-	b.Logf("mirroring %d records per drain, records/s: idle %.0f, loaded %.0f, idle %.0f, loaded %.0f, idle %.0f: drop %.1f%%",
-		backlogRecords, idle[0], loaded[0], idle[1], loaded[1], idle[2], 100*drop)
+	thousands := func(v []float64) string {
+		out := make([]string, len(v))
+		for i, x := range v {
+			out[i] = fmt.Sprintf("%.0fk", x/1000)
+		}
+		return strings.Join(out, " ")
+	}
+	b.Logf("mirroring %d records per drain, records/s: idle %s (median %.0fk), loaded %s (median %.0fk): drop %.1f%%",
+		backlogRecords, thousands(idle), median(idle)/1000, thousands(loaded), median(loaded)/1000, 100*drop)
 	if res.conflicts > 0 || len(res.failures) > 0 {
 		b.Errorf("%d 409 answers and %d other failures under load, want none; first: %v", res.conflicts, len(res.failures),
 			res.failures[:min(len(res.failures), 5)])
@@ -261,7 +268,7 @@ func (l *controlPlaneLoad) start() (stop func()) {
 	for range loadReaders {
 		wg.Go(func() {
 			for running() {
-				l.walk()
+				l.walk(running)
 			}
 		})
 	}
@@ -295,10 +302,14 @@ func (l *controlPlaneLoad) start() (stop func()) {
 }
 
 // walk reads every page of GET /v1/partitions and checks that together
-// they hold every row.
-func (l *controlPlaneLoad) walk() {
+// they hold every row. It stops between two pages once the load stops, so
+// a paced walk (a page a second) does not hold the round open.
+func (l *controlPlaneLoad) walk(running func() bool) {
 	rows, cursor := 0, ""
 	for {
+		if !running() {
+			return
+		}
 		path := "/v1/partitions"
 		if cursor != "" {
 			path += "?cursor=" + url.QueryEscape(cursor)
