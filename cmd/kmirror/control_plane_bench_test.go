@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -76,7 +78,14 @@ func BenchmarkControlPlaneUnderLoad(b *testing.B) {
 }
 
 func benchControlPlane(b *testing.B, interval time.Duration) {
-	srv := startInProcessServer(b, slog.New(slog.DiscardHandler))
+	// The server logs to a file that outlives the run, to read when a
+	// copy stalls.
+	logFile, err := os.CreateTemp("", "kmirror-control-plane-*.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { logFile.Close() })
+	srv := startInProcessServer(b, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	ctx := b.Context()
 	var actorTopics []string
 	for i := range loadActors {
@@ -121,7 +130,7 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 
 	fill := newBacklogFiller(b, srv.clusters.SourceAddr(), srv.clusters.DestinationAddr())
 	load := &controlPlaneLoad{tb: b, c: c, actorTopics: actorTopics, totalRows: totalRows, interval: interval,
-		latency: map[string][]time.Duration{}, lastDesired: map[string]string{}}
+		walkers: make([]walker, loadReaders), latency: map[string][]time.Duration{}, lastDesired: map[string]string{}}
 	// drain pauses bench, fills its backlog, resumes it and returns the
 	// copy's records/s; loaded, the clients run from a second before the
 	// resume until the copy is done and loadWindow has passed.
@@ -137,7 +146,10 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 			time.Sleep(time.Second) // every client is running
 		}
 		c.post("/v1/mirrors/m/topics:resume", `{"topic":"bench"}`)
-		rate := fill.awaitCopied(srcEnd, 3*time.Minute)
+		rate, err := fill.awaitCopied(srcEnd, time.Minute)
+		if err != nil {
+			b.Fatalf("%v\n%s\nserver log: %s\ngoroutines: %s", err, stallReport(b, pool), logFile.Name(), dumpGoroutines(b))
+		}
 		if loaded {
 			<-window
 			stop()
@@ -214,6 +226,8 @@ type controlPlaneLoad struct {
 	// answer arrives.
 	interval time.Duration
 
+	walkers []walker // one per reader
+
 	mu        sync.Mutex
 	elapsed   time.Duration
 	latency   map[string][]time.Duration // per operation: page, pause, resume
@@ -265,10 +279,11 @@ func (l *controlPlaneLoad) start() (stop func()) {
 		}
 	}
 	var wg sync.WaitGroup
-	for range loadReaders {
+	for i := range loadReaders {
+		w := &l.walkers[i]
 		wg.Go(func() {
 			for running() {
-				l.walk(running)
+				l.walkPage(w)
 			}
 		})
 	}
@@ -301,41 +316,45 @@ func (l *controlPlaneLoad) start() (stop func()) {
 	}
 }
 
-// walk reads every page of GET /v1/partitions and checks that together
-// they hold every row. It stops between two pages once the load stops, so
-// a paced walk (a page a second) does not hold the round open.
-func (l *controlPlaneLoad) walk(running func() bool) {
-	rows, cursor := 0, ""
-	for {
-		if !running() {
-			return
-		}
-		path := "/v1/partitions"
-		if cursor != "" {
-			path += "?cursor=" + url.QueryEscape(cursor)
-		}
-		t0 := time.Now()
-		status, body := l.c.do(http.MethodGet, path, "")
-		if !l.record("page", time.Since(t0), status, body) {
-			return
-		}
-		n, next, err := skimPage(body)
-		if err != nil {
-			l.fail("page: %v", err)
-			return
-		}
-		rows += n
-		if cursor = next; cursor == "" {
-			break
-		}
+// walker is a reader's walk over every page of GET /v1/partitions. A walk
+// carries over from one loaded round to the next: paced at a page a
+// second, a walk of 11 pages is longer than a round.
+type walker struct {
+	cursor string
+	rows   int
+}
+
+// walkPage reads the walker's next page; after the last it checks that the
+// walk returned every row once.
+func (l *controlPlaneLoad) walkPage(w *walker) {
+	path := "/v1/partitions"
+	if w.cursor != "" {
+		path += "?cursor=" + url.QueryEscape(w.cursor)
 	}
-	if rows != l.totalRows {
-		l.fail("a walk of every page returned %d rows, want %d", rows, l.totalRows)
+	t0 := time.Now()
+	status, body := l.c.do(http.MethodGet, path, "")
+	if !l.record("page", time.Since(t0), status, body) {
+		*w = walker{}
 		return
 	}
-	l.mu.Lock()
-	l.walks++
-	l.mu.Unlock()
+	n, next, err := skimPage(body)
+	if err != nil {
+		l.fail("page: %v", err)
+		*w = walker{}
+		return
+	}
+	w.rows += n
+	if w.cursor = next; next != "" {
+		return
+	}
+	if w.rows != l.totalRows {
+		l.fail("a walk of every page returned %d rows, want %d", w.rows, l.totalRows)
+	} else {
+		l.mu.Lock()
+		l.walks++
+		l.mu.Unlock()
+	}
+	*w = walker{}
 }
 
 // skimPage counts a page's rows and finds its next_cursor without decoding
@@ -534,7 +553,7 @@ func (f *backlogFiller) ends(adm *kadm.Client) map[int32]int64 {
 // the source's end offset, and returns the records/s copied from the first
 // poll that saw progress to the last: the copy's rate, without the
 // resume's round trip and the partitions' alignment before it.
-func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, timeout time.Duration) float64 {
+func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, timeout time.Duration) (float64, error) {
 	f.tb.Helper()
 	deadline := time.Now().Add(timeout)
 	copied := func(dst map[int32]int64) (n int64) {
@@ -554,13 +573,55 @@ func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, timeout time.Duratio
 		}
 		if n == backlogRecords {
 			if now.Sub(firstAt) < 100*time.Millisecond {
-				f.tb.Fatalf("the backlog was copied within one poll: too small to time")
+				return 0, errors.New("the backlog was copied within one poll: too small to time")
 			}
-			return float64(n-first) / now.Sub(firstAt).Seconds()
+			return float64(n-first) / now.Sub(firstAt).Seconds(), nil
 		}
 		if now.After(deadline) {
-			f.tb.Fatalf("the destination holds %v after %s, the source %v", dst, timeout, srcEnd)
+			return 0, fmt.Errorf("the copy stalled: the destination holds %v after %s, the source %v", dst, timeout, srcEnd)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// dumpGoroutines writes every goroutine's stack (the server runs in this
+// process) to a file that outlives the run, and returns its name.
+func dumpGoroutines(tb testing.TB) string {
+	f, err := os.CreateTemp("", "kmirror-control-plane-goroutines-*.txt")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return err.Error()
+	}
+	return f.Name()
+}
+
+// stallReport is what Postgres says about bench: its partition rows and
+// its last events.
+func stallReport(tb testing.TB, pool *pgxpool.Pool) string {
+	var out strings.Builder
+	for _, q := range []string{
+		`SELECT format('%s/%s state %s (previous %s) owner %s epoch %s src_next %s dst_next %s source end %s destination end %s error %s updated %s',
+				topic, partition, coalesce(state, 'UNKNOWN'), coalesce(previous_state, '-'), coalesce(lease_owner, '-'), lease_epoch,
+				src_next, dst_next, source_end_offset, destination_end_offset, coalesce(error, '-'), updated_at)
+			FROM mirror_partitions WHERE mirror = 'm' AND topic = 'bench' ORDER BY partition`,
+		`SELECT format('event %s %s %s %s/%s: %s', id, at, kind, topic, partition, message)
+			FROM (SELECT * FROM events WHERE mirror = 'm' AND topic = 'bench' ORDER BY id DESC LIMIT 30) e ORDER BY id`,
+	} {
+		rows, err := pool.Query(context.Background(), q)
+		if err != nil {
+			tb.Logf("stall report: %v", err)
+			continue
+		}
+		for rows.Next() {
+			var line string
+			if rows.Scan(&line) == nil {
+				out.WriteString(line + "\n")
+			}
+		}
+		rows.Close()
+	}
+	return out.String()
 }
