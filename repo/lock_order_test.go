@@ -63,7 +63,8 @@ func TestBulkPartitionWritesNeverDeadlock(t *testing.T) {
 		for i, id := range order {
 			es[i] = repo.EndOffsets{ID: id, Epoch: 1, SourceEnd: n, DestinationEnd: n}
 		}
-		return repo.PartitionsSetEnds(ctx, pool, "a", es)
+		_, err := repo.PartitionsSetEnds(ctx, pool, "a", es)
+		return err
 	}
 	writers := map[string]func(n int64) error{
 		"checkpoints ascending":  func(n int64) error { return checkpoints(ids, n) },
@@ -100,4 +101,64 @@ func TestBulkPartitionWritesNeverDeadlock(t *testing.T) {
 		}
 	}
 	t.Logf("bulk writes of %d rows completed without a deadlock: %v", parts, done)
+}
+
+// TestSetEndsSkipsBusyRows: the offsets refresher does not wait for a row
+// another transaction holds; it reports which partitions now store the
+// given ends, so the busy one is sent again next time.
+func TestSetEndsSkipsBusyRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.Pool(t)
+	for _, sql := range []string{
+		`INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('a', 1, now() + interval '1 hour')`,
+		`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1')`,
+		`INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES ('m', 't', 'mirroring')`,
+		`INSERT INTO mirror_partitions (mirror, topic, partition, state, lease_owner, lease_epoch, lease_session, source_end_offset)
+			SELECT 'm', 't', p, 'PAUSED', 'a', 1, 1, 7 FROM generate_series(0, 2) p`,
+	} {
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := func(p int32) repo.PartitionID { return repo.PartitionID{Mirror: "m", Topic: "t", Partition: p} }
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM mirror_partitions WHERE partition = 1 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	stored, err := repo.PartitionsSetEnds(wctx, pool, "a", []repo.EndOffsets{
+		{ID: id(0), Epoch: 1, SourceEnd: 9, DestinationEnd: -1}, // changes
+		{ID: id(1), Epoch: 1, SourceEnd: 9, DestinationEnd: -1}, // changes, but busy
+		{ID: id(2), Epoch: 1, SourceEnd: 7, DestinationEnd: -1}, // already stored
+	})
+	if err != nil {
+		t.Fatalf("with a row locked elsewhere: %v", err)
+	}
+	if !stored[id(0)] || stored[id(1)] || !stored[id(2)] || len(stored) != 2 {
+		t.Errorf("stored %v, want partitions 0 and 2", stored)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ends []int64
+	rows, err := pool.Query(ctx, `SELECT source_end_offset FROM mirror_partitions ORDER BY partition`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var e int64
+		if err := rows.Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		ends = append(ends, e)
+	}
+	if !slices.Equal(ends, []int64{9, 7, 7}) {
+		t.Errorf("stored source ends %v, want [9 7 7]", ends)
+	}
 }

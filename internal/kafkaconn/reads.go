@@ -21,9 +21,27 @@ type PartitionOffsets struct {
 // ReadOffsets lists one partition's start and end offsets. A missing topic
 // or partition is ErrTopicMissing.
 func ReadOffsets(ctx context.Context, adm *kadm.Client, topic string, partition int32, committed bool) (PartitionOffsets, error) {
-	starts, err := adm.ListStartOffsets(ctx, topic)
+	offs, err := ReadTopicOffsets(ctx, adm, topic, committed)
 	if err != nil {
 		return PartitionOffsets{}, err
+	}
+	return offs.Partition(partition)
+}
+
+// TopicOffsets are the start and end offsets of every partition of a
+// topic, from one pair of requests: what ReadOffsets reads anyway, so
+// partitions of one topic can share it.
+type TopicOffsets struct {
+	topic        string
+	starts, ends kadm.ListedOffsets
+}
+
+// ReadTopicOffsets lists a topic's start and end offsets (for a source,
+// committed ends: the last stable offsets).
+func ReadTopicOffsets(ctx context.Context, adm *kadm.Client, topic string, committed bool) (TopicOffsets, error) {
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return TopicOffsets{}, err
 	}
 	var ends kadm.ListedOffsets
 	if committed {
@@ -32,10 +50,16 @@ func ReadOffsets(ctx context.Context, adm *kadm.Client, topic string, partition 
 		ends, err = adm.ListEndOffsets(ctx, topic)
 	}
 	if err != nil {
-		return PartitionOffsets{}, err
+		return TopicOffsets{}, err
 	}
-	s, okS := starts.Lookup(topic, partition)
-	e, okE := ends.Lookup(topic, partition)
+	return TopicOffsets{topic: topic, starts: starts, ends: ends}, nil
+}
+
+// Partition returns one partition's offsets; a missing topic or partition
+// is ErrTopicMissing.
+func (o TopicOffsets) Partition(partition int32) (PartitionOffsets, error) {
+	s, okS := o.starts.Lookup(o.topic, partition)
+	e, okE := o.ends.Lookup(o.topic, partition)
 	if !okS || !okE {
 		return PartitionOffsets{}, ErrTopicMissing
 	}

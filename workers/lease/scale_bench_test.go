@@ -87,7 +87,8 @@ func (r *scaleRunner) write(ctx context.Context, pool repo.DBTX, owner string, d
 		_, err := repo.CheckpointsSave(wctx, pool, owner, cps)
 		count("checkpoint save", err)
 		if n%2 == 0 {
-			count("end offsets", repo.PartitionsSetEnds(wctx, pool, owner, ends))
+			_, err := repo.PartitionsSetEnds(wctx, pool, owner, ends)
+			count("end offsets", err)
 		}
 		cancel()
 	}

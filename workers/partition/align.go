@@ -40,7 +40,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	if err != nil {
 		return alignResult{}, err
 	}
-	srcOff, err := kafkaconn.ReadOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, true)
+	srcOff, err := w.e.partitionOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, true)
 	if errors.Is(err, kafkaconn.ErrTopicMissing) {
 		return alignResult{}, retryable("source topic %s partition %d does not exist", w.key.Topic, w.key.Partition)
 	} else if err != nil {
@@ -52,11 +52,11 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	// is checked against the one expected.)
 	var dstOff kafkaconn.PartitionOffsets
 	if !created || w.row.SrcNext != nil {
-		dstOff, err = kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+		dstOff, err = w.e.partitionOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
 		// A topic just created may take a moment to show in metadata.
 		for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
 			time.Sleep(20 * time.Millisecond)
-			dstOff, err = kafkaconn.ReadOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+			dstOff, err = w.e.partitionOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
 		}
 		if err != nil {
 			return alignResult{}, retryable("list destination offsets: %v", err)
@@ -76,7 +76,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	s, d := *w.row.SrcNext, *w.row.DstNext
 	// The source's end is the high watermark here: the LSO can trail an
 	// open transaction without the log having been truncated.
-	srcHWM, err := kafkaconn.ReadOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, false)
+	srcHWM, err := w.e.partitionOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, false)
 	if err != nil {
 		return alignResult{}, retryable("list source end offsets: %v", err)
 	}
@@ -262,7 +262,7 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 // ensureDestinationTopic creates the destination topic with the source's
 // partition count when it is missing.
 func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) (created bool, err error) {
-	dst, err := w.e.dstAdmin.ListTopics(ctx, w.key.Topic)
+	dst, err := w.e.destinationTopic(ctx, w.key.Topic)
 	if err != nil {
 		return false, retryable("describe destination topic: %v", err)
 	}

@@ -10,13 +10,23 @@ import (
 	"kmirror/workers/lease"
 )
 
+// offsetsFullEvery is how many refreshes go by between two that send every
+// partition's end offsets, not only the ones that changed since the last
+// save: a checkpoint can write an older source end over a newer one, and
+// only a full refresh puts that right.
+const offsetsFullEvery = 15
+
 // refreshOffsetsLoop keeps source and destination end offsets of every
 // partition this instance holds fresh, so lag stays true while a partition
-// is paused, failed or idle.
+// is paused, failed or idle. Only the ends that changed since they were
+// last saved go to the database (and every offsetsFullEvery-th refresh all
+// of them): at 10,000 idle partitions each refresh otherwise sent all
+// 10,000 to be compared.
 func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.OffsetsInterval)
 	defer t.Stop()
-	for {
+	saved := map[lease.Key]repo.EndOffsets{}
+	for round := 1; ; round++ {
 		select {
 		case <-ctx.Done():
 			return
@@ -30,12 +40,52 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 		for mirror, keys := range byMirror {
 			ends = append(ends, e.listEnds(ctx, mirror, keys)...)
 		}
-		if len(ends) > 0 {
-			if err := repo.PartitionsSetEnds(ctx, e.cfg.Pool, e.cfg.InstanceID, ends); err != nil && ctx.Err() == nil {
+		changed := changedEnds(saved, ends, round%offsetsFullEvery == 0)
+		if len(changed) == 0 {
+			continue
+		}
+		stored, err := repo.PartitionsSetEnds(ctx, e.cfg.Pool, e.cfg.InstanceID, changed)
+		if err != nil {
+			if ctx.Err() == nil {
 				e.log.Warn("saving end offsets failed", "err", err)
+			}
+			continue
+		}
+		// A row that was busy, or whose lease moved on, is sent again.
+		for _, o := range changed {
+			if stored[o.ID] {
+				saved[keyOf(o.ID)] = o
 			}
 		}
 	}
+}
+
+// changedEnds returns the ends that differ from the saved ones (all of
+// them when full), and forgets the saved ends of partitions no longer held.
+// An unknown end (-1) is no change: it is not written either way.
+func changedEnds(saved map[lease.Key]repo.EndOffsets, ends []repo.EndOffsets, full bool) []repo.EndOffsets {
+	held := make(map[lease.Key]bool, len(ends))
+	var out []repo.EndOffsets
+	for _, o := range ends {
+		k := keyOf(o.ID)
+		held[k] = true
+		old, ok := saved[k]
+		if full || !ok || old.Epoch != o.Epoch ||
+			(o.SourceEnd >= 0 && o.SourceEnd != old.SourceEnd) ||
+			(o.DestinationEnd >= 0 && o.DestinationEnd != old.DestinationEnd) {
+			out = append(out, o)
+		}
+	}
+	for k := range saved {
+		if !held[k] {
+			delete(saved, k)
+		}
+	}
+	return out
+}
+
+func keyOf(id repo.PartitionID) lease.Key {
+	return lease.Key{Mirror: id.Mirror, Topic: id.Topic, Partition: id.Partition}
 }
 
 // listEnds asks both clusters for the end offsets of a mirror's partitions.
@@ -56,13 +106,16 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	}
 	srcEnds, srcErr := src.admin.ListCommittedOffsets(ctx, topics...)
 	dstEnds, dstErr := e.dstAdmin.ListEndOffsets(ctx, topics...)
+	// Read after the listing: a partition that began mirroring meanwhile
+	// must not get a destination end written (below).
+	workers := e.workersOf(keys)
 	out := make([]repo.EndOffsets, 0, len(keys))
-	for _, k := range keys {
+	for i, k := range keys {
 		se, de := int64(-1), int64(-1)
 		if srcErr == nil {
 			se = lookupOffset(srcEnds, k)
 		}
-		epoch, mirroring := e.workerOf(k)
+		epoch, mirroring := workers[i].epoch, workers[i].mirroring
 		// While mirroring, the session's checkpoints carry the destination
 		// end that goes with their src_next, so that a describe row's lag
 		// and offsets agree: a newer end from here would show a caught-up
@@ -83,13 +136,23 @@ func lookupOffset(l kadm.ListedOffsets, k lease.Key) int64 {
 	return -1
 }
 
-// workerOf returns the lease epoch of a running partition (0 if none) and
+// workerState is a running partition's lease epoch (0 if none) and
 // whether it is copying records now.
-func (e *Engine) workerOf(k lease.Key) (epoch int64, mirroring bool) {
+type workerState struct {
+	epoch     int64
+	mirroring bool
+}
+
+// workersOf returns the state of each key's worker, under one lock (at
+// 10,000 partitions, a lock per key was a sixth of the loop's CPU).
+func (e *Engine) workersOf(keys []lease.Key) []workerState {
+	out := make([]workerState, len(keys))
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if w := e.workers[k]; w != nil {
-		return w.lease.Epoch, w.mirroring.Load()
+	for i, k := range keys {
+		if w := e.workers[k]; w != nil {
+			out[i] = workerState{epoch: w.lease.Epoch, mirroring: w.mirroring.Load()}
+		}
 	}
-	return 0, false
+	return out
 }

@@ -23,11 +23,7 @@ func readOnlyACL(topic string) *kadm.ACLBuilder {
 func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 	var err error
 	if on {
-		var res kadm.CreateACLsResults
-		res, err = w.e.dstAdmin.CreateACLs(ctx, readOnlyACL(w.key.Topic))
-		for _, r := range res {
-			err = errors.Join(err, r.Err)
-		}
+		err = w.e.addReadOnlyACL(ctx, w.key.Topic)
 	} else {
 		// Only the last partition to stop lifts it: the others are still
 		// being mirrored.
@@ -52,6 +48,12 @@ func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 		return retryable("read-only ACL on destination topic %s: %v", w.key.Topic, err)
 	case on:
 		enforced = w.e.authorizer.enforces(ctx)
+	}
+	// The topic's partitions share the read of what is recorded; only a
+	// change is written (fenced).
+	state, err := w.e.topicState(ctx, w.key.Mirror, w.key.Topic)
+	if err == nil && state.ReadOnlyEnforced != nil && *state.ReadOnlyEnforced == (enforced && on) {
+		return nil
 	}
 	err = repo.TopicsSetReadOnlyEnforced(ctx, w.e.cfg.Pool, w.fence(), enforced && on)
 	if errors.Is(err, repo.ErrNotFound) {

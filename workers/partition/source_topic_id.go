@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"kmirror/repo"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // checkSourceTopicID compares the source topic's id with the one recorded
@@ -16,30 +14,36 @@ import (
 // the topic was deleted and created again: its offsets start over, so
 // mirroring it into the same destination would mix two topics.
 func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceClients) error {
-	// A raw request: kadm's ListTopics may answer from kgo's metadata
-	// cache, which keeps a recreated topic's old id for a while.
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(w.key.Topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, src.client)
+	meta, err := w.e.sourceTopicID(ctx, src.client, w.key.Topic)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
-	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+	if !meta.exists {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
-	id := resp.Topics[0].TopicID
 	var zero [16]byte
-	if id == zero {
+	if meta.id == zero {
 		return nil // an old broker without topic ids: nothing to compare
 	}
-	stored, err := repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, w.fence(), id[:])
+	id := meta.id
+	// The topic's partitions share the read of what is recorded; only the
+	// first one to find nothing writes (fenced).
+	state, err := w.e.topicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
-		return errStop // the lease moved on
+		return errStop // the topic is gone
 	}
 	if err != nil {
-		return retryable("record source topic id: %v", err)
+		return retryable("read source topic id: %v", err)
+	}
+	stored := state.SourceTopicID
+	if stored == nil {
+		stored, err = repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, w.fence(), id[:])
+		if errors.Is(err, repo.ErrNotFound) {
+			return errStop // the lease moved on
+		}
+		if err != nil {
+			return retryable("record source topic id: %v", err)
+		}
 	}
 	if !bytes.Equal(stored, id[:]) {
 		return permanent("source topic %s was deleted and recreated (topic id %s, mirrored from %s): "+

@@ -1,0 +1,103 @@
+package partition
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A burst of callers shares reads, and every caller gets a read that
+// started after it asked.
+func TestCoalescerSharesFreshReads(t *testing.T) {
+	c := newCoalescer[string, int64](time.Second)
+	var reads, version atomic.Int64
+	release := make(chan struct{})
+	read := func(context.Context) (int64, error) {
+		reads.Add(1)
+		v := version.Load() // what the read sees as it starts
+		<-release
+		return v, nil
+	}
+	// The first caller's read is running and blocked.
+	first := make(chan int64)
+	go func() {
+		v, _ := c.do(t.Context(), "k", read)
+		first <- v
+	}()
+	waitFor(t, func() bool { return reads.Load() == 1 })
+
+	// The value changes; callers that ask now must not get the running
+	// read's older value.
+	version.Store(1)
+	const n = 50
+	var wg sync.WaitGroup
+	got := make([]int64, n)
+	for i := range n {
+		wg.Go(func() {
+			v, err := c.do(t.Context(), "k", read)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = v
+		})
+	}
+	waitFor(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.queued["k"] != nil
+	})
+	close(release)
+	wg.Wait()
+	if v := <-first; v != 0 {
+		t.Errorf("first caller got %d, want 0", v)
+	}
+	for i, v := range got {
+		if v != 1 {
+			t.Errorf("caller %d got %d, want the value after it asked (1)", i, v)
+		}
+	}
+	// Most joined the read queued behind the first; a straggler may start
+	// one more.
+	if r := reads.Load(); r < 2 || r > n/2 {
+		t.Errorf("%d reads for %d callers, want them shared", r, n+1)
+	}
+}
+
+// A caller that gives up returns its context's error; the read goes on for
+// the others.
+func TestCoalescerCallerCancels(t *testing.T) {
+	c := newCoalescer[string, int](time.Second)
+	release := make(chan struct{})
+	read := func(context.Context) (int, error) { <-release; return 7, nil }
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error)
+	go func() {
+		_, err := c.do(ctx, "k", read)
+		errc <- err
+	}()
+	other := make(chan int)
+	go func() {
+		v, _ := c.do(t.Context(), "k", read)
+		other <- v
+	}()
+	cancel()
+	if err := <-errc; err != context.Canceled {
+		t.Errorf("cancelled caller: %v", err)
+	}
+	close(release)
+	if v := <-other; v != 7 {
+		t.Errorf("other caller got %d", v)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,128 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+)
+
+// sharedReads are the reads every partition makes as it prepares that
+// depend only on its mirror or topic: the mirror's row, the topic's
+// offsets on either cluster (listed for the whole topic anyway), its
+// metadata, what the workers recorded on its row, and its read-only ACL.
+// Partitions that ask at the same time share one (coalescer): when a
+// mirror of 10,000 partitions is added, the sixteen partitions preparing
+// at once are mostly of one topic, and each read made once per partition
+// cost the data pool, kmirror and the brokers sixteen times over.
+type sharedReads struct {
+	mirrors     *coalescer[string, repo.Mirror]
+	offsets     *coalescer[offsetsKey, kafkaconn.TopicOffsets]
+	srcTopicIDs *coalescer[clientTopic, sourceTopicMeta]
+	dstTopics   *coalescer[string, kadm.TopicDetails]
+	topicStates *coalescer[[2]string, repo.TopicWorkerState]
+	readOnly    *coalescer[string, struct{}]
+}
+
+// Each shared read has its own deadline, since it runs apart from the
+// callers it serves (who still wait only as long as their own contexts).
+const (
+	sharedDBTimeout    = 5 * time.Second
+	sharedKafkaTimeout = 15 * time.Second
+)
+
+func newSharedReads() sharedReads {
+	return sharedReads{
+		mirrors:     newCoalescer[string, repo.Mirror](sharedDBTimeout),
+		offsets:     newCoalescer[offsetsKey, kafkaconn.TopicOffsets](sharedKafkaTimeout),
+		srcTopicIDs: newCoalescer[clientTopic, sourceTopicMeta](sharedKafkaTimeout),
+		dstTopics:   newCoalescer[string, kadm.TopicDetails](sharedKafkaTimeout),
+		topicStates: newCoalescer[[2]string, repo.TopicWorkerState](sharedDBTimeout),
+		readOnly:    newCoalescer[string, struct{}](sharedKafkaTimeout),
+	}
+}
+
+// offsetsKey names one listing: the admin client (the destination's, or a
+// mirror's source connection, which changes with the mirror), the topic,
+// and whether ends are committed (read_committed) ones.
+type offsetsKey struct {
+	admin     *kadm.Client
+	topic     string
+	committed bool
+}
+
+type clientTopic struct {
+	client *kgo.Client
+	topic  string
+}
+
+// sourceTopicMeta is what a raw metadata request says of a source topic.
+type sourceTopicMeta struct {
+	exists bool
+	id     [16]byte
+}
+
+// partitionOffsets returns a partition's start and end offsets, from a
+// listing of its whole topic shared with the topic's other partitions.
+func (e *Engine) partitionOffsets(ctx context.Context, adm *kadm.Client, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
+	offs, err := e.shared.offsets.do(ctx, offsetsKey{adm, topic, committed}, func(ctx context.Context) (kafkaconn.TopicOffsets, error) {
+		return kafkaconn.ReadTopicOffsets(ctx, adm, topic, committed)
+	})
+	if err != nil {
+		return kafkaconn.PartitionOffsets{}, err
+	}
+	return offs.Partition(partition)
+}
+
+// sourceTopicID asks the source for a topic's id with a raw metadata
+// request: kadm's ListTopics may answer from kgo's metadata cache, which
+// keeps a recreated topic's old id for a while.
+func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string) (sourceTopicMeta, error) {
+	return e.shared.srcTopicIDs.do(ctx, clientTopic{cl, topic}, func(ctx context.Context) (sourceTopicMeta, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return sourceTopicMeta{}, err
+		}
+		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+			return sourceTopicMeta{}, nil
+		}
+		return sourceTopicMeta{exists: true, id: resp.Topics[0].TopicID}, nil
+	})
+}
+
+// destinationTopic describes a topic on the destination.
+func (e *Engine) destinationTopic(ctx context.Context, topic string) (kadm.TopicDetails, error) {
+	return e.shared.dstTopics.do(ctx, topic, func(ctx context.Context) (kadm.TopicDetails, error) {
+		return e.dstAdmin.ListTopics(ctx, topic)
+	})
+}
+
+// topicState reads what the workers recorded on a topic's row.
+func (e *Engine) topicState(ctx context.Context, mirror, topic string) (repo.TopicWorkerState, error) {
+	return e.shared.topicStates.do(ctx, [2]string{mirror, topic}, func(ctx context.Context) (repo.TopicWorkerState, error) {
+		return repo.TopicsWorkerState(ctx, e.cfg.Pool, mirror, topic)
+	})
+}
+
+// addReadOnlyACL creates a topic's read-only ACL on the destination (an
+// existing one is left as it is).
+func (e *Engine) addReadOnlyACL(ctx context.Context, topic string) error {
+	_, err := e.shared.readOnly.do(ctx, topic, func(ctx context.Context) (struct{}, error) {
+		res, err := e.dstAdmin.CreateACLs(ctx, readOnlyACL(topic))
+		for _, r := range res {
+			err = errors.Join(err, r.Err)
+		}
+		return struct{}{}, err
+	})
+	return err
+}
