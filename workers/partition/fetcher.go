@@ -19,11 +19,15 @@ type fetchBatch struct {
 	lso int64
 }
 
-// fetchSink receives a partition's batches; done is closed by its worker
-// when it stops reading.
+// fetchSink receives a partition's batches. The fetch loop calls deliver in
+// its own goroutine, as a plain copy loop would produce right after its
+// poll: handing each batch to the partition's worker through a channel cost
+// a goroutine wake-up per partition per poll, about a quarter of a
+// millisecond of mirroring latency (docs/benchmarks.md, "Latency").
+// deliver must not block for long: it may only wait on the producer's
+// buffer, which every produce's deadline bounds.
 type fetchSink struct {
-	ch   chan fetchBatch
-	done chan struct{}
+	deliver func(fetchBatch)
 }
 
 type topicPartition struct {
@@ -87,16 +91,16 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 // add starts fetching a partition at offset into sink, returning once the
 // fetch loop has applied it.
 func (f *mirrorFetcher) add(tp topicPartition, offset int64, sink *fetchSink) {
-	f.do(fetchCmd{tp: tp, offset: offset, sink: sink, ack: make(chan struct{})}, sink)
+	f.do(fetchCmd{tp: tp, offset: offset, sink: sink, ack: make(chan struct{})})
 }
 
-// remove stops fetching a partition. It drains sink while waiting, so the
-// loop never blocks on a worker that is leaving.
-func (f *mirrorFetcher) remove(tp topicPartition, sink *fetchSink) {
-	f.do(fetchCmd{tp: tp, offset: -1, ack: make(chan struct{})}, sink)
+// remove stops fetching a partition: once it returns, the sink is called no
+// more. The caller must not hold anything its sink's deliver waits for.
+func (f *mirrorFetcher) remove(tp topicPartition) {
+	f.do(fetchCmd{tp: tp, offset: -1, ack: make(chan struct{})})
 }
 
-func (f *mirrorFetcher) do(c fetchCmd, drain *fetchSink) {
+func (f *mirrorFetcher) do(c fetchCmd) {
 	f.mu.Lock()
 	f.pending = append(f.pending, c)
 	f.mu.Unlock()
@@ -104,14 +108,9 @@ func (f *mirrorFetcher) do(c fetchCmd, drain *fetchSink) {
 	case f.wake <- struct{}{}:
 	default:
 	}
-	for {
-		select {
-		case <-c.ack:
-			return
-		case <-f.done:
-			return
-		case <-drain.ch:
-		}
+	select {
+	case <-c.ack:
+	case <-f.done:
 	}
 }
 
@@ -156,11 +155,7 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
 				return
 			}
-			select {
-			case sink.ch <- fetchBatch{records: p.Records, err: p.Err, lso: p.LastStableOffset}:
-			case <-sink.done:
-			case <-ctx.Done():
-			}
+			sink.deliver(fetchBatch{records: p.Records, err: p.Err, lso: p.LastStableOffset})
 		})
 		// No wake-up is re-sent here: the next turn applies whatever is
 		// pending first. Re-sending one on every turn cancelled each poll at

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -15,7 +16,15 @@ import (
 )
 
 // mirrorSession is one stretch of MIRRORING: fetch, produce, verify acks.
+// Batches arrive in the mirror's fetch goroutine (deliver) and results in
+// the worker's; mu serializes the two until the worker closes the session.
 type mirrorSession struct {
+	mu     sync.Mutex
+	closed bool
+	// halted wakes the worker when a delivered batch failed or fell out of
+	// range.
+	halted chan struct{}
+
 	w         *partitionWorker
 	srcNext   int64 // next source offset whose copy is acknowledged
 	dstNext   int64 // next destination offset expected
@@ -84,27 +93,26 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 		return retryable("source fetcher: %v", err)
 	}
 	defer w.e.releaseFetcher(w.key.Mirror)
-	sink := &fetchSink{ch: make(chan fetchBatch, 16), done: make(chan struct{})}
+	s.halted = make(chan struct{}, 1)
 	tp := topicPartition{w.key.Topic, w.key.Partition}
-	f.add(tp, s.fetchNext, sink)
-	defer func() {
-		f.remove(tp, sink)
-		close(sink.done)
-	}()
+	f.add(tp, s.fetchNext, &fetchSink{deliver: func(b fetchBatch) { s.deliver(ctx, b) }})
+	defer f.remove(tp)
 
 	tick := time.NewTicker(checkpointTick)
 	defer tick.Stop()
 	stopReason := error(nil)
-	for stopReason == nil && s.failure == nil && !s.outOfRange {
+	for stopReason == nil && !s.stopped() {
 		select {
-		case b := <-sink.ch:
-			s.handleBatch(ctx, b)
-			s.publish()
+		case <-s.halted:
 		case <-s.acks.notify:
+			s.mu.Lock()
 			s.handleAcks()
 			s.publish()
+			s.mu.Unlock()
 		case <-tick.C:
+			s.mu.Lock()
 			s.publish()
+			s.mu.Unlock()
 			s.reportTrouble(ctx, f)
 			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
 				stopReason = errDesireChanged
@@ -119,6 +127,10 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 			stopReason = errStop
 		}
 	}
+	// No batch is delivered from here on; the session is the worker's alone.
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	// Settle every in-flight record: each lands or fails within the
 	// delivery timeout, which is shorter than the lease's safety margin.
 	s.settle(ctx)
@@ -183,7 +195,10 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
-	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && s.inFlight() > 0 {
+	s.mu.Lock()
+	inFlight := s.inFlight()
+	s.mu.Unlock()
+	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && inFlight > 0 {
 		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
@@ -210,6 +225,30 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 func (w *partitionWorker) syncRow(s *mirrorSession) {
 	src, dst := s.srcNext, s.dstNext
 	w.row.SrcNext, w.row.DstNext = &src, &dst
+}
+
+// deliver copies one fetched batch, in the fetch goroutine.
+func (s *mirrorSession) deliver(ctx context.Context, b fetchBatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.failure != nil || s.outOfRange {
+		return
+	}
+	s.handleBatch(ctx, b)
+	s.publish()
+	if s.failure != nil || s.outOfRange {
+		select {
+		case s.halted <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// stopped reports whether a failure or a gap in the source ends the session.
+func (s *mirrorSession) stopped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failure != nil || s.outOfRange
 }
 
 func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
