@@ -50,7 +50,9 @@ type inProcessServer struct {
 	stop func() time.Duration
 }
 
-func startInProcessServer(tb testing.TB, log *slog.Logger) inProcessServer {
+// startInProcessServer starts the server with the short lease TTL and
+// delivery timeout the tests use; tune, when given, changes its config.
+func startInProcessServer(tb testing.TB, log *slog.Logger, tune ...func(*serverConfig)) inProcessServer {
 	tb.Helper()
 	dbURL := testdb.New(tb)
 	clusters, err := devcluster.Start(devcluster.Config{
@@ -65,18 +67,20 @@ func startInProcessServer(tb testing.TB, log *slog.Logger) inProcessServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	serverErr := make(chan error, 1)
-	go func() {
-		serverErr <- runServer(ctx, serverConfig{
-			Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "bench",
-			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-			LeaseTTL:           inProcessLeaseTTL,
-			LeaseRenewInterval: time.Second,
-			DeliveryTimeout:    time.Second,
-			SourceTimeout:      2 * time.Second,
-			Logger:             log,
-			Ready:              func(addr string) { ready <- addr },
-		})
-	}()
+	cfg := serverConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "bench",
+		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+		LeaseTTL:           inProcessLeaseTTL,
+		LeaseRenewInterval: time.Second,
+		DeliveryTimeout:    time.Second,
+		SourceTimeout:      2 * time.Second,
+		Logger:             log,
+		Ready:              func(addr string) { ready <- addr },
+	}
+	for _, t := range tune {
+		t(&cfg)
+	}
+	go func() { serverErr <- runServer(ctx, cfg) }()
 	var stopOnce sync.Once
 	var took time.Duration
 	stop := func() time.Duration {
