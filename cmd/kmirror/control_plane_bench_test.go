@@ -78,13 +78,18 @@ func BenchmarkControlPlaneUnderLoad(b *testing.B) {
 }
 
 func benchControlPlane(b *testing.B, interval time.Duration) {
-	// The server logs to a file that outlives the run, to read when a
-	// copy stalls.
+	// The server logs to a file that outlives a failed run, to read when
+	// a copy stalls.
 	logFile, err := os.CreateTemp("", "kmirror-control-plane-*.log")
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { logFile.Close() })
+	b.Cleanup(func() {
+		logFile.Close()
+		if !b.Failed() {
+			os.Remove(logFile.Name())
+		}
+	})
 	// The server's default lease TTL (15 s) and delivery timeout (4 s), not
 	// the tests' short ones: this measures a deployment, and a copy at
 	// full speed on 2 busy vCPUs can hold a batch longer than 1 s.
@@ -178,29 +183,28 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	}
 	b.StopTimer()
 	b.Logf("load average at the end: %s", loadAverage())
-	res := load
 
-	checkSettled(b, hc, srv.base, pool, res.lastDesired, mirrorParts)
+	checkSettled(b, hc, srv.base, pool, load.lastDesired, mirrorParts)
 
 	b.ReportMetric(0, "ns/op")
 	b.Logf("control plane: %d readers and %d actors for %s in all; %d rows per walk", loadReaders, loadActors, load.elapsed.Round(time.Millisecond), totalRows)
 	b.Logf("%-7s %8s %8s %8s %8s %8s", "op", "count", "req/s", "p50-ms", "p99-ms", "max-ms")
 	total := 0
 	for _, op := range []string{"page", "pause", "resume"} {
-		d := res.latency[op]
+		d := load.latency[op]
 		slices.Sort(d)
 		total += len(d)
-		rate := float64(len(d)) / res.elapsed.Seconds()
+		rate := float64(len(d)) / load.elapsed.Seconds()
 		p50, p99, mx := percentile(d, 0.50), percentile(d, 0.99), d[len(d)-1]
 		b.ReportMetric(rate, op+"-req/s")
 		b.ReportMetric(ms(p50), op+"-p50-ms")
 		b.ReportMetric(ms(p99), op+"-p99-ms")
 		b.Logf("%-7s %8d %8.1f %8.1f %8.1f %8.1f", op, len(d), rate, ms(p50), ms(p99), ms(mx))
 	}
-	b.ReportMetric(float64(total)/res.elapsed.Seconds(), "req/s")
-	b.ReportMetric(float64(res.conflicts), "409s")
-	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; other non-2xx: %d", float64(total)/res.elapsed.Seconds(),
-		res.walks, res.conflicts, len(res.failures))
+	b.ReportMetric(float64(total)/load.elapsed.Seconds(), "req/s")
+	b.ReportMetric(float64(load.conflicts), "409s")
+	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; other non-2xx: %d", float64(total)/load.elapsed.Seconds(),
+		load.walks, load.conflicts, len(load.failures))
 	median := func(v []float64) float64 {
 		v = slices.Sorted(slices.Values(v))
 		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
@@ -218,9 +222,9 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	}
 	b.Logf("mirroring %d records per drain, records/s: idle %s (median %.0fk), loaded %s (median %.0fk): drop %.1f%%",
 		backlogRecords, thousands(idle), median(idle)/1000, thousands(loaded), median(loaded)/1000, 100*drop)
-	if res.conflicts > 0 || len(res.failures) > 0 {
-		b.Errorf("%d 409 answers and %d other failures under load, want none; first: %v", res.conflicts, len(res.failures),
-			res.failures[:min(len(res.failures), 5)])
+	if load.conflicts > 0 || len(load.failures) > 0 {
+		b.Errorf("%d 409 answers and %d other failures under load, want none; first: %v", load.conflicts, len(load.failures),
+			load.failures[:min(len(load.failures), 5)])
 	}
 }
 
