@@ -52,18 +52,36 @@ type mirrorSession struct {
 	// partitionUnknown: the producer's metadata predates the partition
 	// (the topic just grew).
 	partitionUnknown bool
-	// cancels release each produce batch's deadline context once every
-	// record up to destination offset upTo is settled.
-	cancels []pendingCancel
+	// produceCtx is every record's context. It ends with the lease, at the
+	// first failed or misplaced copy, when a batch outlives the delivery
+	// timeout, and when the session ends; once it has, no record of the
+	// session still unsent can ever be sent. That one event is what keeps
+	// the destination in order: with a deadline of its own per batch, kgo
+	// failed a late batch while a later one, produced before its worker
+	// saw the failure, went out at the offsets the late one should have
+	// had, and alignment then found a destination it could not explain.
+	produceCtx    context.Context
+	produceCancel context.CancelCauseFunc
+	// deadlines are the batches' delivery timers, oldest first; each ends
+	// produceCtx unless every record up to destination offset upTo is
+	// settled by then.
+	deadlines []batchDeadline
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
 }
 
-type pendingCancel struct {
-	upTo   int64
-	cancel context.CancelFunc
+type batchDeadline struct {
+	upTo  int64
+	timer *time.Timer
 }
+
+// Causes of produceCtx ending, told apart in the failure's message.
+var (
+	errDeliveryTimeout = errors.New("not acknowledged within the delivery timeout")
+	errCopyFailed      = errors.New("an earlier copy of the session failed")
+	errSessionOver     = errors.New("the mirroring session ended")
+)
 
 // checkpointTick is how often a mirroring worker looks at its fetcher's
 // health and re-checks its desired state (changes also arrive through the
@@ -88,6 +106,9 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.acks = newProduceAcks(s.dstNext)
+	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
+	defer s.produceCancel(errSessionOver)
+	s.acks.onFailure = func() { s.produceCancel(errCopyFailed) }
 	f, err := w.e.fetcher(w.key.Mirror, src.conn)
 	if err != nil {
 		return retryable("source fetcher: %v", err)
@@ -134,8 +155,11 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	// Settle every in-flight record: each lands or fails within the
 	// delivery timeout, which is shorter than the lease's safety margin.
 	s.settle(ctx)
-	for _, c := range s.cancels {
-		c.cancel()
+	// Anything still unsent (a stuck client) fails now rather than land
+	// after the session, and the delivery timers stop.
+	s.produceCancel(errSessionOver)
+	for _, d := range s.deadlines {
+		d.timer.Stop()
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
@@ -264,21 +288,21 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	if b.lso >= 0 {
 		s.srcEnd = b.lso
 	}
-	// Every record of this batch must land or fail before the lease stops
-	// being trusted, and within the delivery timeout: kgo fails a batch
-	// whose context is done instead of sending or retrying it.
-	deadline := time.Now().Add(w.e.cfg.DeliveryTimeout)
-	if ld := w.lease.Deadline(); ld.Before(deadline) {
-		deadline = ld
-	}
-	pctx, cancel := context.WithDeadline(ctx, deadline)
-	s.cancels = append(s.cancels, pendingCancel{upTo: s.produced + int64(len(b.records)), cancel: cancel})
 	// The lease is checked once a batch: its records are queued at once,
-	// and none is sent after the lease's deadline (pctx).
+	// and none is sent after the lease's deadline, when produceCtx ends.
 	if !w.lease.Valid() {
 		s.failure = errStop
 		return
 	}
+	// Every record of this batch must land or fail within the delivery
+	// timeout: if one is still unsettled then, produceCtx ends, and kgo
+	// fails every record it has not sent, this batch's and any later one's.
+	upTo := s.produced + int64(len(b.records))
+	s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
+		if s.acks.base+s.acks.done.Load() < upTo {
+			s.produceCancel(errDeliveryTimeout)
+		}
+	})})
 	// One allocation for the batch's records instead of one each.
 	recs := make([]kgo.Record, len(b.records))
 	for i, r := range b.records {
@@ -300,7 +324,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		rec.Topic, rec.Partition, rec.Key, rec.Value = r.Topic, r.Partition, r.Key, r.Value
 		rec.Headers, rec.Timestamp = r.Headers, r.Timestamp
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
-		w.e.producer.Produce(pctx, rec, s.acks.promise)
+		w.e.producer.Produce(s.produceCtx, rec, s.acks.promise)
 	}
 	s.passControls()
 }
@@ -334,6 +358,9 @@ func (s *mirrorSession) handleAcks() {
 			p = s.pending[0]
 		}
 		switch err := failure.err; {
+		case errors.Is(err, context.Canceled) && context.Cause(s.produceCtx) != nil:
+			// The session's context ended: say why, not "context canceled".
+			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, context.Cause(s.produceCtx))
 		case err != nil:
 			s.topicRecreated = s.topicRecreated || errors.Is(err, kerr.UnknownTopicID)
 			s.partitionUnknown = s.partitionUnknown || strings.Contains(err.Error(), "invalid record partitioning choice")
@@ -347,9 +374,9 @@ func (s *mirrorSession) handleAcks() {
 		s.passControls()
 	}
 	settled := s.acks.base + done
-	for len(s.cancels) > 0 && s.cancels[0].upTo <= settled {
-		s.cancels[0].cancel()
-		s.cancels = s.cancels[1:]
+	for len(s.deadlines) > 0 && s.deadlines[0].upTo <= settled {
+		s.deadlines[0].timer.Stop()
+		s.deadlines = s.deadlines[1:]
 	}
 }
 

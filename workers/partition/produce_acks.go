@@ -34,6 +34,10 @@ type produceAcks struct {
 
 	mu      sync.Mutex
 	failure *produceFailure // the first failure, nil while none
+
+	// onFailure runs at the first failure, in the promise, so that no later
+	// record of the session is sent (see mirrorSession.produceCtx).
+	onFailure func()
 }
 
 // produceFailure is the first result that was not a verified copy.
@@ -57,6 +61,9 @@ func (a *produceAcks) promise(r *kgo.Record, err error) {
 			a.mu.Lock()
 			a.failure = &produceFailure{index: k, err: err, got: r.Offset}
 			a.mu.Unlock()
+			if a.onFailure != nil {
+				a.onFailure()
+			}
 		}
 	}
 	a.done.Store(k + 1)
