@@ -17,21 +17,16 @@ type Tokens struct {
 
 func (t Tokens) enabled() bool { return t.Admin != "" || t.Read != "" }
 
-// Roles a caller may have. Without tokens everyone is an admin.
-const (
-	roleAdmin  = "admin"
-	roleViewer = "viewer"
-)
-
-func withRole(r *http.Request, role string) *http.Request {
+// withRole records the caller's role. Without tokens everyone is an admin.
+func withRole(r *http.Request, role Role) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), roleKey, role))
 }
 
-func roleOf(ctx context.Context) string {
-	if role, ok := ctx.Value(roleKey).(string); ok {
+func roleOf(ctx context.Context) Role {
+	if role, ok := ctx.Value(roleKey).(Role); ok {
 		return role
 	}
-	return roleAdmin
+	return RoleAdmin
 }
 
 // requireToken answers 401 for a missing or unknown bearer token and 403 for
@@ -49,13 +44,13 @@ func requireToken(t Tokens) func(http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="kmirror"`)
 				writeProblem(w, r, kindUnauthenticated, "this API needs an Authorization: Bearer token", nil)
 			case t.Admin != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t.Admin)) == 1:
-				next.ServeHTTP(w, withRole(r, roleAdmin))
+				next.ServeHTTP(w, withRole(r, RoleAdmin))
 			case t.Read != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t.Read)) == 1:
 				if r.Method != http.MethodGet && r.Method != http.MethodHead {
 					writeProblem(w, r, kindForbidden, "the read-only token cannot "+r.Method+" "+r.URL.Path, nil)
 					return
 				}
-				next.ServeHTTP(w, withRole(r, roleViewer))
+				next.ServeHTTP(w, withRole(r, RoleViewer))
 			default:
 				w.Header().Set("WWW-Authenticate", `Bearer realm="kmirror", error="invalid_token"`)
 				writeProblem(w, r, kindUnauthenticated, "the bearer token is not valid", nil)
@@ -72,7 +67,9 @@ func requireToken(t Tokens) func(http.Handler) http.Handler {
 //	@Tags			system
 //	@Produce		json
 //	@Success		200	{object}	Whoami
-//	@Failure		401	{object}	Problem
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Router			/v1/whoami [get]
 func (s *server) whoami(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, Whoami{AuthEnabled: s.authEnabled, Role: roleOf(r.Context())})

@@ -47,6 +47,7 @@ type envOpts struct {
 	// historyInterval, when set, starts a History sampling this often.
 	historyInterval time.Duration
 	tokens          api.Tokens
+	openAPI         []byte
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -75,7 +76,8 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Tokens: opts.tokens})
+	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Tokens: opts.tokens,
+		OpenAPI: opts.openAPI})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +189,7 @@ func wantProblem(t *testing.T, r response, status int, kind string, details ...s
 	if err := dec.Decode(&p); err != nil {
 		t.Fatalf("decode problem %s: %v", r.body, err)
 	}
-	if want := "urn:kmirror:problem:" + kind; p.Type != want {
+	if want := api.ProblemType("urn:kmirror:problem:" + kind); p.Type != want {
 		t.Fatalf("problem type %q, want %q; response %s", p.Type, want, r)
 	}
 	if p.Status != status || p.Title == "" || p.Instance == "" {
@@ -282,7 +284,7 @@ func (e *env) topicsAction(t *testing.T, mirror, action, pattern string) api.Top
 	t.Helper()
 	var res api.TopicsResult
 	ok(t, e.do(t, "POST", "/v1/mirrors/"+mirror+"/topics:"+action, map[string]any{"topic": pattern}), http.StatusOK, &res)
-	if res.Mirror != mirror || res.Action != action {
+	if res.Mirror != mirror || res.Action != api.TopicsAction(action) {
 		t.Fatalf("result %+v: want mirror %s action %s", res, mirror, action)
 	}
 	return res

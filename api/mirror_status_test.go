@@ -17,7 +17,7 @@ func TestMirrorStatus(t *testing.T) {
 	e.createMirror(t, "m1")
 	e.topicsAction(t, "m1", "add", "orders|payments")
 	created := e.createMirror(t, "m2")
-	if created.Status.States == nil || created.Status.Topics != 0 {
+	if created.Status.States != (api.PartitionStateCounts{}) || created.Status.Topics != 0 {
 		t.Fatalf("a new mirror's status: %+v", created.Status)
 	}
 	for _, sql := range []string{
@@ -36,7 +36,7 @@ func TestMirrorStatus(t *testing.T) {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
-	want := api.MirrorStatus{Topics: 2, Partitions: 4, States: map[string]int{"MIRRORING": 2, "FAILED": 1, "UNKNOWN": 1},
+	want := api.MirrorStatus{Topics: 2, Partitions: 4, States: api.PartitionStateCounts{Mirroring: 2, Failed: 1, Unknown: 1},
 		Lag: 7, Erroring: 1}
 	var m api.Mirror
 	ok(t, e.do(t, "GET", "/v1/mirrors/m1", nil), http.StatusOK, &m)

@@ -37,21 +37,26 @@ func queryBool(r *http.Request, name string, dst *bool) error {
 // createMirror godoc
 //
 //	@Summary		Create a mirror
-//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 //	@ID				createMirror
 //	@Tags			mirrors
 //	@Accept			json
 //	@Produce		json
 //	@Param			body					body		CreateMirrorRequest	true	"The mirror"
-//	@Param			dry_run					query		bool				false	"Validate only"
+//	@Param			dry_run					query		bool				false	"Validate only; write nothing"
 //	@Param			skip_connectivity_check	query		bool				false	"Do not contact the source cluster"
-//	@Success		201						{object}	Mirror
+//	@Success		201						{object}	Mirror	"created; Location names it"
+//	@Header			201						{string}	Location	"/v1/mirrors/{mirror}"
 //	@Success		200						{object}	Mirror	"dry run: valid, nothing written"
-//	@Failure		400						{object}	Problem
-//	@Failure		409						{object}	Problem
-//	@Failure		413						{object}	Problem
-//	@Failure		415						{object}	Problem
-//	@Failure		503						{object}	Problem
+//	@Failure		400						{object}	Problem	"malformed-json, unknown-field or validation (each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		409						{object}	Problem	"conflict: a mirror of that name exists"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors [post]
 func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 	opts, err := writeOpts(r)
@@ -68,7 +73,7 @@ func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 	m, err := s.svc.CreateMirror(r.Context(), service.MirrorInput{
 		Name: req.Name, Config: req.Config,
 		Source: service.SourceInput{BootstrapServers: src.BootstrapServers,
-			SecurityProtocol: src.SecurityProtocol, SASLMechanism: src.SASLMechanism,
+			SecurityProtocol: string(src.SecurityProtocol), SASLMechanism: string(src.SASLMechanism),
 			SASLUsername: src.SASLUsername, SASLPassword: src.SASLPassword, TLSCAPEM: src.TLSCAPEM,
 			TLSCertPEM: src.TLSCertPEM, TLSKeyPEM: src.TLSKeyPEM, TLSServerName: src.TLSServerName},
 	}, opts)
@@ -87,12 +92,17 @@ func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 
 // listMirrors godoc
 //
-//	@Summary	List mirrors
-//	@ID			listMirrors
-//	@Tags		mirrors
-//	@Produce	json
-//	@Success	200	{object}	MirrorList
-//	@Router		/v1/mirrors [get]
+//	@Summary		List mirrors
+//	@Description	Every mirror, by name, with its status: partitions per state, lag, erroring partitions and records/s.
+//	@ID				listMirrors
+//	@Tags			mirrors
+//	@Produce		json
+//	@Success		200	{object}	MirrorList
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Router			/v1/mirrors [get]
 func (s *server) listMirrors(w http.ResponseWriter, r *http.Request) {
 	ms, err := s.svc.ListMirrors(r.Context())
 	if err != nil {
@@ -108,14 +118,19 @@ func (s *server) listMirrors(w http.ResponseWriter, r *http.Request) {
 
 // getMirror godoc
 //
-//	@Summary	Get a mirror
-//	@ID			getMirror
-//	@Tags		mirrors
-//	@Produce	json
-//	@Param		mirror	path		string	true	"Mirror name"
-//	@Success	200		{object}	Mirror
-//	@Failure	404		{object}	Problem
-//	@Router		/v1/mirrors/{mirror} [get]
+//	@Summary		Get a mirror
+//	@Description	The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+//	@ID				getMirror
+//	@Tags			mirrors
+//	@Produce		json
+//	@Param			mirror	path		string	true	"Mirror name"
+//	@Success		200		{object}	Mirror
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Router			/v1/mirrors/{mirror} [get]
 func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 	m, err := s.svc.GetMirror(r.Context(), chi.URLParam(r, "mirror"))
 	if err != nil {
@@ -128,21 +143,25 @@ func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 // updateMirror godoc
 //
 //	@Summary		Update a mirror
-//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 //	@ID				updateMirror
 //	@Tags			mirrors
 //	@Accept			json
 //	@Produce		json
 //	@Param			mirror					path		string				true	"Mirror name"
 //	@Param			body					body		UpdateMirrorRequest	true	"The changes"
-//	@Param			dry_run					query		bool				false	"Validate only"
+//	@Param			dry_run					query		bool				false	"Validate only; write nothing"
 //	@Param			skip_connectivity_check	query		bool				false	"Do not contact the source cluster"
 //	@Success		200						{object}	Mirror
-//	@Failure		400						{object}	Problem
-//	@Failure		404						{object}	Problem
-//	@Failure		413						{object}	Problem
-//	@Failure		415						{object}	Problem
-//	@Failure		503						{object}	Problem
+//	@Failure		400						{object}	Problem	"malformed-json, unknown-field or validation (each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404						{object}	Problem	"not-found: no such mirror"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror} [patch]
 func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 	opts, err := writeOpts(r)
@@ -158,7 +177,7 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 	patch := service.MirrorPatch{Config: req.Config}
 	if p := req.Source; p != nil {
 		patch.Source = &service.SourcePatch{BootstrapServers: p.BootstrapServers,
-			SecurityProtocol: p.SecurityProtocol, SASLMechanism: p.SASLMechanism,
+			SecurityProtocol: stringPtr(p.SecurityProtocol), SASLMechanism: stringPtr(p.SASLMechanism),
 			SASLUsername: p.SASLUsername, SASLPassword: p.SASLPassword, TLSCAPEM: p.TLSCAPEM,
 			TLSCertPEM: p.TLSCertPEM, TLSKeyPEM: p.TLSKeyPEM, TLSServerName: p.TLSServerName}
 	}
@@ -173,16 +192,21 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 // deleteMirror godoc
 //
 //	@Summary		Delete a mirror
-//	@Description	Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
+//	@Description	Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING. The destination topics stay as they are.
 //	@ID				deleteMirror
 //	@Tags			mirrors
 //	@Produce		json
 //	@Param			mirror	path	string	true	"Mirror name"
-//	@Param			wait	query	string	false	"How long to wait for removed topics still STOPPING (a duration up to 30s)"
-//	@Success		204
-//	@Failure		400	{object}	Problem
-//	@Failure		404	{object}	Problem
-//	@Failure		409	{object}	Problem
+//	@Param			wait	query	string	false	"How long to wait for removed topics still STOPPING (a Go duration up to 30s)"	example(30s)
+//	@Success		204		"deleted"
+//	@Failure		400		{object}	Problem	"validation: wait is not a duration"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		409		{object}	Problem	"conflict: topics that are not stopped"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror} [delete]
 func (s *server) deleteMirror(w http.ResponseWriter, r *http.Request) {
 	var opts service.DeleteOpts
@@ -200,4 +224,13 @@ func (s *server) deleteMirror(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// stringPtr turns a pointer to an enum value into a pointer to its string.
+func stringPtr[T ~string](p *T) *string {
+	if p == nil {
+		return nil
+	}
+	s := string(*p)
+	return &s
 }

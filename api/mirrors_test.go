@@ -99,7 +99,7 @@ func TestMirrorLifecycle(t *testing.T) {
 	}{{"orders", 3}, {"payments", 1}} {
 		tp := topics.Topics[i]
 		if tp.Mirror != "m1" || tp.Topic != want.name || tp.DesiredState != "mirroring" ||
-			tp.Partitions != want.parts || tp.States["UNKNOWN"] != want.parts || tp.ReplicationFactor != -1 {
+			tp.Partitions != want.parts || tp.States.Unknown != want.parts || tp.ReplicationFactor != -1 {
 			t.Fatalf("topic %d = %+v, want %s mirroring with %d UNKNOWN partitions", i, tp, want.name, want.parts)
 		}
 	}
@@ -450,12 +450,17 @@ func partitionKeys(l api.PartitionList) []string {
 	return out
 }
 
-// wantTopics checks a conflict problem's topics array, as "topic=state".
+// wantTopics checks a conflict problem's topics array, as
+// "topic=desired_state" or "topic@mirrored_by".
 func wantTopics(t *testing.T, p api.Problem, want ...string) {
 	t.Helper()
 	var got []string
 	for _, ts := range p.Topics {
-		got = append(got, ts.Topic+"="+ts.State)
+		if ts.MirroredBy != "" {
+			got = append(got, ts.Topic+"@"+ts.MirroredBy)
+			continue
+		}
+		got = append(got, ts.Topic+"="+string(ts.DesiredState))
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("problem topics %v, want %v", got, want)

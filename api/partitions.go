@@ -18,14 +18,18 @@ import (
 //	@ID				listPartitions
 //	@Tags			partitions
 //	@Produce		json
-//	@Param			mirror	query		string	false	"Mirror name"
-//	@Param			topic	query		string	false	"RE2 pattern matched against whole topic names"
-//	@Param			state	query		string	false	"A partition state, UNKNOWN included"
-//	@Param			limit	query		int		false	"Most rows in the page"	minimum(1)	maximum(5000)	default(1000)
-//	@Param			cursor	query		string	false	"The next_cursor of the previous page, unchanged"
+//	@Param			mirror	query		string			false	"Mirror name"
+//	@Param			topic	query		string			false	"RE2 pattern matched against whole topic names"
+//	@Param			state	query		PartitionState	false	"Only partitions in this state"
+//	@Param			limit	query		int				false	"Most rows in the page"	minimum(1)	maximum(5000)	default(1000)
+//	@Param			cursor	query		string			false	"The next_cursor of the previous page, unchanged"
 //	@Success		200		{object}	PartitionList
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
+//	@Failure		400		{object}	Problem	"validation: a bad pattern, state, limit or cursor"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/partitions [get]
 func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -62,11 +66,15 @@ func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror			path		string	true	"Mirror name"
 //	@Param			topic			path		string	true	"Topic name"
-//	@Param			partition		path		int		true	"Partition"
-//	@Param			source_offset	query		int		true	"Source offset"
+//	@Param			partition		path		int		true	"Partition"	minimum(0)
+//	@Param			source_offset	query		int		true	"Source offset"	minimum(0)
 //	@Success		200				{object}	Translation
-//	@Failure		400				{object}	Problem
-//	@Failure		404				{object}	Problem
+//	@Failure		400				{object}	Problem	"validation: partition or source_offset is not a non-negative integer"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		404				{object}	Problem	"not-found: no such mirror, topic or partition, or nothing mirrored at that offset yet"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics/{topic}/partitions/{partition}/translate [get]
 func (s *server) translate(w http.ResponseWriter, r *http.Request) {
 	var fields []service.FieldError

@@ -79,7 +79,7 @@ func (e *env) partitionsPage(t *testing.T, query url.Values) page {
 	ok(t, r, http.StatusOK, &l)
 	p := page{next: l.NextCursor, nextInBody: strings.Contains(string(r.body), `"next_cursor"`)}
 	for _, row := range l.Partitions {
-		p.rows = append(p.rows, pageRow{row.Mirror, row.Topic, row.Partition, row.State})
+		p.rows = append(p.rows, pageRow{row.Mirror, row.Topic, row.Partition, string(row.State)})
 	}
 	return p
 }

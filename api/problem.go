@@ -8,52 +8,56 @@ import (
 	"kmirror/service"
 )
 
-// problemTypePrefix starts every problem type. The suffixes are stable: clients
-// may switch on them.
-const problemTypePrefix = "urn:kmirror:problem:"
-
 // Problem is an RFC 9457 application/problem+json error body.
 type Problem struct {
-	// Type identifies the kind of error, for example urn:kmirror:problem:validation.
-	Type   string `json:"type" example:"urn:kmirror:problem:validation"`
-	Title  string `json:"title" example:"Invalid input"`
-	Status int    `json:"status" example:"400"`
+	// Type identifies the kind of error: stable, so clients may switch on it.
+	Type ProblemType `json:"type" example:"urn:kmirror:problem:validation"`
+	// Title is the type's short, fixed description.
+	Title string `json:"title" example:"Invalid input"`
+	// Status repeats the HTTP status.
+	Status int `json:"status" example:"400"`
+	// Detail says what went wrong with this request, in words.
 	Detail string `json:"detail" example:"invalid input: name: mirror name \"bad name\" must be 1-249 characters of [a-zA-Z0-9._-]"`
 	// Instance is the request path.
-	Instance  string `json:"instance,omitempty" example:"/v1/mirrors"`
-	RequestID string `json:"request_id,omitempty"`
+	Instance string `json:"instance,omitempty" example:"/v1/mirrors"`
+	// RequestID names the request in the server log (also the X-Request-Id header).
+	RequestID string `json:"request_id,omitempty" example:"4bf92f3577b34da6"`
 	// Errors lists each rejected field, for validation errors.
 	Errors []service.FieldError `json:"errors,omitempty"`
 	// Topics lists the topics whose state refused the action, for conflicts.
-	Topics []service.TopicState `json:"topics,omitempty"`
+	Topics []TopicState `json:"topics,omitempty"`
 } // @name Problem
 
 type problemKind struct {
-	suffix string
+	typ    ProblemType
 	title  string
 	status int
 }
 
 var (
-	kindMalformedJSON   = problemKind{"malformed-json", "Malformed JSON", http.StatusBadRequest}
-	kindUnknownField    = problemKind{"unknown-field", "Unknown field", http.StatusBadRequest}
-	kindValidation      = problemKind{"validation", "Invalid input", http.StatusBadRequest}
-	kindTooLarge        = problemKind{"body-too-large", "Request body too large", http.StatusRequestEntityTooLarge}
-	kindMediaType       = problemKind{"unsupported-media-type", "Unsupported media type", http.StatusUnsupportedMediaType}
-	kindNotFound        = problemKind{"not-found", "Not found", http.StatusNotFound}
-	kindNoMatch         = problemKind{"no-match", "Nothing matched", http.StatusNotFound}
-	kindMethod          = problemKind{"method-not-allowed", "Method not allowed", http.StatusMethodNotAllowed}
-	kindConflict        = problemKind{"conflict", "Conflict", http.StatusConflict}
-	kindTransition      = problemKind{"invalid-transition", "Invalid state transition", http.StatusConflict}
-	kindSourceDown      = problemKind{"source-unavailable", "Source cluster unavailable", http.StatusServiceUnavailable}
-	kindDatabaseDown    = problemKind{"database-unavailable", "Database unavailable", http.StatusServiceUnavailable}
-	kindUnauthenticated = problemKind{"unauthenticated", "Authentication required", http.StatusUnauthorized}
-	kindForbidden       = problemKind{"forbidden", "Forbidden", http.StatusForbidden}
-	kindInternal        = problemKind{"internal", "Internal error", http.StatusInternalServerError}
+	kindMalformedJSON   = problemKind{ProblemTypeMalformedJSON, "Malformed JSON", http.StatusBadRequest}
+	kindUnknownField    = problemKind{ProblemTypeUnknownField, "Unknown field", http.StatusBadRequest}
+	kindValidation      = problemKind{ProblemTypeValidation, "Invalid input", http.StatusBadRequest}
+	kindTooLarge        = problemKind{ProblemTypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge}
+	kindMediaType       = problemKind{ProblemTypeUnsupportedMediaType, "Unsupported media type", http.StatusUnsupportedMediaType}
+	kindNotFound        = problemKind{ProblemTypeNotFound, "Not found", http.StatusNotFound}
+	kindNoMatch         = problemKind{ProblemTypeNoMatch, "Nothing matched", http.StatusNotFound}
+	kindMethod          = problemKind{ProblemTypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed}
+	kindConflict        = problemKind{ProblemTypeConflict, "Conflict", http.StatusConflict}
+	kindTransition      = problemKind{ProblemTypeInvalidTransition, "Invalid state transition", http.StatusConflict}
+	kindSourceDown      = problemKind{ProblemTypeSourceUnavailable, "Source cluster unavailable", http.StatusServiceUnavailable}
+	kindDatabaseDown    = problemKind{ProblemTypeDatabaseUnavailable, "Database unavailable", http.StatusServiceUnavailable}
+	kindUnauthenticated = problemKind{ProblemTypeUnauthenticated, "Authentication required", http.StatusUnauthorized}
+	kindForbidden       = problemKind{ProblemTypeForbidden, "Forbidden", http.StatusForbidden}
+	kindInternal        = problemKind{ProblemTypeInternal, "Internal error", http.StatusInternalServerError}
 )
 
+// problemKinds lists every kind, for the spec's ProblemType enum (checked
+// by TestEnumsMatchTheServer).
+var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindInternal, kindSyncUnavailable, kindSyncTimeout}
+
 func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail string, extra func(*Problem)) {
-	p := Problem{Type: problemTypePrefix + k.suffix, Title: k.title, Status: k.status,
+	p := Problem{Type: k.typ, Title: k.title, Status: k.status,
 		Detail: detail, Instance: r.URL.Path, RequestID: requestID(r.Context())}
 	if extra != nil {
 		extra(&p)
@@ -83,7 +87,12 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		writeProblem(w, r, k, nf.Detail, nil)
 	case errors.As(err, &cf):
-		writeProblem(w, r, kindConflict, cf.Detail, func(p *Problem) { p.Topics = cf.Topics })
+		writeProblem(w, r, kindConflict, cf.Detail, func(p *Problem) {
+			for _, t := range cf.Topics {
+				p.Topics = append(p.Topics, TopicState{Topic: t.Topic,
+					DesiredState: DesiredState(t.DesiredState), MirroredBy: t.MirroredBy})
+			}
+		})
 	case errors.As(err, &tr):
 		writeProblem(w, r, kindTransition, tr.Error(), nil)
 	case errors.As(err, &un):

@@ -1,10 +1,28 @@
 // Package api is kmirror's REST control plane: chi routes under /v1,
 // problem+json errors, and the OpenAPI spec and docs page.
 //
-//	@title			kmirror API
-//	@version		1.0
-//	@description	Kafka cluster mirroring as a service: mirrors, mirror topics and their partitions. When the server has API tokens configured, /v1 requires an Authorization: Bearer token (401 without a valid one; 403 for the read-only token on a change).
-//	@BasePath		/
+//	@title						kmirror API
+//	@version					1.0
+//	@description				Kafka cluster mirroring as a service: mirrors (a link from a source Kafka cluster into the destination cluster), mirror topics and their partitions, the unit of replication.
+//	@description
+//	@description				Bodies are JSON (send Content-Type: application/json; at most 1 MiB). Errors are application/problem+json with a stable `type` (urn:kmirror:problem:...) that clients may switch on.
+//	@description				When the server has API tokens configured, /v1 requires an Authorization: Bearer token: 401 without a valid one, 403 for the read-only token on a change. Without tokens (kmirror dev) the API is open.
+//	@license.name				Proprietary
+//	@host						127.0.0.1:8080
+//	@BasePath					/
+//	@schemes					http
+//	@tag.name					mirrors
+//	@tag.description			Mirrors: a named link from one source Kafka cluster into the destination cluster, with its connection, security and config.
+//	@tag.name					topics
+//	@tag.description			Mirror topics: add source topics to a mirror by pattern, pause, resume and remove (failover) them, and read their state.
+//	@tag.name					partitions
+//	@tag.description			Mirror partitions, the unit of replication: the describe rows (offsets, lag, state, errors, owner) and offset translation.
+//	@tag.name					system
+//	@tag.description			The kmirror instances, health, the caller's role, lag and throughput history, and the event stream.
+//	@securityDefinitions.apikey	BearerAuth
+//	@in							header
+//	@name						Authorization
+//	@description				A bearer token: the admin token (may do anything) or the read-only token (may only read), as the server's KMIRROR_API_TOKEN and KMIRROR_API_READ_TOKEN set them. Send "Authorization: Bearer <token>".
 package api
 
 import (
@@ -113,32 +131,36 @@ func NewHandler(cfg Config) (http.Handler, error) {
 
 // healthz godoc
 //
-//	@Summary	Liveness: the process is up
-//	@ID			healthz
-//	@Tags		system
-//	@Produce	json
-//	@Success	200	{object}	map[string]string
-//	@Router		/healthz [get]
+//	@Summary		Liveness: the process is up
+//	@Description	Answers 200 while the process serves HTTP, whether or not the database answers (see /readyz). Needs no token.
+//	@ID				healthz
+//	@Tags			system
+//	@Produce		json
+//	@Success		200	{object}	Health
+//	@Failure		500	{object}	Problem	"internal"
+//	@Router			/healthz [get]
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
 }
 
 // readyz godoc
 //
-//	@Summary	Readiness: the database answers
-//	@ID			readyz
-//	@Tags		system
-//	@Produce	json
-//	@Success	200	{object}	map[string]string
-//	@Failure	503	{object}	Problem
-//	@Router		/readyz [get]
+//	@Summary		Readiness: the database answers
+//	@Description	200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+//	@ID				readyz
+//	@Tags			system
+//	@Produce		json
+//	@Success		200	{object}	Health
+//	@Failure		500	{object}	Problem	"internal"
+//	@Failure		503	{object}	Problem	"database-unavailable"
+//	@Router			/readyz [get]
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
-		writeProblem(w, r, problemKind{"database-unavailable", "Database unavailable", http.StatusServiceUnavailable},
+		writeProblem(w, r, kindDatabaseDown,
 			"database did not answer within "+readyTimeout.String()+": "+err.Error(), nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, Health{Status: "ready"})
 }

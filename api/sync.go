@@ -10,8 +10,8 @@ import (
 )
 
 var (
-	kindSyncUnavailable = problemKind{"sync-unavailable", "Metadata sync unavailable", http.StatusServiceUnavailable}
-	kindSyncTimeout     = problemKind{"sync-timeout", "Metadata sync timed out", http.StatusGatewayTimeout}
+	kindSyncUnavailable = problemKind{ProblemTypeSyncUnavailable, "Metadata sync unavailable", http.StatusServiceUnavailable}
+	kindSyncTimeout     = problemKind{ProblemTypeSyncTimeout, "Metadata sync timed out", http.StatusGatewayTimeout}
 )
 
 // syncMirror godoc
@@ -23,9 +23,13 @@ var (
 //	@Produce		json
 //	@Param			mirror	path		string	true	"Mirror name"
 //	@Success		200		{object}	service.SyncResult
-//	@Failure		404		{object}	Problem
-//	@Failure		503		{object}	Problem
-//	@Failure		504		{object}	Problem
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503		{object}	Problem	"sync-unavailable: no instance runs the mirror's metadata sync; database-unavailable: PostgreSQL did not answer"
+//	@Failure		504		{object}	Problem	"sync-timeout: the pass did not finish within 30s"
 //	@Router			/v1/mirrors/{mirror}:sync [post]
 func (s *server) syncMirror(w http.ResponseWriter, r *http.Request) {
 	res, err := s.svc.SyncMirror(r.Context(), chi.URLParam(r, "mirror"))

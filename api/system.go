@@ -22,12 +22,17 @@ const (
 
 // listInstances godoc
 //
-//	@Summary	List kmirror instances
-//	@ID			listInstances
-//	@Tags		system
-//	@Produce	json
-//	@Success	200	{object}	InstanceList
-//	@Router		/v1/instances [get]
+//	@Summary		List kmirror instances
+//	@Description	Every kmirror server process that shares this database, live or stopped, with the partition leases each holds.
+//	@ID				listInstances
+//	@Tags			system
+//	@Produce		json
+//	@Success		200	{object}	InstanceList
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Router			/v1/instances [get]
 func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 	list, err := s.svc.ListInstances(r.Context())
 	if err != nil {
@@ -52,7 +57,11 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	query		string	false	"Only this mirror, with a series per topic"
 //	@Success		200		{object}	History
-//	@Failure		404		{object}	Problem
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/history [get]
 func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 	h, err := s.svc.ProgressHistory(r.Context(), r.URL.Query().Get("mirror"))
@@ -66,15 +75,20 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 // streamEvents godoc
 //
 //	@Summary		Stream events (server-sent events)
-//	@Description	Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents
 //	@Tags			system
 //	@Produce		text/event-stream
 //	@Param			mirror			query		string	false	"Only this mirror's events"
-//	@Param			since			query		int		false	"Start after this event id"
-//	@Param			Last-Event-ID	header		string	false	"Resume after this event id"
-//	@Success		200				{object}	Event
-//	@Failure		400				{object}	Problem
+//	@Param			since			query		int		false	"Start after this event id"	minimum(0)
+//	@Param			Last-Event-ID	header		string	false	"Resume after this event id (a non-negative integer), as EventSource sends it on a reconnect"
+//	@Success		200				{object}	EventStreamMessage	"the stream: the schema is that of each message"
+//	@Failure		400				{object}	Problem	"validation: Last-Event-ID or since is not a non-negative integer"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/events [get]
 func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -143,16 +157,20 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 
 // mountDocs serves the OpenAPI document and the interactive docs page.
 func mountDocs(r chi.Router, spec []byte) {
-	r.Get("/openapi.json", func(w http.ResponseWriter, r *http.Request) {
+	serveSpec := func(w http.ResponseWriter, r *http.Request) {
 		if len(spec) == 0 {
 			writeProblem(w, r, kindNotFound, "no OpenAPI document is built into this server", nil)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(spec)
-	})
+	}
+	r.Get("/openapi.json", serveSpec)
 	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/docs/index.html", http.StatusMovedPermanently)
 	})
+	// The docs page's own doc.json is the same document (swag's registry,
+	// which it would read, is not used).
+	r.Get("/docs/doc.json", serveSpec)
 	r.Get("/docs/*", httpSwagger.Handler(httpSwagger.URL("/openapi.json")))
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"kmirror/api"
+	"kmirror/openapi"
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
@@ -210,6 +212,23 @@ func TestInstancesAndDocs(t *testing.T) {
 	}
 	// No document is wired in this handler: a clear 404, not an empty 200.
 	wantProblem(t, e.do(t, "GET", "/openapi.json", nil), 404, "not-found", "OpenAPI")
+}
+
+// TestDocs: the document is served at /openapi.json and, for the docs
+// page's own look-up, at /docs/doc.json; /docs redirects to the page.
+func TestDocs(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOpts{openAPI: openapi.JSON})
+	for _, path := range []string{"/openapi.json", "/docs/doc.json"} {
+		r := e.do(t, "GET", path, nil)
+		if r.status != http.StatusOK || r.header.Get("Content-Type") != "application/json" || !bytes.Equal(r.body, openapi.JSON) {
+			t.Errorf("%s: %d %s, %d bytes; want the document", path, r.status, r.header.Get("Content-Type"), len(r.body))
+		}
+	}
+	r := e.do(t, "GET", "/docs/index.html", nil)
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "swagger") {
+		t.Errorf("/docs/index.html: %d %.200s", r.status, r.body)
+	}
 }
 
 func TestReadyzDatabaseDown(t *testing.T) {

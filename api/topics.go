@@ -12,7 +12,7 @@ import (
 // addTopics godoc
 //
 //	@Summary		Add topics to a mirror
-//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 //	@ID				addTopics
 //	@Tags			topics
 //	@Accept			json
@@ -21,10 +21,16 @@ import (
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
 //	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
-//	@Failure		409		{object}	Problem
-//	@Failure		503		{object}	Problem
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
+//	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or mirrored by another mirror (each in topics); nothing changed"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:add [post]
 func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	var dryRun bool
@@ -45,17 +51,24 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 // pauseTopics godoc
 //
 //	@Summary		Pause mirroring topics
-//	@Description	Only mirroring topics can be paused; they stay read-only. All or nothing.
+//	@Description	Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 //	@ID				pauseTopics
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
-//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to pause"
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
-//	@Failure		409		{object}	Problem
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
+//	@Failure		409		{object}	Problem	"conflict: a match that is not mirroring (each in topics); nothing changed"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:pause [post]
 func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
 	s.topicAction(w, r, s.svc.PauseTopics)
@@ -64,17 +77,24 @@ func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
 // resumeTopics godoc
 //
 //	@Summary		Resume paused topics
-//	@Description	Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+//	@Description	Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 //	@ID				resumeTopics
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
-//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to resume"
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
-//	@Failure		409		{object}	Problem
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
+//	@Failure		409		{object}	Problem	"conflict: a match that is not paused (each in topics); nothing changed"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:resume [post]
 func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 	s.topicAction(w, r, s.svc.ResumeTopics)
@@ -83,17 +103,24 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 // removeTopics godoc
 //
 //	@Summary		Remove topics from a mirror (failover)
-//	@Description	Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+//	@Description	Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 //	@ID				removeTopics
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
-//	@Param			mirror	path		string			true	"Mirror name"
+//	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to remove"
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem
-//	@Failure		404		{object}	Problem
-//	@Failure		409		{object}	Problem
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
+//	@Failure		409		{object}	Problem	"conflict: a match that is already stopped (each in topics); nothing changed"
+//	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
+//	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:remove [post]
 func (s *server) removeTopics(w http.ResponseWriter, r *http.Request) {
 	s.topicAction(w, r, s.svc.RemoveTopics)
@@ -115,7 +142,7 @@ func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.Topic
 		writeError(w, r, err)
 		return
 	}
-	out := TopicsResult{Mirror: res.Mirror, Action: res.Action, Topics: res.Topics}
+	out := TopicsResult{Mirror: res.Mirror, Action: TopicsAction(res.Action), Topics: res.Topics}
 	for _, m := range res.Matches {
 		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
 	}
@@ -124,14 +151,19 @@ func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.Topic
 
 // listTopics godoc
 //
-//	@Summary	List a mirror's topics
-//	@ID			listTopics
-//	@Tags		topics
-//	@Produce	json
-//	@Param		mirror	path		string	true	"Mirror name"
-//	@Success	200		{object}	TopicList
-//	@Failure	404		{object}	Problem
-//	@Router		/v1/mirrors/{mirror}/topics [get]
+//	@Summary		List a mirror's topics
+//	@Description	Each topic of the mirror, stopped ones included, with its desired state, partitions per state, lag and records/s.
+//	@ID				listTopics
+//	@Tags			topics
+//	@Produce		json
+//	@Param			mirror	path		string	true	"Mirror name"
+//	@Success		200		{object}	TopicList
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Router			/v1/mirrors/{mirror}/topics [get]
 func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 	mirror := chi.URLParam(r, "mirror")
 	topics, err := s.svc.ListTopics(r.Context(), mirror)
@@ -153,15 +185,20 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 
 // getTopic godoc
 //
-//	@Summary	Get a mirror topic with its partitions
-//	@ID			getTopic
-//	@Tags		topics
-//	@Produce	json
-//	@Param		mirror	path		string	true	"Mirror name"
-//	@Param		topic	path		string	true	"Topic name"
-//	@Success	200		{object}	TopicDetail
-//	@Failure	404		{object}	Problem
-//	@Router		/v1/mirrors/{mirror}/topics/{topic} [get]
+//	@Summary		Get a mirror topic with its partitions
+//	@Description	The topic's summary and the describe row of each of its partitions, by partition number.
+//	@ID				getTopic
+//	@Tags			topics
+//	@Produce		json
+//	@Param			mirror	path		string	true	"Mirror name"
+//	@Param			topic	path		string	true	"Topic name"
+//	@Success		200		{object}	TopicDetail
+//	@Security		BearerAuth
+//	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		404		{object}	Problem	"not-found: no such mirror, or the mirror has no such topic"
+//	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Router			/v1/mirrors/{mirror}/topics/{topic} [get]
 func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
 	mirror, topic := chi.URLParam(r, "mirror"), chi.URLParam(r, "topic")
 	t, err := s.svc.GetTopic(r.Context(), mirror, topic)

@@ -10,58 +10,72 @@ import (
 // SourceSpec is a source cluster connection, with Kafka's names. Secrets
 // (sasl_password, tls_key_pem) are write-only.
 type SourceSpec struct {
+	// BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
+	// comma-separated.
 	BootstrapServers string `json:"bootstrap_servers" example:"h1:9092,h2:9092"`
-	// PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.
-	SecurityProtocol string `json:"security_protocol,omitempty" example:"PLAINTEXT"`
-	// PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with SASL_*.
-	SASLMechanism string `json:"sasl_mechanism,omitempty"`
-	SASLUsername  string `json:"sasl_username,omitempty"`
-	SASLPassword  string `json:"sasl_password,omitempty"`
-	TLSCAPEM      string `json:"tls_ca_pem,omitempty"`
-	TLSCertPEM    string `json:"tls_cert_pem,omitempty"`
-	TLSKeyPEM     string `json:"tls_key_pem,omitempty"`
-	TLSServerName string `json:"tls_server_name,omitempty"`
+	// SecurityProtocol is PLAINTEXT when omitted.
+	SecurityProtocol SecurityProtocol `json:"security_protocol,omitempty" example:"PLAINTEXT"`
+	// SASLMechanism is required with SASL_PLAINTEXT and SASL_SSL, and
+	// refused otherwise.
+	SASLMechanism SASLMechanism `json:"sasl_mechanism,omitempty" example:"SCRAM-SHA-512"`
+	// SASLUsername and SASLPassword are required with SASL_*.
+	SASLUsername string `json:"sasl_username,omitempty" example:"kmirror"`
+	// SASLPassword is write-only: responses say only whether it is set.
+	SASLPassword string `json:"sasl_password,omitempty" example:"s3cret"`
+	// TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName are allowed with
+	// SSL and SASL_SSL: the CA to trust, the client certificate and key for
+	// mutual TLS (PEM), and the server name to verify.
+	TLSCAPEM   string `json:"tls_ca_pem,omitempty" example:"-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----"`
+	TLSCertPEM string `json:"tls_cert_pem,omitempty" example:"-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----"`
+	// TLSKeyPEM is write-only: responses say only whether it is set.
+	TLSKeyPEM     string `json:"tls_key_pem,omitempty" example:"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"`
+	TLSServerName string `json:"tls_server_name,omitempty" example:"kafka.example.com"`
 } // @name SourceSpec
 
 // CreateMirrorRequest is the body of POST /v1/mirrors.
 type CreateMirrorRequest struct {
-	Name   string            `json:"name" example:"m1"`
-	Source SourceSpec        `json:"source"`
-	Config map[string]string `json:"config,omitempty"`
+	// Name is 1-249 characters of [a-zA-Z0-9._-].
+	Name   string     `json:"name" example:"m1"`
+	Source SourceSpec `json:"source"`
+	// Config sets mirror config keys (Kafka's names; values are strings, as
+	// in Kafka); the others keep their defaults (see effective_config).
+	Config map[string]string `json:"config,omitempty" example:"mirror.metadata.refresh.interval.ms:30000"`
 } // @name CreateMirrorRequest
 
 // SourcePatch changes the given source fields; omitted ones stay.
+// The result must be a valid source as a whole (see SourceSpec).
 type SourcePatch struct {
-	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
-	SecurityProtocol *string `json:"security_protocol,omitempty"`
-	SASLMechanism    *string `json:"sasl_mechanism,omitempty"`
-	SASLUsername     *string `json:"sasl_username,omitempty"`
-	SASLPassword     *string `json:"sasl_password,omitempty"`
-	TLSCAPEM         *string `json:"tls_ca_pem,omitempty"`
-	TLSCertPEM       *string `json:"tls_cert_pem,omitempty"`
-	TLSKeyPEM        *string `json:"tls_key_pem,omitempty"`
-	TLSServerName    *string `json:"tls_server_name,omitempty"`
+	BootstrapServers *string           `json:"bootstrap_servers,omitempty" example:"h1:9092,h2:9092"`
+	SecurityProtocol *SecurityProtocol `json:"security_protocol,omitempty" example:"SASL_SSL"`
+	SASLMechanism    *SASLMechanism    `json:"sasl_mechanism,omitempty" example:"SCRAM-SHA-512"`
+	SASLUsername     *string           `json:"sasl_username,omitempty" example:"kmirror"`
+	SASLPassword     *string           `json:"sasl_password,omitempty" example:"s3cret"`
+	TLSCAPEM         *string           `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM       *string           `json:"tls_cert_pem,omitempty"`
+	TLSKeyPEM        *string           `json:"tls_key_pem,omitempty"`
+	TLSServerName    *string           `json:"tls_server_name,omitempty" example:"kafka.example.com"`
 } // @name SourcePatch
 
 // UpdateMirrorRequest is the body of PATCH /v1/mirrors/{mirror}: a merge
 // patch. A config key set to null returns to its default.
 type UpdateMirrorRequest struct {
-	Source *SourcePatch       `json:"source,omitempty"`
-	Config map[string]*string `json:"config,omitempty"`
+	Source *SourcePatch `json:"source,omitempty"`
+	// Config sets the given keys; a key set to null returns to its default.
+	Config map[string]*string `json:"config,omitempty" extensions:"x-nullable-values" example:"mirror.metadata.refresh.interval.ms:10000"`
 } // @name UpdateMirrorRequest
 
 // SourceView is a source connection as returned: secrets show only whether
 // they are set.
 type SourceView struct {
-	BootstrapServers string `json:"bootstrap_servers" example:"h1:9092,h2:9092"`
-	SecurityProtocol string `json:"security_protocol" example:"PLAINTEXT"`
-	SASLMechanism    string `json:"sasl_mechanism,omitempty"`
-	SASLUsername     string `json:"sasl_username,omitempty"`
-	SASLPasswordSet  bool   `json:"sasl_password_set"`
-	TLSCAPEM         string `json:"tls_ca_pem,omitempty"`
-	TLSCertPEM       string `json:"tls_cert_pem,omitempty"`
-	TLSKeySet        bool   `json:"tls_key_set"`
-	TLSServerName    string `json:"tls_server_name,omitempty"`
+	BootstrapServers string           `json:"bootstrap_servers" example:"h1:9092,h2:9092"`
+	SecurityProtocol SecurityProtocol `json:"security_protocol" example:"PLAINTEXT"`
+	SASLMechanism    SASLMechanism    `json:"sasl_mechanism,omitempty" example:"SCRAM-SHA-512"`
+	SASLUsername     string           `json:"sasl_username,omitempty" example:"kmirror"`
+	SASLPasswordSet  bool             `json:"sasl_password_set" example:"false"`
+	TLSCAPEM         string           `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM       string           `json:"tls_cert_pem,omitempty"`
+	TLSKeySet        bool             `json:"tls_key_set" example:"false"`
+	TLSServerName    string           `json:"tls_server_name,omitempty" example:"kafka.example.com"`
 } // @name SourceView
 
 // Mirror is a mirror as returned by the API.
@@ -69,15 +83,15 @@ type Mirror struct {
 	Name   string     `json:"name" example:"m1"`
 	Source SourceView `json:"source"`
 	// Config holds the keys set on this mirror.
-	Config map[string]string `json:"config"`
+	Config map[string]string `json:"config" example:"mirror.metadata.refresh.interval.ms:10000"`
 	// EffectiveConfig holds every key with its set or default value.
-	EffectiveConfig map[string]string `json:"effective_config"`
+	EffectiveConfig map[string]string `json:"effective_config" example:"mirror.metadata.refresh.interval.ms:10000"`
 	// LastSync is the result of the last metadata sync pass, if any.
 	LastSync *service.SyncResult `json:"last_sync,omitempty"`
 	// Status summarizes the mirror's topics and partitions.
 	Status    MirrorStatus `json:"status"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	CreatedAt time.Time    `json:"created_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	UpdatedAt time.Time    `json:"updated_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 } // @name Mirror
 
 // MirrorStatus summarizes a mirror's topics and partitions.
@@ -86,7 +100,7 @@ type MirrorStatus struct {
 	Partitions int `json:"partitions" example:"4"`
 	// States counts partitions by actual state (UNKNOWN included); states
 	// no partition is in are left out.
-	States map[string]int `json:"states"`
+	States PartitionStateCounts `json:"states"`
 	// Lag sums the known per-partition lag.
 	Lag int64 `json:"lag" example:"3"`
 	// Erroring counts partitions with an error: FAILED, or retrying in
@@ -94,7 +108,7 @@ type MirrorStatus struct {
 	Erroring int `json:"erroring" example:"0"`
 	// RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
-	RecordsPerSec float64 `json:"records_per_sec" example:"120.5"`
+	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
 } // @name MirrorStatus
 
 // MirrorList is the body of GET /v1/mirrors.
@@ -104,14 +118,19 @@ type MirrorList struct {
 
 // TopicsRequest selects topics by an RE2 pattern matched against whole names.
 type TopicsRequest struct {
+	// Topic is an RE2 pattern that must match a whole topic name.
 	Topic string `json:"topic" example:"orders|payments"`
 } // @name TopicsRequest
 
 // AddTopicsRequest is the body of topics:add.
 type AddTopicsRequest struct {
+	// Topic is an RE2 pattern that must match a whole topic name.
 	Topic string `json:"topic" example:"orders|payments"`
-	// ReplicationFactor of the destination topics; omitted is the destination's default.
-	ReplicationFactor *int `json:"replication_factor,omitempty" example:"3"`
+	// ReplicationFactor of the destination topics that kmirror creates: 1
+	// to 32767, or -1 (the same as omitting it) for the destination
+	// cluster's default.replication.factor. A restarted topic keeps its
+	// factor unless one is given.
+	ReplicationFactor *int `json:"replication_factor,omitempty" minimum:"-1" maximum:"32767" example:"3"`
 	// Recreate, when restarting a stopped topic, drops and recreates the
 	// destination topic instead of failing on divergent writes.
 	Recreate bool `json:"recreate,omitempty"`
@@ -119,8 +138,9 @@ type AddTopicsRequest struct {
 
 // TopicsResult lists the topics an action applied to.
 type TopicsResult struct {
-	Mirror string   `json:"mirror" example:"m1"`
-	Action string   `json:"action" example:"add"`
+	Mirror string       `json:"mirror" example:"m1"`
+	Action TopicsAction `json:"action" example:"add"`
+	// Topics are the topics acted on, sorted.
 	Topics []string `json:"topics" example:"orders,payments"`
 	// Matches, for an add (dry run or not), are the source topics the
 	// pattern matched with their partition counts, sorted by topic.
@@ -135,24 +155,27 @@ type TopicMatch struct {
 
 // Topic is a mirror topic with a summary of its partitions.
 type Topic struct {
-	Mirror string `json:"mirror" example:"m1"`
-	Topic  string `json:"topic" example:"orders"`
-	// DesiredState is mirroring, paused or stopped.
-	DesiredState      string `json:"desired_state" example:"mirroring"`
-	ReplicationFactor int    `json:"replication_factor" example:"3"`
-	Recreate          bool   `json:"recreate"`
+	Mirror       string       `json:"mirror" example:"m1"`
+	Topic        string       `json:"topic" example:"orders"`
+	DesiredState DesiredState `json:"desired_state" example:"mirroring"`
+	// ReplicationFactor of the destination topic kmirror creates; -1 is the
+	// destination cluster's default.
+	ReplicationFactor int `json:"replication_factor" minimum:"-1" example:"3"`
+	// Recreate says the next restart drops and recreates the destination
+	// topic (topics:add with recreate).
+	Recreate bool `json:"recreate" example:"false"`
 	// ReadOnlyEnforced: see PartitionRow.
 	ReadOnlyEnforced *bool `json:"read_only_enforced" extensions:"x-nullable"`
 	Partitions       int   `json:"partitions" example:"3"`
 	// States counts partitions by actual state.
-	States map[string]int `json:"states"`
+	States PartitionStateCounts `json:"states"`
 	// Lag sums the known per-partition lag.
-	Lag int64 `json:"lag"`
+	Lag int64 `json:"lag" example:"0"`
 	// RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
-	RecordsPerSec float64   `json:"records_per_sec" example:"40.2"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	RecordsPerSec float64   `json:"records_per_sec" format:"double" example:"40.2"`
+	CreatedAt     time.Time `json:"created_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	UpdatedAt     time.Time `json:"updated_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 } // @name Topic
 
 // TopicDetail is a mirror topic with its partitions.
@@ -176,12 +199,18 @@ type PartitionRow struct {
 	// DestinationOffset is the destination end offset, when known.
 	DestinationOffset *int64 `json:"destination_offset" extensions:"x-nullable" example:"66"`
 	// Lag is source end offset − next source offset to mirror.
-	Lag          *int64 `json:"lag" extensions:"x-nullable" example:"3"`
-	State        string `json:"state" example:"MIRRORING"`
-	Error        string `json:"error"`
-	RetryAttempt int    `json:"retry_attempt"`
-	LostRecords  int64  `json:"lost_records"`
-	Owner        string `json:"owner"`
+	Lag   *int64         `json:"lag" extensions:"x-nullable" example:"3"`
+	State PartitionState `json:"state" example:"MIRRORING"`
+	// Error is the partition's current error: why it is FAILED, or what
+	// it keeps retrying in its state; null when there is none.
+	Error *string `json:"error" extensions:"x-nullable" example:"source cluster 127.0.0.1:19092: dial tcp: connection refused"`
+	// RetryAttempt counts the retries of a FAILED partition (0 otherwise).
+	RetryAttempt int `json:"retry_attempt" example:"0"`
+	// LostRecords counts source records removed by retention before they
+	// were mirrored.
+	LostRecords int64 `json:"lost_records" example:"0"`
+	// Owner is the instance holding the partition's lease; empty when none.
+	Owner string `json:"owner" example:"vm-a"`
 	// ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
 	// topic read-only (false: the destination has no authorizer); null
 	// until the topic is first mirrored.
@@ -190,11 +219,13 @@ type PartitionRow struct {
 	// for a partition nobody owns or whose owner stopped renewing (after a
 	// crash, until another takes over): its state is then what the last
 	// owner left, not what is happening.
-	LeaseLive bool `json:"lease_live"`
-	// OwnerRenewedAt is when the owner last renewed its lease session.
-	OwnerRenewedAt *time.Time `json:"owner_renewed_at" extensions:"x-nullable"`
-	// ProgressedAt is when the checkpoint last moved forward.
-	ProgressedAt *time.Time `json:"progressed_at" extensions:"x-nullable"`
+	LeaseLive bool `json:"lease_live" example:"true"`
+	// OwnerRenewedAt is when the owner last renewed its lease session;
+	// null without an owner.
+	OwnerRenewedAt *time.Time `json:"owner_renewed_at" format:"date-time" extensions:"x-nullable" example:"2026-01-02T15:04:05Z"`
+	// ProgressedAt is when the checkpoint last moved forward; null before
+	// it first does.
+	ProgressedAt *time.Time `json:"progressed_at" format:"date-time" extensions:"x-nullable" example:"2026-01-02T15:04:05Z"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -209,18 +240,22 @@ type PartitionList struct {
 type Translation struct {
 	SourceOffset      int64 `json:"source_offset" example:"120"`
 	DestinationOffset int64 `json:"destination_offset" example:"118"`
-	Exact             bool  `json:"exact"`
+	// Exact is false when the source offset was not itself a mirrored
+	// record and the answer rounded to the earlier destination offset.
+	Exact bool `json:"exact" example:"true"`
 } // @name Translation
 
 // Instance is a kmirror server process.
 type Instance struct {
-	ID          string     `json:"id"`
-	Hostname    string     `json:"hostname"`
-	Version     string     `json:"version"`
-	StartedAt   time.Time  `json:"started_at"`
-	HeartbeatAt time.Time  `json:"heartbeat_at"`
-	StoppedAt   *time.Time `json:"stopped_at,omitempty"`
-	Live        bool       `json:"live"`
+	ID          string    `json:"id" example:"vm-a"`
+	Hostname    string    `json:"hostname" example:"vm-a.example.com"`
+	Version     string    `json:"version" example:"1.0.0"`
+	StartedAt   time.Time `json:"started_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	HeartbeatAt time.Time `json:"heartbeat_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	// StoppedAt is when the instance stopped cleanly; absent while it runs.
+	StoppedAt *time.Time `json:"stopped_at,omitempty" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	// Live says its lease session has not expired.
+	Live bool `json:"live" example:"true"`
 	// Leases counts the partitions whose lease this instance's live
 	// session holds.
 	Leases int `json:"leases" example:"12"`
@@ -233,22 +268,38 @@ type InstanceList struct {
 
 // Event is an audit-log entry, as streamed by /v1/events.
 type Event struct {
-	ID        int64          `json:"id"`
-	At        time.Time      `json:"at"`
-	Kind      string         `json:"kind" example:"topics.added"`
-	Mirror    string         `json:"mirror,omitempty"`
-	Topic     string         `json:"topic,omitempty"`
-	Partition *int32         `json:"partition,omitempty"`
-	Message   string         `json:"message"`
-	Data      map[string]any `json:"data,omitempty"`
+	// ID orders the events; the stream's id, for Last-Event-ID.
+	ID        int64     `json:"id" example:"42"`
+	At        time.Time `json:"at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	Kind      EventKind `json:"kind" example:"topics.added"`
+	Mirror    string    `json:"mirror,omitempty" example:"m1"`
+	Topic     string    `json:"topic,omitempty" example:"orders"`
+	Partition *int32    `json:"partition,omitempty" example:"0"`
+	// Message says what happened, in words.
+	Message string `json:"message" example:"added topics orders, payments"`
+	// Data holds the kind's details, when it has any.
+	Data map[string]any `json:"data,omitempty"`
 } // @name Event
+
+// EventStreamMessage is one message of the GET /v1/events stream as
+// server-sent events frame it, "id: 42\nevent: topics.added\ndata: {...}\n\n":
+// the event's id (for Last-Event-ID), its kind, and the Event as JSON. It
+// describes the stream; the server writes the frames itself.
+type EventStreamMessage struct {
+	// ID is the event's id, as a decimal string.
+	ID string `json:"id" example:"42"`
+	// Event is the SSE event name: the event's kind.
+	Event EventKind `json:"event" example:"topics.added"`
+	// Data is the event, as one line of JSON.
+	Data Event `json:"data"`
+} // @name EventStreamMessage
 
 // History is the lag and throughput this API instance sampled.
 type History struct {
 	// IntervalSeconds is the time between samples.
-	IntervalSeconds float64 `json:"interval_seconds" example:"5"`
+	IntervalSeconds float64 `json:"interval_seconds" format:"double" example:"5"`
 	// WindowSeconds is how far back samples are kept.
-	WindowSeconds float64         `json:"window_seconds" example:"600"`
+	WindowSeconds float64         `json:"window_seconds" format:"double" example:"600"`
 	Series        []HistorySeries `json:"series"`
 } // @name History
 
@@ -262,38 +313,88 @@ type HistorySeries struct {
 
 // HistoryPoint is one sample.
 type HistoryPoint struct {
-	At time.Time `json:"at"`
+	At time.Time `json:"at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	// Lag sums the known per-partition lag.
 	Lag int64 `json:"lag" example:"3"`
 	// RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
-	RecordsPerSec float64 `json:"records_per_sec" example:"120.5"`
+	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
 } // @name HistoryPoint
 
 // Whoami is the caller as the server sees it.
 type Whoami struct {
 	// AuthEnabled says the server checks bearer tokens.
-	AuthEnabled bool `json:"auth_enabled"`
-	// Role is admin (may do anything) or viewer (may only read).
-	Role string `json:"role" enums:"admin,viewer" example:"admin"`
+	AuthEnabled bool `json:"auth_enabled" example:"true"`
+	Role        Role `json:"role" example:"admin"`
 } // @name Whoami
+
+// Health is the body of /healthz and /readyz.
+type Health struct {
+	Status string `json:"status" enums:"ok,ready" example:"ok"`
+} // @name Health
+
+// TopicState is a topic whose state refused an action (in a 409 problem):
+// its desired state on this mirror, or the other mirror that mirrors it.
+type TopicState struct {
+	Topic string `json:"topic" example:"orders"`
+	// DesiredState is the topic's desired state on this mirror; absent
+	// when mirrored_by is set.
+	DesiredState DesiredState `json:"desired_state,omitempty" example:"paused"`
+	// MirroredBy names another mirror that mirrors the topic.
+	MirroredBy string `json:"mirrored_by,omitempty" example:"m2"`
+} // @name TopicState
+
+// PartitionStateCounts counts partitions by actual state; a state no
+// partition is in is left out.
+type PartitionStateCounts struct {
+	Unknown   int `json:"UNKNOWN,omitempty" example:"0"`
+	Preparing int `json:"PREPARING,omitempty" example:"0"`
+	Mirroring int `json:"MIRRORING,omitempty" example:"3"`
+	Pausing   int `json:"PAUSING,omitempty" example:"0"`
+	Paused    int `json:"PAUSED,omitempty" example:"1"`
+	Stopping  int `json:"STOPPING,omitempty" example:"0"`
+	Stopped   int `json:"STOPPED,omitempty" example:"0"`
+	Failed    int `json:"FAILED,omitempty" example:"0"`
+} // @name PartitionStateCounts
+
+// add counts n partitions in state, named as PartitionState names it.
+func (c *PartitionStateCounts) add(state string, n int) {
+	switch PartitionState(state) {
+	case PartitionStateUnknown:
+		c.Unknown += n
+	case PartitionStatePreparing:
+		c.Preparing += n
+	case PartitionStateMirroring:
+		c.Mirroring += n
+	case PartitionStatePausing:
+		c.Pausing += n
+	case PartitionStatePaused:
+		c.Paused += n
+	case PartitionStateStopping:
+		c.Stopping += n
+	case PartitionStateStopped:
+		c.Stopped += n
+	case PartitionStateFailed:
+		c.Failed += n
+	}
+}
 
 func mirrorView(m service.Mirror) Mirror {
 	src := m.Source
 	v := Mirror{
 		Name: m.Name,
-		Source: SourceView{BootstrapServers: src.BootstrapServers, SecurityProtocol: src.SecurityProtocol,
-			SASLMechanism: src.SASLMechanism, SASLUsername: src.SASLUsername,
+		Source: SourceView{BootstrapServers: src.BootstrapServers, SecurityProtocol: SecurityProtocol(src.SecurityProtocol),
+			SASLMechanism: SASLMechanism(src.SASLMechanism), SASLUsername: src.SASLUsername,
 			SASLPasswordSet: src.SASLPasswordSet, TLSCAPEM: src.TLSCAPEM, TLSCertPEM: src.TLSCertPEM,
 			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
-			States: m.Status.States, Lag: m.Status.Lag, Erroring: m.Status.Erroring,
+			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
 			RecordsPerSec: m.Status.RecordsPerSec},
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
-	if v.Status.States == nil {
-		v.Status.States = map[string]int{}
+	for state, n := range m.Status.States {
+		v.Status.States.add(state, n)
 	}
 	if len(m.LastSync) > 0 {
 		var r service.SyncResult
@@ -305,25 +406,29 @@ func mirrorView(m service.Mirror) Mirror {
 }
 
 func partitionView(p service.PartitionRow) PartitionRow {
-	return PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
+	v := PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
-		State: p.State.String(), Error: p.Error, RetryAttempt: p.RetryAttempt,
+		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
+	if p.Error != "" {
+		v.Error = &p.Error
+	}
+	return v
 }
 
 func topicView(t service.Topic, sum service.PartitionSummary) Topic {
-	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: string(t.DesiredState),
+	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: DesiredState(t.DesiredState),
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
-		States: map[string]int{}, Lag: sum.Lag, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Lag: sum.Lag, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for state, n := range sum.States {
-		v.States[state.String()] += n
+		v.States.add(state.String(), n)
 	}
 	return v
 }
 
 func eventView(e service.Event) Event {
-	v := Event{ID: e.ID, At: e.At, Kind: e.Kind, Mirror: e.Mirror, Topic: e.Topic,
+	v := Event{ID: e.ID, At: e.At, Kind: EventKind(e.Kind), Mirror: e.Mirror, Topic: e.Topic,
 		Partition: e.Partition, Message: e.Message}
 	if len(e.Data) > 0 {
 		_ = json.Unmarshal(e.Data, &v.Data)

@@ -59,11 +59,25 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string { return e.Detail }
 
-// TopicState names a topic and its desired state, for conflict reports.
+// TopicState names a topic whose state refused an action, for conflict
+// reports: its desired state on this mirror, or the other mirror that
+// mirrors it.
 type TopicState struct {
-	Topic string `json:"topic"`
-	State string `json:"state"`
-} // @name TopicState
+	Topic string
+	// DesiredState is the topic's desired state on this mirror; empty when
+	// MirroredBy is set.
+	DesiredState DesiredState
+	// MirroredBy names another mirror that mirrors the topic.
+	MirroredBy string
+}
+
+// String says what the topic's state is, as in "orders is paused".
+func (t TopicState) String() string {
+	if t.MirroredBy != "" {
+		return t.Topic + " is mirrored by " + t.MirroredBy
+	}
+	return t.Topic + " is " + string(t.DesiredState)
+}
 
 // UnavailableError is a dependency (a source cluster) that could not be
 // reached. Nothing was changed.

@@ -22,7 +22,16 @@ const (
 	EventTopicsPaused  = "topics.paused"
 	EventTopicsResumed = "topics.resumed"
 	EventTopicsRemoved = "topics.removed"
+	// EventStateRestored is kmirror restore rebuilding the database.
+	EventStateRestored = "state.restored"
 )
+
+// EventKinds lists every event kind, for the API's enum.
+var EventKinds = []string{EventMirrorCreated, EventMirrorUpdated, EventMirrorDeleted,
+	EventSyncRequested, EventTopicsAdded, EventTopicsPaused, EventTopicsResumed,
+	EventTopicsRemoved, EventTopicsAutoAdded, EventTopicsSourceDeleted,
+	EventTopicPartitionsAdded, EventPartitionState, EventPartitionOwner,
+	EventPartitionRealigned, EventStateRestored}
 
 // MirrorInput is a new mirror as an operator gives it.
 type MirrorInput struct {

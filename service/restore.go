@@ -102,7 +102,7 @@ func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (Restor
 			res.Partitions += int(n)
 		}
 		sort.Strings(res.NeedSecrets)
-		return repo.EventsInsert(ctx, tx, repo.Event{Kind: "state.restored", Message: fmt.Sprintf(
+		return repo.EventsInsert(ctx, tx, repo.Event{Kind: EventStateRestored, Message: fmt.Sprintf(
 			"restored %d mirror(s), %d topic(s), %d partition state(s) from __mirror_state", res.Mirrors, res.Topics, res.Partitions)})
 	})
 	return res, err

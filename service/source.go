@@ -24,9 +24,11 @@ type SourceInput struct {
 	TLSServerName    string
 }
 
+// The security protocols and SASL mechanisms a source may use, with Kafka's
+// names.
 var (
-	securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-	saslMechanisms    = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+	SecurityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+	SASLMechanisms    = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
 )
 
 // validateSource checks a source connection's fields and their combination.
@@ -35,14 +37,14 @@ func validateSource(v *validation, in SourceInput) {
 		v.addf("source.bootstrap_servers", "%s", err)
 	}
 	proto := in.SecurityProtocol
-	if !slices.Contains(securityProtocols, proto) {
+	if !slices.Contains(SecurityProtocols, proto) {
 		v.addf("source.security_protocol", "%q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", proto)
 		return
 	}
 	sasl := proto == "SASL_PLAINTEXT" || proto == "SASL_SSL"
 	useTLS := proto == "SSL" || proto == "SASL_SSL"
 	if sasl {
-		if !slices.Contains(saslMechanisms, in.SASLMechanism) {
+		if !slices.Contains(SASLMechanisms, in.SASLMechanism) {
 			v.addf("source.sasl_mechanism", "%q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", in.SASLMechanism)
 		}
 		if in.SASLUsername == "" {

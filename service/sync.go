@@ -56,9 +56,9 @@ type SyncResult struct {
 	// Epoch is the metadata-sync lease epoch the pass ran under.
 	Epoch int64 `json:"epoch"`
 	// Trigger is start (the lease was just taken), interval or request.
-	Trigger    string    `json:"trigger" example:"interval"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Trigger    string    `json:"trigger" enums:"start,interval,request" example:"interval"`
+	StartedAt  time.Time `json:"started_at" format:"date-time"`
+	FinishedAt time.Time `json:"finished_at" format:"date-time"`
 	DurationMs int64     `json:"duration_ms"`
 	// OK is true when every kind is OK.
 	OK            bool                `json:"ok"`
@@ -85,7 +85,7 @@ type SyncItem struct {
 	Name string `json:"name" example:"orders"`
 	// Action is what happened: updated, grown, added, missing, stopped,
 	// created, deleted, refreshed, skipped or failed.
-	Action string `json:"action" example:"updated"`
+	Action string `json:"action" enums:"updated,grown,added,missing,stopped,created,deleted,refreshed,skipped,failed" example:"updated"`
 	Detail string `json:"detail,omitempty" example:"retention.ms=3600000"`
 } // @name SyncItem
 

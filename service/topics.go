@@ -26,6 +26,11 @@ const (
 	DesiredStopped   = states.DesiredStopped
 )
 
+// DefaultReplicationFactor is the replication factor that leaves it to the
+// destination cluster (its default.replication.factor), as in Kafka's
+// CreateTopics.
+const DefaultReplicationFactor = -1
+
 // kafkaInternalTopics are never mirrored, whatever the pattern.
 var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
 	"__share_group_state", "__cluster_metadata", StateTopic}
@@ -58,7 +63,8 @@ func topicOf(t repo.Topic) Topic {
 type AddTopicsInput struct {
 	// Topic is an RE2 pattern matched against whole source topic names.
 	Topic string
-	// ReplicationFactor for the destination topics; nil is the destination's default.
+	// ReplicationFactor for the destination topics; nil or
+	// DefaultReplicationFactor is the destination's default.
 	ReplicationFactor *int
 	// Recreate, on a restart, drops and recreates the destination topic
 	// instead of failing on divergence.
@@ -102,12 +108,12 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if err != nil {
 		return TopicsResult{}, err
 	}
-	rf := -1
+	rf := DefaultReplicationFactor
 	if in.ReplicationFactor != nil {
 		rf = *in.ReplicationFactor
-		if rf < 1 || rf > 32767 {
+		if rf != DefaultReplicationFactor && (rf < 1 || rf > 32767) {
 			return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "replication_factor",
-				Message: fmt.Sprintf("%d is out of range [1, 32767]", rf)}}}
+				Message: fmt.Sprintf("%d is out of range [1, 32767] (or -1: the destination's default)", rf)}}}
 		}
 	}
 	m, err := s.mirror(ctx, mirror)
@@ -142,7 +148,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		var conflicts []TopicState
 		for _, name := range names {
 			if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
-				conflicts = append(conflicts, TopicState{Topic: name, State: string(t.DesiredState)})
+				conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
 			}
 		}
 		if len(conflicts) > 0 {
@@ -226,7 +232,7 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 			}
 			names = append(names, name)
 			if !slices.Contains(tr.from, t.DesiredState) {
-				conflicts = append(conflicts, TopicState{Topic: name, State: string(t.DesiredState)})
+				conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
 			}
 		}
 		sort.Strings(names)
@@ -286,7 +292,7 @@ func checkNotMirroredElsewhere(ctx context.Context, tx pgx.Tx, mirror string, na
 	var conflicts []TopicState
 	var parts []string
 	for _, name := range sortedKeys(others) {
-		conflicts = append(conflicts, TopicState{Topic: name, State: "mirrored by " + others[name]})
+		conflicts = append(conflicts, TopicState{Topic: name, MirroredBy: others[name]})
 		parts = append(parts, fmt.Sprintf("%s is mirrored by mirror %s", name, others[name]))
 	}
 	return &ConflictError{Detail: "cannot add: " + strings.Join(parts, ", ") +
@@ -297,7 +303,7 @@ func topicConflict(action string, conflicts []TopicState) error {
 	sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Topic < conflicts[j].Topic })
 	parts := make([]string, len(conflicts))
 	for i, c := range conflicts {
-		parts[i] = fmt.Sprintf("%s is %s", c.Topic, c.State)
+		parts[i] = c.String()
 	}
 	return &ConflictError{
 		Detail: fmt.Sprintf("cannot %s: %s", action, strings.Join(parts, ", ")),

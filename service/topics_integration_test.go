@@ -149,7 +149,7 @@ func TestDesiredStateRules(t *testing.T) {
 					if !strings.Contains(cf.Detail, "cannot "+act.name) || !strings.Contains(cf.Detail, "orders is "+string(current)) {
 						t.Fatalf("conflict detail %q", cf.Detail)
 					}
-					if len(cf.Topics) != 1 || cf.Topics[0] != (service.TopicState{Topic: "orders", State: string(current)}) {
+					if len(cf.Topics) != 1 || cf.Topics[0] != (service.TopicState{Topic: "orders", DesiredState: current}) {
 						t.Fatalf("conflict topics %+v", cf.Topics)
 					}
 					if got := desired(); got != current {

@@ -287,11 +287,11 @@ func readSecretFile(flagName, path string) (string, error) {
 
 // sourceSpec builds the create request's source from the flags, reading the
 // password and TLS files.
-func (o *mirrorsOptions) sourceSpec() (*client.SourceSpec, error) {
-	src := &client.SourceSpec{
-		BootstrapServers: ptr(o.sourceBootstrap),
-		SecurityProtocol: ptrOrNil(strings.ToUpper(o.securityProtocol)),
-		SaslMechanism:    ptrOrNil(strings.ToUpper(o.saslMechanism)),
+func (o *mirrorsOptions) sourceSpec() (client.SourceSpec, error) {
+	src := client.SourceSpec{
+		BootstrapServers: o.sourceBootstrap,
+		SecurityProtocol: ptrOrNil(client.SecurityProtocol(strings.ToUpper(o.securityProtocol))),
+		SaslMechanism:    ptrOrNil(client.SASLMechanism(strings.ToUpper(o.saslMechanism))),
 		SaslUsername:     ptrOrNil(o.saslUsername),
 		TlsServerName:    ptrOrNil(o.tlsServerName),
 	}
@@ -299,7 +299,7 @@ func (o *mirrorsOptions) sourceSpec() (*client.SourceSpec, error) {
 	case o.saslPasswordFile != "":
 		pw, err := readSecretFile("sasl-password-file", o.saslPasswordFile)
 		if err != nil {
-			return nil, err
+			return src, err
 		}
 		// A password file usually ends with a newline that is not part of it.
 		src.SaslPassword = ptrOrNil(strings.TrimRight(pw, "\r\n"))
@@ -321,7 +321,7 @@ func (o *mirrorsOptions) sourceSpec() (*client.SourceSpec, error) {
 		}
 		pem, err := readSecretFile(f.flag, f.path)
 		if err != nil {
-			return nil, err
+			return src, err
 		}
 		*f.dst = ptr(pem)
 	}

@@ -78,7 +78,7 @@ func (c *mirrorsCLI) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	body := client.CreateMirrorRequest{Name: ptr(c.opts.mirror), Source: src}
+	body := client.CreateMirrorRequest{Name: c.opts.mirror, Source: src}
 	if len(c.opts.config) > 0 {
 		cfg := map[string]string(c.opts.config)
 		body.Config = &cfg
@@ -118,14 +118,14 @@ func (c *mirrorsCLI) list(ctx context.Context) error {
 	if resp.JSON200 == nil {
 		return c.unexpected(resp)
 	}
-	for _, m := range val(resp.JSON200.Mirrors) {
-		fmt.Fprintln(c.stdout, val(m.Name))
+	for _, m := range resp.JSON200.Mirrors {
+		fmt.Fprintln(c.stdout, m.Name)
 	}
 	return nil
 }
 
 func (c *mirrorsCLI) add(ctx context.Context) error {
-	body := client.AddTopicsRequest{Topic: ptr(c.opts.topic), Recreate: ptrOrNil(c.opts.recreate)}
+	body := client.AddTopicsRequest{Topic: c.opts.topic, Recreate: ptrOrNil(c.opts.recreate)}
 	if c.opts.set["replication-factor"] {
 		body.ReplicationFactor = ptr(c.opts.replicationFactor)
 	}
@@ -136,7 +136,7 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 	if resp.JSON200 == nil {
 		return c.unexpected(resp)
 	}
-	topics := val(resp.JSON200.Topics)
+	topics := resp.JSON200.Topics
 	fmt.Fprintf(c.stdout, "Added %d topic(s) to mirror %s: %s\n", len(topics), c.opts.mirror, topicList(topics))
 	return nil
 }
@@ -144,7 +144,7 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 // transition pauses, resumes or removes topics; the three share a request
 // and a result.
 func (c *mirrorsCLI) transition(ctx context.Context) error {
-	body := client.TopicsRequest{Topic: ptr(c.opts.topic)}
+	body := client.TopicsRequest{Topic: c.opts.topic}
 	var (
 		resp   apiResponse
 		result *client.TopicsResult
@@ -177,7 +177,7 @@ func (c *mirrorsCLI) transition(ctx context.Context) error {
 	if result == nil {
 		return c.unexpected(resp)
 	}
-	topics := val(result.Topics)
+	topics := result.Topics
 	fmt.Fprintf(c.stdout, format, len(topics), c.opts.mirror, topicList(topics))
 	return nil
 }
@@ -196,7 +196,7 @@ type problemError struct {
 }
 
 func (e *problemError) Error() string {
-	return cmp.Or(val(e.problem.Detail), val(e.problem.Title), http.StatusText(e.status))
+	return cmp.Or(e.problem.Detail, e.problem.Title, http.StatusText(e.status))
 }
 
 // check turns a transport failure or an unexpected status into an error:
@@ -213,7 +213,7 @@ func (c *mirrorsCLI) check(resp apiResponse, err error, want ...int) error {
 	}
 	if strings.Contains(resp.ContentType(), "json") {
 		var p client.Problem
-		if json.Unmarshal(resp.GetBody(), &p) == nil && (p.Detail != nil || p.Title != nil) {
+		if json.Unmarshal(resp.GetBody(), &p) == nil && (p.Detail != "" || p.Title != "") {
 			return &problemError{status: status, problem: p}
 		}
 	}
@@ -258,9 +258,9 @@ func printError(w io.Writer, err error) {
 	if !errors.As(err, &pe) {
 		return
 	}
-	detail := val(pe.problem.Detail)
+	detail := pe.problem.Detail
 	for _, f := range val(pe.problem.Errors) {
-		line := val(f.Field) + ": " + val(f.Message)
+		line := f.Field + ": " + f.Message
 		if !strings.Contains(detail, line) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}

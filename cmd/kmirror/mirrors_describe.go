@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"kmirror/openapi/client"
 )
@@ -29,7 +30,7 @@ const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
 func (c *mirrorsCLI) describe(ctx context.Context) error {
 	params := &client.ListPartitionsParams{Mirror: ptrOrNil(c.opts.mirror), Topic: ptrOrNil(c.opts.topic)}
 	if c.opts.failed {
-		params.State = ptr("FAILED")
+		params.State = ptr(client.ListPartitionsParamsStateFAILED)
 	}
 	rows, raw, err := c.listPartitions(ctx, params)
 	if err != nil {
@@ -39,8 +40,7 @@ func (c *mirrorsCLI) describe(ctx context.Context) error {
 		return printRowsJSON(c.stdout, raw)
 	}
 	slices.SortStableFunc(rows, func(a, b client.PartitionRow) int {
-		return cmp.Or(cmp.Compare(val(a.Mirror), val(b.Mirror)),
-			cmp.Compare(val(a.Topic), val(b.Topic)), cmp.Compare(val(a.Partition), val(b.Partition)))
+		return cmp.Or(cmp.Compare(a.Mirror, b.Mirror), cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	writeDescribeTable(c.stdout, rows)
 	if c.opts.mirror != "" {
@@ -69,7 +69,7 @@ func (c *mirrorsCLI) listPartitions(ctx context.Context, params *client.ListPart
 		if err := json.Unmarshal(resp.Body, &page); err != nil {
 			return nil, nil, fmt.Errorf("decode the partitions: %w", err)
 		}
-		rows = append(rows, val(resp.JSON200.Partitions)...)
+		rows = append(rows, resp.JSON200.Partitions...)
 		raw = append(raw, page.Partitions...)
 		next := val(resp.JSON200.NextCursor)
 		if next == "" {
@@ -89,7 +89,7 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 	var notes, readOnly []string
 	seen := map[string]bool{}
 	for _, r := range rows {
-		if topic := val(r.Mirror) + "/" + val(r.Topic); r.ReadOnlyEnforced != nil && !seen[topic] {
+		if topic := r.Mirror + "/" + r.Topic; r.ReadOnlyEnforced != nil && !seen[topic] {
 			seen[topic] = true
 			how := "enforced: a DENY WRITE ACL for User:* is set on the destination topic"
 			if !*r.ReadOnlyEnforced {
@@ -97,10 +97,10 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 			}
 			readOnly = append(readOnly, fmt.Sprintf("%s: read-only %s", topic, how))
 		}
-		fmt.Fprintf(w, describeFormat, val(r.Mirror), val(r.Topic), strconv.Itoa(val(r.Partition)),
-			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), val(r.State))
+		fmt.Fprintf(w, describeFormat, r.Mirror, r.Topic, strconv.Itoa(r.Partition),
+			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), string(r.State))
 		if note := partitionNote(r); note != "" {
-			notes = append(notes, fmt.Sprintf("%s/%s/%d: %s", val(r.Mirror), val(r.Topic), val(r.Partition), note))
+			notes = append(notes, fmt.Sprintf("%s/%s/%d: %s", r.Mirror, r.Topic, r.Partition, note))
 		}
 	}
 	if len(notes) > 0 {
@@ -124,21 +124,21 @@ func offset(p *int) string {
 func partitionNote(r client.PartitionRow) string {
 	var parts []string
 	if e := val(r.Error); e != "" {
-		if n := val(r.RetryAttempt); n > 0 {
+		if n := r.RetryAttempt; n > 0 {
 			e += fmt.Sprintf(" (retry attempt %d)", n)
 		}
 		parts = append(parts, e)
 	}
-	if n := val(r.LostRecords); n > 0 {
+	if n := r.LostRecords; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d record(s) removed by source retention before they were mirrored", n))
 	}
-	switch val(r.State) {
-	case "PREPARING", "MIRRORING", "PAUSING", "STOPPING":
+	switch r.State {
+	case client.PartitionStatePreparing, client.PartitionStateMirroring, client.PartitionStatePausing, client.PartitionStateStopping:
 		// The state says work is under way: say so when nobody does it.
-		if !val(r.LeaseLive) {
+		if !r.LeaseLive {
 			note := "no live owner: the state is what the last owner left, until another instance takes over"
-			if o, at := val(r.Owner), r.OwnerRenewedAt; o != "" && at != nil {
-				note += fmt.Sprintf(" (%s last renewed %s)", o, *at)
+			if o, at := r.Owner, r.OwnerRenewedAt; o != "" && at != nil {
+				note += fmt.Sprintf(" (%s last renewed %s)", o, at.Format(time.RFC3339Nano))
 			}
 			parts = append(parts, note)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"kmirror/openapi/client"
 )
@@ -20,7 +21,7 @@ func (c *mirrorsCLI) sync(ctx context.Context) error {
 		return c.unexpected(resp)
 	}
 	writeLastSync(c.stdout, c.opts.mirror, resp.JSON200)
-	if !val(resp.JSON200.Ok) {
+	if !resp.JSON200.Ok {
 		return fmt.Errorf("the sync pass of mirror %s had errors", c.opts.mirror)
 	}
 	return nil
@@ -41,33 +42,23 @@ func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
 }
 
 func writeLastSync(w io.Writer, mirror string, r *client.SyncResult) {
-	if r == nil || r.StartedAt == nil {
+	if r == nil || r.StartedAt.IsZero() {
 		fmt.Fprintf(w, "\nLast sync of %s: none yet\n", mirror)
 		return
 	}
 	fmt.Fprintf(w, "\nLast sync of %s: %s (%d ms, %s)\n", mirror,
-		val(r.StartedAt), val(r.DurationMs), val(r.Trigger))
+		r.StartedAt.Format(time.RFC3339Nano), r.DurationMs, r.Trigger)
 	kinds := []struct {
 		name string
-		o    *client.SyncOutcome
+		o    client.SyncOutcome
 	}{{"topic configs", r.TopicConfigs}, {"partitions", r.Partitions}, {"new topics", r.NewTopics},
 		{"deleted topics", r.DeletedTopics}, {"acls", r.Acls}, {"paused topics", r.PausedTopics}}
 	var parts []string
 	for _, k := range kinds {
-		parts = append(parts, k.name+": "+outcome(k.o != nil && val(k.o.Ok), func() string {
-			if k.o == nil {
-				return "not run"
-			}
-			return val(k.o.Error)
-		}()))
+		parts = append(parts, k.name+": "+outcome(k.o.Ok, val(k.o.Error)))
 	}
 	g := r.GroupOffsets
-	parts = append(parts, "group offsets: "+outcome(g != nil && val(g.Ok), func() string {
-		if g == nil {
-			return "not run"
-		}
-		return val(g.Error)
-	}()))
+	parts = append(parts, "group offsets: "+outcome(g.Ok, val(g.Error)))
 	fmt.Fprintf(w, "  %s\n", strings.Join(parts, "\n  "))
 }
 

@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"kmirror/openapi/client"
 )
 
 func TestWriteLastSync(t *testing.T) {
-	ok := client.SyncOutcome{Ok: ptr(true)}
-	bad := client.SyncOutcome{Ok: ptr(false), Error: ptr("cannot reach Kafka at 127.0.0.1:1 within 5s")}
-	r := &client.SyncResult{StartedAt: ptr("2026-12-02T13:00:00Z"), DurationMs: ptr(42), Trigger: ptr("interval"),
-		TopicConfigs: &bad, Partitions: &ok, NewTopics: &ok, DeletedTopics: &ok, Acls: &ok, PausedTopics: &ok,
-		GroupOffsets: &client.GroupOffsetsOutcome{Ok: ptr(true)}}
+	ok := client.SyncOutcome{Ok: true}
+	bad := client.SyncOutcome{Ok: false, Error: ptr("cannot reach Kafka at 127.0.0.1:1 within 5s")}
+	r := &client.SyncResult{StartedAt: time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC), DurationMs: 42,
+		Trigger: client.SyncResultTriggerInterval, TopicConfigs: bad, Partitions: ok, NewTopics: ok,
+		DeletedTopics: ok, Acls: ok, PausedTopics: ok, GroupOffsets: client.GroupOffsetsOutcome{Ok: true}}
 	var b bytes.Buffer
 	writeLastSync(&b, "m1", r)
 	got := b.String()

@@ -300,8 +300,8 @@ func TestMirrorsUsage(t *testing.T) {
 func TestDescribeTable(t *testing.T) {
 	t.Parallel()
 	row := func(mirror, topic string, partition int, src, dst, lag *int, state string) client.PartitionRow {
-		return client.PartitionRow{Mirror: &mirror, Topic: &topic, Partition: &partition,
-			SourceOffset: src, DestinationOffset: dst, Lag: lag, State: &state, LeaseLive: ptr(true)}
+		return client.PartitionRow{Mirror: mirror, Topic: topic, Partition: partition,
+			SourceOffset: src, DestinationOffset: dst, Lag: lag, State: client.PartitionState(state), LeaseLive: true}
 	}
 	n := func(v int) *int { return &v }
 	var b bytes.Buffer
@@ -317,9 +317,9 @@ func TestDescribeTable(t *testing.T) {
 	}
 
 	failed := row("m", "t", 1, nil, n(5), nil, "FAILED")
-	failed.Error, failed.RetryAttempt = ptr("source topic t was recreated"), ptr(3)
+	failed.Error, failed.RetryAttempt = ptr("source topic t was recreated"), 3
 	lost := row("m", "t", 2, n(100), n(90), n(0), "MIRRORING")
-	lost.LostRecords = ptr(10)
+	lost.LostRecords = 10
 	b.Reset()
 	writeDescribeTable(&b, []client.PartitionRow{failed, lost})
 	want = seedHeader + "\n" +
@@ -333,9 +333,9 @@ func TestDescribeTable(t *testing.T) {
 	}
 	// A MIRRORING row nobody renews says so; a FAILED one waits anyway.
 	orphan := row("m", "t", 3, n(10), n(10), n(0), "MIRRORING")
-	orphan.LeaseLive, orphan.Owner, orphan.OwnerRenewedAt = ptr(false), ptr("i1"), ptr("2026-12-02T10:00:00Z")
+	orphan.LeaseLive, orphan.Owner, orphan.OwnerRenewedAt = false, "i1", ptr(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	idle := row("m", "t", 4, n(10), n(10), n(0), "FAILED")
-	idle.LeaseLive = ptr(false)
+	idle.LeaseLive = false
 	b.Reset()
 	writeDescribeTable(&b, []client.PartitionRow{orphan, idle})
 	if want := "m/t/3: no live owner: the state is what the last owner left, until another instance takes over " +

@@ -3,11 +3,25 @@
 //
 //	go run ./internal/openapiconv -in openapi/swagger.json -out openapi/openapi.json
 //
-// Besides kin-openapi's conversion it fixes what Swagger 2.0 cannot say:
-// error responses (4xx, 5xx and default) whose schema is the Problem model
-// are served as application/problem+json only, whatever the operation
-// produces for success. The output is indented JSON with sorted keys, so the
-// same input always gives the same bytes.
+// Besides kin-openapi's conversion it says what Swagger 2.0 cannot:
+//   - error responses (4xx, 5xx and default) whose schema is the Problem
+//     model are served as application/problem+json only, whatever the
+//     operation produces for success;
+//   - an apiKey scheme in the Authorization header (Swagger 2.0 has no
+//     bearer scheme) becomes an HTTP bearer scheme;
+//   - a map property marked x-nullable-values (a swag extensions tag) gets
+//     nullable values, as a merge patch's "key": null;
+//   - an enum's x-enum-varnames (swag takes them from the Go constants,
+//     PartitionStateFailed) lose the schema's name as a prefix (Failed),
+//     so generators that name members within the enum's type do not
+//     repeat it;
+//   - an operation that names no security scheme needs none, and says so
+//     (security: []), as the health checks do;
+//   - the servers are the document's own origin ("/") and the host the
+//     annotations name, without a trailing slash.
+//
+// The output is indented JSON with sorted keys, so the same input always
+// gives the same bytes.
 package main
 
 import (
@@ -18,6 +32,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
@@ -62,6 +78,11 @@ func convert(swagger []byte) ([]byte, error) {
 		return nil, fmt.Errorf("convert to OpenAPI 3.0: %w", err)
 	}
 	problemErrors(doc3)
+	bearerSchemes(doc3)
+	nullableValues(doc3)
+	enumVarNames(doc3)
+	openOperations(doc3)
+	servers(doc3)
 	dropConversionMarkers(doc3)
 	if err := doc3.Validate(context.Background()); err != nil {
 		return nil, fmt.Errorf("the converted document is invalid: %w", err)
@@ -114,6 +135,107 @@ func problemErrors(doc *openapi3.T) {
 			}
 		}
 	}
+}
+
+// bearerSchemes turns each apiKey security scheme sent in the Authorization
+// header into an HTTP bearer scheme, which is what it is: Swagger 2.0 can
+// only call it an API key.
+func bearerSchemes(doc *openapi3.T) {
+	for _, ref := range doc.Components.SecuritySchemes {
+		ss := ref.Value
+		if ss == nil || ss.Type != "apiKey" || ss.In != "header" || !strings.EqualFold(ss.Name, "Authorization") {
+			continue
+		}
+		ref.Value = &openapi3.SecurityScheme{Type: "http", Scheme: "bearer", Description: ss.Description,
+			Extensions: ss.Extensions}
+	}
+}
+
+// nullableValuesExtension marks a map property whose values may be null
+// (swag's `extensions:"x-nullable-values"` tag).
+const nullableValuesExtension = "x-nullable-values"
+
+// nullableValues makes the values of each map property marked
+// x-nullable-values nullable, and drops the marker.
+func nullableValues(doc *openapi3.T) {
+	for _, ref := range doc.Components.Schemas {
+		if ref.Value == nil {
+			continue
+		}
+		for _, prop := range ref.Value.Properties {
+			p := prop.Value
+			if p == nil || p.Extensions[nullableValuesExtension] != true {
+				continue
+			}
+			delete(p.Extensions, nullableValuesExtension)
+			if p.AdditionalProperties.Schema != nil && p.AdditionalProperties.Schema.Value != nil {
+				values := *p.AdditionalProperties.Schema.Value
+				values.Nullable = true
+				p.AdditionalProperties.Schema = openapi3.NewSchemaRef("", &values)
+			}
+		}
+	}
+}
+
+// enumVarNames strips each enum schema's name from the front of its
+// x-enum-varnames and of the keys of its x-enum-comments.
+func enumVarNames(doc *openapi3.T) {
+	for name, ref := range doc.Components.Schemas {
+		if ref.Value == nil {
+			continue
+		}
+		ext := ref.Value.Extensions
+		if names, ok := ext["x-enum-varnames"].([]any); ok {
+			for i, n := range names {
+				if s, ok := n.(string); ok {
+					names[i] = trimTypeName(s, name)
+				}
+			}
+		}
+		if comments, ok := ext["x-enum-comments"].(map[string]any); ok {
+			trimmed := make(map[string]any, len(comments))
+			for k, v := range comments {
+				trimmed[trimTypeName(k, name)] = v
+			}
+			ext["x-enum-comments"] = trimmed
+		}
+	}
+}
+
+// trimTypeName strips typeName from the front of a constant's name, when
+// something is left that can start a Go identifier.
+func trimTypeName(constName, typeName string) string {
+	rest, ok := strings.CutPrefix(constName, typeName)
+	if !ok || rest == "" || !unicode.IsUpper(rune(rest[0])) {
+		return constName
+	}
+	return rest
+}
+
+// openOperations gives every operation without a security requirement an
+// empty one: swag cannot say "no token needed", only leave it out.
+func openOperations(doc *openapi3.T) {
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.Security == nil {
+				op.Security = openapi3.NewSecurityRequirements()
+			}
+		}
+	}
+}
+
+// servers lists the document's own origin first (a relative URL, so the
+// docs page and clients that fetched /openapi.json call the server they
+// fetched it from), then the host the annotations name (kmirror dev's
+// address), without the trailing slash the conversion leaves.
+func servers(doc *openapi3.T) {
+	out := openapi3.Servers{{URL: "/", Description: "the kmirror server this document was fetched from"}}
+	for _, s := range doc.Servers {
+		if u := strings.TrimSuffix(s.URL, "/"); u != "" && u != "/" && !strings.HasPrefix(u, "/") {
+			out = append(out, &openapi3.Server{URL: u, Description: "kmirror dev, and kmirror server's default --listen address"})
+		}
+	}
+	doc.Servers = out
 }
 
 func isErrorStatus(code string) bool {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -62,5 +64,23 @@ func TestConvert(t *testing.T) {
 	}
 	if bad := events.Responses.Status(400).Value.Content.Get(problemMediaType); bad == nil {
 		t.Error("GET /v1/events 400 is not application/problem+json")
+	}
+
+	if ss := doc.Components.SecuritySchemes["BearerAuth"]; ss == nil || ss.Value.Type != "http" || ss.Value.Scheme != "bearer" {
+		t.Errorf("BearerAuth is not an http bearer scheme: %+v", ss)
+	}
+	if sec := doc.Paths.Find("/healthz").Get.Security; sec == nil || len(*sec) != 0 {
+		t.Errorf("GET /healthz security %v, want [] (no token needed)", sec)
+	}
+	config := doc.Components.Schemas["UpdateMirrorRequest"].Value.Properties["config"].Value
+	if v := config.AdditionalProperties.Schema; v == nil || !v.Value.Nullable || config.Extensions[nullableValuesExtension] != nil {
+		t.Errorf("UpdateMirrorRequest.config: values not nullable, or the marker kept: %+v", config)
+	}
+	if names := doc.Components.Schemas["PartitionState"].Value.Extensions["x-enum-varnames"]; !strings.Contains(fmt.Sprint(names), "Mirroring") ||
+		strings.Contains(fmt.Sprint(names), "PartitionState") {
+		t.Errorf("PartitionState x-enum-varnames %v, want names without the type's", names)
+	}
+	if len(doc.Servers) != 2 || doc.Servers[0].URL != "/" || strings.HasSuffix(doc.Servers[1].URL, "/") {
+		t.Errorf("servers %+v", doc.Servers)
 	}
 }

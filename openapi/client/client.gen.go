@@ -12,22 +12,386 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/oapi-codegen/runtime"
 )
 
-// Defines values for WhoamiRole.
+// Defines values for DesiredState.
 const (
-	Admin  WhoamiRole = "admin"
-	Viewer WhoamiRole = "viewer"
+	DesiredStateMirroring DesiredState = "mirroring"
+	DesiredStatePaused    DesiredState = "paused"
+	DesiredStateStopped   DesiredState = "stopped"
 )
 
-// Valid indicates whether the value is a known member of the WhoamiRole enum.
-func (e WhoamiRole) Valid() bool {
+// Valid indicates whether the value is a known member of the DesiredState enum.
+func (e DesiredState) Valid() bool {
 	switch e {
-	case Admin:
+	case DesiredStateMirroring:
 		return true
-	case Viewer:
+	case DesiredStatePaused:
+		return true
+	case DesiredStateStopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventKind.
+const (
+	EventKindMirrorCreated        EventKind = "mirror.created"
+	EventKindMirrorDeleted        EventKind = "mirror.deleted"
+	EventKindMirrorSyncRequested  EventKind = "mirror.sync_requested"
+	EventKindMirrorUpdated        EventKind = "mirror.updated"
+	EventKindPartitionOwner       EventKind = "partition.owner"
+	EventKindPartitionRealigned   EventKind = "partition.realigned"
+	EventKindPartitionState       EventKind = "partition.state"
+	EventKindStateRestored        EventKind = "state.restored"
+	EventKindTopicPartitionsAdded EventKind = "topic.partitions_added"
+	EventKindTopicsAdded          EventKind = "topics.added"
+	EventKindTopicsAutoAdded      EventKind = "topics.auto_added"
+	EventKindTopicsPaused         EventKind = "topics.paused"
+	EventKindTopicsRemoved        EventKind = "topics.removed"
+	EventKindTopicsResumed        EventKind = "topics.resumed"
+	EventKindTopicsSourceDeleted  EventKind = "topics.source_deleted"
+)
+
+// Valid indicates whether the value is a known member of the EventKind enum.
+func (e EventKind) Valid() bool {
+	switch e {
+	case EventKindMirrorCreated:
+		return true
+	case EventKindMirrorDeleted:
+		return true
+	case EventKindMirrorSyncRequested:
+		return true
+	case EventKindMirrorUpdated:
+		return true
+	case EventKindPartitionOwner:
+		return true
+	case EventKindPartitionRealigned:
+		return true
+	case EventKindPartitionState:
+		return true
+	case EventKindStateRestored:
+		return true
+	case EventKindTopicPartitionsAdded:
+		return true
+	case EventKindTopicsAdded:
+		return true
+	case EventKindTopicsAutoAdded:
+		return true
+	case EventKindTopicsPaused:
+		return true
+	case EventKindTopicsRemoved:
+		return true
+	case EventKindTopicsResumed:
+		return true
+	case EventKindTopicsSourceDeleted:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for HealthStatus.
+const (
+	HealthStatusOk    HealthStatus = "ok"
+	HealthStatusReady HealthStatus = "ready"
+)
+
+// Valid indicates whether the value is a known member of the HealthStatus enum.
+func (e HealthStatus) Valid() bool {
+	switch e {
+	case HealthStatusOk:
+		return true
+	case HealthStatusReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartitionState.
+const (
+	PartitionStateFailed    PartitionState = "FAILED"
+	PartitionStateMirroring PartitionState = "MIRRORING"
+	PartitionStatePaused    PartitionState = "PAUSED"
+	PartitionStatePausing   PartitionState = "PAUSING"
+	PartitionStatePreparing PartitionState = "PREPARING"
+	PartitionStateStopped   PartitionState = "STOPPED"
+	PartitionStateStopping  PartitionState = "STOPPING"
+	PartitionStateUnknown   PartitionState = "UNKNOWN"
+)
+
+// Valid indicates whether the value is a known member of the PartitionState enum.
+func (e PartitionState) Valid() bool {
+	switch e {
+	case PartitionStateFailed:
+		return true
+	case PartitionStateMirroring:
+		return true
+	case PartitionStatePaused:
+		return true
+	case PartitionStatePausing:
+		return true
+	case PartitionStatePreparing:
+		return true
+	case PartitionStateStopped:
+		return true
+	case PartitionStateStopping:
+		return true
+	case PartitionStateUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ProblemType.
+const (
+	ProblemTypeBodyTooLarge         ProblemType = "urn:kmirror:problem:body-too-large"
+	ProblemTypeConflict             ProblemType = "urn:kmirror:problem:conflict"
+	ProblemTypeDatabaseUnavailable  ProblemType = "urn:kmirror:problem:database-unavailable"
+	ProblemTypeForbidden            ProblemType = "urn:kmirror:problem:forbidden"
+	ProblemTypeInternal             ProblemType = "urn:kmirror:problem:internal"
+	ProblemTypeInvalidTransition    ProblemType = "urn:kmirror:problem:invalid-transition"
+	ProblemTypeMalformedJSON        ProblemType = "urn:kmirror:problem:malformed-json"
+	ProblemTypeMethodNotAllowed     ProblemType = "urn:kmirror:problem:method-not-allowed"
+	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"
+	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"
+	ProblemTypeSourceUnavailable    ProblemType = "urn:kmirror:problem:source-unavailable"
+	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"
+	ProblemTypeSyncUnavailable      ProblemType = "urn:kmirror:problem:sync-unavailable"
+	ProblemTypeUnauthenticated      ProblemType = "urn:kmirror:problem:unauthenticated"
+	ProblemTypeUnknownField         ProblemType = "urn:kmirror:problem:unknown-field"
+	ProblemTypeUnsupportedMediaType ProblemType = "urn:kmirror:problem:unsupported-media-type"
+	ProblemTypeValidation           ProblemType = "urn:kmirror:problem:validation"
+)
+
+// Valid indicates whether the value is a known member of the ProblemType enum.
+func (e ProblemType) Valid() bool {
+	switch e {
+	case ProblemTypeBodyTooLarge:
+		return true
+	case ProblemTypeConflict:
+		return true
+	case ProblemTypeDatabaseUnavailable:
+		return true
+	case ProblemTypeForbidden:
+		return true
+	case ProblemTypeInternal:
+		return true
+	case ProblemTypeInvalidTransition:
+		return true
+	case ProblemTypeMalformedJSON:
+		return true
+	case ProblemTypeMethodNotAllowed:
+		return true
+	case ProblemTypeNoMatch:
+		return true
+	case ProblemTypeNotFound:
+		return true
+	case ProblemTypeSourceUnavailable:
+		return true
+	case ProblemTypeSyncTimeout:
+		return true
+	case ProblemTypeSyncUnavailable:
+		return true
+	case ProblemTypeUnauthenticated:
+		return true
+	case ProblemTypeUnknownField:
+		return true
+	case ProblemTypeUnsupportedMediaType:
+		return true
+	case ProblemTypeValidation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Role.
+const (
+	RoleAdmin  Role = "admin"
+	RoleViewer Role = "viewer"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case RoleAdmin:
+		return true
+	case RoleViewer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SASLMechanism.
+const (
+	SASLMechanismPlain       SASLMechanism = "PLAIN"
+	SASLMechanismScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	SASLMechanismScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+)
+
+// Valid indicates whether the value is a known member of the SASLMechanism enum.
+func (e SASLMechanism) Valid() bool {
+	switch e {
+	case SASLMechanismPlain:
+		return true
+	case SASLMechanismScramSHA256:
+		return true
+	case SASLMechanismScramSHA512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SecurityProtocol.
+const (
+	SecurityProtocolPlaintext     SecurityProtocol = "PLAINTEXT"
+	SecurityProtocolSASLPlaintext SecurityProtocol = "SASL_PLAINTEXT"
+	SecurityProtocolSASLSSL       SecurityProtocol = "SASL_SSL"
+	SecurityProtocolSSL           SecurityProtocol = "SSL"
+)
+
+// Valid indicates whether the value is a known member of the SecurityProtocol enum.
+func (e SecurityProtocol) Valid() bool {
+	switch e {
+	case SecurityProtocolPlaintext:
+		return true
+	case SecurityProtocolSASLPlaintext:
+		return true
+	case SecurityProtocolSASLSSL:
+		return true
+	case SecurityProtocolSSL:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncItemAction.
+const (
+	SyncItemActionAdded     SyncItemAction = "added"
+	SyncItemActionCreated   SyncItemAction = "created"
+	SyncItemActionDeleted   SyncItemAction = "deleted"
+	SyncItemActionFailed    SyncItemAction = "failed"
+	SyncItemActionGrown     SyncItemAction = "grown"
+	SyncItemActionMissing   SyncItemAction = "missing"
+	SyncItemActionRefreshed SyncItemAction = "refreshed"
+	SyncItemActionSkipped   SyncItemAction = "skipped"
+	SyncItemActionStopped   SyncItemAction = "stopped"
+	SyncItemActionUpdated   SyncItemAction = "updated"
+)
+
+// Valid indicates whether the value is a known member of the SyncItemAction enum.
+func (e SyncItemAction) Valid() bool {
+	switch e {
+	case SyncItemActionAdded:
+		return true
+	case SyncItemActionCreated:
+		return true
+	case SyncItemActionDeleted:
+		return true
+	case SyncItemActionFailed:
+		return true
+	case SyncItemActionGrown:
+		return true
+	case SyncItemActionMissing:
+		return true
+	case SyncItemActionRefreshed:
+		return true
+	case SyncItemActionSkipped:
+		return true
+	case SyncItemActionStopped:
+		return true
+	case SyncItemActionUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SyncResultTrigger.
+const (
+	SyncResultTriggerInterval SyncResultTrigger = "interval"
+	SyncResultTriggerRequest  SyncResultTrigger = "request"
+	SyncResultTriggerStart    SyncResultTrigger = "start"
+)
+
+// Valid indicates whether the value is a known member of the SyncResultTrigger enum.
+func (e SyncResultTrigger) Valid() bool {
+	switch e {
+	case SyncResultTriggerInterval:
+		return true
+	case SyncResultTriggerRequest:
+		return true
+	case SyncResultTriggerStart:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TopicsAction.
+const (
+	TopicsActionAdd    TopicsAction = "add"
+	TopicsActionPause  TopicsAction = "pause"
+	TopicsActionRemove TopicsAction = "remove"
+	TopicsActionResume TopicsAction = "resume"
+)
+
+// Valid indicates whether the value is a known member of the TopicsAction enum.
+func (e TopicsAction) Valid() bool {
+	switch e {
+	case TopicsActionAdd:
+		return true
+	case TopicsActionPause:
+		return true
+	case TopicsActionRemove:
+		return true
+	case TopicsActionResume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ListPartitionsParamsState.
+const (
+	ListPartitionsParamsStateFAILED    ListPartitionsParamsState = "FAILED"
+	ListPartitionsParamsStateMIRRORING ListPartitionsParamsState = "MIRRORING"
+	ListPartitionsParamsStatePAUSED    ListPartitionsParamsState = "PAUSED"
+	ListPartitionsParamsStatePAUSING   ListPartitionsParamsState = "PAUSING"
+	ListPartitionsParamsStatePREPARING ListPartitionsParamsState = "PREPARING"
+	ListPartitionsParamsStateSTOPPED   ListPartitionsParamsState = "STOPPED"
+	ListPartitionsParamsStateSTOPPING  ListPartitionsParamsState = "STOPPING"
+	ListPartitionsParamsStateUNKNOWN   ListPartitionsParamsState = "UNKNOWN"
+)
+
+// Valid indicates whether the value is a known member of the ListPartitionsParamsState enum.
+func (e ListPartitionsParamsState) Valid() bool {
+	switch e {
+	case ListPartitionsParamsStateFAILED:
+		return true
+	case ListPartitionsParamsStateMIRRORING:
+		return true
+	case ListPartitionsParamsStatePAUSED:
+		return true
+	case ListPartitionsParamsStatePAUSING:
+		return true
+	case ListPartitionsParamsStatePREPARING:
+		return true
+	case ListPartitionsParamsStateSTOPPED:
+		return true
+	case ListPartitionsParamsStateSTOPPING:
+		return true
+	case ListPartitionsParamsStateUNKNOWN:
 		return true
 	default:
 		return false
@@ -40,60 +404,110 @@ type AddTopicsRequest struct {
 	// destination topic instead of failing on divergent writes.
 	Recreate *bool `json:"recreate,omitempty"`
 
-	// ReplicationFactor ReplicationFactor of the destination topics; omitted is the destination's default.
+	// ReplicationFactor ReplicationFactor of the destination topics that kmirror creates: 1
+	// to 32767, or -1 (the same as omitting it) for the destination
+	// cluster's default.replication.factor. A restarted topic keeps its
+	// factor unless one is given.
 	//
 	// Example: 3
 	ReplicationFactor *int `json:"replication_factor,omitempty"`
 
-	// Topic Example: orders|payments
-	Topic *string `json:"topic,omitempty"`
+	// Topic Topic is an RE2 pattern that must match a whole topic name.
+	//
+	// Example: orders|payments
+	Topic string `json:"topic"`
 }
 
 // CreateMirrorRequest defines model for CreateMirrorRequest.
 type CreateMirrorRequest struct {
+	// Config Config sets mirror config keys (Kafka's names; values are strings, as
+	// in Kafka); the others keep their defaults (see effective_config).
+	//
+	// Example: {"mirror.metadata.refresh.interval.ms":"30000"}
 	Config *map[string]string `json:"config,omitempty"`
 
-	// Name Example: m1
-	Name   *string     `json:"name,omitempty"`
-	Source *SourceSpec `json:"source,omitempty"`
+	// Name Name is 1-249 characters of [a-zA-Z0-9._-].
+	//
+	// Example: m1
+	Name   string     `json:"name"`
+	Source SourceSpec `json:"source"`
 }
+
+// DesiredState defines model for DesiredState.
+type DesiredState string
 
 // Event defines model for Event.
 type Event struct {
-	At   *string                 `json:"at,omitempty"`
+	// At Example: 2026-01-02T15:04:05Z
+	At time.Time `json:"at"`
+
+	// Data Data holds the kind's details, when it has any.
 	Data *map[string]interface{} `json:"data,omitempty"`
-	Id   *int                    `json:"id,omitempty"`
+
+	// Id ID orders the events; the stream's id, for Last-Event-ID.
+	//
+	// Example: 42
+	Id int `json:"id"`
 
 	// Kind Example: topics.added
-	Kind      *string `json:"kind,omitempty"`
-	Message   *string `json:"message,omitempty"`
-	Mirror    *string `json:"mirror,omitempty"`
-	Partition *int    `json:"partition,omitempty"`
-	Topic     *string `json:"topic,omitempty"`
+	Kind EventKind `json:"kind"`
+
+	// Message Message says what happened, in words.
+	//
+	// Example: added topics orders, payments
+	Message string `json:"message"`
+
+	// Mirror Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// EventKind defines model for EventKind.
+type EventKind string
+
+// EventStreamMessage defines model for EventStreamMessage.
+type EventStreamMessage struct {
+	// Data Data is the event, as one line of JSON.
+	Data Event `json:"data"`
+
+	// Event Event is the SSE event name: the event's kind.
+	//
+	// Example: topics.added
+	Event EventKind `json:"event"`
+
+	// Id ID is the event's id, as a decimal string.
+	//
+	// Example: 42
+	Id string `json:"id"`
 }
 
 // FieldError defines model for FieldError.
 type FieldError struct {
-	Field   *string `json:"field,omitempty"`
-	Message *string `json:"message,omitempty"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
 }
 
 // GroupOffsetsOutcome defines model for GroupOffsetsOutcome.
 type GroupOffsetsOutcome struct {
 	Error  *string      `json:"error,omitempty"`
 	Groups *[]GroupSync `json:"groups,omitempty"`
-	Ok     *bool        `json:"ok,omitempty"`
+	Ok     bool         `json:"ok"`
 }
 
 // GroupSync defines model for GroupSync.
 type GroupSync struct {
 	// Committed Committed counts the partitions this pass committed (the others were
 	// already in step).
-	Committed *int    `json:"committed,omitempty"`
+	Committed int     `json:"committed"`
 	Error     *string `json:"error,omitempty"`
 
 	// Group Example: orders-app
-	Group *string `json:"group,omitempty"`
+	Group string `json:"group"`
 
 	// Skipped Skipped lists partitions that were not synced, with the reason.
 	Skipped *[]SkippedPartition `json:"skipped,omitempty"`
@@ -104,44 +518,54 @@ type GroupSync struct {
 
 	// SyncedPartitions SyncedPartitions counts the partitions whose translated offset is
 	// committed on the destination after the pass.
-	SyncedPartitions *int `json:"synced_partitions,omitempty"`
+	SyncedPartitions int `json:"synced_partitions"`
 }
+
+// Health defines model for Health.
+type Health struct {
+	// Status Example: ok
+	Status HealthStatus `json:"status"`
+}
+
+// HealthStatus Example: ok
+type HealthStatus string
 
 // History defines model for History.
 type History struct {
 	// IntervalSeconds IntervalSeconds is the time between samples.
 	//
 	// Example: 5
-	IntervalSeconds *float32         `json:"interval_seconds,omitempty"`
-	Series          *[]HistorySeries `json:"series,omitempty"`
+	IntervalSeconds float64         `json:"interval_seconds"`
+	Series          []HistorySeries `json:"series"`
 
 	// WindowSeconds WindowSeconds is how far back samples are kept.
 	//
 	// Example: 600
-	WindowSeconds *float32 `json:"window_seconds,omitempty"`
+	WindowSeconds float64 `json:"window_seconds"`
 }
 
 // HistoryPoint defines model for HistoryPoint.
 type HistoryPoint struct {
-	At *string `json:"at,omitempty"`
+	// At Example: 2026-01-02T15:04:05Z
+	At time.Time `json:"at"`
 
 	// Lag Lag sums the known per-partition lag.
 	//
 	// Example: 3
-	Lag *int `json:"lag,omitempty"`
+	Lag int `json:"lag"`
 
 	// RecordsPerSec RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
 	//
 	// Example: 120.5
-	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+	RecordsPerSec float64 `json:"records_per_sec"`
 }
 
 // HistorySeries defines model for HistorySeries.
 type HistorySeries struct {
 	// Mirror Example: demo
-	Mirror *string         `json:"mirror,omitempty"`
-	Points *[]HistoryPoint `json:"points,omitempty"`
+	Mirror string         `json:"mirror"`
+	Points []HistoryPoint `json:"points"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -149,50 +573,75 @@ type HistorySeries struct {
 
 // Instance defines model for Instance.
 type Instance struct {
-	HeartbeatAt *string `json:"heartbeat_at,omitempty"`
-	Hostname    *string `json:"hostname,omitempty"`
-	Id          *string `json:"id,omitempty"`
+	// HeartbeatAt Example: 2026-01-02T15:04:05Z
+	HeartbeatAt time.Time `json:"heartbeat_at"`
+
+	// Hostname Example: vm-a.example.com
+	Hostname string `json:"hostname"`
+
+	// Id Example: vm-a
+	Id string `json:"id"`
 
 	// Leases Leases counts the partitions whose lease this instance's live
 	// session holds.
 	//
 	// Example: 12
-	Leases    *int    `json:"leases,omitempty"`
-	Live      *bool   `json:"live,omitempty"`
-	StartedAt *string `json:"started_at,omitempty"`
-	StoppedAt *string `json:"stopped_at,omitempty"`
-	Version   *string `json:"version,omitempty"`
+	Leases int `json:"leases"`
+
+	// Live Live says its lease session has not expired.
+	//
+	// Example: true
+	Live bool `json:"live"`
+
+	// StartedAt Example: 2026-01-02T15:04:05Z
+	StartedAt time.Time `json:"started_at"`
+
+	// StoppedAt StoppedAt is when the instance stopped cleanly; absent while it runs.
+	//
+	// Example: 2026-01-02T15:04:05Z
+	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+
+	// Version Example: 1.0.0
+	Version string `json:"version"`
 }
 
 // InstanceList defines model for InstanceList.
 type InstanceList struct {
-	Instances *[]Instance `json:"instances,omitempty"`
+	Instances []Instance `json:"instances"`
 }
 
 // Mirror defines model for Mirror.
 type Mirror struct {
 	// Config Config holds the keys set on this mirror.
-	Config    *map[string]string `json:"config,omitempty"`
-	CreatedAt *string            `json:"created_at,omitempty"`
+	//
+	// Example: {"mirror.metadata.refresh.interval.ms":"10000"}
+	Config map[string]string `json:"config"`
+
+	// CreatedAt Example: 2026-01-02T15:04:05Z
+	CreatedAt time.Time `json:"created_at"`
 
 	// EffectiveConfig EffectiveConfig holds every key with its set or default value.
-	EffectiveConfig *map[string]string `json:"effective_config,omitempty"`
+	//
+	// Example: {"mirror.metadata.refresh.interval.ms":"10000"}
+	EffectiveConfig map[string]string `json:"effective_config"`
 
 	// LastSync LastSync is the result of the last metadata sync pass, if any.
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
 	// Name Example: m1
-	Name   *string     `json:"name,omitempty"`
-	Source *SourceView `json:"source,omitempty"`
+	Name   string     `json:"name"`
+	Source SourceView `json:"source"`
 
 	// Status Status summarizes the mirror's topics and partitions.
-	Status    *MirrorStatus `json:"status,omitempty"`
-	UpdatedAt *string       `json:"updated_at,omitempty"`
+	Status MirrorStatus `json:"status"`
+
+	// UpdatedAt Example: 2026-01-02T15:04:05Z
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // MirrorList defines model for MirrorList.
 type MirrorList struct {
-	Mirrors *[]Mirror `json:"mirrors,omitempty"`
+	Mirrors []Mirror `json:"mirrors"`
 }
 
 // MirrorStatus defines model for MirrorStatus.
@@ -201,28 +650,28 @@ type MirrorStatus struct {
 	// their state.
 	//
 	// Example: 0
-	Erroring *int `json:"erroring,omitempty"`
+	Erroring int `json:"erroring"`
 
 	// Lag Lag sums the known per-partition lag.
 	//
 	// Example: 3
-	Lag *int `json:"lag,omitempty"`
+	Lag int `json:"lag"`
 
 	// Partitions Example: 4
-	Partitions *int `json:"partitions,omitempty"`
+	Partitions int `json:"partitions"`
 
 	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	//
 	// Example: 120.5
-	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
+	RecordsPerSec float64 `json:"records_per_sec"`
 
 	// States States counts partitions by actual state (UNKNOWN included); states
 	// no partition is in are left out.
-	States *map[string]int `json:"states,omitempty"`
+	States PartitionStateCounts `json:"states"`
 
 	// Topics Example: 2
-	Topics *int `json:"topics,omitempty"`
+	Topics int `json:"topics"`
 }
 
 // PartitionList defines model for PartitionList.
@@ -231,8 +680,8 @@ type PartitionList struct {
 	// with the same filters. Absent on the last page.
 	//
 	// Example: eyJtIjoibTEiLCJ0Ijoib3JkZXJzIiwicCI6OTk5fQ
-	NextCursor *string         `json:"next_cursor,omitempty"`
-	Partitions *[]PartitionRow `json:"partitions,omitempty"`
+	NextCursor *string        `json:"next_cursor,omitempty"`
+	Partitions []PartitionRow `json:"partitions"`
 }
 
 // PartitionRow defines model for PartitionRow.
@@ -240,56 +689,114 @@ type PartitionRow struct {
 	// DestinationOffset DestinationOffset is the destination end offset, when known.
 	//
 	// Example: 66
-	DestinationOffset *int    `json:"destination_offset,omitempty"`
-	Error             *string `json:"error,omitempty"`
+	DestinationOffset *int `json:"destination_offset"`
+
+	// Error Error is the partition's current error: why it is FAILED, or what
+	// it keeps retrying in its state; null when there is none.
+	//
+	// Example: source cluster 127.0.0.1:19092: dial tcp: connection refused
+	Error *string `json:"error"`
 
 	// Lag Lag is source end offset − next source offset to mirror.
 	//
 	// Example: 3
-	Lag *int `json:"lag,omitempty"`
+	Lag *int `json:"lag"`
 
 	// LeaseLive LeaseLive says a live instance holds the partition's lease. False
 	// for a partition nobody owns or whose owner stopped renewing (after a
 	// crash, until another takes over): its state is then what the last
 	// owner left, not what is happening.
-	LeaseLive   *bool `json:"lease_live,omitempty"`
-	LostRecords *int  `json:"lost_records,omitempty"`
+	//
+	// Example: true
+	LeaseLive bool `json:"lease_live"`
+
+	// LostRecords LostRecords counts source records removed by retention before they
+	// were mirrored.
+	//
+	// Example: 0
+	LostRecords int `json:"lost_records"`
 
 	// Mirror Example: m1
-	Mirror *string `json:"mirror,omitempty"`
-	Owner  *string `json:"owner,omitempty"`
+	Mirror string `json:"mirror"`
 
-	// OwnerRenewedAt OwnerRenewedAt is when the owner last renewed its lease session.
-	OwnerRenewedAt *string `json:"owner_renewed_at,omitempty"`
+	// Owner Owner is the instance holding the partition's lease; empty when none.
+	//
+	// Example: vm-a
+	Owner string `json:"owner"`
+
+	// OwnerRenewedAt OwnerRenewedAt is when the owner last renewed its lease session;
+	// null without an owner.
+	//
+	// Example: 2026-01-02T15:04:05Z
+	OwnerRenewedAt *time.Time `json:"owner_renewed_at"`
 
 	// Partition Example: 0
-	Partition *int `json:"partition,omitempty"`
+	Partition int `json:"partition"`
 
-	// ProgressedAt ProgressedAt is when the checkpoint last moved forward.
-	ProgressedAt *string `json:"progressed_at,omitempty"`
+	// ProgressedAt ProgressedAt is when the checkpoint last moved forward; null before
+	// it first does.
+	//
+	// Example: 2026-01-02T15:04:05Z
+	ProgressedAt *time.Time `json:"progressed_at"`
 
 	// ReadOnlyEnforced ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
 	// topic read-only (false: the destination has no authorizer); null
 	// until the topic is first mirrored.
-	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
-	RetryAttempt     *int  `json:"retry_attempt,omitempty"`
+	ReadOnlyEnforced *bool `json:"read_only_enforced"`
+
+	// RetryAttempt RetryAttempt counts the retries of a FAILED partition (0 otherwise).
+	//
+	// Example: 0
+	RetryAttempt int `json:"retry_attempt"`
 
 	// SourceOffset SourceOffset is the source end offset, when known.
 	//
 	// Example: 69
-	SourceOffset *int `json:"source_offset,omitempty"`
+	SourceOffset *int `json:"source_offset"`
 
 	// State Example: MIRRORING
-	State *string `json:"state,omitempty"`
+	State PartitionState `json:"state"`
 
 	// Topic Example: orders
-	Topic *string `json:"topic,omitempty"`
+	Topic string `json:"topic"`
+}
+
+// PartitionState defines model for PartitionState.
+type PartitionState string
+
+// PartitionStateCounts defines model for PartitionStateCounts.
+type PartitionStateCounts struct {
+	// FAILED Example: 0
+	FAILED *int `json:"FAILED,omitempty"`
+
+	// MIRRORING Example: 3
+	MIRRORING *int `json:"MIRRORING,omitempty"`
+
+	// PAUSED Example: 1
+	PAUSED *int `json:"PAUSED,omitempty"`
+
+	// PAUSING Example: 0
+	PAUSING *int `json:"PAUSING,omitempty"`
+
+	// PREPARING Example: 0
+	PREPARING *int `json:"PREPARING,omitempty"`
+
+	// STOPPED Example: 0
+	STOPPED *int `json:"STOPPED,omitempty"`
+
+	// STOPPING Example: 0
+	STOPPING *int `json:"STOPPING,omitempty"`
+
+	// UNKNOWN Example: 0
+	UNKNOWN *int `json:"UNKNOWN,omitempty"`
 }
 
 // Problem defines model for Problem.
 type Problem struct {
-	// Detail Example: invalid input: name: mirror name "bad name" must be 1-249 characters of [a-zA-Z0-9._-]
-	Detail *string `json:"detail,omitempty"`
+	// Detail Detail says what went wrong with this request, in words.
+	//
+	// Example: invalid input: name: mirror name "bad name" must be 1-249 characters of [a-zA-Z0-9._-]
+	Detail string `json:"detail"`
 
 	// Errors Errors lists each rejected field, for validation errors.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -297,80 +804,155 @@ type Problem struct {
 	// Instance Instance is the request path.
 	//
 	// Example: /v1/mirrors
-	Instance  *string `json:"instance,omitempty"`
+	Instance *string `json:"instance,omitempty"`
+
+	// RequestId RequestID names the request in the server log (also the X-Request-Id header).
+	//
+	// Example: 4bf92f3577b34da6
 	RequestId *string `json:"request_id,omitempty"`
 
-	// Status Example: 400
-	Status *int `json:"status,omitempty"`
+	// Status Status repeats the HTTP status.
+	//
+	// Example: 400
+	Status int `json:"status"`
 
-	// Title Example: Invalid input
-	Title *string `json:"title,omitempty"`
+	// Title Title is the type's short, fixed description.
+	//
+	// Example: Invalid input
+	Title string `json:"title"`
 
 	// Topics Topics lists the topics whose state refused the action, for conflicts.
 	Topics *[]TopicState `json:"topics,omitempty"`
 
-	// Type Type identifies the kind of error, for example urn:kmirror:problem:validation.
+	// Type Type identifies the kind of error: stable, so clients may switch on it.
 	//
 	// Example: urn:kmirror:problem:validation
-	Type *string `json:"type,omitempty"`
+	Type ProblemType `json:"type"`
 }
+
+// ProblemType defines model for ProblemType.
+type ProblemType string
+
+// Role defines model for Role.
+type Role string
+
+// SASLMechanism defines model for SASLMechanism.
+type SASLMechanism string
+
+// SecurityProtocol defines model for SecurityProtocol.
+type SecurityProtocol string
 
 // SkippedPartition defines model for SkippedPartition.
 type SkippedPartition struct {
-	Partition *int `json:"partition,omitempty"`
+	Partition int `json:"partition"`
 
 	// Reason Example: topic is STOPPED
-	Reason *string `json:"reason,omitempty"`
-	Topic  *string `json:"topic,omitempty"`
+	Reason string `json:"reason"`
+	Topic  string `json:"topic"`
 }
 
 // SourcePatch defines model for SourcePatch.
 type SourcePatch struct {
+	// BootstrapServers Example: h1:9092,h2:9092
 	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
-	SaslMechanism    *string `json:"sasl_mechanism,omitempty"`
-	SaslPassword     *string `json:"sasl_password,omitempty"`
-	SaslUsername     *string `json:"sasl_username,omitempty"`
-	SecurityProtocol *string `json:"security_protocol,omitempty"`
-	TlsCaPem         *string `json:"tls_ca_pem,omitempty"`
-	TlsCertPem       *string `json:"tls_cert_pem,omitempty"`
-	TlsKeyPem        *string `json:"tls_key_pem,omitempty"`
-	TlsServerName    *string `json:"tls_server_name,omitempty"`
+
+	// SaslMechanism Example: SCRAM-SHA-512
+	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
+
+	// SaslPassword Example: s3cret
+	SaslPassword *string `json:"sasl_password,omitempty"`
+
+	// SaslUsername Example: kmirror
+	SaslUsername *string `json:"sasl_username,omitempty"`
+
+	// SecurityProtocol Example: SASL_SSL
+	SecurityProtocol *SecurityProtocol `json:"security_protocol,omitempty"`
+	TlsCaPem         *string           `json:"tls_ca_pem,omitempty"`
+	TlsCertPem       *string           `json:"tls_cert_pem,omitempty"`
+	TlsKeyPem        *string           `json:"tls_key_pem,omitempty"`
+
+	// TlsServerName Example: kafka.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
 }
 
 // SourceSpec defines model for SourceSpec.
 type SourceSpec struct {
-	// BootstrapServers Example: h1:9092,h2:9092
-	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
+	// BootstrapServers BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
+	// comma-separated.
+	//
+	// Example: h1:9092,h2:9092
+	BootstrapServers string `json:"bootstrap_servers"`
 
-	// SaslMechanism PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512, with SASL_*.
-	SaslMechanism *string `json:"sasl_mechanism,omitempty"`
-	SaslPassword  *string `json:"sasl_password,omitempty"`
-	SaslUsername  *string `json:"sasl_username,omitempty"`
+	// SaslMechanism SASLMechanism is required with SASL_PLAINTEXT and SASL_SSL, and
+	// refused otherwise.
+	//
+	// Example: SCRAM-SHA-512
+	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
 
-	// SecurityProtocol PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL.
+	// SaslPassword SASLPassword is write-only: responses say only whether it is set.
+	//
+	// Example: s3cret
+	SaslPassword *string `json:"sasl_password,omitempty"`
+
+	// SaslUsername SASLUsername and SASLPassword are required with SASL_*.
+	//
+	// Example: kmirror
+	SaslUsername *string `json:"sasl_username,omitempty"`
+
+	// SecurityProtocol SecurityProtocol is PLAINTEXT when omitted.
 	//
 	// Example: PLAINTEXT
-	SecurityProtocol *string `json:"security_protocol,omitempty"`
-	TlsCaPem         *string `json:"tls_ca_pem,omitempty"`
-	TlsCertPem       *string `json:"tls_cert_pem,omitempty"`
-	TlsKeyPem        *string `json:"tls_key_pem,omitempty"`
-	TlsServerName    *string `json:"tls_server_name,omitempty"`
+	SecurityProtocol *SecurityProtocol `json:"security_protocol,omitempty"`
+
+	// TlsCaPem TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName are allowed with
+	// SSL and SASL_SSL: the CA to trust, the client certificate and key for
+	// mutual TLS (PEM), and the server name to verify.
+	//
+	// Example: -----BEGIN CERTIFICATE-----
+	// ...
+	// -----END CERTIFICATE-----
+	TlsCaPem *string `json:"tls_ca_pem,omitempty"`
+
+	// TlsCertPem Example: -----BEGIN CERTIFICATE-----
+	// ...
+	// -----END CERTIFICATE-----
+	TlsCertPem *string `json:"tls_cert_pem,omitempty"`
+
+	// TlsKeyPem TLSKeyPEM is write-only: responses say only whether it is set.
+	//
+	// Example: -----BEGIN PRIVATE KEY-----
+	// ...
+	// -----END PRIVATE KEY-----
+	TlsKeyPem *string `json:"tls_key_pem,omitempty"`
+
+	// TlsServerName Example: kafka.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
 }
 
 // SourceView defines model for SourceView.
 type SourceView struct {
 	// BootstrapServers Example: h1:9092,h2:9092
-	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
-	SaslMechanism    *string `json:"sasl_mechanism,omitempty"`
-	SaslPasswordSet  *bool   `json:"sasl_password_set,omitempty"`
-	SaslUsername     *string `json:"sasl_username,omitempty"`
+	BootstrapServers string `json:"bootstrap_servers"`
+
+	// SaslMechanism Example: SCRAM-SHA-512
+	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
+
+	// SaslPasswordSet Example: false
+	SaslPasswordSet bool `json:"sasl_password_set"`
+
+	// SaslUsername Example: kmirror
+	SaslUsername *string `json:"sasl_username,omitempty"`
 
 	// SecurityProtocol Example: PLAINTEXT
-	SecurityProtocol *string `json:"security_protocol,omitempty"`
-	TlsCaPem         *string `json:"tls_ca_pem,omitempty"`
-	TlsCertPem       *string `json:"tls_cert_pem,omitempty"`
-	TlsKeySet        *bool   `json:"tls_key_set,omitempty"`
-	TlsServerName    *string `json:"tls_server_name,omitempty"`
+	SecurityProtocol SecurityProtocol `json:"security_protocol"`
+	TlsCaPem         *string          `json:"tls_ca_pem,omitempty"`
+	TlsCertPem       *string          `json:"tls_cert_pem,omitempty"`
+
+	// TlsKeySet Example: false
+	TlsKeySet bool `json:"tls_key_set"`
+
+	// TlsServerName Example: kafka.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
 }
 
 // SyncItem defines model for SyncItem.
@@ -379,7 +961,7 @@ type SyncItem struct {
 	// created, deleted, refreshed, skipped or failed.
 	//
 	// Example: updated
-	Action *string `json:"action,omitempty"`
+	Action SyncItemAction `json:"action"`
 
 	// Detail Example: retention.ms=3600000
 	Detail *string `json:"detail,omitempty"`
@@ -387,197 +969,251 @@ type SyncItem struct {
 	// Name Name is a topic, or an ACL as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
 	//
 	// Example: orders
-	Name *string `json:"name,omitempty"`
+	Name string `json:"name"`
 }
+
+// SyncItemAction Action is what happened: updated, grown, added, missing, stopped,
+// created, deleted, refreshed, skipped or failed.
+//
+// Example: updated
+type SyncItemAction string
 
 // SyncOutcome defines model for SyncOutcome.
 type SyncOutcome struct {
 	Error *string     `json:"error,omitempty"`
 	Items *[]SyncItem `json:"items,omitempty"`
-	Ok    *bool       `json:"ok,omitempty"`
+	Ok    bool        `json:"ok"`
 }
 
 // SyncResult defines model for SyncResult.
 type SyncResult struct {
-	Acls          *SyncOutcome `json:"acls,omitempty"`
-	DeletedTopics *SyncOutcome `json:"deleted_topics,omitempty"`
-	DurationMs    *int         `json:"duration_ms,omitempty"`
+	Acls          SyncOutcome `json:"acls"`
+	DeletedTopics SyncOutcome `json:"deleted_topics"`
+	DurationMs    int         `json:"duration_ms"`
 
 	// Epoch Epoch is the metadata-sync lease epoch the pass ran under.
-	Epoch        *int                 `json:"epoch,omitempty"`
-	FinishedAt   *string              `json:"finished_at,omitempty"`
-	GroupOffsets *GroupOffsetsOutcome `json:"group_offsets,omitempty"`
-	Instance     *string              `json:"instance,omitempty"`
+	Epoch        int                 `json:"epoch"`
+	FinishedAt   time.Time           `json:"finished_at"`
+	GroupOffsets GroupOffsetsOutcome `json:"group_offsets"`
+	Instance     string              `json:"instance"`
 
 	// Mirror Example: m1
-	Mirror    *string      `json:"mirror,omitempty"`
-	NewTopics *SyncOutcome `json:"new_topics,omitempty"`
+	Mirror    string      `json:"mirror"`
+	NewTopics SyncOutcome `json:"new_topics"`
 
 	// Ok OK is true when every kind is OK.
-	Ok           *bool        `json:"ok,omitempty"`
-	Partitions   *SyncOutcome `json:"partitions,omitempty"`
-	PausedTopics *SyncOutcome `json:"paused_topics,omitempty"`
-	StartedAt    *string      `json:"started_at,omitempty"`
-	TopicConfigs *SyncOutcome `json:"topic_configs,omitempty"`
+	Ok           bool        `json:"ok"`
+	Partitions   SyncOutcome `json:"partitions"`
+	PausedTopics SyncOutcome `json:"paused_topics"`
+	StartedAt    time.Time   `json:"started_at"`
+	TopicConfigs SyncOutcome `json:"topic_configs"`
 
 	// Trigger Trigger is start (the lease was just taken), interval or request.
 	//
 	// Example: interval
-	Trigger *string `json:"trigger,omitempty"`
+	Trigger SyncResultTrigger `json:"trigger"`
 }
+
+// SyncResultTrigger Trigger is start (the lease was just taken), interval or request.
+//
+// Example: interval
+type SyncResultTrigger string
 
 // Topic defines model for Topic.
 type Topic struct {
-	CreatedAt *string `json:"created_at,omitempty"`
+	// CreatedAt Example: 2026-01-02T15:04:05Z
+	CreatedAt time.Time `json:"created_at"`
 
-	// DesiredState DesiredState is mirroring, paused or stopped.
-	//
-	// Example: mirroring
-	DesiredState *string `json:"desired_state,omitempty"`
+	// DesiredState Example: mirroring
+	DesiredState DesiredState `json:"desired_state"`
 
 	// Lag Lag sums the known per-partition lag.
-	Lag *int `json:"lag,omitempty"`
+	//
+	// Example: 0
+	Lag int `json:"lag"`
 
 	// Mirror Example: m1
-	Mirror *string `json:"mirror,omitempty"`
+	Mirror string `json:"mirror"`
 
 	// Partitions Example: 3
-	Partitions *int `json:"partitions,omitempty"`
+	Partitions int `json:"partitions"`
 
 	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
-	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
+	ReadOnlyEnforced *bool `json:"read_only_enforced"`
 
 	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	//
 	// Example: 40.2
-	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
-	Recreate      *bool    `json:"recreate,omitempty"`
+	RecordsPerSec float64 `json:"records_per_sec"`
 
-	// ReplicationFactor Example: 3
-	ReplicationFactor *int `json:"replication_factor,omitempty"`
+	// Recreate Recreate says the next restart drops and recreates the destination
+	// topic (topics:add with recreate).
+	//
+	// Example: false
+	Recreate bool `json:"recreate"`
+
+	// ReplicationFactor ReplicationFactor of the destination topic kmirror creates; -1 is the
+	// destination cluster's default.
+	//
+	// Example: 3
+	ReplicationFactor int `json:"replication_factor"`
 
 	// States States counts partitions by actual state.
-	States *map[string]int `json:"states,omitempty"`
+	States PartitionStateCounts `json:"states"`
 
 	// Topic Example: orders
-	Topic     *string `json:"topic,omitempty"`
-	UpdatedAt *string `json:"updated_at,omitempty"`
+	Topic string `json:"topic"`
+
+	// UpdatedAt Example: 2026-01-02T15:04:05Z
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // TopicDetail defines model for TopicDetail.
 type TopicDetail struct {
-	CreatedAt *string `json:"created_at,omitempty"`
+	// CreatedAt Example: 2026-01-02T15:04:05Z
+	CreatedAt time.Time `json:"created_at"`
 
-	// DesiredState DesiredState is mirroring, paused or stopped.
-	//
-	// Example: mirroring
-	DesiredState *string `json:"desired_state,omitempty"`
+	// DesiredState Example: mirroring
+	DesiredState DesiredState `json:"desired_state"`
 
 	// Lag Lag sums the known per-partition lag.
-	Lag *int `json:"lag,omitempty"`
+	//
+	// Example: 0
+	Lag int `json:"lag"`
 
 	// Mirror Example: m1
-	Mirror        *string         `json:"mirror,omitempty"`
-	PartitionRows *[]PartitionRow `json:"partition_rows,omitempty"`
+	Mirror        string         `json:"mirror"`
+	PartitionRows []PartitionRow `json:"partition_rows"`
 
 	// Partitions Example: 3
-	Partitions *int `json:"partitions,omitempty"`
+	Partitions int `json:"partitions"`
 
 	// ReadOnlyEnforced ReadOnlyEnforced: see PartitionRow.
-	ReadOnlyEnforced *bool `json:"read_only_enforced,omitempty"`
+	ReadOnlyEnforced *bool `json:"read_only_enforced"`
 
 	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	//
 	// Example: 40.2
-	RecordsPerSec *float32 `json:"records_per_sec,omitempty"`
-	Recreate      *bool    `json:"recreate,omitempty"`
+	RecordsPerSec float64 `json:"records_per_sec"`
 
-	// ReplicationFactor Example: 3
-	ReplicationFactor *int `json:"replication_factor,omitempty"`
+	// Recreate Recreate says the next restart drops and recreates the destination
+	// topic (topics:add with recreate).
+	//
+	// Example: false
+	Recreate bool `json:"recreate"`
+
+	// ReplicationFactor ReplicationFactor of the destination topic kmirror creates; -1 is the
+	// destination cluster's default.
+	//
+	// Example: 3
+	ReplicationFactor int `json:"replication_factor"`
 
 	// States States counts partitions by actual state.
-	States *map[string]int `json:"states,omitempty"`
+	States PartitionStateCounts `json:"states"`
 
 	// Topic Example: orders
-	Topic     *string `json:"topic,omitempty"`
-	UpdatedAt *string `json:"updated_at,omitempty"`
+	Topic string `json:"topic"`
+
+	// UpdatedAt Example: 2026-01-02T15:04:05Z
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // TopicList defines model for TopicList.
 type TopicList struct {
-	Topics *[]Topic `json:"topics,omitempty"`
+	Topics []Topic `json:"topics"`
 }
 
 // TopicMatch defines model for TopicMatch.
 type TopicMatch struct {
 	// Partitions Example: 5
-	Partitions *int `json:"partitions,omitempty"`
+	Partitions int `json:"partitions"`
 
 	// Topic Example: orders
-	Topic *string `json:"topic,omitempty"`
+	Topic string `json:"topic"`
 }
 
 // TopicState defines model for TopicState.
 type TopicState struct {
-	State *string `json:"state,omitempty"`
-	Topic *string `json:"topic,omitempty"`
+	// DesiredState DesiredState is the topic's desired state on this mirror; absent
+	// when mirrored_by is set.
+	//
+	// Example: paused
+	DesiredState *DesiredState `json:"desired_state,omitempty"`
+
+	// MirroredBy MirroredBy names another mirror that mirrors the topic.
+	//
+	// Example: m2
+	MirroredBy *string `json:"mirrored_by,omitempty"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
 }
+
+// TopicsAction defines model for TopicsAction.
+type TopicsAction string
 
 // TopicsRequest defines model for TopicsRequest.
 type TopicsRequest struct {
-	// Topic Example: orders|payments
-	Topic *string `json:"topic,omitempty"`
+	// Topic Topic is an RE2 pattern that must match a whole topic name.
+	//
+	// Example: orders|payments
+	Topic string `json:"topic"`
 }
 
 // TopicsResult defines model for TopicsResult.
 type TopicsResult struct {
 	// Action Example: add
-	Action *string `json:"action,omitempty"`
+	Action TopicsAction `json:"action"`
 
 	// Matches Matches, for an add (dry run or not), are the source topics the
 	// pattern matched with their partition counts, sorted by topic.
 	Matches *[]TopicMatch `json:"matches,omitempty"`
 
 	// Mirror Example: m1
-	Mirror *string `json:"mirror,omitempty"`
+	Mirror string `json:"mirror"`
 
-	// Topics Example: ["orders","payments"]
-	Topics *[]string `json:"topics,omitempty"`
+	// Topics Topics are the topics acted on, sorted.
+	//
+	// Example: ["orders","payments"]
+	Topics []string `json:"topics"`
 }
 
 // Translation defines model for Translation.
 type Translation struct {
 	// DestinationOffset Example: 118
-	DestinationOffset *int  `json:"destination_offset,omitempty"`
-	Exact             *bool `json:"exact,omitempty"`
+	DestinationOffset int `json:"destination_offset"`
+
+	// Exact Exact is false when the source offset was not itself a mirrored
+	// record and the answer rounded to the earlier destination offset.
+	//
+	// Example: true
+	Exact bool `json:"exact"`
 
 	// SourceOffset Example: 120
-	SourceOffset *int `json:"source_offset,omitempty"`
+	SourceOffset int `json:"source_offset"`
 }
 
 // UpdateMirrorRequest defines model for UpdateMirrorRequest.
 type UpdateMirrorRequest struct {
-	Config *map[string]string `json:"config,omitempty"`
-	Source *SourcePatch       `json:"source,omitempty"`
+	// Config Config sets the given keys; a key set to null returns to its default.
+	//
+	// Example: {"mirror.metadata.refresh.interval.ms":"10000"}
+	Config *map[string]*string `json:"config,omitempty"`
+	Source *SourcePatch        `json:"source,omitempty"`
 }
 
 // Whoami defines model for Whoami.
 type Whoami struct {
 	// AuthEnabled AuthEnabled says the server checks bearer tokens.
-	AuthEnabled *bool `json:"auth_enabled,omitempty"`
-
-	// Role Role is admin (may do anything) or viewer (may only read).
 	//
-	// Example: admin
-	Role *WhoamiRole `json:"role,omitempty"`
-}
+	// Example: true
+	AuthEnabled bool `json:"auth_enabled"`
 
-// WhoamiRole Role is admin (may do anything) or viewer (may only read).
-//
-// Example: admin
-type WhoamiRole string
+	// Role Example: admin
+	Role Role `json:"role"`
+}
 
 // StreamEventsParams defines parameters for StreamEvents.
 type StreamEventsParams struct {
@@ -587,7 +1223,7 @@ type StreamEventsParams struct {
 	// Since Start after this event id
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
 
-	// LastEventID Resume after this event id
+	// LastEventID Resume after this event id (a non-negative integer), as EventSource sends it on a reconnect
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
@@ -599,7 +1235,7 @@ type GetHistoryParams struct {
 
 // CreateMirrorParams defines parameters for CreateMirror.
 type CreateMirrorParams struct {
-	// DryRun Validate only
+	// DryRun Validate only; write nothing
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 
 	// SkipConnectivityCheck Do not contact the source cluster
@@ -608,13 +1244,13 @@ type CreateMirrorParams struct {
 
 // DeleteMirrorParams defines parameters for DeleteMirror.
 type DeleteMirrorParams struct {
-	// Wait How long to wait for removed topics still STOPPING (a duration up to 30s)
+	// Wait How long to wait for removed topics still STOPPING (a Go duration up to 30s)
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
 // UpdateMirrorParams defines parameters for UpdateMirror.
 type UpdateMirrorParams struct {
-	// DryRun Validate only
+	// DryRun Validate only; write nothing
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 
 	// SkipConnectivityCheck Do not contact the source cluster
@@ -641,8 +1277,8 @@ type ListPartitionsParams struct {
 	// Topic RE2 pattern matched against whole topic names
 	Topic *string `form:"topic,omitempty" json:"topic,omitempty"`
 
-	// State A partition state, UNKNOWN included
-	State *string `form:"state,omitempty" json:"state,omitempty"`
+	// State Only partitions in this state
+	State *ListPartitionsParamsState `form:"state,omitempty" json:"state,omitempty"`
 
 	// Limit Most rows in the page
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -650,6 +1286,9 @@ type ListPartitionsParams struct {
 	// Cursor The next_cursor of the previous page, unchanged
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListPartitionsParamsState defines parameters for ListPartitions.
+type ListPartitionsParamsState string
 
 // CreateMirrorJSONRequestBody defines body for CreateMirror for application/json ContentType.
 type CreateMirrorJSONRequestBody = CreateMirrorRequest
@@ -745,17 +1384,22 @@ type ClientInterface interface {
 
 	// Healthz Liveness: the process is up
 	//
+	// Answers 200 while the process serves HTTP, whether or not the database answers (see /readyz). Needs no token.
+	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Readyz Readiness: the database answers
+	//
+	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamEvents Stream events (server-sent events)
 	//
-	// Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
 	StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -769,17 +1413,21 @@ type ClientInterface interface {
 
 	// ListInstances List kmirror instances
 	//
+	// Every kmirror server process that shares this database, live or stopped, with the partition leases each holds.
+	//
 	// Corresponds with GET /v1/instances (the `ListInstances` operationId).
 	ListInstances(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListMirrors List mirrors
+	//
+	// Every mirror, by name, with its status: partitions per state, lag, erroring partitions and records/s.
 	//
 	// Corresponds with GET /v1/mirrors (the `ListMirrors` operationId).
 	ListMirrors(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateMirrorWithBody Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -788,7 +1436,7 @@ type ClientInterface interface {
 
 	// CreateMirror Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -797,19 +1445,21 @@ type ClientInterface interface {
 
 	// DeleteMirror Delete a mirror
 	//
-	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
+	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING. The destination topics stay as they are.
 	//
 	// Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
 	DeleteMirror(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMirror Get a mirror
 	//
+	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	//
 	// Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 	GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMirrorWithBody Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -818,7 +1468,7 @@ type ClientInterface interface {
 
 	// UpdateMirror Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -827,10 +1477,14 @@ type ClientInterface interface {
 
 	// ListTopics List a mirror's topics
 	//
+	// Each topic of the mirror, stopped ones included, with its desired state, partitions per state, lag and records/s.
+	//
 	// Corresponds with GET /v1/mirrors/{mirror}/topics (the `ListTopics` operationId).
 	ListTopics(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTopic Get a mirror topic with its partitions
+	//
+	// The topic's summary and the describe row of each of its partitions, by partition number.
 	//
 	// Corresponds with GET /v1/mirrors/{mirror}/topics/{topic} (the `GetTopic` operationId).
 	GetTopic(ctx context.Context, mirror string, topic string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -844,7 +1498,7 @@ type ClientInterface interface {
 
 	// AddTopicsWithBody Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -853,7 +1507,7 @@ type ClientInterface interface {
 
 	// AddTopics Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -862,7 +1516,7 @@ type ClientInterface interface {
 
 	// PauseTopicsWithBody Pause mirroring topics
 	//
-	// Only mirroring topics can be paused; they stay read-only. All or nothing.
+	// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -871,7 +1525,7 @@ type ClientInterface interface {
 
 	// PauseTopics Pause mirroring topics
 	//
-	// Only mirroring topics can be paused; they stay read-only. All or nothing.
+	// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -880,7 +1534,7 @@ type ClientInterface interface {
 
 	// RemoveTopicsWithBody Remove topics from a mirror (failover)
 	//
-	// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -889,7 +1543,7 @@ type ClientInterface interface {
 
 	// RemoveTopics Remove topics from a mirror (failover)
 	//
-	// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -898,7 +1552,7 @@ type ClientInterface interface {
 
 	// ResumeTopicsWithBody Resume paused topics
 	//
-	// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+	// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -907,7 +1561,7 @@ type ClientInterface interface {
 
 	// ResumeTopics Resume paused topics
 	//
-	// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+	// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -940,6 +1594,8 @@ type ClientInterface interface {
 
 // Healthz Liveness: the process is up
 //
+// Answers 200 while the process serves HTTP, whether or not the database answers (see /readyz). Needs no token.
+//
 // Corresponds with GET /healthz (the `Healthz` operationId).
 func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewHealthzRequest(c.Server)
@@ -954,6 +1610,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 }
 
 // Readyz Readiness: the database answers
+//
+// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -970,7 +1628,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // StreamEvents Stream events (server-sent events)
 //
-// Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
 func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1004,6 +1663,8 @@ func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEd
 
 // ListInstances List kmirror instances
 //
+// Every kmirror server process that shares this database, live or stopped, with the partition leases each holds.
+//
 // Corresponds with GET /v1/instances (the `ListInstances` operationId).
 func (c *Client) ListInstances(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListInstancesRequest(c.Server)
@@ -1018,6 +1679,8 @@ func (c *Client) ListInstances(ctx context.Context, reqEditors ...RequestEditorF
 }
 
 // ListMirrors List mirrors
+//
+// Every mirror, by name, with its status: partitions per state, lag, erroring partitions and records/s.
 //
 // Corresponds with GET /v1/mirrors (the `ListMirrors` operationId).
 func (c *Client) ListMirrors(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1034,7 +1697,7 @@ func (c *Client) ListMirrors(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // CreateMirrorWithBody Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1053,7 +1716,7 @@ func (c *Client) CreateMirrorWithBody(ctx context.Context, params *CreateMirrorP
 
 // CreateMirror Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1072,7 +1735,7 @@ func (c *Client) CreateMirror(ctx context.Context, params *CreateMirrorParams, b
 
 // DeleteMirror Delete a mirror
 //
-// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
+// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING. The destination topics stay as they are.
 //
 // Corresponds with DELETE /v1/mirrors/{mirror} (the `DeleteMirror` operationId).
 func (c *Client) DeleteMirror(ctx context.Context, mirror string, params *DeleteMirrorParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1089,6 +1752,8 @@ func (c *Client) DeleteMirror(ctx context.Context, mirror string, params *Delete
 
 // GetMirror Get a mirror
 //
+// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+//
 // Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMirrorRequest(c.Server, mirror)
@@ -1104,7 +1769,7 @@ func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...Req
 
 // UpdateMirrorWithBody Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1123,7 +1788,7 @@ func (c *Client) UpdateMirrorWithBody(ctx context.Context, mirror string, params
 
 // UpdateMirror Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1142,6 +1807,8 @@ func (c *Client) UpdateMirror(ctx context.Context, mirror string, params *Update
 
 // ListTopics List a mirror's topics
 //
+// Each topic of the mirror, stopped ones included, with its desired state, partitions per state, lag and records/s.
+//
 // Corresponds with GET /v1/mirrors/{mirror}/topics (the `ListTopics` operationId).
 func (c *Client) ListTopics(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListTopicsRequest(c.Server, mirror)
@@ -1156,6 +1823,8 @@ func (c *Client) ListTopics(ctx context.Context, mirror string, reqEditors ...Re
 }
 
 // GetTopic Get a mirror topic with its partitions
+//
+// The topic's summary and the describe row of each of its partitions, by partition number.
 //
 // Corresponds with GET /v1/mirrors/{mirror}/topics/{topic} (the `GetTopic` operationId).
 func (c *Client) GetTopic(ctx context.Context, mirror string, topic string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1189,7 +1858,7 @@ func (c *Client) TranslateOffset(ctx context.Context, mirror string, topic strin
 
 // AddTopicsWithBody Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1208,7 +1877,7 @@ func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, params *A
 
 // AddTopics Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1227,7 +1896,7 @@ func (c *Client) AddTopics(ctx context.Context, mirror string, params *AddTopics
 
 // PauseTopicsWithBody Pause mirroring topics
 //
-// Only mirroring topics can be paused; they stay read-only. All or nothing.
+// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1246,7 +1915,7 @@ func (c *Client) PauseTopicsWithBody(ctx context.Context, mirror string, content
 
 // PauseTopics Pause mirroring topics
 //
-// Only mirroring topics can be paused; they stay read-only. All or nothing.
+// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1265,7 +1934,7 @@ func (c *Client) PauseTopics(ctx context.Context, mirror string, body PauseTopic
 
 // RemoveTopicsWithBody Remove topics from a mirror (failover)
 //
-// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1284,7 +1953,7 @@ func (c *Client) RemoveTopicsWithBody(ctx context.Context, mirror string, conten
 
 // RemoveTopics Remove topics from a mirror (failover)
 //
-// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1303,7 +1972,7 @@ func (c *Client) RemoveTopics(ctx context.Context, mirror string, body RemoveTop
 
 // ResumeTopicsWithBody Resume paused topics
 //
-// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1322,7 +1991,7 @@ func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, conten
 
 // ResumeTopics Resume paused topics
 //
-// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2465,12 +3134,16 @@ type ClientWithResponsesInterface interface {
 
 	// HealthzWithResponse Liveness: the process is up
 	//
+	// Answers 200 while the process serves HTTP, whether or not the database answers (see /readyz). Needs no token.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
 	// ReadyzWithResponse Readiness: the database answers
+	//
+	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2479,7 +3152,8 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream events (server-sent events)
 	//
-	// Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2497,12 +3171,16 @@ type ClientWithResponsesInterface interface {
 
 	// ListInstancesWithResponse List kmirror instances
 	//
+	// Every kmirror server process that shares this database, live or stopped, with the partition leases each holds.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/instances (the `ListInstances` operationId).
 	ListInstancesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListInstancesResponse, error)
 
 	// ListMirrorsWithResponse List mirrors
+	//
+	// Every mirror, by name, with its status: partitions per state, lag, erroring partitions and records/s.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2511,7 +3189,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithBodyWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2520,7 +3198,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2529,7 +3207,7 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteMirrorWithResponse Delete a mirror
 	//
-	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
+	// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING. The destination topics stay as they are.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2538,6 +3216,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetMirrorWithResponse Get a mirror
 	//
+	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
@@ -2545,7 +3225,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithBodyWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2554,7 +3234,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2563,12 +3243,16 @@ type ClientWithResponsesInterface interface {
 
 	// ListTopicsWithResponse List a mirror's topics
 	//
+	// Each topic of the mirror, stopped ones included, with its desired state, partitions per state, lag and records/s.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/mirrors/{mirror}/topics (the `ListTopics` operationId).
 	ListTopicsWithResponse(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*ListTopicsResponse, error)
 
 	// GetTopicWithResponse Get a mirror topic with its partitions
+	//
+	// The topic's summary and the describe row of each of its partitions, by partition number.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2586,7 +3270,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithBodyWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2595,7 +3279,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2604,7 +3288,7 @@ type ClientWithResponsesInterface interface {
 
 	// PauseTopicsWithBodyWithResponse Pause mirroring topics
 	//
-	// Only mirroring topics can be paused; they stay read-only. All or nothing.
+	// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2613,7 +3297,7 @@ type ClientWithResponsesInterface interface {
 
 	// PauseTopicsWithResponse Pause mirroring topics
 	//
-	// Only mirroring topics can be paused; they stay read-only. All or nothing.
+	// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2622,7 +3306,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveTopicsWithBodyWithResponse Remove topics from a mirror (failover)
 	//
-	// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2631,7 +3315,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveTopicsWithResponse Remove topics from a mirror (failover)
 	//
-	// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2640,7 +3324,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeTopicsWithBodyWithResponse Resume paused topics
 	//
-	// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+	// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2649,7 +3333,7 @@ type ClientWithResponsesInterface interface {
 
 	// ResumeTopicsWithResponse Resume paused topics
 	//
-	// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+	// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -2690,12 +3374,19 @@ type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]string
+	JSON200 *Health
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r HealthzResponse) GetJSON200() *map[string]string {
+func (r HealthzResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r HealthzResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
@@ -2731,14 +3422,21 @@ type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *map[string]string
+	JSON200 *Health
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReadyzResponse) GetJSON200() *map[string]string {
+func (r ReadyzResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReadyzResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -2780,11 +3478,32 @@ type StreamEventsResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2821,8 +3540,14 @@ type GetHistoryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *History
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2830,9 +3555,24 @@ func (r GetHistoryResponse) GetJSON200() *History {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetHistoryResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2869,11 +3609,32 @@ type ListInstancesResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *InstanceList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListInstancesResponse) GetJSON200() *InstanceList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2910,11 +3671,32 @@ type ListMirrorsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *MirrorList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListMirrorsResponse) GetJSON200() *MirrorList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListMirrorsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListMirrorsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListMirrorsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -2946,6 +3728,11 @@ func (r ListMirrorsResponse) ContentType() string {
 	return ""
 }
 
+// CreateMirrorResponse201Headers the declared response headers of an HTTP 201 response for CreateMirror
+type CreateMirrorResponse201Headers struct {
+	Location *string
+}
+
 type CreateMirrorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2955,14 +3742,22 @@ type CreateMirrorResponse struct {
 	JSON201 *Mirror
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateMirrorResponse201Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -2980,6 +3775,16 @@ func (r CreateMirrorResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateMirrorResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r CreateMirrorResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
@@ -2993,6 +3798,11 @@ func (r CreateMirrorResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateMirrorResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -3034,15 +3844,33 @@ type DeleteMirrorResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r DeleteMirrorResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3053,6 +3881,16 @@ func (r DeleteMirrorResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteMirrorResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3089,8 +3927,14 @@ type GetMirrorResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Mirror
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3098,9 +3942,24 @@ func (r GetMirrorResponse) GetJSON200() *Mirror {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetMirrorResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetMirrorResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3139,12 +3998,18 @@ type UpdateMirrorResponse struct {
 	JSON200 *Mirror
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 }
@@ -3157,6 +4022,16 @@ func (r UpdateMirrorResponse) GetJSON200() *Mirror {
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
 func (r UpdateMirrorResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateMirrorResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3172,6 +4047,11 @@ func (r UpdateMirrorResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdateMirrorResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -3213,8 +4093,14 @@ type ListTopicsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TopicList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3222,9 +4108,24 @@ func (r ListTopicsResponse) GetJSON200() *TopicList {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTopicsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListTopicsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListTopicsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTopicsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3261,8 +4162,14 @@ type GetTopicResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TopicDetail
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3270,9 +4177,24 @@ func (r GetTopicResponse) GetJSON200() *TopicDetail {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTopicResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetTopicResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetTopicResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTopicResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3311,8 +4233,14 @@ type TranslateOffsetResponse struct {
 	JSON200 *Translation
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3325,9 +4253,24 @@ func (r TranslateOffsetResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TranslateOffsetResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r TranslateOffsetResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r TranslateOffsetResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TranslateOffsetResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3366,10 +4309,20 @@ type AddTopicsResponse struct {
 	JSON200 *TopicsResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 }
@@ -3384,6 +4337,16 @@ func (r AddTopicsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AddTopicsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
@@ -3392,6 +4355,21 @@ func (r AddTopicsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r AddTopicsResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -3435,10 +4413,22 @@ type PauseTopicsResponse struct {
 	JSON200 *TopicsResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3451,6 +4441,16 @@ func (r PauseTopicsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PauseTopicsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
@@ -3459,6 +4459,26 @@ func (r PauseTopicsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r PauseTopicsResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3497,10 +4517,22 @@ type RemoveTopicsResponse struct {
 	JSON200 *TopicsResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3513,6 +4545,16 @@ func (r RemoveTopicsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RemoveTopicsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
@@ -3521,6 +4563,26 @@ func (r RemoveTopicsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RemoveTopicsResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3559,10 +4621,22 @@ type ResumeTopicsResponse struct {
 	JSON200 *TopicsResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3575,6 +4649,16 @@ func (r ResumeTopicsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ResumeTopicsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
@@ -3583,6 +4667,26 @@ func (r ResumeTopicsResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r ResumeTopicsResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3619,8 +4723,14 @@ type SyncMirrorResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SyncResult
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Problem
 	// ApplicationproblemJSON504 the response for an HTTP 504 `application/problem+json` response
@@ -3632,9 +4742,24 @@ func (r SyncMirrorResponse) GetJSON200() *SyncResult {
 	return r.JSON200
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SyncMirrorResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -3683,8 +4808,14 @@ type ListPartitionsResponse struct {
 	JSON200 *PartitionList
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3697,9 +4828,24 @@ func (r ListPartitionsResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPartitionsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListPartitionsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListPartitionsResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPartitionsResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -3738,6 +4884,8 @@ type WhoamiResponse struct {
 	JSON200 *Whoami
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -3748,6 +4896,11 @@ func (r WhoamiResponse) GetJSON200() *Whoami {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r WhoamiResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r WhoamiResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
@@ -3781,6 +4934,8 @@ func (r WhoamiResponse) ContentType() string {
 
 // HealthzWithResponse Liveness: the process is up
 //
+// Answers 200 while the process serves HTTP, whether or not the database answers (see /readyz). Needs no token.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /healthz (the `Healthz` operationId).
@@ -3793,6 +4948,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 }
 
 // ReadyzWithResponse Readiness: the database answers
+//
+// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3807,7 +4964,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // StreamEventsWithResponse Stream events (server-sent events)
 //
-// Each SSE message is an Event as JSON with its id. Starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3837,6 +4995,8 @@ func (c *ClientWithResponses) GetHistoryWithResponse(ctx context.Context, params
 
 // ListInstancesWithResponse List kmirror instances
 //
+// Every kmirror server process that shares this database, live or stopped, with the partition leases each holds.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/instances (the `ListInstances` operationId).
@@ -3849,6 +5009,8 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, req
 }
 
 // ListMirrorsWithResponse List mirrors
+//
+// Every mirror, by name, with its status: partitions per state, lag, erroring partitions and records/s.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3863,7 +5025,7 @@ func (c *ClientWithResponses) ListMirrorsWithResponse(ctx context.Context, reqEd
 
 // CreateMirrorWithBodyWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3878,7 +5040,7 @@ func (c *ClientWithResponses) CreateMirrorWithBodyWithResponse(ctx context.Conte
 
 // CreateMirrorWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3893,7 +5055,7 @@ func (c *ClientWithResponses) CreateMirrorWithResponse(ctx context.Context, para
 
 // DeleteMirrorWithResponse Delete a mirror
 //
-// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING.
+// Only a mirror whose topics are all stopped can be deleted: remove its topics first. With wait (a duration up to 30s, such as 30s) the call waits for removed topics that are still STOPPING. The destination topics stay as they are.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3908,6 +5070,8 @@ func (c *ClientWithResponses) DeleteMirrorWithResponse(ctx context.Context, mirr
 
 // GetMirrorWithResponse Get a mirror
 //
+// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
@@ -3921,7 +5085,7 @@ func (c *ClientWithResponses) GetMirrorWithResponse(ctx context.Context, mirror 
 
 // UpdateMirrorWithBodyWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3936,7 +5100,7 @@ func (c *ClientWithResponses) UpdateMirrorWithBodyWithResponse(ctx context.Conte
 
 // UpdateMirrorWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3951,6 +5115,8 @@ func (c *ClientWithResponses) UpdateMirrorWithResponse(ctx context.Context, mirr
 
 // ListTopicsWithResponse List a mirror's topics
 //
+// Each topic of the mirror, stopped ones included, with its desired state, partitions per state, lag and records/s.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/mirrors/{mirror}/topics (the `ListTopics` operationId).
@@ -3963,6 +5129,8 @@ func (c *ClientWithResponses) ListTopicsWithResponse(ctx context.Context, mirror
 }
 
 // GetTopicWithResponse Get a mirror topic with its partitions
+//
+// The topic's summary and the describe row of each of its partitions, by partition number.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3992,7 +5160,7 @@ func (c *ClientWithResponses) TranslateOffsetWithResponse(ctx context.Context, m
 
 // AddTopicsWithBodyWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4007,7 +5175,7 @@ func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context,
 
 // AddTopicsWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4022,7 +5190,7 @@ func (c *ClientWithResponses) AddTopicsWithResponse(ctx context.Context, mirror 
 
 // PauseTopicsWithBodyWithResponse Pause mirroring topics
 //
-// Only mirroring topics can be paused; they stay read-only. All or nothing.
+// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4037,7 +5205,7 @@ func (c *ClientWithResponses) PauseTopicsWithBodyWithResponse(ctx context.Contex
 
 // PauseTopicsWithResponse Pause mirroring topics
 //
-// Only mirroring topics can be paused; they stay read-only. All or nothing.
+// Only mirroring topics can be paused; their partitions go PAUSING, then PAUSED, and the destination topics stay read-only. Source end offsets keep being read, so lag stays true. All or nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4052,7 +5220,7 @@ func (c *ClientWithResponses) PauseTopicsWithResponse(ctx context.Context, mirro
 
 // RemoveTopicsWithBodyWithResponse Remove topics from a mirror (failover)
 //
-// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4067,7 +5235,7 @@ func (c *ClientWithResponses) RemoveTopicsWithBodyWithResponse(ctx context.Conte
 
 // RemoveTopicsWithResponse Remove topics from a mirror (failover)
 //
-// Mirroring stops; once their partitions reach STOPPED the topics are writable on the destination. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4082,7 +5250,7 @@ func (c *ClientWithResponses) RemoveTopicsWithResponse(ctx context.Context, mirr
 
 // ResumeTopicsWithBodyWithResponse Resume paused topics
 //
-// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4097,7 +5265,7 @@ func (c *ClientWithResponses) ResumeTopicsWithBodyWithResponse(ctx context.Conte
 
 // ResumeTopicsWithResponse Resume paused topics
 //
-// Only paused topics can be resumed; mirroring continues from the checkpoint. All or nothing.
+// Only paused topics can be resumed; their partitions go MIRRORING and continue from the checkpoint. All or nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -4172,11 +5340,18 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]string
+		var dest Health
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	}
 
@@ -4198,11 +5373,18 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest map[string]string
+		var dest Health
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
@@ -4237,6 +5419,27 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	return response, nil
@@ -4263,12 +5466,33 @@ func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4296,6 +5520,27 @@ func ParseListInstancesResponse(rsp *http.Response) (*ListInstancesResponse, err
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
 	}
 
 	return response, nil
@@ -4321,6 +5566,27 @@ func ParseListMirrorsResponse(rsp *http.Response) (*ListMirrorsResponse, error) 
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4362,6 +5628,20 @@ func ParseCreateMirrorResponse(rsp *http.Response) (*CreateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4383,6 +5663,13 @@ func ParseCreateMirrorResponse(rsp *http.Response) (*CreateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4390,6 +5677,19 @@ func ParseCreateMirrorResponse(rsp *http.Response) (*CreateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateMirrorResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
 	}
 
 	return response, nil
@@ -4419,6 +5719,20 @@ func ParseDeleteMirrorResponse(rsp *http.Response) (*DeleteMirrorResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4432,6 +5746,20 @@ func ParseDeleteMirrorResponse(rsp *http.Response) (*DeleteMirrorResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4459,12 +5787,33 @@ func ParseGetMirrorResponse(rsp *http.Response) (*GetMirrorResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4499,6 +5848,20 @@ func ParseUpdateMirrorResponse(rsp *http.Response) (*UpdateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4519,6 +5882,13 @@ func ParseUpdateMirrorResponse(rsp *http.Response) (*UpdateMirrorResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
@@ -4553,12 +5923,33 @@ func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4586,12 +5977,33 @@ func ParseGetTopicResponse(rsp *http.Response) (*GetTopicResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4626,12 +6038,33 @@ func ParseTranslateOffsetResponse(rsp *http.Response) (*TranslateOffsetResponse,
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4666,6 +6099,20 @@ func ParseAddTopicsResponse(rsp *http.Response) (*AddTopicsResponse, error) {
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4679,6 +6126,27 @@ func ParseAddTopicsResponse(rsp *http.Response) (*AddTopicsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
@@ -4720,6 +6188,20 @@ func ParsePauseTopicsResponse(rsp *http.Response) (*PauseTopicsResponse, error) 
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4733,6 +6215,34 @@ func ParsePauseTopicsResponse(rsp *http.Response) (*PauseTopicsResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4767,6 +6277,20 @@ func ParseRemoveTopicsResponse(rsp *http.Response) (*RemoveTopicsResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4780,6 +6304,34 @@ func ParseRemoveTopicsResponse(rsp *http.Response) (*RemoveTopicsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4814,6 +6366,20 @@ func ParseResumeTopicsResponse(rsp *http.Response) (*ResumeTopicsResponse, error
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4827,6 +6393,34 @@ func ParseResumeTopicsResponse(rsp *http.Response) (*ResumeTopicsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4854,12 +6448,33 @@ func ParseSyncMirrorResponse(rsp *http.Response) (*SyncMirrorResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Problem
@@ -4908,12 +6523,33 @@ func ParseListPartitionsResponse(rsp *http.Response) (*ListPartitionsResponse, e
 		}
 		response.ApplicationproblemJSON400 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 
@@ -4947,6 +6583,13 @@ func ParseWhoamiResponse(rsp *http.Response) (*WhoamiResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
 
 	}
 

@@ -28,7 +28,7 @@ function describe(status, p) {
     msg = p.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   }
   if (Array.isArray(p.topics) && p.topics.length && !msg.includes(p.topics[0].topic)) {
-    msg += ` (${p.topics.map((t) => `${t.topic} is ${t.state}`).join(', ')})`;
+    msg += ` (${p.topics.map((t) => (t.mirrored_by ? `${t.topic} is mirrored by ${t.mirrored_by}` : `${t.topic} is ${t.desired_state}`)).join(', ')})`;
   }
   return msg;
 }

@@ -1,0 +1,123 @@
+package api
+
+import "kmirror/service"
+
+// The closed sets of values the API sends or accepts. Each is a named type
+// with its constants, which swag turns into an enum schema (with the
+// constants' names as x-enum-varnames, so generated clients name them the
+// same); enums_test.go checks each list against the one the server uses.
+
+// PartitionState is a mirror partition's actual state: the seed's lifecycle,
+// in capitals. UNKNOWN is the absence of state (a partition no worker has
+// prepared yet).
+type PartitionState string // @name PartitionState
+
+// The partition states, in lifecycle order.
+const (
+	PartitionStateUnknown   PartitionState = "UNKNOWN"   // no state yet
+	PartitionStatePreparing PartitionState = "PREPARING" // aligning with the destination
+	PartitionStateMirroring PartitionState = "MIRRORING" // copying records
+	PartitionStatePausing   PartitionState = "PAUSING"   // settling in-flight records before PAUSED
+	PartitionStatePaused    PartitionState = "PAUSED"    // not fetching; still read-only
+	PartitionStateStopping  PartitionState = "STOPPING"  // saving the last offsets before STOPPED
+	PartitionStateStopped   PartitionState = "STOPPED"   // not mirrored; the destination is writable
+	PartitionStateFailed    PartitionState = "FAILED"    // retrying after a backoff, or waiting for an operator
+)
+
+// DesiredState is what an operator asked of a mirror topic, in lower case
+// (a partition's actual state is in capitals: PartitionState).
+type DesiredState string // @name DesiredState
+
+// The desired states.
+const (
+	DesiredStateMirroring DesiredState = "mirroring" // topics:add or topics:resume
+	DesiredStatePaused    DesiredState = "paused"    // topics:pause
+	DesiredStateStopped   DesiredState = "stopped"   // topics:remove
+)
+
+// TopicsAction is the action a topics:* call took.
+type TopicsAction string // @name TopicsAction
+
+// The topic actions.
+const (
+	TopicsActionAdd    TopicsAction = "add"
+	TopicsActionPause  TopicsAction = "pause"
+	TopicsActionResume TopicsAction = "resume"
+	TopicsActionRemove TopicsAction = "remove"
+)
+
+// SecurityProtocol is Kafka's security.protocol of a source cluster.
+type SecurityProtocol string // @name SecurityProtocol
+
+// The security protocols.
+const (
+	SecurityProtocolPlaintext     SecurityProtocol = "PLAINTEXT"
+	SecurityProtocolSSL           SecurityProtocol = "SSL"
+	SecurityProtocolSASLPlaintext SecurityProtocol = "SASL_PLAINTEXT"
+	SecurityProtocolSASLSSL       SecurityProtocol = "SASL_SSL"
+)
+
+// SASLMechanism is Kafka's sasl.mechanism, with SASL_PLAINTEXT or SASL_SSL.
+type SASLMechanism string // @name SASLMechanism
+
+// The SASL mechanisms.
+const (
+	SASLMechanismPlain       SASLMechanism = "PLAIN"
+	SASLMechanismScramSHA256 SASLMechanism = "SCRAM-SHA-256"
+	SASLMechanismScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+)
+
+// Role is what a caller may do.
+type Role string // @name Role
+
+// The roles.
+const (
+	RoleAdmin  Role = "admin"  // the admin token, or anyone when the server has no tokens: may do anything
+	RoleViewer Role = "viewer" // the read-only token: may only read
+)
+
+// EventKind is the kind of an event in the audit log (GET /v1/events).
+type EventKind string // @name EventKind
+
+// The event kinds.
+const (
+	EventKindMirrorCreated        EventKind = service.EventMirrorCreated        // a mirror was created
+	EventKindMirrorUpdated        EventKind = service.EventMirrorUpdated        // a mirror's source or config changed
+	EventKindMirrorDeleted        EventKind = service.EventMirrorDeleted        // a mirror was deleted
+	EventKindMirrorSyncRequested  EventKind = service.EventSyncRequested        // a metadata sync pass was requested
+	EventKindTopicsAdded          EventKind = service.EventTopicsAdded          // topics:add
+	EventKindTopicsPaused         EventKind = service.EventTopicsPaused         // topics:pause
+	EventKindTopicsResumed        EventKind = service.EventTopicsResumed        // topics:resume
+	EventKindTopicsRemoved        EventKind = service.EventTopicsRemoved        // topics:remove
+	EventKindTopicsAutoAdded      EventKind = service.EventTopicsAutoAdded      // the metadata sync added topics matching topics.include
+	EventKindTopicsSourceDeleted  EventKind = service.EventTopicsSourceDeleted  // the metadata sync stopped topics deleted on the source
+	EventKindTopicPartitionsAdded EventKind = service.EventTopicPartitionsAdded // the metadata sync grew a topic's partitions
+	EventKindPartitionState       EventKind = service.EventPartitionState       // a partition changed state
+	EventKindPartitionOwner       EventKind = service.EventPartitionOwner       // a new owner took over a partition and re-aligned it
+	EventKindPartitionRealigned   EventKind = service.EventPartitionRealigned   // a mirroring partition re-aligned in place
+	EventKindStateRestored        EventKind = service.EventStateRestored        // kmirror restore rebuilt the database
+)
+
+// ProblemType identifies the kind of an error; clients may switch on it.
+type ProblemType string // @name ProblemType
+
+// The problem types.
+const (
+	ProblemTypeMalformedJSON        ProblemType = "urn:kmirror:problem:malformed-json"         // 400: the body is not one JSON value
+	ProblemTypeUnknownField         ProblemType = "urn:kmirror:problem:unknown-field"          // 400: the body has a field the API does not know
+	ProblemTypeValidation           ProblemType = "urn:kmirror:problem:validation"             // 400: a bad value (see errors)
+	ProblemTypeUnauthenticated      ProblemType = "urn:kmirror:problem:unauthenticated"        // 401: no valid bearer token
+	ProblemTypeForbidden            ProblemType = "urn:kmirror:problem:forbidden"              // 403: the read-only token asked for a change
+	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"              // 404: an unknown mirror, topic, partition or route
+	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"               // 404: a pattern matched nothing
+	ProblemTypeMethodNotAllowed     ProblemType = "urn:kmirror:problem:method-not-allowed"     // 405
+	ProblemTypeConflict             ProblemType = "urn:kmirror:problem:conflict"               // 409: a name taken, or topics whose state refuses the action (see topics)
+	ProblemTypeInvalidTransition    ProblemType = "urn:kmirror:problem:invalid-transition"     // 409: a state change the lifecycle does not allow
+	ProblemTypeBodyTooLarge         ProblemType = "urn:kmirror:problem:body-too-large"         // 413: a body over 1 MiB
+	ProblemTypeUnsupportedMediaType ProblemType = "urn:kmirror:problem:unsupported-media-type" // 415: a body that is not JSON
+	ProblemTypeInternal             ProblemType = "urn:kmirror:problem:internal"               // 500: see the server log for the request id
+	ProblemTypeSourceUnavailable    ProblemType = "urn:kmirror:problem:source-unavailable"     // 503: the source cluster did not answer
+	ProblemTypeDatabaseUnavailable  ProblemType = "urn:kmirror:problem:database-unavailable"   // 503: PostgreSQL did not answer (Retry-After)
+	ProblemTypeSyncUnavailable      ProblemType = "urn:kmirror:problem:sync-unavailable"       // 503: no instance runs the mirror's metadata sync
+	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"           // 504: the sync pass did not finish in time
+)
