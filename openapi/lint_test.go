@@ -15,7 +15,7 @@ import (
 const sdkTest = "sdk-test"
 
 // TestOpenAPILint lints openapi.json with Redocly's CLI (the recommended
-// rules, every warning an error, and those sdk-test/redocly.yaml adds) and
+// rules, every warning an error, and those sdk-test/lint.redocly.yaml adds) and
 // fails on any problem it reports.
 //
 // It needs node and `npm ci --prefix openapi/sdk-test`. Without them it
@@ -26,7 +26,7 @@ func TestOpenAPILint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join("node_modules", ".bin", "redocly"),
-		"lint", "--config", "redocly.yaml", "../openapi.json")
+		"lint", "--config", "lint.redocly.yaml", "../openapi.json")
 	cmd.Dir = sdkTest
 	cmd.Env = nodeEnv()
 	var out bytes.Buffer
