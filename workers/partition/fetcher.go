@@ -163,28 +163,81 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 	}
 }
 
-// apply runs the queued add/remove commands against the client.
+// apply runs the queued add/remove commands against the client, in as few
+// calls as it can: kgo reassigns every partition on each call, and at
+// 10,000 partitions one call per partition made a graceful stop take 6-14 s,
+// long enough for every lease to expire meanwhile (docs/benchmarks.md,
+// "Partitions per instance").
 func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 	f.mu.Lock()
 	cmds := f.pending
 	f.pending = nil
 	f.mu.Unlock()
+	var b assignBatch
+	var acks []chan struct{}
 	for _, c := range cmds {
-		if c.sink == nil {
-			if _, ok := sinks[c.tp]; ok {
-				f.cl.RemoveConsumePartitions(map[string][]int32{c.tp.topic: {c.tp.partition}})
-				delete(sinks, c.tp)
-			}
-		} else {
-			if _, ok := sinks[c.tp]; ok {
-				f.cl.RemoveConsumePartitions(map[string][]int32{c.tp.topic: {c.tp.partition}})
-			}
-			sinks[c.tp] = c.sink
-			f.cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{
-				c.tp.topic: {c.tp.partition: kgo.NewOffset().At(c.offset)}})
+		if b.touches(c.tp) {
+			// The same partition twice (removed, then added again): the
+			// first change must reach the client before the second.
+			b.flush(f.cl)
 		}
-		close(c.ack)
+		_, had := sinks[c.tp]
+		if had {
+			b.remove(c.tp)
+			delete(sinks, c.tp)
+		}
+		if c.sink != nil {
+			sinks[c.tp] = c.sink
+			b.add(c.tp, c.offset)
+		}
+		acks = append(acks, c.ack)
 	}
+	b.flush(f.cl)
+	for _, ack := range acks {
+		close(ack)
+	}
+}
+
+// assignBatch gathers partition removals and additions for one call each.
+type assignBatch struct {
+	removes map[string][]int32
+	adds    map[string]map[int32]kgo.Offset
+	touched map[topicPartition]bool
+}
+
+func (b *assignBatch) touches(tp topicPartition) bool { return b.touched[tp] }
+
+func (b *assignBatch) remove(tp topicPartition) {
+	if b.removes == nil {
+		b.removes, b.touched = map[string][]int32{}, map[topicPartition]bool{}
+	}
+	b.removes[tp.topic] = append(b.removes[tp.topic], tp.partition)
+	b.touched[tp] = true
+}
+
+func (b *assignBatch) add(tp topicPartition, offset int64) {
+	if b.adds == nil {
+		b.adds = map[string]map[int32]kgo.Offset{}
+	}
+	if b.touched == nil {
+		b.touched = map[topicPartition]bool{}
+	}
+	if b.adds[tp.topic] == nil {
+		b.adds[tp.topic] = map[int32]kgo.Offset{}
+	}
+	b.adds[tp.topic][tp.partition] = kgo.NewOffset().At(offset)
+	b.touched[tp] = true
+}
+
+// flush applies the removals, then the additions, and starts over.
+func (b *assignBatch) flush(cl *kgo.Client) {
+	if len(b.removes) > 0 {
+		cl.RemoveConsumePartitions(b.removes)
+	}
+	if len(b.adds) > 0 {
+		cl.AddConsumePartitions(b.adds)
+	}
+	*b = assignBatch{}
 }
 
 // defaultFetchMaxWait bounds how long a fetch waits for new records, and so
