@@ -85,6 +85,8 @@ type Engine struct {
 	cp             *checkpointer
 	prep           prepareSlots
 	desired        *desiredStates
+	// health wakes the mirroring sessions when a client's trouble changes.
+	health *healthChanges
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
@@ -122,6 +124,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool)
+	e.health = newHealthChanges()
 	e.shared = newSharedReads()
 	return e, nil
 }
@@ -176,7 +179,29 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		e.desired.run(ctx, e.cfg.DesiredInterval, sub)
 	})
 	e.Go(e.refreshOffsetsLoop)
+	e.Go(e.watchHealth)
 	return nil
+}
+
+// watchHealth checks the producer's and the fetchers' health every second
+// for every mirroring session at once.
+func (e *Engine) watchHealth(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		clients := []*clientHealth{e.producerHealth}
+		for _, f := range e.fetchers {
+			clients = append(clients, f.health)
+		}
+		e.mu.Unlock()
+		e.health.check(clients, troubleAfter)
+	}
 }
 
 // Stop expects the lease manager to have stopped every partition; it stops
