@@ -242,6 +242,15 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.idle(ctx)
 		}
+		// In a prepare slot like the preparing itself: thousands of
+		// partitions added at once otherwise queued this write on the data
+		// pool until its timeout, and went FAILED ("database unavailable")
+		// for a moment.
+		release, err := w.e.prep.acquire(ctx)
+		defer release()
+		if err != nil {
+			return err
+		}
 		return w.transition(ctx, service.StatePreparing, transitionOpts{})
 	case service.StatePreparing:
 		if want == service.DesiredStopped {
