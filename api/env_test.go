@@ -32,6 +32,7 @@ const unreachable = "127.0.0.1:1"
 type env struct {
 	url       string
 	pool      *pgxpool.Pool
+	svc       *service.Service
 	kafka     *kfake.Cluster
 	bootstrap string
 	logs      *syncbuf.Buffer
@@ -92,7 +93,7 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 			t.Logf("server log (tail):\n%s", log)
 		}
 	})
-	return &env{url: srv.URL, pool: pool, kafka: kafka,
+	return &env{url: srv.URL, pool: pool, svc: svc, kafka: kafka,
 		bootstrap: strings.Join(kafka.ListenAddrs(), ","), logs: logs}
 }
 

@@ -6,14 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"kmirror/api"
 	"kmirror/openapi"
+	"kmirror/service"
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
@@ -238,4 +243,152 @@ func TestReadyzDatabaseDown(t *testing.T) {
 	e.pool.Close()
 	wantProblem(t, e.do(t, "GET", "/readyz", nil), http.StatusServiceUnavailable, "database-unavailable", "database did not answer")
 	ok(t, e.do(t, "GET", "/healthz", nil), http.StatusOK, nil)
+}
+
+// sseMessage is one server-sent event as the stream frames it.
+type sseMessage struct{ id, event, data string }
+
+// readSSE reads n messages (comments and keep-alives skipped) from a stream
+// opened with the given query and Last-Event-ID ("" for none), calling each
+// of then once the stream is open.
+func readSSE(t *testing.T, e *env, query, lastEventID string, n int, then ...func()) []sseMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/v1/events"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	for _, f := range then {
+		f()
+	}
+	var msgs []sseMessage
+	var cur sseMessage
+	sc := bufio.NewScanner(resp.Body)
+	for len(msgs) < n && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.event != "" {
+				msgs = append(msgs, cur)
+			}
+			cur = sseMessage{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "event: "):
+			cur.event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = strings.TrimPrefix(line, "data: ")
+		}
+	}
+	if len(msgs) < n {
+		t.Fatalf("stream ended after %d of %d messages %+v: %v (context: %v)", len(msgs), n, msgs, sc.Err(), ctx.Err())
+	}
+	return msgs
+}
+
+// TestEventStreamTypedStateEvents: a partition state change arrives on the
+// stream with from, to, reason, epoch and owner as fields of its data, and
+// its human message; a failure carries its error.
+func TestEventStreamTypedStateEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.createMirror(t, "m1")
+	e.topicsAction(t, "m1", "add", "orders")
+	if tag, err := e.pool.Exec(t.Context(), `UPDATE mirror_partitions SET lease_owner = 'kmirror-0', lease_epoch = 7, lease_session = 1
+		WHERE mirror = 'm1' AND topic = 'orders' AND partition = 1`); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("lease the partition: %v (%d rows)", err, tag.RowsAffected())
+	}
+	for _, tr := range []service.PartitionTransition{
+		{From: service.StateUnknown, To: service.StatePreparing, Reason: "lease acquired"},
+		{From: service.StatePreparing, To: service.StateFailed, Error: "destination unreachable", Retryable: true},
+	} {
+		tr.Mirror, tr.Topic, tr.Partition, tr.Owner, tr.Epoch = "m1", "orders", 1, "kmirror-0", 7
+		if _, err := e.svc.TransitionPartition(t.Context(), tr); err != nil {
+			t.Fatalf("%s → %s: %v", tr.From, tr.To, err)
+		}
+	}
+
+	var got []api.Event
+	for _, m := range readSSE(t, e, "?since=0", "", 4) {
+		var ev api.Event
+		if err := json.Unmarshal([]byte(m.data), &ev); err != nil {
+			t.Fatalf("event data %q: %v", m.data, err)
+		}
+		if m.event != string(ev.Kind) || m.id != strconv.FormatInt(ev.ID, 10) {
+			t.Fatalf("message %+v does not match its data", m)
+		}
+		if ev.Kind == api.EventKindPartitionState {
+			got = append(got, ev)
+		}
+	}
+	if len(got) != 2 {
+		t.Fatalf("state events %+v, want 2", got)
+	}
+	one := int32(1)
+	epoch := int64(7)
+	want := []api.EventData{
+		{Mirror: "m1", Topic: "orders", Partition: &one, From: "UNKNOWN", To: "PREPARING",
+			Reason: "lease acquired", Epoch: &epoch, Owner: "kmirror-0"},
+		{Mirror: "m1", Topic: "orders", Partition: &one, From: "PREPARING", To: "FAILED",
+			Reason: "destination unreachable", Error: "destination unreachable", Epoch: &epoch, Owner: "kmirror-0"},
+	}
+	for i, ev := range got {
+		if ev.Data == nil || !reflect.DeepEqual(*ev.Data, want[i]) {
+			t.Errorf("state event %d data %+v, want %+v", i, ev.Data, want[i])
+		}
+		if ev.Mirror != "m1" || ev.Topic != "orders" || ev.Partition == nil || *ev.Partition != 1 ||
+			!strings.Contains(ev.Message, "orders/1: ") || !strings.Contains(ev.Message, string(want[i].To)) {
+			t.Errorf("state event %d: %+v", i, ev)
+		}
+	}
+}
+
+// TestEventStreamResumesAfterLastEventID: a stream opened with Last-Event-ID
+// starts with exactly the event after that id, in order, and Last-Event-ID
+// wins over since.
+func TestEventStreamResumesAfterLastEventID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, name := range []string{"m1", "m2", "m3", "m4"} {
+		e.createMirror(t, name)
+	}
+	var ids []int64
+	if err := func() error {
+		rows, err := e.pool.Query(t.Context(), `SELECT id FROM events ORDER BY id`)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	}(); err != nil || len(ids) != 4 {
+		t.Fatalf("events in the table %v: %v", ids, err)
+	}
+	for k := range ids[:3] {
+		last := strconv.FormatInt(ids[k], 10)
+		msgs := readSSE(t, e, "?since=0", last, 3-k)
+		for j, m := range msgs {
+			if m.id != strconv.FormatInt(ids[k+1+j], 10) {
+				t.Fatalf("after Last-Event-ID %s: message %d has id %s, want the table's %v after it", last, j, m.id, ids[k+1:])
+			}
+		}
+	}
+	// Resumed at the newest event, the stream sends the next one when it
+	// happens, and nothing before it.
+	last := strconv.FormatInt(ids[3], 10)
+	msgs := readSSE(t, e, "", last, 1, func() { e.createMirror(t, "m5") })
+	if msgs[0].id != strconv.FormatInt(ids[3]+1, 10) || msgs[0].event != "mirror.created" {
+		t.Fatalf("after the newest event: %+v", msgs)
+	}
 }

@@ -277,8 +277,13 @@ type Event struct {
 	Partition *int32    `json:"partition,omitempty" example:"0"`
 	// Message says what happened, in words.
 	Message string `json:"message" example:"added topics orders, payments"`
-	// Data holds the kind's details, when it has any.
-	Data map[string]any `json:"data,omitempty"`
+	// Data holds the kind's details as typed fields, when it has any:
+	// partition.state has mirror, topic, partition, from, to, epoch, owner,
+	// reason (when known) and error (to FAILED); partition.owner has mirror,
+	// topic, partition, state, epoch, owner and previous_owner (when known);
+	// partition.realigned has mirror, topic, partition, state, epoch, owner
+	// and cause. The other kinds have none.
+	Data *EventData `json:"data,omitempty"`
 } // @name Event
 
 // EventStreamMessage is one message of the GET /v1/events stream as

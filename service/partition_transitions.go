@@ -3,6 +3,7 @@ package service
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -46,6 +47,35 @@ type PartitionTransition struct {
 	LostRecordsAdd   int64
 	// Reason is added to the event message.
 	Reason string
+}
+
+// PartitionEventData is the data of the partition events, stored with the
+// event (events.data) and sent as its data on /v1/events: partition.state
+// has From, To, Reason (the message's cause, when there is one), Error (the
+// FAILED cause), Epoch and Owner; partition.owner and partition.realigned
+// have State, Epoch, Owner and Cause, and partition.owner PreviousOwner.
+// States are named as PartitionState.String does (UNKNOWN for none).
+type PartitionEventData struct {
+	Mirror        string `json:"mirror"`
+	Topic         string `json:"topic"`
+	Partition     int32  `json:"partition"`
+	From          string `json:"from,omitempty"`
+	To            string `json:"to,omitempty"`
+	State         string `json:"state,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	Error         string `json:"error,omitempty"`
+	Cause         string `json:"cause,omitempty"`
+	Epoch         int64  `json:"epoch"`
+	Owner         string `json:"owner"`
+	PreviousOwner string `json:"previous_owner,omitempty"`
+}
+
+func (d PartitionEventData) raw() json.RawMessage {
+	b, err := json.Marshal(d)
+	if err != nil {
+		panic(err) // strings and integers only
+	}
+	return b
 }
 
 // PartitionRecord is a partition's state as published to __mirror_state.
@@ -97,9 +127,12 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 		} else if t.Error != "" {
 			msg += ": " + t.Error
 		}
+		data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
+			From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error), Error: t.Error,
+			Epoch: t.Epoch, Owner: t.Owner}
 		p := t.Partition
 		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionState, Mirror: t.Mirror,
-			Topic: t.Topic, Partition: &p, Message: msg},
+			Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
 			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
 	})
 	return out, err
@@ -150,9 +183,14 @@ func (s *Service) RecordRealignment(ctx context.Context, t PartitionRealignment)
 			kind, msg = EventPartitionOwner, fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
 				t.Topic, t.Partition, prev, t.Owner, t.Epoch, t.State, t.Summary)
 		}
+		data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
+			State: t.State.String(), Cause: t.Cause, Epoch: t.Epoch, Owner: t.Owner}
+		if t.Takeover {
+			data.Cause, data.PreviousOwner = "", t.Previous
+		}
 		p := t.Partition
 		return recordChange(ctx, tx, repo.Event{Kind: kind, Mirror: t.Mirror,
-			Topic: t.Topic, Partition: &p, Message: msg},
+			Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
 			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
 	})
 	return out, err

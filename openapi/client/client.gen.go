@@ -441,8 +441,13 @@ type Event struct {
 	// At Example: 2026-01-02T15:04:05Z
 	At time.Time `json:"at"`
 
-	// Data Data holds the kind's details, when it has any.
-	Data *map[string]interface{} `json:"data,omitempty"`
+	// Data Data holds the kind's details as typed fields, when it has any:
+	// partition.state has mirror, topic, partition, from, to, epoch, owner,
+	// reason (when known) and error (to FAILED); partition.owner has mirror,
+	// topic, partition, state, epoch, owner and previous_owner (when known);
+	// partition.realigned has mirror, topic, partition, state, epoch, owner
+	// and cause. The other kinds have none.
+	Data *EventData `json:"data,omitempty"`
 
 	// Id ID orders the events; the stream's id, for Last-Event-ID.
 	//
@@ -462,6 +467,62 @@ type Event struct {
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// EventData defines model for EventData.
+type EventData struct {
+	// Cause Cause says why a partition re-aligned in place (partition.realigned).
+	Cause *string `json:"cause,omitempty"`
+
+	// Epoch Epoch is the partition lease's epoch: it grows with each new owner.
+	//
+	// Example: 3
+	Epoch *int `json:"epoch,omitempty"`
+
+	// Error Error is the FAILED cause (partition.state to FAILED).
+	Error *string `json:"error,omitempty"`
+
+	// From From is the state left (partition.state); UNKNOWN for a partition
+	// that had none.
+	//
+	// Example: PREPARING
+	From *PartitionState `json:"from,omitempty"`
+
+	// Mirror Mirror, Topic and Partition name the partition (the event's own).
+	//
+	// Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Owner Owner is the instance holding the partition's lease.
+	//
+	// Example: kmirror-0-4211
+	Owner *string `json:"owner,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// PreviousOwner PreviousOwner is the instance that held it before (partition.owner).
+	//
+	// Example: kmirror-1-3877
+	PreviousOwner *string `json:"previous_owner,omitempty"`
+
+	// Reason Reason says why the state changed (partition.state), when known.
+	//
+	// Example: aligned
+	Reason *string `json:"reason,omitempty"`
+
+	// State State is the state kept (partition.owner, partition.realigned).
+	//
+	// Example: MIRRORING
+	State *PartitionState `json:"state,omitempty"`
+
+	// To To is the state entered (partition.state).
+	//
+	// Example: MIRRORING
+	To *PartitionState `json:"to,omitempty"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -1399,6 +1460,7 @@ type ClientInterface interface {
 	// StreamEvents Stream events (server-sent events)
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -1629,6 +1691,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // StreamEvents Stream events (server-sent events)
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -3153,6 +3216,7 @@ type ClientWithResponsesInterface interface {
 	// StreamEventsWithResponse Stream events (server-sent events)
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4965,6 +5029,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // StreamEventsWithResponse Stream events (server-sent events)
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Returns a wrapper object for the known response body format(s).
