@@ -2,13 +2,15 @@ package partition
 
 import (
 	"context"
-	"kmirror/internal/notifier"
-	"kmirror/repo"
-	"kmirror/service"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/notifier"
+	"kmirror/repo"
+	"kmirror/service"
 )
 
 // desiredStates caches every mirror topic's desired state and recreate flag,
@@ -73,9 +75,14 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 			replicationFactor: r.ReplicationFactor, recreate: r.Recreate}
 	}
 	d.mu.Lock()
-	d.topics = m
-	close(d.changed)
-	d.changed = make(chan struct{})
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	// Waiters are woken only by a change: the fallback poll every 5 s woke
+	// every worker of the instance (200 wake-ups a second at 1,000
+	// partitions) to find nothing new.
+	if !maps.Equal(d.topics, m) {
+		d.topics = m
+		close(d.changed)
+		d.changed = make(chan struct{})
+	}
 	return nil
 }
