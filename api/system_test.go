@@ -300,7 +300,8 @@ func readSSE(t *testing.T, e *env, query, lastEventID string, n int, then ...fun
 
 // TestEventStreamTypedStateEvents: a partition state change arrives on the
 // stream with from, to, reason, epoch and owner as fields of its data, and
-// its human message; a failure carries its error.
+// its human message; a failure carries its error. A takeover and an in-place
+// re-alignment carry theirs.
 func TestEventStreamTypedStateEvents(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -320,8 +321,28 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		}
 	}
 
+	// Partition 2: a new owner takes it over, then it re-aligns in place.
+	if _, err := e.pool.Exec(t.Context(), `UPDATE mirror_partitions SET lease_owner = 'kmirror-1', lease_epoch = 8, lease_session = 1
+		WHERE mirror = 'm1' AND topic = 'orders' AND partition = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.TransitionPartition(t.Context(), service.PartitionTransition{Mirror: "m1", Topic: "orders",
+		Partition: 2, Owner: "kmirror-1", Epoch: 8, From: service.StateUnknown, To: service.StatePreparing}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []service.PartitionRealignment{
+		{Takeover: true, Previous: "kmirror-0", Summary: "resumed at the checkpoint"},
+		{Cause: "records removed by retention", Summary: "skipped 5", LostRecordsAdd: 5},
+	} {
+		r.Mirror, r.Topic, r.Partition, r.Owner, r.Epoch, r.State = "m1", "orders", 2, "kmirror-1", 8, service.StatePreparing
+		if _, err := e.svc.RecordRealignment(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var got []api.Event
-	for _, m := range readSSE(t, e, "?since=0", "", 4) {
+	others := map[api.EventKind]*api.EventData{}
+	for _, m := range readSSE(t, e, "?since=0", "", 7) {
 		var ev api.Event
 		if err := json.Unmarshal([]byte(m.data), &ev); err != nil {
 			t.Fatalf("event data %q: %v", m.data, err)
@@ -329,8 +350,24 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		if m.event != string(ev.Kind) || m.id != strconv.FormatInt(ev.ID, 10) {
 			t.Fatalf("message %+v does not match its data", m)
 		}
-		if ev.Kind == api.EventKindPartitionState {
-			got = append(got, ev)
+		switch ev.Kind {
+		case api.EventKindPartitionState:
+			if *ev.Partition == 1 {
+				got = append(got, ev)
+			}
+		case api.EventKindPartitionOwner, api.EventKindPartitionRealigned:
+			others[ev.Kind] = ev.Data
+		}
+	}
+	two, eight := int32(2), int64(8)
+	for kind, want := range map[api.EventKind]api.EventData{
+		api.EventKindPartitionOwner: {Mirror: "m1", Topic: "orders", Partition: &two, State: "PREPARING",
+			Epoch: &eight, Owner: "kmirror-1", PreviousOwner: "kmirror-0"},
+		api.EventKindPartitionRealigned: {Mirror: "m1", Topic: "orders", Partition: &two, State: "PREPARING",
+			Epoch: &eight, Owner: "kmirror-1", Cause: "records removed by retention"},
+	} {
+		if d := others[kind]; d == nil || !reflect.DeepEqual(*d, want) {
+			t.Errorf("%s data %+v, want %+v", kind, d, want)
 		}
 	}
 	if len(got) != 2 {
