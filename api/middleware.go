@@ -15,6 +15,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"kmirror/service"
 )
 
 type ctxKey int
@@ -131,6 +133,14 @@ func requestDeadline(d time.Duration) func(http.Handler) http.Handler {
 			if strings.HasSuffix(r.URL.Path, "/events") {
 				next.ServeHTTP(w, r)
 				return
+			}
+			d := d
+			if raw := r.URL.Query().Get("wait"); raw != "" {
+				// A topic action's wait is on top of the deadline (a bad
+				// wait is refused by the handler).
+				if wait, err := service.ParseWait("wait", raw); err == nil {
+					d += wait
+				}
 			}
 			ctx, cancel := context.WithTimeoutCause(r.Context(), d,
 				fmt.Errorf("request timed out after %s", d))

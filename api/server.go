@@ -38,6 +38,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"kmirror/internal/notifier"
 	"kmirror/service"
 )
 
@@ -57,8 +58,12 @@ type Config struct {
 	// Console, when set, is served at "/" and "/ui/*" (the web console).
 	Console http.Handler
 	// RequestTimeout bounds every /v1 request but the event stream;
-	// default 35s (a sync-now request waits up to 30s for its pass).
+	// default 35s (a sync-now request waits up to 30s for its pass). A topic
+	// action's ?wait is added to it.
 	RequestTimeout time.Duration
+	// Notifier, when set, wakes a topic action's ?wait on partition state
+	// changes; without it the wait polls.
+	Notifier *notifier.Notifier
 }
 
 func (c *Config) validate() error {
@@ -71,6 +76,7 @@ func (c *Config) validate() error {
 type server struct {
 	svc         *service.Service
 	pool        *pgxpool.Pool
+	notes       *notifier.Notifier
 	authEnabled bool
 }
 
@@ -85,7 +91,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	metrics := newHTTPMetrics(reg)
-	s := &server{svc: cfg.Service, pool: cfg.Pool, authEnabled: cfg.Tokens.enabled()}
+	s := &server{svc: cfg.Service, pool: cfg.Pool, notes: cfg.Notifier, authEnabled: cfg.Tokens.enabled()}
 
 	r := chi.NewRouter()
 	r.Use(withRequestID(log), metrics.logAndMeasure, recoverer)

@@ -3,9 +3,11 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"kmirror/repo"
 	"kmirror/service"
 )
 
@@ -20,8 +22,9 @@ import (
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
 //	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
@@ -38,6 +41,14 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	wait, err := queryWait(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if dryRun {
+		wait = nil // nothing is started, so there is nothing to wait for
+	}
 	var req AddTopicsRequest
 	if err := readJSON(r, &req); err != nil {
 		writeError(w, r, err)
@@ -45,7 +56,7 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
 		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, DryRun: dryRun})
-	writeTopicsResult(w, r, res, err)
+	s.writeTopicsResult(w, r, res, wait, err)
 }
 
 // pauseTopics godoc
@@ -58,8 +69,9 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to pause"
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (PAUSED); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
@@ -84,8 +96,9 @@ func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to resume"
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
@@ -110,8 +123,9 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to remove"
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
 //	@Success		200		{object}	TopicsResult
-//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern; each field in errors)"
+//	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
@@ -128,16 +142,37 @@ func (s *server) removeTopics(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) topicAction(w http.ResponseWriter, r *http.Request,
 	act func(ctx context.Context, mirror, pattern string) (service.TopicsResult, error)) {
+	wait, err := queryWait(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	var req TopicsRequest
 	if err := readJSON(r, &req); err != nil {
 		writeError(w, r, err)
 		return
 	}
 	res, err := act(r.Context(), chi.URLParam(r, "mirror"), req.Topic)
-	writeTopicsResult(w, r, res, err)
+	s.writeTopicsResult(w, r, res, wait, err)
 }
 
-func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.TopicsResult, err error) {
+// queryWait parses the wait query parameter: nil when absent.
+func queryWait(r *http.Request) (*time.Duration, error) {
+	if !r.URL.Query().Has("wait") {
+		return nil, nil
+	}
+	d, err := service.ParseWait("wait", r.URL.Query().Get("wait"))
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// writeTopicsResult answers a topic action, after waiting for its
+// partitions when the call asked to. The action is done by then: a wait cut
+// short (the client went away, or the request deadline) still answers 200
+// with the states it last read.
+func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.TopicsResult, wait *time.Duration, err error) {
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -145,6 +180,23 @@ func writeTopicsResult(w http.ResponseWriter, r *http.Request, res service.Topic
 	out := TopicsResult{Mirror: res.Mirror, Action: TopicsAction(res.Action), Topics: res.Topics}
 	for _, m := range res.Matches {
 		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
+	}
+	if wait != nil {
+		// Partition state changes write outbox rows, whose NOTIFY wakes
+		// the wait; without a notifier it polls.
+		sub := s.notes.Subscribe(repo.ChannelOutbox)
+		defer sub.Unsubscribe()
+		wr, err := s.svc.WaitForTopics(r.Context(), res, *wait, sub.C())
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		out.Wait = &TopicsWait{Completed: wr.Completed, WaitedMs: wr.Waited.Milliseconds(),
+			Topics: make([]TopicWaitProgress, len(wr.Topics))}
+		for i, t := range wr.Topics {
+			out.Wait.Topics[i] = TopicWaitProgress{Topic: t.Topic, TargetState: PartitionState(t.Target),
+				Ready: t.Ready, Failed: t.Failed, Total: t.Total}
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -145,7 +145,36 @@ type TopicsResult struct {
 	// Matches, for an add (dry run or not), are the source topics the
 	// pattern matched with their partition counts, sorted by topic.
 	Matches []TopicMatch `json:"matches,omitempty"`
+	// Wait, present when the call was made with ?wait, is how far the
+	// partitions of each topic got towards the action's target state.
+	Wait *TopicsWait `json:"wait,omitempty"`
 } // @name TopicsResult
+
+// TopicsWait is the outcome of a topic action's ?wait.
+type TopicsWait struct {
+	// Completed says every partition reached the target state. False when
+	// the wait ran out first (not an error: topics hold the current
+	// counts) or when some partitions went FAILED, which ends the wait.
+	Completed bool `json:"completed" example:"true"`
+	// WaitedMs is how long the call waited, in milliseconds.
+	WaitedMs int64 `json:"waited_ms" example:"1830"`
+	// Topics are the topics acted on, sorted, with their progress.
+	Topics []TopicWaitProgress `json:"topics"`
+} // @name TopicsWait
+
+// TopicWaitProgress is one topic's progress towards the action's target
+// state: add and resume wait for MIRRORING, pause for PAUSED, remove for
+// STOPPED.
+type TopicWaitProgress struct {
+	Topic       string         `json:"topic" example:"orders"`
+	TargetState PartitionState `json:"target_state" example:"MIRRORING"`
+	// Ready counts the partitions in the target state.
+	Ready int `json:"ready" example:"3"`
+	// Failed counts the FAILED partitions (see GET /v1/partitions?state=FAILED).
+	Failed int `json:"failed" example:"0"`
+	// Total counts the topic's partitions.
+	Total int `json:"total" example:"3"`
+} // @name TopicWaitProgress
 
 // TopicMatch is a source topic an add's pattern matched.
 type TopicMatch struct {

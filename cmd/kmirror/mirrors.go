@@ -10,40 +10,68 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"kmirror/openapi/client"
 )
 
-// The seed's flag language: exactly one action, then what it acts on.
+// mirrorsUsage is the help: exactly one action, then what it acts on.
 const mirrorsUsage = `Usage: kmirror mirrors [--server URL] ACTION [flags]
 
-Manages mirrors through the kmirror REST API at --server (else KMIRROR_SERVER,
-else http://127.0.0.1:8080). Exactly one action:
+Manages mirrors: each one copies topics from a source Kafka cluster into the
+destination cluster kmirror runs against, partition by partition, keeping
+the offset mapping so consumers can fail over. This command talks to the
+kmirror REST API at --server (else KMIRROR_SERVER, else
+http://127.0.0.1:8080), not to Kafka. Exactly one action:
 
   --create --mirror NAME --source-bootstrap HOST:PORT[,HOST:PORT...]
            [--security-protocol P] [--sasl-mechanism M] [--sasl-username U]
            [--sasl-password-file F] [--tls-ca-file F] [--tls-cert-file F]
            [--tls-key-file F] [--tls-server-name N] [--config KEY=VALUE ...]
            [--dry-run] [--skip-connectivity-check]
-  --delete   --mirror NAME
-  --list
+                                   add a mirror from a source cluster
+  --delete   --mirror NAME         delete a mirror (its topics must be removed)
+  --list                           list the mirrors
   --describe [--mirror NAME] [--topic REGEX] [--failed] [--json]
-  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate]
-  --pause    --mirror NAME --topic REGEX
-  --resume   --mirror NAME --topic REGEX
-  --remove   --mirror NAME --topic REGEX
-  --sync     --mirror NAME          run a metadata sync pass now and print its result
+                                   show every mirrored partition: offsets, lag, state
+  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate] [--wait D]
+                                   start mirroring source topics (creates them on
+                                   the destination, read-only while mirrored)
+  --pause    --mirror NAME --topic REGEX [--wait D]
+                                   stop copying for now; the destination stays read-only
+  --resume   --mirror NAME --topic REGEX [--wait D]
+                                   continue copying from where the pause left off
+  --remove   --mirror NAME --topic REGEX [--wait D]
+                                   stop mirroring for good (failover): the last
+                                   offsets are saved and the destination topics
+                                   become writable
+  --sync     --mirror NAME         copy the source's metadata now (topic configs,
+                                   partition growth, consumer group offsets,
+                                   ACLs) and print the result
 
---topic is an RE2 pattern matched against whole topic names. The source's SASL
-password comes from --sasl-password-file or, with a SASL_* protocol, from
-KMIRROR_SOURCE_SASL_PASSWORD; never from the command line.
+--topic is an RE2 pattern matched against whole topic names ("orders|payments",
+"orders\..*"). The source's SASL password comes from --sasl-password-file or,
+with a SASL_* protocol, from KMIRROR_SOURCE_SASL_PASSWORD; never from the
+command line.
 
---describe prints the seed's table; partitions with an error or lost records
-get a line each below it. --json prints the rows as the API returns them.
+Changes take effect in the background: each partition moves through states
+(PREPARING, MIRRORING, PAUSING, PAUSED, STOPPING, STOPPED; FAILED when it
+cannot go on). With --wait D (a duration such as 30s or 2m, at most 5m) the
+command waits until every partition of the topics is MIRRORING (--add,
+--resume), PAUSED (--pause) or STOPPED (--remove), printing a progress line
+per topic as partitions get there ("orders: 2/3 partitions MIRRORING"). It
+stops early when the rest are FAILED (see --describe --failed).
+
+--describe prints one line per partition: MIRROR, TOPIC, PARTITION, the source
+and destination end offsets (SOURCE-OFFSET, DESTINATION-OFFSET), LAG (records
+on the source not yet mirrored) and STATE; "-" is not known yet. Partitions
+with an error or with records lost to source retention get a line each below
+the table. --json prints the rows as the API returns them.
 
 When the server requires API tokens, set KMIRROR_TOKEN to one of them.
 
-Exit status: 0 done, 1 refused by the server or not reachable, 2 bad usage.
+Exit status: 0 done, 1 refused by the server or not reachable, 2 bad usage,
+3 --wait ended before every partition got there (the change itself was made).
 
 Flags:
 `
@@ -73,6 +101,7 @@ var mirrorsFlagActions = map[string][]string{
 	"recreate":                {"add"},
 	"failed":                  {"describe"},
 	"json":                    {"describe"},
+	"wait":                    {"add", "pause", "resume", "remove"},
 }
 
 // mirrorsOptions holds the parsed flags.
@@ -102,6 +131,8 @@ type mirrorsOptions struct {
 
 	failed bool
 	json   bool
+
+	wait time.Duration
 }
 
 // usageError is bad command-line usage: exit status 2.
@@ -135,6 +166,11 @@ func mirrorsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if errors.As(err, &usage) {
 		fmt.Fprintf(stderr, "kmirror mirrors: %s\nRun 'kmirror mirrors --help' for usage.\n", usage.msg)
 		return 2
+	}
+	var incomplete *waitIncompleteError
+	if errors.As(err, &incomplete) {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+		return 3
 	}
 	if err != nil {
 		printError(stderr, err)
@@ -174,6 +210,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
 	fs.BoolVar(&o.failed, "failed", false, "describe only FAILED partitions")
 	fs.BoolVar(&o.json, "json", false, "describe as JSON")
+	fs.DurationVar(&o.wait, "wait", 0, "with --add, --pause, --resume or --remove: wait up to this long (e.g. 30s, at most 5m) for every partition to get there, printing progress")
 
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
@@ -181,7 +218,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 			break
 		}
 		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "bootstrap-server" {
-			// The seed's Kafka tools take --bootstrap-server; this CLI talks
+			// Kafka's own tools take --bootstrap-server; this CLI talks
 			// to the kmirror server instead.
 			return nil, usagef("kmirror mirrors talks to the kmirror REST API, not to Kafka: use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server")
 		}
@@ -221,6 +258,9 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 		required = []string{"mirror"}
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}
+	}
+	if o.set["wait"] && (o.wait <= 0 || o.wait > maxCLIWait) {
+		return nil, usagef("--wait %s is out of range (0s, %s]", o.wait, maxCLIWait)
 	}
 	for _, name := range required {
 		if !o.set[name] {
@@ -272,7 +312,7 @@ func val[T any](p *T) T {
 	return *p
 }
 
-// topicList formats topic names the way the seed (Java's List.toString) does.
+// topicList formats topic names as Kafka's Java tools print a list: [a, b].
 func topicList(topics []string) string {
 	return "[" + strings.Join(topics, ", ") + "]"
 }

@@ -138,6 +138,9 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 	}
 	topics := resp.JSON200.Topics
 	fmt.Fprintf(c.stdout, "Added %d topic(s) to mirror %s: %s\n", len(topics), c.opts.mirror, topicList(topics))
+	if c.opts.set["wait"] {
+		return c.waitForTopics(ctx, topics)
+	}
 	return nil
 }
 
@@ -155,19 +158,19 @@ func (c *mirrorsCLI) transition(ctx context.Context) error {
 	case "pause":
 		format = "Paused mirroring for %[1]d topic(s): %[3]s\n"
 		var r *client.PauseTopicsResponse
-		if r, err = c.api.PauseTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+		if r, err = c.api.PauseTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	case "resume":
 		format = "Resumed mirroring for %[1]d topic(s): %[3]s\n"
 		var r *client.ResumeTopicsResponse
-		if r, err = c.api.ResumeTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+		if r, err = c.api.ResumeTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	case "remove":
 		format = "Removed %[1]d topic(s) from mirror %[2]s: %[3]s\n"
 		var r *client.RemoveTopicsResponse
-		if r, err = c.api.RemoveTopicsWithResponse(ctx, c.opts.mirror, body); err == nil {
+		if r, err = c.api.RemoveTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	}
@@ -179,6 +182,9 @@ func (c *mirrorsCLI) transition(ctx context.Context) error {
 	}
 	topics := result.Topics
 	fmt.Fprintf(c.stdout, format, len(topics), c.opts.mirror, topicList(topics))
+	if c.opts.set["wait"] {
+		return c.waitForTopics(ctx, topics)
+	}
 	return nil
 }
 

@@ -279,6 +279,9 @@ func TestMirrorsUsage(t *testing.T) {
 		{"unknown flag", []string{"--list", "--source", "x"}, "flag provided but not defined: -source"},
 		{"seed's Kafka flag", []string{"--bootstrap-server", ":9094", "--list"}, "use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server"},
 		{"stray argument", []string{"--list", "extra"}, `unexpected argument "extra"`},
+		{"wait over 5m", []string{"--pause", "--mirror", "m", "--topic", "t", "--wait", "6m"}, "--wait 6m0s is out of range (0s, 5m0s]"},
+		{"wait not a duration", []string{"--pause", "--mirror", "m", "--topic", "t", "--wait", "soon"}, `invalid value "soon" for flag -wait`},
+		{"wait with describe", []string{"--describe", "--wait", "1s"}, "--wait does not apply to --describe"},
 		{"bad config", []string{"--create", "--mirror", "m", "--source-bootstrap", "h:1", "--config", "novalue"}, `"novalue" is not KEY=VALUE`},
 		{"bad server", []string{"--server", "ftp://x", "--list"}, `--server "ftp://x" is not an http(s) URL`},
 	} {

@@ -178,12 +178,8 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // The workers use pools of their own, which the API cannot exhaust: leases
 // and the heartbeat a small one that nothing else touches, the rest of the
 // data plane another.
-func components(cfg serverConfig, pools workerPools, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
 	pool := pools.data
-	notes, err := notifier.New(notifier.Config{Pool: pool, Logger: log})
-	if err != nil {
-		return nil, err
-	}
 	host, _ := os.Hostname()
 	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
@@ -260,11 +256,6 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		service.NewStateCollector(pool))
-	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
-		Console: web.Handler()})
-	if err != nil {
-		return err
-	}
 	// The data plane's pools and its own service over them.
 	var pools workerPools
 	if pools.leases, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{MaxConns: 2}); err != nil {
@@ -275,12 +266,23 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	defer pools.data.Close()
+	// The one LISTEN connection: it wakes the workers, and the API's topic
+	// actions waiting for their partitions (?wait).
+	notes, err := notifier.New(notifier.Config{Pool: pools.data, Logger: log})
+	if err != nil {
+		return err
+	}
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
+		Console: web.Handler(), Notifier: notes})
+	if err != nil {
+		return err
+	}
 	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
 		Logger: log, InstanceTTL: cfg.LeaseTTL})
 	if err != nil {
 		return err
 	}
-	pieces, err := components(cfg, pools, workerSvc, reg, log)
+	pieces, err := components(cfg, pools, notes, workerSvc, reg, log)
 	if err != nil {
 		return err
 	}

@@ -1212,6 +1212,30 @@ type TopicState struct {
 	Topic string `json:"topic"`
 }
 
+// TopicWaitProgress defines model for TopicWaitProgress.
+type TopicWaitProgress struct {
+	// Failed Failed counts the FAILED partitions (see GET /v1/partitions?state=FAILED).
+	//
+	// Example: 0
+	Failed int `json:"failed"`
+
+	// Ready Ready counts the partitions in the target state.
+	//
+	// Example: 3
+	Ready int `json:"ready"`
+
+	// TargetState Example: MIRRORING
+	TargetState PartitionState `json:"target_state"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+
+	// Total Total counts the topic's partitions.
+	//
+	// Example: 3
+	Total int `json:"total"`
+}
+
 // TopicsAction defines model for TopicsAction.
 type TopicsAction string
 
@@ -1239,6 +1263,28 @@ type TopicsResult struct {
 	//
 	// Example: ["orders","payments"]
 	Topics []string `json:"topics"`
+
+	// Wait Wait, present when the call was made with ?wait, is how far the
+	// partitions of each topic got towards the action's target state.
+	Wait *TopicsWait `json:"wait,omitempty"`
+}
+
+// TopicsWait defines model for TopicsWait.
+type TopicsWait struct {
+	// Completed Completed says every partition reached the target state. False when
+	// the wait ran out first (not an error: topics hold the current
+	// counts) or when some partitions went FAILED, which ends the wait.
+	//
+	// Example: true
+	Completed bool `json:"completed"`
+
+	// Topics Topics are the topics acted on, sorted, with their progress.
+	Topics []TopicWaitProgress `json:"topics"`
+
+	// WaitedMs WaitedMs is how long the call waited, in milliseconds.
+	//
+	// Example: 1830
+	WaitedMs int `json:"waited_ms"`
 }
 
 // Translation defines model for Translation.
@@ -1328,6 +1374,27 @@ type TranslateOffsetParams struct {
 type AddTopicsParams struct {
 	// DryRun Resolve and check only; write nothing
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
+// PauseTopicsParams defines parameters for PauseTopics.
+type PauseTopicsParams struct {
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (PAUSED); the answer's wait then says how far they got. Running out of time is not an error
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
+// RemoveTopicsParams defines parameters for RemoveTopics.
+type RemoveTopicsParams struct {
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
+}
+
+// ResumeTopicsParams defines parameters for ResumeTopics.
+type ResumeTopicsParams struct {
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error
+	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
 // ListPartitionsParams defines parameters for ListPartitions.
@@ -1583,7 +1650,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-	PauseTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PauseTopicsWithBody(ctx context.Context, mirror string, params *PauseTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseTopics Pause mirroring topics
 	//
@@ -1592,7 +1659,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-	PauseTopics(ctx context.Context, mirror string, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	PauseTopics(ctx context.Context, mirror string, params *PauseTopicsParams, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveTopicsWithBody Remove topics from a mirror (failover)
 	//
@@ -1601,7 +1668,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-	RemoveTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RemoveTopicsWithBody(ctx context.Context, mirror string, params *RemoveTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RemoveTopics Remove topics from a mirror (failover)
 	//
@@ -1610,7 +1677,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-	RemoveTopics(ctx context.Context, mirror string, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RemoveTopics(ctx context.Context, mirror string, params *RemoveTopicsParams, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeTopicsWithBody Resume paused topics
 	//
@@ -1619,7 +1686,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-	ResumeTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ResumeTopicsWithBody(ctx context.Context, mirror string, params *ResumeTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeTopics Resume paused topics
 	//
@@ -1628,7 +1695,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-	ResumeTopics(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ResumeTopics(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SyncMirror Run a metadata sync pass now
 	//
@@ -1964,8 +2031,8 @@ func (c *Client) AddTopics(ctx context.Context, mirror string, params *AddTopics
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-func (c *Client) PauseTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPauseTopicsRequestWithBody(c.Server, mirror, contentType, body)
+func (c *Client) PauseTopicsWithBody(ctx context.Context, mirror string, params *PauseTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseTopicsRequestWithBody(c.Server, mirror, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1983,8 +2050,8 @@ func (c *Client) PauseTopicsWithBody(ctx context.Context, mirror string, content
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-func (c *Client) PauseTopics(ctx context.Context, mirror string, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewPauseTopicsRequest(c.Server, mirror, body)
+func (c *Client) PauseTopics(ctx context.Context, mirror string, params *PauseTopicsParams, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseTopicsRequest(c.Server, mirror, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2002,8 +2069,8 @@ func (c *Client) PauseTopics(ctx context.Context, mirror string, body PauseTopic
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-func (c *Client) RemoveTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRemoveTopicsRequestWithBody(c.Server, mirror, contentType, body)
+func (c *Client) RemoveTopicsWithBody(ctx context.Context, mirror string, params *RemoveTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveTopicsRequestWithBody(c.Server, mirror, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2021,8 +2088,8 @@ func (c *Client) RemoveTopicsWithBody(ctx context.Context, mirror string, conten
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-func (c *Client) RemoveTopics(ctx context.Context, mirror string, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRemoveTopicsRequest(c.Server, mirror, body)
+func (c *Client) RemoveTopics(ctx context.Context, mirror string, params *RemoveTopicsParams, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRemoveTopicsRequest(c.Server, mirror, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2040,8 +2107,8 @@ func (c *Client) RemoveTopics(ctx context.Context, mirror string, body RemoveTop
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewResumeTopicsRequestWithBody(c.Server, mirror, contentType, body)
+func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, params *ResumeTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeTopicsRequestWithBody(c.Server, mirror, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2059,8 +2126,8 @@ func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, conten
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-func (c *Client) ResumeTopics(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewResumeTopicsRequest(c.Server, mirror, body)
+func (c *Client) ResumeTopics(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeTopicsRequest(c.Server, mirror, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2831,6 +2898,18 @@ func NewAddTopicsRequestWithBody(server string, mirror string, params *AddTopics
 
 		}
 
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -2848,18 +2927,18 @@ func NewAddTopicsRequestWithBody(server string, mirror string, params *AddTopics
 }
 
 // NewPauseTopicsRequest calls the generic PauseTopics builder with application/json body
-func NewPauseTopicsRequest(server string, mirror string, body PauseTopicsJSONRequestBody) (*http.Request, error) {
+func NewPauseTopicsRequest(server string, mirror string, params *PauseTopicsParams, body PauseTopicsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewPauseTopicsRequestWithBody(server, mirror, "application/json", bodyReader)
+	return NewPauseTopicsRequestWithBody(server, mirror, params, "application/json", bodyReader)
 }
 
 // NewPauseTopicsRequestWithBody constructs an http.Request for the PauseTopics method, with any body, and a specified content type
-func NewPauseTopicsRequestWithBody(server string, mirror string, contentType string, body io.Reader) (*http.Request, error) {
+func NewPauseTopicsRequestWithBody(server string, mirror string, params *PauseTopicsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2884,6 +2963,33 @@ func NewPauseTopicsRequestWithBody(server string, mirror string, contentType str
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
@@ -2895,18 +3001,18 @@ func NewPauseTopicsRequestWithBody(server string, mirror string, contentType str
 }
 
 // NewRemoveTopicsRequest calls the generic RemoveTopics builder with application/json body
-func NewRemoveTopicsRequest(server string, mirror string, body RemoveTopicsJSONRequestBody) (*http.Request, error) {
+func NewRemoveTopicsRequest(server string, mirror string, params *RemoveTopicsParams, body RemoveTopicsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRemoveTopicsRequestWithBody(server, mirror, "application/json", bodyReader)
+	return NewRemoveTopicsRequestWithBody(server, mirror, params, "application/json", bodyReader)
 }
 
 // NewRemoveTopicsRequestWithBody constructs an http.Request for the RemoveTopics method, with any body, and a specified content type
-func NewRemoveTopicsRequestWithBody(server string, mirror string, contentType string, body io.Reader) (*http.Request, error) {
+func NewRemoveTopicsRequestWithBody(server string, mirror string, params *RemoveTopicsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2931,6 +3037,33 @@ func NewRemoveTopicsRequestWithBody(server string, mirror string, contentType st
 		return nil, err
 	}
 
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
@@ -2942,18 +3075,18 @@ func NewRemoveTopicsRequestWithBody(server string, mirror string, contentType st
 }
 
 // NewResumeTopicsRequest calls the generic ResumeTopics builder with application/json body
-func NewResumeTopicsRequest(server string, mirror string, body ResumeTopicsJSONRequestBody) (*http.Request, error) {
+func NewResumeTopicsRequest(server string, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewResumeTopicsRequestWithBody(server, mirror, "application/json", bodyReader)
+	return NewResumeTopicsRequestWithBody(server, mirror, params, "application/json", bodyReader)
 }
 
 // NewResumeTopicsRequestWithBody constructs an http.Request for the ResumeTopics method, with any body, and a specified content type
-func NewResumeTopicsRequestWithBody(server string, mirror string, contentType string, body io.Reader) (*http.Request, error) {
+func NewResumeTopicsRequestWithBody(server string, mirror string, params *ResumeTopicsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -2976,6 +3109,33 @@ func NewResumeTopicsRequestWithBody(server string, mirror string, contentType st
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -3357,7 +3517,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-	PauseTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error)
+	PauseTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *PauseTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error)
 
 	// PauseTopicsWithResponse Pause mirroring topics
 	//
@@ -3366,7 +3526,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-	PauseTopicsWithResponse(ctx context.Context, mirror string, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error)
+	PauseTopicsWithResponse(ctx context.Context, mirror string, params *PauseTopicsParams, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error)
 
 	// RemoveTopicsWithBodyWithResponse Remove topics from a mirror (failover)
 	//
@@ -3375,7 +3535,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-	RemoveTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error)
+	RemoveTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *RemoveTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error)
 
 	// RemoveTopicsWithResponse Remove topics from a mirror (failover)
 	//
@@ -3384,7 +3544,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-	RemoveTopicsWithResponse(ctx context.Context, mirror string, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error)
+	RemoveTopicsWithResponse(ctx context.Context, mirror string, params *RemoveTopicsParams, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error)
 
 	// ResumeTopicsWithBodyWithResponse Resume paused topics
 	//
@@ -3393,7 +3553,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-	ResumeTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
+	ResumeTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *ResumeTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
 
 	// ResumeTopicsWithResponse Resume paused topics
 	//
@@ -3402,7 +3562,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-	ResumeTopicsWithResponse(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
+	ResumeTopicsWithResponse(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
 
 	// SyncMirrorWithResponse Run a metadata sync pass now
 	//
@@ -5260,8 +5420,8 @@ func (c *ClientWithResponses) AddTopicsWithResponse(ctx context.Context, mirror 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-func (c *ClientWithResponses) PauseTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error) {
-	rsp, err := c.PauseTopicsWithBody(ctx, mirror, contentType, body, reqEditors...)
+func (c *ClientWithResponses) PauseTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *PauseTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error) {
+	rsp, err := c.PauseTopicsWithBody(ctx, mirror, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5275,8 +5435,8 @@ func (c *ClientWithResponses) PauseTopicsWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:pause (the `PauseTopics` operationId).
-func (c *ClientWithResponses) PauseTopicsWithResponse(ctx context.Context, mirror string, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error) {
-	rsp, err := c.PauseTopics(ctx, mirror, body, reqEditors...)
+func (c *ClientWithResponses) PauseTopicsWithResponse(ctx context.Context, mirror string, params *PauseTopicsParams, body PauseTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseTopicsResponse, error) {
+	rsp, err := c.PauseTopics(ctx, mirror, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5290,8 +5450,8 @@ func (c *ClientWithResponses) PauseTopicsWithResponse(ctx context.Context, mirro
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-func (c *ClientWithResponses) RemoveTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error) {
-	rsp, err := c.RemoveTopicsWithBody(ctx, mirror, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RemoveTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *RemoveTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error) {
+	rsp, err := c.RemoveTopicsWithBody(ctx, mirror, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5305,8 +5465,8 @@ func (c *ClientWithResponses) RemoveTopicsWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:remove (the `RemoveTopics` operationId).
-func (c *ClientWithResponses) RemoveTopicsWithResponse(ctx context.Context, mirror string, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error) {
-	rsp, err := c.RemoveTopics(ctx, mirror, body, reqEditors...)
+func (c *ClientWithResponses) RemoveTopicsWithResponse(ctx context.Context, mirror string, params *RemoveTopicsParams, body RemoveTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*RemoveTopicsResponse, error) {
+	rsp, err := c.RemoveTopics(ctx, mirror, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5320,8 +5480,8 @@ func (c *ClientWithResponses) RemoveTopicsWithResponse(ctx context.Context, mirr
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-func (c *ClientWithResponses) ResumeTopicsWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error) {
-	rsp, err := c.ResumeTopicsWithBody(ctx, mirror, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ResumeTopicsWithBodyWithResponse(ctx context.Context, mirror string, params *ResumeTopicsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error) {
+	rsp, err := c.ResumeTopicsWithBody(ctx, mirror, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -5335,8 +5495,8 @@ func (c *ClientWithResponses) ResumeTopicsWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
-func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirror string, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error) {
-	rsp, err := c.ResumeTopics(ctx, mirror, body, reqEditors...)
+func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error) {
+	rsp, err := c.ResumeTopics(ctx, mirror, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

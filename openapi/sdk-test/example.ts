@@ -235,8 +235,23 @@ async function main(): Promise<void> {
       413,
       "urn:kmirror:problem:body-too-large",
     );
-    const paused = await admin.POST("/v1/mirrors/{mirror}/topics:pause", { params: { path: { mirror } }, body: { topic } });
-    check(paused.data?.action === "pause", "pause");
+    expectProblem(
+      "pause with a wait over 5m",
+      await admin.POST("/v1/mirrors/{mirror}/topics:pause", {
+        params: { path: { mirror }, query: { wait: "1h" } },
+        body: { topic },
+      }),
+      400,
+      "urn:kmirror:problem:validation",
+    );
+    // ?wait: the call returns once every partition is PAUSED.
+    const paused = await admin.POST("/v1/mirrors/{mirror}/topics:pause", {
+      params: { path: { mirror }, query: { wait: "60s" } },
+      body: { topic },
+    });
+    const pw = paused.data?.wait?.topics[0];
+    check(paused.data?.action === "pause" && paused.data.wait?.completed === true && pw?.target_state === "PAUSED" &&
+      pw.ready === pw.total && pw.failed === 0, `pause and wait: ${JSON.stringify(paused.data ?? paused.error)}`);
     const again = expectProblem(
       "pause again",
       await admin.POST("/v1/mirrors/{mirror}/topics:pause", { params: { path: { mirror } }, body: { topic } }),
@@ -245,8 +260,12 @@ async function main(): Promise<void> {
     );
     check(again.topics?.[0]?.desired_state === "paused", `pause again: topics ${JSON.stringify(again.topics)}`);
     await waitFor(mirror, topic, "PAUSED");
-    const resumed = await admin.POST("/v1/mirrors/{mirror}/topics:resume", { params: { path: { mirror } }, body: { topic } });
-    check(resumed.data?.action === "resume", "resume");
+    const resumed = await admin.POST("/v1/mirrors/{mirror}/topics:resume", {
+      params: { path: { mirror }, query: { wait: "60s" } },
+      body: { topic },
+    });
+    check(resumed.data?.action === "resume" && resumed.data.wait?.completed === true &&
+      resumed.data.wait.topics[0]?.ready === 3, `resume and wait: ${JSON.stringify(resumed.data ?? resumed.error)}`);
     await waitFor(mirror, topic, "MIRRORING");
   }
 
