@@ -1,13 +1,22 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"kmirror/api"
+	"kmirror/internal/testdb"
+	"kmirror/service"
 )
 
 // TestTopicsWaitRefusesBadWait: a wait that is not a duration, negative or
@@ -92,5 +101,48 @@ func TestTopicsWaitReturnsWhenReady(t *testing.T) {
 	want = []api.TopicWaitProgress{{Topic: "orders", TargetState: "PAUSED", Failed: 3, Total: 3}}
 	if res.Wait == nil || res.Wait.Completed || !reflect.DeepEqual(res.Wait.Topics, want) {
 		t.Fatalf("wait %+v, want ended, not completed, with %+v", res.Wait, want)
+	}
+}
+
+// TestTopicsWaitOutlastsRequestTimeout: the wait is added to the request
+// deadline, so a server whose requests time out after 200ms still waits the
+// full second it was asked to and answers 200.
+func TestTopicsWaitOutlastsRequestTimeout(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t)
+	kafka, err := kfake.NewCluster(kfake.SeedTopics(1, "payments"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: slog.New(slog.DiscardHandler),
+		RequestTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(path, body string) (int, []byte) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out bytes.Buffer
+		_, _ = out.ReadFrom(resp.Body)
+		return resp.StatusCode, out.Bytes()
+	}
+	if status, body := post("/v1/mirrors", `{"name":"m1","source":{"bootstrap_servers":"`+strings.Join(kafka.ListenAddrs(), ",")+`"}}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	status, body := post("/v1/mirrors/m1/topics:add?wait=1s", `{"topic":"payments"}`)
+	var res api.TopicsResult
+	if status != http.StatusOK || json.Unmarshal(body, &res) != nil || res.Wait == nil || res.Wait.Completed || res.Wait.WaitedMs < 1000 {
+		t.Fatalf("add?wait=1s with a 200ms request timeout: %d %s", status, body)
 	}
 }

@@ -1,0 +1,76 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"kmirror/service"
+)
+
+// TestParseWait: a Go duration from 0 to 5m; anything else names the field.
+func TestParseWait(t *testing.T) {
+	for raw, want := range map[string]time.Duration{"0s": 0, "250ms": 250 * time.Millisecond, "2m": 2 * time.Minute, "5m": 5 * time.Minute} {
+		if got, err := service.ParseWait("wait", raw); err != nil || got != want {
+			t.Errorf("ParseWait(%q) = %s, %v; want %s", raw, got, err, want)
+		}
+	}
+	for _, raw := range []string{"", "soon", "30", "-1s", "5m0.001s", "1h"} {
+		_, err := service.ParseWait("wait", raw)
+		var v *service.ValidationError
+		if !errors.As(err, &v) || len(v.Fields) != 1 || v.Fields[0].Field != "wait" {
+			t.Errorf("ParseWait(%q): %v, want a validation error naming wait", raw, err)
+		}
+	}
+}
+
+// TestWaitForTopicsHonoursContext: a waiter whose client went away (its
+// context ended) stops at once with the states it last read, and a wake-up
+// re-reads them.
+func TestWaitForTopicsHonoursContext(t *testing.T) {
+	t.Parallel()
+	svc, pool, bootstrap := newService(t)
+	ctx := t.Context()
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	got, err := svc.WaitForTopics(gone, res, time.Minute, nil)
+	if took := time.Since(start); err != nil || took > 5*time.Second || got.Completed ||
+		len(got.Topics) != 1 || got.Topics[0] != (service.TopicWait{Topic: "orders", Target: service.StateMirroring, Total: 3}) {
+		t.Fatalf("after the context ended: %+v, %v after %s", got, err, took)
+	}
+
+	// A wake-up (as the notifier sends on a state change) re-reads at once,
+	// long before the poll.
+	wake := make(chan struct{}, 1)
+	done := make(chan service.WaitResult, 1)
+	go func() {
+		r, err := svc.WaitForTopics(ctx, res, time.Minute, wake)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET state = 'MIRRORING' WHERE mirror = 'm1'`); err != nil {
+		t.Fatal(err)
+	}
+	wake <- struct{}{}
+	select {
+	case r := <-done:
+		if !r.Completed || r.Topics[0].Ready != 3 {
+			t.Fatalf("after the wake-up: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not end after every partition was MIRRORING")
+	}
+}
