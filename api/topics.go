@@ -22,7 +22,7 @@ import (
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
 //	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth

@@ -33,6 +33,13 @@ func TestTopicsWaitRefusesBadWait(t *testing.T) {
 				http.StatusBadRequest, "validation", "wait")
 		}
 	}
+	// A dry run starts nothing, so it does not wait.
+	start := time.Now()
+	var dry api.TopicsResult
+	ok(t, e.do(t, "POST", "/v1/mirrors/m1/topics:add?dry_run=true&wait=30s", map[string]any{"topic": "orders"}), http.StatusOK, &dry)
+	if dry.Wait != nil || time.Since(start) > 10*time.Second {
+		t.Fatalf("dry run with wait: %+v after %s", dry, time.Since(start))
+	}
 	e.unchanged(t, before)
 }
 

@@ -1375,7 +1375,7 @@ type AddTopicsParams struct {
 	// DryRun Resolve and check only; write nothing
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
 
-	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
