@@ -296,9 +296,26 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		s.failure = errStop
 		return
 	}
+	// Every record of this batch must land or fail within the delivery
+	// timeout: if one is still unsettled then, produceCtx ends, and kgo
+	// fails every record it has not sent, this batch's and any later one's
+	// (and a Produce waiting for buffer space returns). upTo counts what
+	// will be produced: markers and records already copied are not.
+	n := int64(0)
+	for _, r := range b.records {
+		if r.Offset >= s.fetchNext && !r.Attrs.IsControl() {
+			n++
+		}
+	}
+	if upTo := s.produced + n; n > 0 {
+		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
+			if s.acks.base+s.acks.done.Load() < upTo {
+				s.produceCancel(errDeliveryTimeout)
+			}
+		})})
+	}
 	// One allocation for the batch's records instead of one each.
 	recs := make([]kgo.Record, len(b.records))
-	first := s.produced
 	for i, r := range b.records {
 		if r.Offset < s.fetchNext {
 			continue // already copied (a re-fetch after re-adding)
@@ -319,18 +336,6 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		rec.Headers, rec.Timestamp = r.Headers, r.Timestamp
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
 		w.e.producer.Produce(s.produceCtx, rec, s.acks.promise)
-	}
-	// Every record of this batch must land or fail within the delivery
-	// timeout: if one is still unsettled then, produceCtx ends, and kgo
-	// fails every record it has not sent, this batch's and any later one's.
-	// (upTo counts what was produced: markers and records already copied
-	// are not.)
-	if upTo := s.produced; upTo > first {
-		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
-			if s.acks.base+s.acks.done.Load() < upTo {
-				s.produceCancel(errDeliveryTimeout)
-			}
-		})})
 	}
 	s.passControls()
 }
