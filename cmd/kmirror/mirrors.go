@@ -79,6 +79,19 @@ Flags:
 // mirrorsActions are the action flags, in the order usage lists them.
 var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync"}
 
+// mirrorsActionHelp says what each action does, for the flag list.
+var mirrorsActionHelp = map[string]string{
+	"create":   "add a mirror from a source cluster",
+	"delete":   "delete a mirror whose topics are all removed",
+	"list":     "list the mirrors",
+	"describe": "show each mirrored partition's offsets, lag and state",
+	"add":      "start mirroring the source topics matching --topic",
+	"pause":    "stop copying the topics for now (the destination stays read-only)",
+	"resume":   "continue copying paused topics from where they stopped",
+	"remove":   "stop mirroring the topics (failover: the destination becomes writable)",
+	"sync":     "copy the source's metadata now and print the result",
+}
+
 // mirrorsFlagActions lists, for each non-action flag, the actions it applies
 // to; --server applies to all. A flag given with another action is a usage
 // error rather than silently ignored.
@@ -189,7 +202,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	}
 	actions := make(map[string]*bool, len(mirrorsActions))
 	for _, a := range mirrorsActions {
-		actions[a] = fs.Bool(a, false, "action: "+a)
+		actions[a] = fs.Bool(a, false, "action: "+mirrorsActionHelp[a])
 	}
 	fs.StringVar(&o.server, "server", cmp.Or(os.Getenv("KMIRROR_SERVER"), "http://127.0.0.1:8080"), "kmirror REST API base URL (KMIRROR_SERVER)")
 	fs.StringVar(&o.mirror, "mirror", "", "mirror name")
