@@ -60,13 +60,35 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	type topicKey struct{ mirror, topic string }
+	type stateCount struct{ partitions, erroring int64 }
+	// Every state gets a series for every topic, zeros included, so that
+	// kmirror_partitions{state="FAILED"} > 0 alerts work and a state that
+	// empties reads 0 rather than disappearing. UNKNOWN (no state yet) is
+	// reported only while partitions have it.
+	var keys []topicKey
+	byKey := map[topicKey]map[string]stateCount{}
 	lag, lost := map[topicKey]float64{}, map[topicKey]float64{}
 	for _, g := range counts {
 		k := topicKey{g.Mirror, g.Topic}
-		ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(g.Partitions), k.mirror, k.topic, g.State)
-		ch <- prometheus.MustNewConstMetric(c.erroring, prometheus.GaugeValue, float64(g.Erroring), k.mirror, k.topic, g.State)
+		if byKey[k] == nil {
+			byKey[k] = map[string]stateCount{}
+			keys = append(keys, k)
+		}
+		byKey[k][g.State] = stateCount{g.Partitions, g.Erroring}
 		lag[k] += float64(g.Lag)
 		lost[k] += float64(g.LostRecords)
+	}
+	for _, k := range keys {
+		emit := func(state string, n stateCount) {
+			ch <- prometheus.MustNewConstMetric(c.partitions, prometheus.GaugeValue, float64(n.partitions), k.mirror, k.topic, state)
+			ch <- prometheus.MustNewConstMetric(c.erroring, prometheus.GaugeValue, float64(n.erroring), k.mirror, k.topic, state)
+		}
+		for _, st := range AllStates {
+			emit(string(st), byKey[k][string(st)])
+		}
+		if n, ok := byKey[k][StateUnknown.String()]; ok {
+			emit(StateUnknown.String(), n)
+		}
 	}
 	for k, v := range lag {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, v, k.mirror, k.topic)

@@ -35,11 +35,23 @@ kmirror_lag_records{mirror="m",topic="orders"} 12
 kmirror_lost_records_total{mirror="m",topic="orders"} 3
 # HELP kmirror_partitions Mirror partitions by state.
 # TYPE kmirror_partitions gauge
+kmirror_partitions{mirror="m",state="FAILED",topic="orders"} 0
 kmirror_partitions{mirror="m",state="MIRRORING",topic="orders"} 2
+kmirror_partitions{mirror="m",state="PAUSED",topic="orders"} 0
+kmirror_partitions{mirror="m",state="PAUSING",topic="orders"} 0
+kmirror_partitions{mirror="m",state="PREPARING",topic="orders"} 0
+kmirror_partitions{mirror="m",state="STOPPED",topic="orders"} 0
+kmirror_partitions{mirror="m",state="STOPPING",topic="orders"} 0
 kmirror_partitions{mirror="m",state="UNKNOWN",topic="orders"} 1
 # HELP kmirror_partitions_erroring Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).
 # TYPE kmirror_partitions_erroring gauge
+kmirror_partitions_erroring{mirror="m",state="FAILED",topic="orders"} 0
 kmirror_partitions_erroring{mirror="m",state="MIRRORING",topic="orders"} 1
+kmirror_partitions_erroring{mirror="m",state="PAUSED",topic="orders"} 0
+kmirror_partitions_erroring{mirror="m",state="PAUSING",topic="orders"} 0
+kmirror_partitions_erroring{mirror="m",state="PREPARING",topic="orders"} 0
+kmirror_partitions_erroring{mirror="m",state="STOPPED",topic="orders"} 0
+kmirror_partitions_erroring{mirror="m",state="STOPPING",topic="orders"} 0
 kmirror_partitions_erroring{mirror="m",state="UNKNOWN",topic="orders"} 0
 # HELP kmirror_state_scrape_ok 1 when the partition state query succeeded.
 # TYPE kmirror_state_scrape_ok gauge
