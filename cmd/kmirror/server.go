@@ -198,7 +198,7 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
-		Notifier: notes})
+		Notifier: notes, Registerer: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
@@ -54,6 +55,9 @@ type EngineConfig struct {
 	Retry    RetryPolicy
 	// SourceOpts are extra client options for source clients (tests).
 	SourceOpts []kgo.Opt
+	// Registerer receives the kmirror_mirrored_* metrics; nil leaves them
+	// unregistered.
+	Registerer prometheus.Registerer
 }
 
 func (c *EngineConfig) validate() error {
@@ -77,6 +81,7 @@ type Engine struct {
 	TestHooks EngineTestHooks
 	cfg       EngineConfig
 	log       *slog.Logger
+	metrics   *mirrorMetrics
 	producer  *kgo.Client
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
@@ -121,6 +126,10 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: log,
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}}
+	var err error
+	if e.metrics, err = newMirrorMetrics(cfg.Registerer); err != nil {
+		return nil, err
+	}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool)

@@ -69,6 +69,10 @@ type mirrorSession struct {
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
+	// mirrored counts verified copies in the topic's metrics; countedBytes
+	// is the acks' verified bytes already counted.
+	mirrored     topicMirrored
+	countedBytes int64
 }
 
 type batchDeadline struct {
@@ -105,6 +109,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	defer w.mirroring.Store(false)
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
+	s.mirrored = w.e.metrics.topic(w.key.Mirror, w.key.Topic)
 	s.acks = newProduceAcks(s.dstNext)
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
@@ -350,6 +355,7 @@ func (s *mirrorSession) inFlight() int64 {
 // session's failure.
 func (s *mirrorSession) handleAcks() {
 	done, verified, failure := s.acks.take()
+	taken := s.taken
 	for s.taken < verified && len(s.pending) > 0 {
 		s.passControls()
 		head := &s.pending[0]
@@ -361,6 +367,14 @@ func (s *mirrorSession) handleAcks() {
 		if head.n == 0 {
 			s.pending = s.pending[1:]
 		}
+	}
+	// Counted per acknowledged run, not per record. verifiedBytes is read
+	// after verified, so it may already include a record counted next time:
+	// the totals stay exact.
+	if n := s.taken - taken; n > 0 {
+		b := s.acks.verifiedBytes.Load()
+		s.mirrored.add(n, b-s.countedBytes)
+		s.countedBytes = b
 	}
 	if failure != nil && s.failure == nil {
 		s.passControls()

@@ -27,6 +27,10 @@ type produceAcks struct {
 	// done counts results; verified counts those before the first failure,
 	// each at the offset it was meant for.
 	done, verified atomic.Int64
+	// verifiedBytes sums the key and value bytes of the verified results.
+	// Like done and verified it has one writer, the promise (kgo calls a
+	// partition's promises in order, one at a time): a load and a store.
+	verifiedBytes atomic.Int64
 	// woken is set when notify holds a wake-up the worker has not taken,
 	// so a burst of results costs one channel send.
 	woken  atomic.Bool
@@ -56,6 +60,7 @@ func (a *produceAcks) promise(r *kgo.Record, err error) {
 	k := a.done.Load()
 	if a.verified.Load() == k { // no failure yet
 		if err == nil && r.Offset == a.base+k {
+			a.verifiedBytes.Store(a.verifiedBytes.Load() + int64(len(r.Key)+len(r.Value)))
 			a.verified.Store(k + 1)
 		} else {
 			a.mu.Lock()

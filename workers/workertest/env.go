@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
@@ -120,6 +121,8 @@ type InstanceOpts struct {
 	// LeaseSignals turns on the lease manager's Lost, Expired and
 	// RenewFailed test signals before it starts, so none is missed.
 	LeaseSignals bool
+	// Registerer receives the engine's metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -148,7 +151,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	in.Notifier = notes
 	ecfg := partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
-		OffsetsInterval: 300 * time.Millisecond, Notifier: notes,
+		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer,
 		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool

@@ -1,0 +1,85 @@
+package partition_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"kmirror/internal/devcluster"
+	"kmirror/service"
+	"kmirror/workers/workertest"
+)
+
+// TestMirroredMetrics: verified copies are counted per mirror and topic, in
+// records and in key+value bytes, and stamp the time of the last one.
+func TestMirroredMetrics(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcConn := workertest.Plain(env.Clusters.SourceAddr())
+	recs := append(seq("orders", 0, "a", 30), seq("orders", 1, "b", 12)...)
+	wantBytes := 0
+	for _, r := range recs {
+		wantBytes += len(r.Key) + len(r.Value)
+	}
+	workertest.ProduceRecords(t, srcConn, recs...)
+	reg := prometheus.NewRegistry()
+	start := time.Now()
+	env.CreateMirror("m", "orders")
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{Registerer: reg})
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 20*time.Second)
+
+	records := func() float64 {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "kmirror_mirrored_records_total" {
+				return mf.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+		return 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for records() < float64(len(recs)) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	values := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["mirror"] != "m" || labels["topic"] != "orders" || len(labels) != 2 {
+				t.Errorf("%s has labels %v, want mirror=m topic=orders", mf.GetName(), labels)
+			}
+			switch {
+			case m.GetCounter() != nil:
+				values[mf.GetName()] = m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				values[mf.GetName()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	if got := values["kmirror_mirrored_records_total"]; got != float64(len(recs)) {
+		t.Errorf("kmirror_mirrored_records_total = %v, want %d", got, len(recs))
+	}
+	if got := values["kmirror_mirrored_bytes_total"]; got != float64(wantBytes) {
+		t.Errorf("kmirror_mirrored_bytes_total = %v, want %d", got, wantBytes)
+	}
+	last := values["kmirror_last_mirrored_timestamp_seconds"]
+	if last < float64(start.Unix()) || last > float64(time.Now().Unix()+1) {
+		t.Errorf("kmirror_last_mirrored_timestamp_seconds = %v, want between %d and now", last, start.Unix())
+	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
