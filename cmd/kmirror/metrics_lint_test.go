@@ -89,6 +89,7 @@ func TestMetricsLint(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	checkMetricsDocs(t, metricTypes(body))
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
 	}
