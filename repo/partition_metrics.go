@@ -41,3 +41,13 @@ func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount,
 	}
 	return out, interpret(rows.Err())
 }
+
+// OutboxBacklog counts the outbox rows not yet published to __mirror_state
+// and the age in seconds of the oldest (0 when none), through the partial
+// index of unpublished rows.
+func OutboxBacklog(ctx context.Context, q DBTX) (rows int64, oldestAge float64, err error) {
+	err = q.QueryRow(ctx, `
+		SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
+		FROM outbox WHERE published_at IS NULL`).Scan(&rows, &oldestAge)
+	return rows, oldestAge, interpret(err)
+}

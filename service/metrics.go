@@ -10,8 +10,8 @@ import (
 	"kmirror/repo"
 )
 
-// StateCollector exports partition states, lag and lost records from
-// Postgres at scrape time, so every instance reports the whole deployment
+// StateCollector exports partition states, lag, lost records and the
+// outbox backlog from Postgres at scrape time, so every instance reports the whole deployment
 // consistently, whoever holds the leases.
 type StateCollector struct {
 	pool       *pgxpool.Pool
@@ -20,6 +20,8 @@ type StateCollector struct {
 	lost       *prometheus.Desc
 	erroring   *prometheus.Desc
 	up         *prometheus.Desc
+	outbox     *prometheus.Desc
+	outboxAge  *prometheus.Desc
 }
 
 // NewStateCollector returns a collector over the database.
@@ -34,7 +36,9 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 			[]string{"mirror", "topic"}, nil),
 		erroring: prometheus.NewDesc("kmirror_partitions_erroring", "Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).",
 			[]string{"mirror", "topic", "state"}, nil),
-		up: prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state query succeeded.", nil, nil),
+		up: prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state and outbox queries succeeded.", nil, nil),
+		outbox: prometheus.NewDesc("kmirror_outbox_unpublished_rows", "Outbox rows not yet published to __mirror_state.", nil, nil),
+		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
 	}
 }
 
@@ -45,6 +49,8 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lost
 	ch <- c.erroring
 	ch <- c.up
+	ch <- c.outbox
+	ch <- c.outboxAge
 }
 
 // stateScrapeTimeout bounds the query of one scrape.
@@ -54,6 +60,13 @@ const stateScrapeTimeout = 3 * time.Second
 func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), stateScrapeTimeout)
 	defer cancel()
+	backlog, age, err := repo.OutboxBacklog(ctx, c.pool)
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.outbox, prometheus.GaugeValue, float64(backlog))
+	ch <- prometheus.MustNewConstMetric(c.outboxAge, prometheus.GaugeValue, age)
 	counts, err := repo.PartitionsCountByState(ctx, c.pool)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)

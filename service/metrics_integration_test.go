@@ -53,11 +53,39 @@ kmirror_partitions_erroring{mirror="m",state="PREPARING",topic="orders"} 0
 kmirror_partitions_erroring{mirror="m",state="STOPPED",topic="orders"} 0
 kmirror_partitions_erroring{mirror="m",state="STOPPING",topic="orders"} 0
 kmirror_partitions_erroring{mirror="m",state="UNKNOWN",topic="orders"} 0
-# HELP kmirror_state_scrape_ok 1 when the partition state query succeeded.
+# HELP kmirror_state_scrape_ok 1 when the partition state and outbox queries succeeded.
 # TYPE kmirror_state_scrape_ok gauge
 kmirror_state_scrape_ok 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kmirror_lag_records", "kmirror_lost_records_total",
+		"kmirror_partitions", "kmirror_partitions_erroring", "kmirror_state_scrape_ok"); err != nil {
 		t.Fatal(err)
+	}
+	// The outbox backlog: unpublished rows and the age of the oldest.
+	if _, err := pool.Exec(context.Background(), `
+		INSERT INTO outbox (mirror, key, value, created_at, published_at) VALUES
+			('m', 'mirror/m', '{}', now() - interval '1 hour', now()),
+			('m', 'topic/m/orders', '{}', now() - interval '90 seconds', NULL),
+			('m', 'topic/m/orders', NULL, now(), NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	gauge := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatalf("no %s", name)
+		return 0
+	}
+	if got := gauge("kmirror_outbox_unpublished_rows"); got < 2 {
+		t.Errorf("kmirror_outbox_unpublished_rows = %v, want at least the 2 inserted", got)
+	}
+	if got := gauge("kmirror_outbox_oldest_unpublished_age_seconds"); got < 90 || got > 3000 {
+		t.Errorf("kmirror_outbox_oldest_unpublished_age_seconds = %v, want about 90", got)
 	}
 }

@@ -84,6 +84,7 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_last_mirrored_timestamp_seconds{mirror="m",topic="bench"}`,
 		`kmirror_lag_records{mirror="m",topic="bench"}`,
 		`kmirror_http_requests_total{`,
+		`kmirror_outbox_unpublished_rows `,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
