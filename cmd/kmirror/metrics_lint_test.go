@@ -85,6 +85,9 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_lag_records{mirror="m",topic="bench"}`,
 		`kmirror_http_requests_total{`,
 		`kmirror_outbox_unpublished_rows `,
+		`kmirror_checkpoint_save_duration_seconds_count `,
+		`kmirror_lease_renewal_duration_seconds_count `,
+		`kmirror_lease_renewal_failures_total{kind="partition"} 0`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -210,7 +210,7 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
-		Partitions: eng, Mirrors: syncer, Notifier: notes})
+		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"kmirror/internal/notifier"
 	"kmirror/internal/startstop"
@@ -68,6 +69,9 @@ type ManagerConfig struct {
 	Partitions PartitionRunner
 	// Mirrors runs metadata sync; nil takes no mirror metadata leases.
 	Mirrors MirrorRunner
+	// Registerer receives the kmirror_lease_renewal_* metrics; nil leaves
+	// them unregistered.
+	Registerer prometheus.Registerer
 }
 
 func (c *ManagerConfig) validate() error {
@@ -102,6 +106,7 @@ type Manager struct {
 	TestSignals ManagerTestSignals
 	cfg         ManagerConfig
 	log         *slog.Logger
+	metrics     *managerMetrics
 	sets        []*leaseSet
 	poke        chan struct{}
 	base        context.Context // Start's ctx without its cancellation
@@ -143,10 +148,15 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	metrics, err := newManagerMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	m := &Manager{
-		cfg:  cfg,
-		log:  cmp.Or(cfg.Logger, slog.Default()),
-		poke: make(chan struct{}, 1),
+		metrics: metrics,
+		cfg:     cfg,
+		log:     cmp.Or(cfg.Logger, slog.Default()),
+		poke:    make(chan struct{}, 1),
 	}
 	if r := cfg.Partitions; r != nil {
 		m.partitions = m.partitionLeaseSet(r)
@@ -253,10 +263,12 @@ func (m *Manager) pass() {
 		return err
 	})
 	renewed := true
+	renewStart := time.Now()
 	if m.partitions != nil {
 		if err := m.renewSession(); err != nil {
 			m.log.Warn("lease session renew failed; leases stay trusted until their deadline", "err", err)
 			m.TestSignals.RenewFailed.Signal(err)
+			m.metrics.failures.WithLabelValues("session").Inc()
 			renewed = false
 		}
 	}
@@ -265,9 +277,11 @@ func (m *Manager) pass() {
 		if err := m.renew(s); err != nil {
 			m.log.Warn("lease renew failed; leases stay trusted until their deadline", "kind", s.kind, "err", err)
 			m.TestSignals.RenewFailed.Signal(err)
+			m.metrics.failures.WithLabelValues(s.kind).Inc()
 			renewed = false
 		}
 	}
+	m.metrics.renewal.Observe(time.Since(renewStart).Seconds())
 	if !renewed {
 		return // the database is in trouble: do not take more
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"kmirror/repo"
 	"kmirror/workers/lease"
@@ -21,6 +22,8 @@ type checkpointer struct {
 	pool  *pgxpool.Pool
 	owner string
 	log   *slog.Logger
+	// saveDuration observes each flush's save; nil observes nothing.
+	saveDuration prometheus.Observer
 
 	// saveMu runs saves one at a time, in the order their checkpoints were
 	// taken: a partition's checkpoint saved by flushKey must not commit
@@ -151,7 +154,11 @@ func (c *checkpointer) flush(ctx context.Context) {
 	}
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
+	start := time.Now()
 	saved, err := saveCheckpoints(saveCtx, c.pool, c.owner, cps)
+	if c.saveDuration != nil {
+		c.saveDuration.Observe(time.Since(start).Seconds())
+	}
 	if err != nil {
 		c.log.Warn("checkpoint save failed; retrying next round", "partitions", len(cps), "err", err)
 		c.mu.Lock()

@@ -131,6 +131,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		return nil, err
 	}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
+	e.cp.saveDuration = e.metrics.checkpoint
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool)
 	e.health = newHealthChanges()

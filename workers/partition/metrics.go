@@ -13,6 +13,9 @@ type mirrorMetrics struct {
 	records *prometheus.CounterVec
 	bytes   *prometheus.CounterVec
 	last    *prometheus.GaugeVec
+	// checkpoint times the instance's checkpoint saves (one statement for
+	// every changed partition, each CheckpointInterval).
+	checkpoint prometheus.Histogram
 }
 
 func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
@@ -23,9 +26,12 @@ func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
 			Help: "Key and value bytes of the records this instance copied to the destination and verified, by mirror and source topic."}, []string{"mirror", "topic"}),
 		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kmirror_last_mirrored_timestamp_seconds",
 			Help: "When this instance last verified a copied record of the topic (Unix time); time() minus it is the seconds since the last mirrored record."}, []string{"mirror", "topic"}),
+		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_checkpoint_save_duration_seconds",
+			Help:    "How long saving this instance's changed checkpoints took, one transaction for every partition.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last} {
+		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("partition engine: register metrics: %w", err)
 			}
