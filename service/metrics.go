@@ -36,8 +36,8 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 			[]string{"mirror", "topic"}, nil),
 		erroring: prometheus.NewDesc("kmirror_partitions_erroring", "Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).",
 			[]string{"mirror", "topic", "state"}, nil),
-		up: prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state and outbox queries succeeded.", nil, nil),
-		outbox: prometheus.NewDesc("kmirror_outbox_unpublished_rows", "Outbox rows not yet published to __mirror_state.", nil, nil),
+		up:        prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state and outbox queries succeeded.", nil, nil),
+		outbox:    prometheus.NewDesc("kmirror_outbox_unpublished_rows", "Outbox rows not yet published to __mirror_state.", nil, nil),
 		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
 	}
 }
