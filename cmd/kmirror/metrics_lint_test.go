@@ -86,6 +86,8 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_http_requests_total{`,
 		`kmirror_outbox_unpublished_rows `,
 		`kmirror_checkpoint_save_duration_seconds_count `,
+		`kmirror_produce_request_duration_seconds_count `,
+		`kmirror_fetch_request_duration_seconds_count{mirror="m"}`,
 		`kmirror_lease_renewal_duration_seconds_count `,
 		`kmirror_lease_renewal_failures_total{kind="partition"} 0`,
 	} {

@@ -171,6 +171,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		// A newly created destination topic must be seen quickly.
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))),
+		e.metrics.produceOpt(),
 	)
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
@@ -304,7 +305,7 @@ func (e *Engine) fetcher(mirror string, conn kafkaconn.Config) (*mirrorFetcher, 
 		return f, nil
 	}
 	f, err := newMirrorFetcher(mirror, conn, e.log.With("mirror", mirror),
-		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror)))}, e.cfg.SourceOpts...)...)
+		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror))), e.metrics.fetchOpt(mirror)}, e.cfg.SourceOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // mirrorMetrics counts what this instance mirrored, per mirror and topic.
@@ -16,6 +17,10 @@ type mirrorMetrics struct {
 	// checkpoint times the instance's checkpoint saves (one statement for
 	// every changed partition, each CheckpointInterval).
 	checkpoint prometheus.Histogram
+	// fetch and produce time the Kafka requests of the mirrors' fetchers
+	// and of the destination producer, one observation per request.
+	fetch   *prometheus.HistogramVec
+	produce prometheus.Histogram
 }
 
 func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
@@ -29,9 +34,15 @@ func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
 		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_checkpoint_save_duration_seconds",
 			Help:    "How long saving this instance's changed checkpoints took, one transaction for every partition.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}}),
+		fetch: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kmirror_fetch_request_duration_seconds",
+			Help:    "Source fetch requests of this instance, written to answer read, by mirror. Fetches are long polls: with nothing new they last the fetch max wait.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"mirror"}),
+		produce: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_produce_request_duration_seconds",
+			Help:    "Destination produce requests of this instance, written to answer read (acks=all).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint} {
+		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("partition engine: register metrics: %w", err)
 			}
@@ -63,4 +74,40 @@ func (t topicMirrored) add(n, b int64) {
 	t.records.Add(float64(n))
 	t.bytes.Add(float64(b))
 	t.last.SetToCurrentTime()
+}
+
+// Kafka API keys of the requests timed.
+const (
+	produceKey int16 = 0
+	fetchKey   int16 = 1
+)
+
+// requestTimer is a kgo hook that observes the round trip of one kind of
+// request: once per request, never per record.
+type requestTimer struct {
+	key int16
+	h   prometheus.Observer
+}
+
+// OnBrokerE2E implements kgo.HookBrokerE2E.
+func (r requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE2E) {
+	if key == r.key && e.Err() == nil {
+		r.h.Observe(e.DurationE2E().Seconds())
+	}
+}
+
+// produceOpt and fetchOpt time the producer's and a mirror's fetcher's
+// requests.
+func (m *mirrorMetrics) produceOpt() kgo.Opt {
+	if m == nil {
+		return kgo.WithHooks()
+	}
+	return kgo.WithHooks(requestTimer{produceKey, m.produce})
+}
+
+func (m *mirrorMetrics) fetchOpt(mirror string) kgo.Opt {
+	if m == nil {
+		return kgo.WithHooks()
+	}
+	return kgo.WithHooks(requestTimer{fetchKey, m.fetch.WithLabelValues(mirror)})
 }

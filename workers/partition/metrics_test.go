@@ -52,15 +52,18 @@ func TestMirroredMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := map[string]bool{}
 	for _, mf := range mfs {
+		seen[mf.GetName()] = true
 		for _, m := range mf.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if mf.GetName() == "kmirror_checkpoint_save_duration_seconds" {
+			switch mf.GetName() {
+			case "kmirror_checkpoint_save_duration_seconds", "kmirror_produce_request_duration_seconds", "kmirror_fetch_request_duration_seconds":
 				if m.GetHistogram().GetSampleCount() == 0 {
-					t.Error("no checkpoint save observed")
+					t.Errorf("%s: nothing observed", mf.GetName())
 				}
 				continue
 			}
@@ -73,6 +76,11 @@ func TestMirroredMetrics(t *testing.T) {
 			case m.GetGauge() != nil:
 				values[mf.GetName()] = m.GetGauge().GetValue()
 			}
+		}
+	}
+	for _, name := range []string{"kmirror_checkpoint_save_duration_seconds", "kmirror_produce_request_duration_seconds", "kmirror_fetch_request_duration_seconds"} {
+		if !seen[name] {
+			t.Errorf("no %s", name)
 		}
 	}
 	if got := values["kmirror_mirrored_records_total"]; got != float64(len(recs)) {
