@@ -51,3 +51,34 @@ func OutboxBacklog(ctx context.Context, q DBTX) (rows int64, oldestAge float64, 
 		FROM outbox WHERE published_at IS NULL`).Scan(&rows, &oldestAge)
 	return rows, oldestAge, interpret(err)
 }
+
+// PartitionLag is one partition's lag, as the metrics scrape reads it.
+type PartitionLag struct {
+	Mirror    string
+	Topic     string
+	Partition int32
+	Lag       int64
+}
+
+// PartitionsLag returns every partition's lag (source end offset − next
+// source offset, floored at 0; 0 when the end is unknown), ordered by
+// mirror, topic and partition.
+func PartitionsLag(ctx context.Context, q DBTX) ([]PartitionLag, error) {
+	rows, err := q.Query(ctx, `
+		SELECT mirror, topic, partition,
+			coalesce(greatest(source_end_offset - coalesce(src_next, 0), 0), 0)
+		FROM mirror_partitions ORDER BY 1, 2, 3`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []PartitionLag
+	for rows.Next() {
+		var l PartitionLag
+		if err := rows.Scan(&l.Mirror, &l.Topic, &l.Partition, &l.Lag); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, l)
+	}
+	return out, interpret(rows.Err())
+}

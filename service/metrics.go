@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,7 +23,12 @@ type StateCollector struct {
 	up         *prometheus.Desc
 	outbox     *prometheus.Desc
 	outboxAge  *prometheus.Desc
+	partLag    *prometheus.Desc
 }
+
+// PartitionLagLimit is the most partitions whose lag is exported one series
+// each (kmirror_partition_lag_records); above it only the per-topic sum is.
+const PartitionLagLimit = 1000
 
 // NewStateCollector returns a collector over the database.
 func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
@@ -36,8 +42,10 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 			[]string{"mirror", "topic"}, nil),
 		erroring: prometheus.NewDesc("kmirror_partitions_erroring", "Mirror partitions with an error, FAILED or still retrying in their state (a source that cannot be reached, for example).",
 			[]string{"mirror", "topic", "state"}, nil),
-		up:        prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state and outbox queries succeeded.", nil, nil),
-		outbox:    prometheus.NewDesc("kmirror_outbox_unpublished_rows", "Outbox rows not yet published to __mirror_state.", nil, nil),
+		up:     prometheus.NewDesc("kmirror_state_scrape_ok", "1 when the partition state and outbox queries succeeded.", nil, nil),
+		outbox: prometheus.NewDesc("kmirror_outbox_unpublished_rows", "Outbox rows not yet published to __mirror_state.", nil, nil),
+		partLag: prometheus.NewDesc("kmirror_partition_lag_records", "Source end offset minus the next source offset to mirror, per partition; exported only while the deployment has at most 1000 partitions.",
+			[]string{"mirror", "topic", "partition"}, nil),
 		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
 	}
 }
@@ -51,6 +59,7 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.up
 	ch <- c.outbox
 	ch <- c.outboxAge
+	ch <- c.partLag
 }
 
 // stateScrapeTimeout bounds the query of one scrape.
@@ -101,6 +110,20 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if n, ok := byKey[k][StateUnknown.String()]; ok {
 			emit(StateUnknown.String(), n)
+		}
+	}
+	total := int64(0)
+	for _, g := range counts {
+		total += g.Partitions
+	}
+	if total <= PartitionLagLimit {
+		parts, err := repo.PartitionsLag(ctx, c.pool)
+		if err != nil {
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+			return
+		}
+		for _, p := range parts {
+			ch <- prometheus.MustNewConstMetric(c.partLag, prometheus.GaugeValue, float64(p.Lag), p.Mirror, p.Topic, strconv.Itoa(int(p.Partition)))
 		}
 	}
 	for k, v := range lag {

@@ -33,6 +33,11 @@ kmirror_lag_records{mirror="m",topic="orders"} 12
 # HELP kmirror_lost_records_total Source records removed by retention before they were mirrored.
 # TYPE kmirror_lost_records_total counter
 kmirror_lost_records_total{mirror="m",topic="orders"} 3
+# HELP kmirror_partition_lag_records Source end offset minus the next source offset to mirror, per partition; exported only while the deployment has at most 1000 partitions.
+# TYPE kmirror_partition_lag_records gauge
+kmirror_partition_lag_records{mirror="m",partition="0",topic="orders"} 5
+kmirror_partition_lag_records{mirror="m",partition="1",topic="orders"} 0
+kmirror_partition_lag_records{mirror="m",partition="2",topic="orders"} 7
 # HELP kmirror_partitions Mirror partitions by state.
 # TYPE kmirror_partitions gauge
 kmirror_partitions{mirror="m",state="FAILED",topic="orders"} 0
@@ -57,7 +62,7 @@ kmirror_partitions_erroring{mirror="m",state="UNKNOWN",topic="orders"} 0
 # TYPE kmirror_state_scrape_ok gauge
 kmirror_state_scrape_ok 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kmirror_lag_records", "kmirror_lost_records_total",
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kmirror_lag_records", "kmirror_lost_records_total", "kmirror_partition_lag_records",
 		"kmirror_partitions", "kmirror_partitions_erroring", "kmirror_state_scrape_ok"); err != nil {
 		t.Fatal(err)
 	}

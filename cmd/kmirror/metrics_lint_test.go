@@ -83,6 +83,7 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_mirrored_bytes_total{mirror="m",topic="bench"}`,
 		`kmirror_last_mirrored_timestamp_seconds{mirror="m",topic="bench"}`,
 		`kmirror_lag_records{mirror="m",topic="bench"}`,
+		`kmirror_partition_lag_records{mirror="m",partition="0",topic="bench"}`,
 		`kmirror_http_requests_total{`,
 		`kmirror_outbox_unpublished_rows `,
 		`kmirror_checkpoint_save_duration_seconds_count `,
