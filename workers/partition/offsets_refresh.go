@@ -45,8 +45,12 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 			// partitions every round re-sent the same ends: at 1,000
 			// idle partitions that was a fifth of the instance's CPU.
 			// The full round still lists them, to put right a
-			// checkpoint that wrote an older end over a newer one.
-			if states[i].mirroring && !full {
+			// checkpoint that wrote an older end over a newer one, and
+			// a partition is listed until one of its ends under the
+			// current lease is stored: a session that fetches nothing
+			// (an empty partition) publishes no end, and its lag would
+			// stay unknown until the full round.
+			if old, ok := saved[k]; ok && old.Epoch == states[i].epoch && states[i].mirroring && !full {
 				continue
 			}
 			byMirror[k.Mirror] = append(byMirror[k.Mirror], k)
