@@ -39,3 +39,79 @@ func OffsetRunsAround(ctx context.Context, q DBTX, mirror, topic string, partiti
 	}
 	return before, after, interpret(rows.Err())
 }
+
+// OffsetRunsList returns a partition's runs that start at or after
+// fromSrc, in source order.
+func OffsetRunsList(ctx context.Context, q DBTX, id PartitionID, fromSrc int64) ([]OffsetRun, error) {
+	rows, err := q.Query(ctx, `SELECT src_start, dst_start, count FROM offset_map_runs
+		WHERE mirror = $1 AND topic = $2 AND partition = $3 AND src_start >= $4
+		ORDER BY src_start`, id.Mirror, id.Topic, id.Partition, fromSrc)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []OffsetRun
+	for rows.Next() {
+		var r OffsetRun
+		if err := rows.Scan(&r.SrcStart, &r.DstStart, &r.Count); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, r)
+	}
+	return out, interpret(rows.Err())
+}
+
+// OffsetRunsListAll returns every partition's runs in source order.
+func OffsetRunsListAll(ctx context.Context, q DBTX) (map[PartitionID][]OffsetRun, error) {
+	rows, err := q.Query(ctx, `SELECT mirror, topic, partition, src_start, dst_start, count
+		FROM offset_map_runs ORDER BY mirror, topic, partition, src_start`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[PartitionID][]OffsetRun{}
+	for rows.Next() {
+		var id PartitionID
+		var r OffsetRun
+		if err := rows.Scan(&id.Mirror, &id.Topic, &id.Partition, &r.SrcStart, &r.DstStart, &r.Count); err != nil {
+			return nil, interpret(err)
+		}
+		out[id] = append(out[id], r)
+	}
+	return out, interpret(rows.Err())
+}
+
+// OffsetRunsChunks returns the distinct (topic, partition, src_start / width)
+// of a mirror's runs: the offset-map records it has in __mirror_state.
+func OffsetRunsChunks(ctx context.Context, q DBTX, mirror string, width int64) (map[PartitionID][]int64, error) {
+	rows, err := q.Query(ctx, `SELECT DISTINCT topic, partition, src_start / $2 FROM offset_map_runs
+		WHERE mirror = $1 ORDER BY 1, 2, 3`, mirror, width)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[PartitionID][]int64{}
+	for rows.Next() {
+		id := PartitionID{Mirror: mirror}
+		var c int64
+		if err := rows.Scan(&id.Topic, &id.Partition, &c); err != nil {
+			return nil, interpret(err)
+		}
+		out[id] = append(out[id], c)
+	}
+	return out, interpret(rows.Err())
+}
+
+// OffsetRunsRestore inserts a partition's runs read back from
+// __mirror_state. Like PartitionsRestore it is not fenced: restore fills an
+// empty database before any instance runs.
+func OffsetRunsRestore(ctx context.Context, q DBTX, id PartitionID, runs []OffsetRun) error {
+	src, dst, n := make([]int64, len(runs)), make([]int64, len(runs)), make([]int64, len(runs))
+	for i, r := range runs {
+		src[i], dst[i], n[i] = r.SrcStart, r.DstStart, r.Count
+	}
+	_, err := q.Exec(ctx, `INSERT INTO offset_map_runs (mirror, topic, partition, src_start, dst_start, count)
+		SELECT $1, $2, $3, s, d, c FROM unnest($4::bigint[], $5::bigint[], $6::bigint[]) AS r(s, d, c)`,
+		id.Mirror, id.Topic, id.Partition, src, dst, n)
+	return interpret(err)
+}

@@ -119,13 +119,15 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 		if err := p.guard(); err != nil {
 			return err
 		}
-		for _, a := range create {
-			// Recorded before it is created: a crash in between leaves a
-			// record of an ACL that may not exist, never an ACL of ours
-			// that nobody knows about.
-			if err := repo.SyncedACLsInsert(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
-				return err
-			}
+		// Recorded (and queued for __mirror_state) before they are
+		// created: a crash in between leaves a record of an ACL that may
+		// not exist, never an ACL of ours that nobody knows about.
+		rows := make([]repo.SyncedACL, len(create))
+		for i, a := range create {
+			rows[i] = a.row()
+		}
+		if err := p.svc().RecordSyncedACLs(p.ctx, p.mirror.Name, rows); err != nil {
+			return err
 		}
 		var errs []error
 		err := p.within("destination create ACLs", func(ctx context.Context) (err error) {
@@ -171,7 +173,7 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 			}
 			o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "deleted", Detail: "no longer on the source"})
 		}
-		if err := repo.SyncedACLsDelete(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
+		if err := p.svc().ForgetSyncedACL(p.ctx, p.mirror.Name, a.row()); err != nil {
 			return err
 		}
 	}

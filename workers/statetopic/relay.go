@@ -55,7 +55,10 @@ type Relay struct {
 	cfg RelayConfig
 	// statePartitions is __mirror_state's actual partition count.
 	statePartitions int32
-	log             *slog.Logger
+	// maps is what this relay last published of each partition's offset
+	// map; it is rebuilt (everything published once) when a relay leads.
+	maps map[repo.PartitionID]*publishedMap
+	log  *slog.Logger
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -131,6 +134,7 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 	}
 	r.log.Info("relaying the outbox", "topic", service.StateTopic, "partitions", r.statePartitions)
 	var since time.Time // database time of the last checkpoint pass
+	r.maps = map[repo.PartitionID]*publishedMap{}
 	lastPass := time.Time{}
 	for {
 		n, err := r.publishOutbox(ctx, producer)
@@ -241,7 +245,17 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 		return since, err
 	}
 	recs := make([]*kgo.Record, 0, len(parts))
+	var maps []mapUpdate
 	for _, p := range parts {
+		// A partition's offset-map chunks go before its record, in the
+		// same __mirror_state partition: whoever reads the record back
+		// finds the map at least as far.
+		u, err := r.offsetMapUpdate(ctx, p)
+		if err != nil {
+			return since, err
+		}
+		recs = append(recs, u.recs...)
+		maps = append(maps, u)
 		val, err := json.Marshal(service.PartitionRecordOf(p))
 		if err != nil {
 			return since, err
@@ -253,6 +267,9 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return since, fmt.Errorf("publish checkpoints to %s: %w", service.StateTopic, err)
 		}
+	}
+	for _, u := range maps {
+		u.commit(r.maps)
 	}
 	return now, nil
 }

@@ -1,0 +1,94 @@
+package statetopic
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// publishedMap is what the relay last published of one partition's offset
+// map: the checkpoint it was read at and the chunks that hold runs.
+type publishedMap struct {
+	srcNext, dstNext int64
+	chunks           map[int64]bool
+}
+
+// mapUpdate is the offset-map records of one partition for a checkpoint
+// pass, and what is published once they are acknowledged.
+type mapUpdate struct {
+	id   repo.PartitionID
+	recs []*kgo.Record
+	next *publishedMap // nil: nothing changed
+}
+
+func (u mapUpdate) commit(maps map[repo.PartitionID]*publishedMap) {
+	if u.next != nil {
+		maps[u.id] = u.next
+	}
+}
+
+// offsetMapUpdate builds the records of the chunks of p's offset map that
+// may have changed since the relay last published it: runs change only at
+// the end of the map (a save extends or adds runs past the checkpoint) or
+// behind a lowered checkpoint (truncation, recreate), so the chunks from
+// the run at the lower of the two checkpoints on are re-read and
+// published, and chunks that lost every run get a tombstone. A partition
+// the relay has not published yet is published whole.
+func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdate, error) {
+	id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
+	u := mapUpdate{id: id}
+	if p.SrcNext == nil || p.DstNext == nil {
+		return u, nil // nothing mirrored, nothing mapped
+	}
+	prev := r.maps[id]
+	if prev != nil && prev.srcNext == *p.SrcNext && prev.dstNext == *p.DstNext {
+		return u, nil
+	}
+	var from int64
+	if prev != nil {
+		before, _, err := repo.OffsetRunsAround(ctx, r.cfg.Pool, p.Mirror, p.Topic, p.Partition, min(prev.srcNext, *p.SrcNext))
+		if err != nil {
+			return u, fmt.Errorf("read offset map of %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
+		}
+		if before != nil {
+			from = service.OffsetMapChunk(before.SrcStart)
+		}
+	}
+	runs, err := repo.OffsetRunsList(ctx, r.cfg.Pool, id, from*service.OffsetMapChunkWidth)
+	if err != nil {
+		return u, fmt.Errorf("read offset map of %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
+	}
+	next := &publishedMap{srcNext: *p.SrcNext, dstNext: *p.DstNext, chunks: map[int64]bool{}}
+	if prev != nil {
+		for c := range prev.chunks {
+			if c < from {
+				next.chunks[c] = true
+			}
+		}
+	}
+	part := StatePartition(p.Mirror, r.statePartitions)
+	for _, rec := range service.OffsetMapRecords(id, runs) {
+		val, err := json.Marshal(rec)
+		if err != nil {
+			return u, err
+		}
+		next.chunks[rec.Chunk] = true
+		u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
+			Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, rec.Chunk)), Value: val})
+	}
+	if prev != nil {
+		for c := range prev.chunks {
+			if c >= from && !next.chunks[c] {
+				u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
+					Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, c))})
+			}
+		}
+	}
+	u.next = next
+	return u, nil
+}
