@@ -35,7 +35,7 @@ type SyncedACL struct {
 }
 
 func syncedACLOf(a repo.SyncedACL) SyncedACL { return SyncedACL(a) }
-func (a SyncedACL) row() repo.SyncedACL     { return repo.SyncedACL(a) }
+func (a SyncedACL) row() repo.SyncedACL      { return repo.SyncedACL(a) }
 
 // RecordSyncedACLs records ACLs the sync is about to create, with the
 // mirror's new set for __mirror_state, in one transaction. Recording first
