@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,10 +56,11 @@ func isReadOnlyACL(a aclEntry) bool {
 		a.permission == kmsg.ACLPermissionTypeDeny
 }
 
-// syncACLs copies to the destination the source's literal ACLs on the
-// mirror's topics and on the groups the offset sync covers (matching
-// groups.include, not groups.exclude) whose names match acls.include. kmirror
-// records each ACL it creates; one it created that the source has since
+// syncACLs copies to the destination the source's literal and prefixed
+// ACLs on the mirror's topics and on the groups the offset sync covers
+// (matching groups.include, not groups.exclude) whose names match
+// acls.include (copiesACL). kmirror records each ACL it creates, in
+// Postgres and in __mirror_state; one it created that the source has since
 // dropped is deleted. ACLs it did not create are never touched.
 func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 	if p.srcErr != nil {
@@ -181,15 +183,33 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 }
 
 // copiesACL says whether a source ACL is one the sync keeps on the
-// destination.
+// destination. Its name (a prefix, for a PREFIXED one) must match
+// acls.include. A LITERAL topic ACL must name a mirrored topic, a PREFIXED
+// one must cover at least one; a group ACL's name or prefix must match the
+// group filters. MATCH and ANY are only filters of Kafka's describe and
+// delete requests, never a stored binding, so a source cannot have one;
+// they, and any pattern type this kmirror does not know, are never copied.
+// Neither is kmirror's read-only ACL shape: on the destination it would be
+// indistinguishable from the read-only ACL of the mirror topic.
 func (p *syncPass) copiesACL(a aclEntry) bool {
-	if a.pattern != kmsg.ACLResourcePatternTypeLiteral || isReadOnlyACL(a) || !service.Matches(p.cfg.ACLsInclude, a.name) {
+	if isReadOnlyACL(a) || !service.Matches(p.cfg.ACLsInclude, a.name) {
+		return false
+	}
+	if a.pattern != kmsg.ACLResourcePatternTypeLiteral && a.pattern != kmsg.ACLResourcePatternTypePrefixed {
 		return false
 	}
 	switch a.resourceType {
 	case kmsg.ACLResourceTypeTopic:
-		_, ok := p.topics[a.name]
-		return ok
+		if a.pattern == kmsg.ACLResourcePatternTypeLiteral {
+			_, ok := p.topics[a.name]
+			return ok
+		}
+		for name := range p.topics {
+			if strings.HasPrefix(name, a.name) {
+				return true
+			}
+		}
+		return false
 	case kmsg.ACLResourceTypeGroup:
 		return service.Matches(p.cfg.GroupsInclude, a.name) && !service.Matches(p.cfg.GroupsExclude, a.name)
 	}
