@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -91,4 +93,18 @@ func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdat
 	}
 	u.next = next
 	return u, nil
+}
+
+// forgetMap drops what the relay remembers of a partition's offset map
+// when key is that partition's tombstone.
+func (r *Relay) forgetMap(key string) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 || parts[0] != "partition" {
+		return
+	}
+	p, err := strconv.ParseInt(parts[3], 10, 32)
+	if err != nil {
+		return
+	}
+	delete(r.maps, repo.PartitionID{Mirror: parts[1], Topic: parts[2], Partition: int32(p)})
 }

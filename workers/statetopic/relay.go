@@ -223,6 +223,11 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
 	}
+	for _, row := range rows {
+		if row.Value == nil {
+			r.forgetMap(row.Key) // a deleted partition's map was tombstoned with it
+		}
+	}
 	return len(rows), nil
 }
 
