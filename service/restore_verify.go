@@ -106,7 +106,7 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 		case !ok:
 			differ = append(differ, name+": not in "+StateTopic)
 		case w.State != p.State || !sameOffset(w.SrcNext, p.SrcNext) || !sameOffset(w.DstNext, p.DstNext):
-			differ = append(differ, fmt.Sprintf("%s: %s src_next %s dst_next %s in %s, %s %s %s in the database", name,
+			differ = append(differ, fmt.Sprintf("%s: %s src_next %s dst_next %s in %s, %s src_next %s dst_next %s in the database", name,
 				stateName(w.State), offsetText(w.SrcNext), offsetText(w.DstNext), StateTopic,
 				stateName(p.State), offsetText(p.SrcNext), offsetText(p.DstNext)))
 		}
@@ -137,7 +137,7 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 	}
 	check("checkpoints", differ, "differ from "+StateTopic)
 	check("destination", ahead, "ahead of the destination")
-	check("offset maps", broken, "not contiguous")
+	check("offset maps", broken, "not contiguous or past the checkpoint")
 	return rep, nil
 }
 

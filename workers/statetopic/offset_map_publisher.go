@@ -3,6 +3,7 @@ package statetopic
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -95,16 +96,28 @@ func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdat
 	return u, nil
 }
 
-// forgetMap drops what the relay remembers of a partition's offset map
-// when key is that partition's tombstone.
-func (r *Relay) forgetMap(key string) {
+// offsetMapUpdateOf is offsetMapUpdate for a partition named by an outbox
+// row; a partition deleted since has nothing to publish.
+func (r *Relay) offsetMapUpdateOf(ctx context.Context, id repo.PartitionID) (mapUpdate, error) {
+	p, err := repo.PartitionsGet(ctx, r.cfg.Pool, id.Mirror, id.Topic, id.Partition)
+	if errors.Is(err, repo.ErrNotFound) {
+		return mapUpdate{id: id}, nil
+	} else if err != nil {
+		return mapUpdate{}, err
+	}
+	return r.offsetMapUpdate(ctx, p)
+}
+
+// partitionOfKey names the partition of a partition/<mirror>/<topic>/<p>
+// key (names never hold a slash).
+func partitionOfKey(key string) (repo.PartitionID, bool) {
 	parts := strings.Split(key, "/")
 	if len(parts) != 4 || parts[0] != "partition" {
-		return
+		return repo.PartitionID{}, false
 	}
 	p, err := strconv.ParseInt(parts[3], 10, 32)
 	if err != nil {
-		return
+		return repo.PartitionID{}, false
 	}
-	delete(r.maps, repo.PartitionID{Mirror: parts[1], Topic: parts[2], Partition: int32(p)})
+	return repo.PartitionID{Mirror: parts[1], Topic: parts[2], Partition: int32(p)}, true
 }

@@ -156,11 +156,18 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 		}
 		select {
 		case <-ctx.Done():
-			// Publish what the shutdown itself wrote (the last state changes).
+			// Publish what the shutdown itself wrote (the last state
+			// changes), then the last checkpoints and offset maps, so a
+			// clean shutdown leaves __mirror_state exact.
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			for {
-				if n, err := r.publishOutbox(final, producer); err != nil || n == 0 {
+				n, err := r.publishOutbox(final, producer)
+				if err != nil {
+					return err
+				}
+				if n == 0 {
+					_, err = r.publishCheckpoints(final, producer, since)
 					return err
 				}
 			}
@@ -210,11 +217,23 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	recs := make([]*kgo.Record, len(rows))
+	recs := make([]*kgo.Record, 0, len(rows))
 	ids := make([]int64, len(rows))
+	var maps []mapUpdate
 	for i, row := range rows {
-		recs[i] = &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
-			Key: []byte(row.Key), Value: row.Value}
+		// A partition record carries a checkpoint: the offset map up to it
+		// goes first, as in a checkpoint pass, so that no reader finds a
+		// checkpoint without its map.
+		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil {
+			u, err := r.offsetMapUpdateOf(ctx, id)
+			if err != nil {
+				return 0, err
+			}
+			recs = append(recs, u.recs...)
+			maps = append(maps, u)
+		}
+		recs = append(recs, &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
+			Key: []byte(row.Key), Value: row.Value})
 		ids[i] = row.ID
 	}
 	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
@@ -223,9 +242,12 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
 	}
+	for _, u := range maps {
+		u.commit(r.maps)
+	}
 	for _, row := range rows {
-		if row.Value == nil {
-			r.forgetMap(row.Key) // a deleted partition's map was tombstoned with it
+		if id, ok := partitionOfKey(row.Key); ok && row.Value == nil {
+			delete(r.maps, id) // a deleted partition's map was tombstoned with it
 		}
 	}
 	return len(rows), nil
