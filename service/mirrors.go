@@ -387,8 +387,14 @@ func (s *Service) deleteMirror(ctx context.Context, name string) error {
 				}
 			}
 		}
-		if err := repo.OutboxInsert(ctx, tx, name, SyncedACLsKey(name), nil); err != nil {
+		// And the synced-ACL set, which was published only if the sync
+		// ever created one.
+		if acls, err := repo.SyncedACLsList(ctx, tx, name); err != nil {
 			return err
+		} else if len(acls) > 0 {
+			if err := repo.OutboxInsert(ctx, tx, name, SyncedACLsKey(name), nil); err != nil {
+				return err
+			}
 		}
 		if err := repo.MirrorsDelete(ctx, tx, name); err != nil {
 			return err
