@@ -202,7 +202,12 @@ func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (Restor
 // says those records were not verified). When the map ends before the
 // checkpoint, the checkpoint is moved back to the map's end and lowered is
 // true: PREPARING then finds the records written after it on the
-// destination, walks the source to prove them, and maps them again.
+// destination, walks the source to prove them, and maps them again. Not
+// for a PAUSED partition: it resumes from its checkpoint without aligning,
+// so a lowered one would copy records again. Its map stays short, which
+// makes translation round the unmapped tail down (a duplicate, never a
+// skip); a PAUSED record's map is complete anyway unless the database was
+// changed behind the relay.
 func fitOffsetMap(runs []repo.OffsetRun, p *PartitionRecord) (fit []repo.OffsetRun, lowered bool) {
 	if p.SrcNext == nil || p.DstNext == nil {
 		return nil, false
@@ -223,7 +228,7 @@ func fitOffsetMap(runs []repo.OffsetRun, p *PartitionRecord) (fit []repo.OffsetR
 	}
 	if n := len(fit); n > 0 {
 		last := fit[n-1]
-		if end := last.DstStart + last.Count; end < dstNext {
+		if end := last.DstStart + last.Count; end < dstNext && p.State != StatePaused {
 			src := last.SrcStart + last.Count
 			p.SrcNext, p.DstNext = &src, &end
 			return fit, true

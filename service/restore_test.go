@@ -17,6 +17,7 @@ func r(s, d, c int64) repo.OffsetRun { return repo.OffsetRun{SrcStart: s, DstSta
 func TestFitOffsetMap(t *testing.T) {
 	cases := []struct {
 		name             string
+		state            PartitionState
 		runs             []repo.OffsetRun
 		src, dst         *int64
 		want             []repo.OffsetRun
@@ -32,6 +33,9 @@ func TestFitOffsetMap(t *testing.T) {
 			want: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 2)}, wantSrc: 8, wantDst: 7},
 		{name: "map behind the checkpoint lowers it", runs: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 2)}, src: ptr(11), dst: ptr(10),
 			want: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 2)}, wantSrc: 8, wantDst: 7, lowered: true},
+		{name: "a PAUSED partition resumes without aligning: its checkpoint is kept", state: StatePaused,
+			runs: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 2)}, src: ptr(11), dst: ptr(10),
+			want: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 2)}, wantSrc: 11, wantDst: 10},
 		{name: "an overlapping leftover run is dropped", runs: []repo.OffsetRun{r(0, 0, 5), r(3, 3, 10), r(6, 5, 5)}, src: ptr(11), dst: ptr(10),
 			want: []repo.OffsetRun{r(0, 0, 5), r(6, 5, 5)}, wantSrc: 11, wantDst: 10},
 		{name: "a run overlapping on the destination only is dropped", runs: []repo.OffsetRun{r(0, 0, 5), r(6, 4, 5), r(20, 5, 5)}, src: ptr(25), dst: ptr(10),
@@ -40,7 +44,7 @@ func TestFitOffsetMap(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := PartitionRecord{SrcNext: c.src, DstNext: c.dst}
+			p := PartitionRecord{State: c.state, SrcNext: c.src, DstNext: c.dst}
 			got, lowered := fitOffsetMap(c.runs, &p)
 			if !slices.Equal(got, c.want) || lowered != c.lowered {
 				t.Fatalf("fit = %v lowered %v, want %v lowered %v", got, lowered, c.want, c.lowered)

@@ -2,7 +2,9 @@ package statetopic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,4 +124,71 @@ func terminateWaiting(t *testing.T, ctx context.Context, pool *pgxpool.Pool) {
 		}
 		return n == 1, "no session waits yet"
 	})
+}
+
+// TestRestoreLowersACheckpointPastItsMap: when __mirror_state holds a
+// checkpoint past the end of its partition's offset map (the map of an
+// older relay, or a database changed behind it), restore moves the
+// checkpoint back to the map's end and PREPARING maps the rest again from
+// the source, so translation ends up exactly as the control's.
+func TestRestoreLowersACheckpointPastItsMap(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic(e2eTopic, e2ePartitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srcConn := kafkaconn.Config{BootstrapServers: []string{env.Clusters.SourceAddr()}}
+	dest := kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
+	produceTransactions(t, ctx, srcConn)
+	env.CreateMirror("m", e2eTopic)
+	in := env.StartInstance("i1")
+	relay := startRelayTo(t, env.Pool, dest)
+	ends := endOffsets(t, ctx, adminOf(t, srcConn))
+	waitCheckpointsAt(t, env.Pool, ends)
+	waitPublished(t, ctx, env.Pool, dest)
+	in.Stop()
+	relay.Stop()
+
+	latest, err := ReadState(ctx, dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Partition 0's map loses its last run (source 18-20, destination
+	// 10-12): it ends three records before the checkpoint.
+	key := service.OffsetMapKey("m", e2eTopic, 0, 0)
+	var chunk service.OffsetMapRecord
+	if err := json.Unmarshal(latest[key], &chunk); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(chunk.Runs); n != 3 || chunk.Runs[n-1] != [3]int64{18, 10, 3} {
+		t.Fatalf("partition 0's runs %v", chunk.Runs)
+	}
+	chunk.Runs = chunk.Runs[:2]
+	if latest[key], err = json.Marshal(chunk); err != nil {
+		t.Fatal(err)
+	}
+
+	fresh := testdb.Pool(t)
+	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Restore(ctx, latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Lowered, []string{"m/orders/0"}) {
+		t.Fatalf("lowered %v, want partition 0", res.Lowered)
+	}
+	if p, err := repo.PartitionsGet(ctx, fresh, "m", e2eTopic, 0); err != nil || *p.SrcNext != 17 || *p.DstNext != 10 {
+		t.Fatalf("restored checkpoint %+v %v, want (17, 10)", p, err)
+	}
+	restored := &engineEnv{&workertest.Env{T: t, TB: t, Pool: fresh, Svc: svc, Clusters: env.Clusters}}
+	restored.StartInstance("i2")
+	restored.WaitStates("m", service.StateMirroring, 30*time.Second)
+	waitCheckpointsAt(t, fresh, ends)
+	assertSameTranslations(t, ctx, env.Svc, svc, ends)
+	workertest.WaitMirrored(t, restored.Env, e2eTopic, e2ePartitions, 20*time.Second)
 }
