@@ -45,10 +45,21 @@ func (u mapUpdate) commit(maps map[repo.PartitionID]*publishedMap) {
 func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdate, error) {
 	id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
 	u := mapUpdate{id: id}
-	if p.SrcNext == nil || p.DstNext == nil {
-		return u, nil // nothing mirrored, nothing mapped
-	}
 	prev := r.maps[id]
+	part := StatePartition(p.Mirror, r.statePartitions)
+	if p.SrcNext == nil || p.DstNext == nil {
+		// Nothing mirrored, so nothing mapped: after a recreate, the map
+		// published before is gone.
+		if prev == nil || len(prev.chunks) == 0 {
+			return u, nil
+		}
+		for c := range prev.chunks {
+			u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
+				Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, c))})
+		}
+		u.next = &publishedMap{srcNext: -1, dstNext: -1, chunks: map[int64]bool{}}
+		return u, nil
+	}
 	if prev != nil && prev.srcNext == *p.SrcNext && prev.dstNext == *p.DstNext {
 		return u, nil
 	}
@@ -74,7 +85,6 @@ func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdat
 			}
 		}
 	}
-	part := StatePartition(p.Mirror, r.statePartitions)
 	for _, rec := range service.OffsetMapRecords(id, runs) {
 		val, err := json.Marshal(rec)
 		if err != nil {

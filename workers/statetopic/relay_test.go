@@ -212,8 +212,9 @@ func TestRestoreFromStateTopic(t *testing.T) {
 
 // TestRelayPublishesOffsetMapChunks: a partition's offset map reaches
 // __mirror_state in chunks keyed by where their runs start; a truncated
-// map tombstones the chunks it lost, a grown run is published again, and
-// deleting the mirror tombstones every chunk.
+// map tombstones the chunks it lost, a grown run is published again, a
+// recreated partition's map is tombstoned, and deleting the mirror
+// tombstones every chunk.
 func TestRelayPublishesOffsetMapChunks(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
@@ -277,6 +278,17 @@ func TestRelayPublishesOffsetMapChunks(t *testing.T) {
 	// The run grows past its chunk's width: it stays in its chunk.
 	save(w+20, w+20, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: w + 20})
 	waitMap("the grown run published", 1, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: w + 20})
+
+	// Recreated: the checkpoint and the map are forgotten.
+	if _, err := env.Pool.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = 'm'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Pool.Exec(ctx, `UPDATE mirror_partitions SET src_next = NULL, dst_next = NULL, updated_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	waitMap("the recreated partition's map tombstoned", 0)
+	save(3, 3, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
+	waitMap("mapped again", 1, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
 
 	if _, err := env.Svc.RemoveTopics(ctx, "m", "orders"); err != nil {
 		t.Fatal(err)
