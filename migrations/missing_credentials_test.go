@@ -16,10 +16,10 @@ import (
 	"kmirror/service"
 )
 
-// TestMigration9QueuesExistingACLSets: the ACLs a sync created before
-// migration 000009 are queued for __mirror_state by it, in the shape
-// restore reads; a down migration and up again work.
-func TestMigration9QueuesExistingACLSets(t *testing.T) {
+// TestMissingCredentialsMigrationQueuesACLSets: the ACLs a sync created
+// before migration 000010 are queued for __mirror_state by it,
+// in the shape restore reads; down and up again work.
+func TestMissingCredentialsMigrationQueuesACLSets(t *testing.T) {
 	u := testdb.New(t)
 	src, err := iofs.New(os.DirFS("."), ".") // the files that are embedded
 	if err != nil {
@@ -30,7 +30,7 @@ func TestMigration9QueuesExistingACLSets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if err := m.Migrate(8); err != nil {
+	if err := m.Migrate(8); err != nil { // before 000010 (and any 000009)
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -46,7 +46,7 @@ func TestMigration9QueuesExistingACLSets(t *testing.T) {
 		       ('m', 'GROUP', 'app', 'LITERAL', 'User:alice', '*', 'READ', 'ALLOW')`); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Migrate(9); err != nil {
+	if err := m.Migrate(10); err != nil {
 		t.Fatal(err)
 	}
 	var key string
@@ -70,7 +70,7 @@ func TestMigration9QueuesExistingACLSets(t *testing.T) {
 	if err := m.Migrate(8); err != nil {
 		t.Fatalf("down: %v", err)
 	}
-	if err := m.Migrate(9); err != nil {
+	if err := m.Migrate(10); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 }
