@@ -35,6 +35,53 @@ func (u mapUpdate) commit(maps map[repo.PartitionID]*publishedMap) {
 	}
 }
 
+// publishBatchBytes bounds what a relay pass holds in memory before it
+// produces: publishing every offset map at once (when a relay starts
+// leading) could otherwise hold them all.
+const publishBatchBytes = 8 << 20
+
+// publishBatch produces records in order, a bounded batch at a time, and
+// remembers each published offset map once it is acknowledged.
+type publishBatch struct {
+	relay    *Relay
+	producer *kgo.Client
+	what     string
+	recs     []*kgo.Record
+	maps     []mapUpdate
+	bytes    int
+}
+
+// add queues a partition's map update, then rec, producing first when the
+// batch is full. Records of one partition keep their order across flushes.
+func (b *publishBatch) add(ctx context.Context, u mapUpdate, rec *kgo.Record) error {
+	for _, r := range u.recs {
+		b.bytes += len(r.Key) + len(r.Value)
+	}
+	b.recs = append(append(b.recs, u.recs...), rec)
+	b.bytes += len(rec.Key) + len(rec.Value)
+	if u.next != nil {
+		b.maps = append(b.maps, u)
+	}
+	if b.bytes >= b.relay.batchBytes {
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+func (b *publishBatch) flush(ctx context.Context) error {
+	if len(b.recs) == 0 {
+		return nil
+	}
+	if err := b.producer.ProduceSync(ctx, b.recs...).FirstErr(); err != nil {
+		return fmt.Errorf("publish %s to %s: %w", b.what, service.StateTopic, err)
+	}
+	for _, u := range b.maps {
+		u.commit(b.relay.maps)
+	}
+	b.recs, b.maps, b.bytes = b.recs[:0], b.maps[:0], 0
+	return nil
+}
+
 // offsetMapUpdate builds the records of the chunks of p's offset map that
 // may have changed since the relay last published it: runs change only at
 // the end of the map (a save extends or adds runs past the checkpoint) or

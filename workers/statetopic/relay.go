@@ -58,7 +58,9 @@ type Relay struct {
 	// maps is what this relay last published of each partition's offset
 	// map; it is rebuilt (everything published once) when a relay leads.
 	maps map[repo.PartitionID]*publishedMap
-	log  *slog.Logger
+	// batchBytes is publishBatchBytes; tests make it small.
+	batchBytes int
+	log        *slog.Logger
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -70,7 +72,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.ReplicationFactor = cmp.Or(cfg.ReplicationFactor, -1)
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, 5*time.Second)
-	return &Relay{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
+	return &Relay{cfg: cfg, batchBytes: publishBatchBytes,
+		log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
 }
 
 // Start runs the relay loop in the background.
@@ -217,33 +220,30 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	recs := make([]*kgo.Record, 0, len(rows))
 	ids := make([]int64, len(rows))
-	var maps []mapUpdate
+	b := publishBatch{relay: r, producer: producer, what: "the outbox"}
 	for i, row := range rows {
 		// A partition record carries a checkpoint: the offset map up to it
 		// goes first, as in a checkpoint pass, so that no reader finds a
 		// checkpoint without its map.
+		var u mapUpdate
 		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil {
-			u, err := r.offsetMapUpdateOf(ctx, id)
-			if err != nil {
+			if u, err = r.offsetMapUpdateOf(ctx, id); err != nil {
 				return 0, err
 			}
-			recs = append(recs, u.recs...)
-			maps = append(maps, u)
 		}
-		recs = append(recs, &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
-			Key: []byte(row.Key), Value: row.Value})
+		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
+			Key: []byte(row.Key), Value: row.Value}
+		if err := b.add(ctx, u, rec); err != nil {
+			return 0, err
+		}
 		ids[i] = row.ID
 	}
-	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return 0, fmt.Errorf("publish to %s: %w", service.StateTopic, err)
+	if err := b.flush(ctx); err != nil {
+		return 0, err
 	}
 	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
-	}
-	for _, u := range maps {
-		u.commit(r.maps)
 	}
 	for _, row := range rows {
 		if id, ok := partitionOfKey(row.Key); ok && row.Value == nil {
@@ -271,8 +271,7 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 	if err != nil {
 		return since, err
 	}
-	recs := make([]*kgo.Record, 0, len(parts))
-	var maps []mapUpdate
+	b := publishBatch{relay: r, producer: producer, what: "checkpoints"}
 	for _, p := range parts {
 		// A partition's offset-map chunks go before its record, in the
 		// same __mirror_state partition: whoever reads the record back
@@ -281,22 +280,18 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 		if err != nil {
 			return since, err
 		}
-		recs = append(recs, u.recs...)
-		maps = append(maps, u)
 		val, err := json.Marshal(service.PartitionRecordOf(p))
 		if err != nil {
 			return since, err
 		}
-		recs = append(recs, &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
-			Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val})
-	}
-	if len(recs) > 0 {
-		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return since, fmt.Errorf("publish checkpoints to %s: %w", service.StateTopic, err)
+		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
+			Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val}
+		if err := b.add(ctx, u, rec); err != nil {
+			return since, err
 		}
 	}
-	for _, u := range maps {
-		u.commit(r.maps)
+	if err := b.flush(ctx); err != nil {
+		return since, err
 	}
 	return now, nil
 }

@@ -267,7 +267,18 @@ func TestRelayPublishesOffsetMapChunks(t *testing.T) {
 	runs := []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 10}, {SrcStart: w + 5, DstStart: 10, Count: 3},
 		{SrcStart: 3 * w, DstStart: 13, Count: 1}, {SrcStart: 5 * w, DstStart: 14, Count: 1}}
 	save(5*w+1, 15, runs...)
-	env.startRelay()
+	// Every record is produced on its own: the order of a partition's
+	// records holds across flushes.
+	r, err := NewRelay(RelayConfig{Pool: env.Pool, Partitions: 5, Destination: dest,
+		Interval: 50 * time.Millisecond, CheckpointInterval: 300 * time.Millisecond, Logger: workertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.batchBytes = 1
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
 	waitMap("four chunks published", 4, runs...)
 
 	// The destination lost data: the map was truncated behind the old
