@@ -12,8 +12,11 @@ import (
 // transaction), so the map is published in chunks keyed by the source
 // offset its runs start at: a run belongs to the chunk of its src_start,
 // which never changes (runs grow at their end, truncation shortens them).
-// A chunk holds at most OffsetMapChunkWidth/2 runs (every run is followed
-// by at least one unmapped offset), about 150 KB of JSON at worst.
+// A new run starts where the source skips offsets (a transaction marker,
+// aborted or compacted records) or where a mirroring session starts, so a
+// chunk holds at most OffsetMapChunkWidth runs (each maps an offset at
+// least): under 700 KB of JSON at worst, below the default 1 MB
+// max.message.bytes, and a few hundred bytes on a plain source.
 const OffsetMapChunkWidth int64 = 16384
 
 // OffsetMapChunk is the chunk that a run starting at srcStart belongs to.
