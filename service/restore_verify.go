@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"kmirror/repo"
 )
@@ -23,7 +24,7 @@ const maxListed = 20
 // checkpoint ahead of the destination's end offset (destEnds, by topic and
 // partition); and every offset map contiguous (runs in source order that
 // neither overlap nor leave a gap on the destination, ending at or before
-// the checkpoint). Run it right after restore: a server that has run
+// the checkpoint) and equal to the published one. Run it right after restore: a server that has run
 // since moves checkpoints past what the topic says.
 func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnds map[string]map[int32]int64) (VerifyReport, error) {
 	var rep VerifyReport
@@ -71,6 +72,7 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 		}
 	}
 	want := map[repo.PartitionID]PartitionRecord{}
+	wantMaps := map[repo.PartitionID][]repo.OffsetRun{}
 	for _, p := range snap.Partitions {
 		if !known[p.Mirror] {
 			continue
@@ -78,7 +80,7 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 		id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
 		fit, _ := fitOffsetMap(snap.OffsetMaps[id], &p)
 		wantRuns += len(fit)
-		want[id] = p
+		want[id], wantMaps[id] = p, fit
 	}
 	for _, rs := range runs {
 		gotRuns += len(rs)
@@ -119,6 +121,9 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 		}
 		if why := offsetMapProblem(runs[id], p.DstNext); why != "" {
 			broken = append(broken, name+": "+why)
+		} else if ok && !slices.Equal(runs[id], wantMaps[id]) {
+			broken = append(broken, fmt.Sprintf("%s: %d run(s) in the database differ from the %d in %s",
+				name, len(runs[id]), len(wantMaps[id]), StateTopic))
 		}
 	}
 	check := func(kind string, bad []string, what string) {
@@ -137,7 +142,7 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 	}
 	check("checkpoints", differ, "differ from "+StateTopic)
 	check("destination", ahead, "ahead of the destination")
-	check("offset maps", broken, "not contiguous or past the checkpoint")
+	check("offset maps", broken, "not contiguous, past the checkpoint or not as published")
 	return rep, nil
 }
 

@@ -166,6 +166,16 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	restored.WaitStates("m", service.StateMirroring, 30*time.Second)
 	waitCheckpointsAt(t, fresh, srcEnds)
 	assertSameTranslations(t, ctx, control, svc, srcEnds)
+	// The pass that runs when the restored plane takes the metadata lease
+	// is done before the source changes, so the changes are the next
+	// pass's to find.
+	workertest.WaitFor(t, 30*time.Second, "the restored plane's first sync pass", func() (bool, string) {
+		m, err := svc.GetMirror(ctx, "m")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(m.LastSync) > 0, "no pass yet"
+	})
 
 	// Group offsets: new commits on the source, synced by the restored
 	// plane, land where the control translates them.
@@ -303,6 +313,19 @@ func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
 	}
 	if rep := verify(fresh); len(rep.Differences) != 0 {
 		t.Fatalf("good restore: %v", rep.Differences)
+	}
+	// A run changed by hand, still contiguous: not as published.
+	if _, err := fresh.Exec(ctx, `UPDATE offset_map_runs SET src_start = src_start + 1
+		WHERE mirror = 'm' AND topic = 'orders' AND partition = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if rep := verify(fresh); len(rep.Differences) != 1 ||
+		rep.Differences[0] != "offset maps: m/orders/0: 1 run(s) in the database differ from the 1 in __mirror_state" {
+		t.Fatalf("differences %q, want partition 0's map", rep.Differences)
+	}
+	if _, err := fresh.Exec(ctx, `UPDATE offset_map_runs SET src_start = src_start - 1
+		WHERE mirror = 'm' AND topic = 'orders' AND partition = 0`); err != nil {
+		t.Fatal(err)
 	}
 	// A checkpoint moved by hand, ahead of the destination.
 	if _, err := fresh.Exec(ctx, `UPDATE mirror_partitions SET src_next = src_next + 3, dst_next = dst_next + 3
