@@ -46,6 +46,14 @@ func scanMirror(row scanner) (Mirror, error) {
 	return m, interpret(err)
 }
 
+// nonNilStrings makes an absent list an empty array: the column is NOT NULL.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 // MirrorsInsert adds a mirror; a taken name is ErrConflict.
 func MirrorsInsert(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 	return scanMirror(q.QueryRow(ctx, `
@@ -121,11 +129,4 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -3,7 +3,7 @@
 //	kmirror server    run an instance (REST API and workers)
 //	kmirror dev       everything on one machine, for trying it out
 //	kmirror mirrors   the operator CLI, against the REST API
-//	kmirror restore   rebuild an empty database from __mirror_state (--verify checks one)
+//	kmirror restore   rebuild an empty database from __mirror_state
 package main
 
 import (
@@ -26,7 +26,7 @@ Usage:
   kmirror server [flags]    run an instance: REST API, leases and workers
   kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
   kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
-  kmirror restore [flags]   rebuild an empty database from the __mirror_state topic (--verify: check a restored one)
+  kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
