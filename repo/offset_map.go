@@ -40,23 +40,58 @@ func OffsetRunsAround(ctx context.Context, q DBTX, mirror, topic string, partiti
 	return before, after, interpret(rows.Err())
 }
 
-// OffsetRunsList returns a partition's runs that start at or after
-// fromSrc, in source order.
-func OffsetRunsList(ctx context.Context, q DBTX, id PartitionID, fromSrc int64) ([]OffsetRun, error) {
-	rows, err := q.Query(ctx, `SELECT src_start, dst_start, count FROM offset_map_runs
-		WHERE mirror = $1 AND topic = $2 AND partition = $3 AND src_start >= $4
-		ORDER BY src_start`, id.Mirror, id.Topic, id.Partition, fromSrc)
+// OffsetRunsFrom asks for a partition's runs from the chunk (of Width
+// source offsets) holding the run at or before Src; a negative Src asks for
+// every run.
+type OffsetRunsFrom struct {
+	ID  PartitionID
+	Src int64
+}
+
+// OffsetRunsRead is what OffsetRunsListFrom read of one partition: its
+// runs that start at or after FromSrc, in source order.
+type OffsetRunsRead struct {
+	FromSrc int64
+	Runs    []OffsetRun
+}
+
+// OffsetRunsListFrom reads, in one statement, each asked partition's runs
+// from the start of the chunk (of width source offsets) that holds its run
+// at or before Src (from 0 when there is none): what of the offset map may
+// have changed since a checkpoint at Src.
+func OffsetRunsListFrom(ctx context.Context, q DBTX, from []OffsetRunsFrom, width int64) (map[PartitionID]OffsetRunsRead, error) {
+	mirrors, topics, parts, srcs := make([]string, len(from)), make([]string, len(from)), make([]int32, len(from)), make([]int64, len(from))
+	for i, f := range from {
+		mirrors[i], topics[i], parts[i], srcs[i] = f.ID.Mirror, f.ID.Topic, f.ID.Partition, f.Src
+	}
+	rows, err := q.Query(ctx, `
+		WITH v AS (
+			SELECT v.m, v.t, v.p, coalesce((SELECT max(b.src_start) FROM offset_map_runs b
+				WHERE b.mirror = v.m AND b.topic = v.t AND b.partition = v.p AND b.src_start <= v.s), 0) / $5 * $5 AS lo
+			FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS v(m, t, p, s)
+		)
+		SELECT v.m, v.t, v.p, v.lo, r.src_start, r.dst_start, r.count
+		FROM v LEFT JOIN offset_map_runs r
+			ON r.mirror = v.m AND r.topic = v.t AND r.partition = v.p AND r.src_start >= v.lo
+		ORDER BY v.m, v.t, v.p, r.src_start`, mirrors, topics, parts, srcs, width)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	defer rows.Close()
-	var out []OffsetRun
+	out := map[PartitionID]OffsetRunsRead{}
 	for rows.Next() {
-		var r OffsetRun
-		if err := rows.Scan(&r.SrcStart, &r.DstStart, &r.Count); err != nil {
+		var id PartitionID
+		var lo int64
+		var src, dst, n *int64
+		if err := rows.Scan(&id.Mirror, &id.Topic, &id.Partition, &lo, &src, &dst, &n); err != nil {
 			return nil, interpret(err)
 		}
-		out = append(out, r)
+		read := out[id]
+		read.FromSrc = lo
+		if src != nil {
+			read.Runs = append(read.Runs, OffsetRun{SrcStart: *src, DstStart: *dst, Count: *n})
+		}
+		out[id] = read
 	}
 	return out, interpret(rows.Err())
 }

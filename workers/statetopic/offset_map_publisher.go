@@ -3,7 +3,6 @@ package statetopic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,87 +81,80 @@ func (b *publishBatch) flush(ctx context.Context) error {
 	return nil
 }
 
-// offsetMapUpdate builds the records of the chunks of p's offset map that
-// may have changed since the relay last published it: runs change only at
-// the end of the map (a save extends or adds runs past the checkpoint) or
-// behind a lowered checkpoint (truncation, recreate), so the chunks from
-// the run at the lower of the two checkpoints on are re-read and
+// offsetMapUpdates builds, for each of parts (current rows), the records
+// of the chunks of its offset map that may have changed since the relay
+// last published it, reading all their runs in one statement. Runs change
+// only at the end of the map (a save extends or adds runs past the
+// checkpoint) or behind a lowered checkpoint (truncation), so the chunks
+// from the run at the lower of the two checkpoints on are re-read and
 // published, and chunks that lost every run get a tombstone. A partition
-// the relay has not published yet is published whole.
-func (r *Relay) offsetMapUpdate(ctx context.Context, p repo.Partition) (mapUpdate, error) {
-	id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
-	u := mapUpdate{id: id}
-	prev := r.maps[id]
-	part := StatePartition(p.Mirror, r.statePartitions)
-	if p.SrcNext == nil || p.DstNext == nil {
-		// Nothing mirrored, so nothing mapped: after a recreate, the map
-		// published before is gone.
-		if prev == nil || len(prev.chunks) == 0 {
-			return u, nil
-		}
-		for c := range prev.chunks {
-			u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
-				Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, c))})
-		}
-		u.next = &publishedMap{srcNext: -1, dstNext: -1, chunks: map[int64]bool{}}
-		return u, nil
-	}
-	if prev != nil && prev.srcNext == *p.SrcNext && prev.dstNext == *p.DstNext {
-		return u, nil
-	}
-	var from int64
-	if prev != nil {
-		before, _, err := repo.OffsetRunsAround(ctx, r.cfg.Pool, p.Mirror, p.Topic, p.Partition, min(prev.srcNext, *p.SrcNext))
-		if err != nil {
-			return u, fmt.Errorf("read offset map of %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
-		}
-		if before != nil {
-			from = service.OffsetMapChunk(before.SrcStart)
+// the relay has not published yet is published whole; one without a
+// checkpoint (recreated) has its published chunks tombstoned.
+func (r *Relay) offsetMapUpdates(ctx context.Context, parts []repo.Partition) ([]mapUpdate, error) {
+	out := make([]mapUpdate, len(parts))
+	var read []repo.OffsetRunsFrom
+	for i, p := range parts {
+		id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
+		out[i].id = id
+		prev := r.maps[id]
+		switch {
+		case p.SrcNext == nil || p.DstNext == nil:
+			if prev != nil && len(prev.chunks) > 0 {
+				for c := range prev.chunks {
+					out[i].recs = append(out[i].recs, r.offsetMapRecord(id, c, nil))
+				}
+				out[i].next = &publishedMap{srcNext: -1, dstNext: -1, chunks: map[int64]bool{}}
+			}
+		case prev != nil && prev.srcNext == *p.SrcNext && prev.dstNext == *p.DstNext:
+			// Unchanged since it was published.
+		case prev == nil:
+			read = append(read, repo.OffsetRunsFrom{ID: id, Src: -1})
+		default:
+			read = append(read, repo.OffsetRunsFrom{ID: id, Src: min(prev.srcNext, *p.SrcNext)})
 		}
 	}
-	runs, err := repo.OffsetRunsList(ctx, r.cfg.Pool, id, from*service.OffsetMapChunkWidth)
+	if len(read) == 0 {
+		return out, nil
+	}
+	reads, err := repo.OffsetRunsListFrom(ctx, r.cfg.Pool, read, service.OffsetMapChunkWidth)
 	if err != nil {
-		return u, fmt.Errorf("read offset map of %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
+		return nil, fmt.Errorf("read offset maps: %w", err)
 	}
-	next := &publishedMap{srcNext: *p.SrcNext, dstNext: *p.DstNext, chunks: map[int64]bool{}}
-	if prev != nil {
-		for c := range prev.chunks {
-			if c < from {
-				next.chunks[c] = true
+	for i, p := range parts {
+		got, ok := reads[out[i].id]
+		if !ok {
+			continue // not read: nothing changed
+		}
+		id, prev := out[i].id, r.maps[out[i].id]
+		next := &publishedMap{srcNext: *p.SrcNext, dstNext: *p.DstNext, chunks: map[int64]bool{}}
+		for _, rec := range service.OffsetMapRecords(id, got.Runs) {
+			val, err := json.Marshal(rec)
+			if err != nil {
+				return nil, err
+			}
+			next.chunks[rec.Chunk] = true
+			out[i].recs = append(out[i].recs, r.offsetMapRecord(id, rec.Chunk, val))
+		}
+		if prev != nil {
+			from := service.OffsetMapChunk(got.FromSrc)
+			for c := range prev.chunks {
+				switch {
+				case c < from:
+					next.chunks[c] = true // not read again: as published
+				case !next.chunks[c]:
+					out[i].recs = append(out[i].recs, r.offsetMapRecord(id, c, nil)) // lost every run
+				}
 			}
 		}
+		out[i].next = next
 	}
-	for _, rec := range service.OffsetMapRecords(id, runs) {
-		val, err := json.Marshal(rec)
-		if err != nil {
-			return u, err
-		}
-		next.chunks[rec.Chunk] = true
-		u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
-			Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, rec.Chunk)), Value: val})
-	}
-	if prev != nil {
-		for c := range prev.chunks {
-			if c >= from && !next.chunks[c] {
-				u.recs = append(u.recs, &kgo.Record{Topic: service.StateTopic, Partition: part,
-					Key: []byte(service.OffsetMapKey(p.Mirror, p.Topic, p.Partition, c))})
-			}
-		}
-	}
-	u.next = next
-	return u, nil
+	return out, nil
 }
 
-// offsetMapUpdateOf is offsetMapUpdate for a partition named by an outbox
-// row; a partition deleted since has nothing to publish.
-func (r *Relay) offsetMapUpdateOf(ctx context.Context, id repo.PartitionID) (mapUpdate, error) {
-	p, err := repo.PartitionsGet(ctx, r.cfg.Pool, id.Mirror, id.Topic, id.Partition)
-	if errors.Is(err, repo.ErrNotFound) {
-		return mapUpdate{id: id}, nil
-	} else if err != nil {
-		return mapUpdate{}, err
-	}
-	return r.offsetMapUpdate(ctx, p)
+// offsetMapRecord is one chunk's record; a nil value is its tombstone.
+func (r *Relay) offsetMapRecord(id repo.PartitionID, chunk int64, val []byte) *kgo.Record {
+	return &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(id.Mirror, r.statePartitions),
+		Key: []byte(service.OffsetMapKey(id.Mirror, id.Topic, id.Partition, chunk)), Value: val}
 }
 
 // partitionOfKey names the partition of a partition/<mirror>/<topic>/<p>

@@ -214,23 +214,49 @@ func StatePartition(mirror string, partitions int32) int32 {
 
 const relayBatch = 500
 
+// checkpointGroup is how many partitions' offset maps a checkpoint pass
+// reads in one statement.
+const checkpointGroup = 500
+
 // publishOutbox publishes the oldest unpublished rows and marks them.
 func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, error) {
 	rows, err := repo.OutboxList(ctx, r.cfg.Pool, repo.OutboxListParams{UnpublishedOnly: true, Limit: relayBatch})
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
+	// A partition record carries a checkpoint: the offset map up to it
+	// goes first, as in a checkpoint pass, so that no reader finds a
+	// checkpoint without its map. The rows' partitions and their maps are
+	// read in two statements for the whole batch.
+	var named []repo.PartitionID
+	seen := map[repo.PartitionID]bool{}
+	for _, row := range rows {
+		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil && !seen[id] {
+			seen[id] = true
+			named = append(named, id)
+		}
+	}
+	updates := map[repo.PartitionID]mapUpdate{}
+	if len(named) > 0 {
+		parts, err := repo.PartitionsGetMany(ctx, r.cfg.Pool, named)
+		if err != nil {
+			return 0, err
+		}
+		us, err := r.offsetMapUpdates(ctx, parts)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range us {
+			updates[u.id] = u
+		}
+	}
 	ids := make([]int64, len(rows))
 	b := publishBatch{relay: r, producer: producer, what: "the outbox"}
 	for i, row := range rows {
-		// A partition record carries a checkpoint: the offset map up to it
-		// goes first, as in a checkpoint pass, so that no reader finds a
-		// checkpoint without its map.
 		var u mapUpdate
 		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil {
-			if u, err = r.offsetMapUpdateOf(ctx, id); err != nil {
-				return 0, err
-			}
+			u = updates[id]
+			delete(updates, id) // once, before the partition's first record
 		}
 		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
 			Key: []byte(row.Key), Value: row.Value}
@@ -272,22 +298,28 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 		return since, err
 	}
 	b := publishBatch{relay: r, producer: producer, what: "checkpoints"}
-	for _, p := range parts {
-		// A partition's offset-map chunks go before its record, in the
-		// same __mirror_state partition: whoever reads the record back
-		// finds the map at least as far.
-		u, err := r.offsetMapUpdate(ctx, p)
+	for len(parts) > 0 {
+		// The maps of a group of partitions are read in one statement;
+		// groups bound what one read holds.
+		group := parts[:min(len(parts), checkpointGroup)]
+		parts = parts[len(group):]
+		updates, err := r.offsetMapUpdates(ctx, group)
 		if err != nil {
 			return since, err
 		}
-		val, err := json.Marshal(service.PartitionRecordOf(p))
-		if err != nil {
-			return since, err
-		}
-		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
-			Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val}
-		if err := b.add(ctx, u, rec); err != nil {
-			return since, err
+		for i, p := range group {
+			// A partition's offset-map chunks go before its record, in
+			// the same __mirror_state partition: whoever reads the record
+			// back finds the map at least as far.
+			val, err := json.Marshal(service.PartitionRecordOf(p))
+			if err != nil {
+				return since, err
+			}
+			rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
+				Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val}
+			if err := b.add(ctx, updates[i], rec); err != nil {
+				return since, err
+			}
 		}
 	}
 	if err := b.flush(ctx); err != nil {
