@@ -147,6 +147,9 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	if err != nil || m.State != service.MirrorNeedsCredentials {
 		t.Fatalf("restored mirror %+v %v", m, err)
 	}
+	if d, err := repo.LeasesCountDemand(ctx, fresh, "i2"); err != nil || d.ActivePartitions != 0 || d.Mirrors != 0 {
+		t.Fatalf("lease demand while the mirror needs credentials: %+v %v, want none", d, err)
+	}
 	restored := &engineEnv{&workertest.Env{T: t, TB: t, Pool: fresh, Svc: svc, Clusters: env.Clusters}}
 	restored.StartInstanceOpts("i2", workertest.InstanceOpts{Dest: dstConn, Sync: true})
 	startRelayTo(t, fresh, dstConn)
