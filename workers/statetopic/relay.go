@@ -141,41 +141,49 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 	lastPass := time.Time{}
 	for {
 		n, err := r.publishOutbox(ctx, producer)
-		if err != nil {
-			return err
-		}
-		if time.Since(lastPass) >= r.cfg.CheckpointInterval {
-			if since, err = r.publishCheckpoints(ctx, producer, since); err != nil {
-				return err
+		if err == nil && time.Since(lastPass) >= r.cfg.CheckpointInterval {
+			if since, err = r.publishCheckpoints(ctx, producer, since); err == nil {
+				lastPass = time.Now()
 			}
-			lastPass = time.Now()
+		}
+		if err != nil && ctx.Err() != nil {
+			return r.publishFinal(ctx, producer, since) // stopped in the middle of a pass
+		} else if err != nil {
+			return err
 		}
 		if n > 0 {
 			continue
 		}
 		// The lock lives on conn: check it is still there.
 		if err := conn.Ping(ctx); err != nil {
+			if ctx.Err() != nil {
+				return r.publishFinal(ctx, producer, since)
+			}
 			return fmt.Errorf("relay lock connection: %w", err)
 		}
 		select {
 		case <-ctx.Done():
-			// Publish what the shutdown itself wrote (the last state
-			// changes), then the last checkpoints and offset maps, so a
-			// clean shutdown leaves __mirror_state exact.
-			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			for {
-				n, err := r.publishOutbox(final, producer)
-				if err != nil {
-					return err
-				}
-				if n == 0 {
-					_, err = r.publishCheckpoints(final, producer, since)
-					return err
-				}
-			}
+			return r.publishFinal(ctx, producer, since)
 		case <-inserted.C():
 		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+// publishFinal publishes, when the relay stops, what the shutdown itself
+// wrote (the last state changes), then the last checkpoints and offset
+// maps, so a clean shutdown leaves __mirror_state exact.
+func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since time.Time) error {
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for {
+		n, err := r.publishOutbox(final, producer)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			_, err = r.publishCheckpoints(final, producer, since)
+			return err
 		}
 	}
 }
