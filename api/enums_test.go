@@ -32,6 +32,7 @@ func TestEnumsMatchTheServer(t *testing.T) {
 		"ProblemType":      problemTypes,
 		"Role":             {string(RoleAdmin), string(RoleViewer)},
 		"TopicsAction":     {"add", "pause", "resume", "remove"},
+		"MirrorState":      {string(service.MirrorReady), string(service.MirrorNeedsCredentials)},
 	}
 	var doc struct {
 		Components struct {

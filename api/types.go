@@ -82,6 +82,15 @@ type SourceView struct {
 type Mirror struct {
 	Name   string     `json:"name" example:"m1"`
 	Source SourceView `json:"source"`
+	// State is needs_credentials after kmirror restore for a mirror that
+	// had secrets: __mirror_state never carries them, so its partitions and
+	// metadata sync wait (they keep their restored state and are not
+	// leased) until a PATCH sets every secret in missing_credentials; then
+	// it is ready and they resume.
+	State MirrorState `json:"state" example:"ready"`
+	// MissingCredentials names the source secrets still to be set again
+	// (sasl_password, tls_key_pem); empty when ready.
+	MissingCredentials []string `json:"missing_credentials"`
 	// Config holds the keys set on this mirror.
 	Config map[string]string `json:"config" example:"mirror.metadata.refresh.interval.ms:10000"`
 	// EffectiveConfig holds every key with its set or default value.
@@ -425,6 +434,7 @@ func mirrorView(m service.Mirror) Mirror {
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
 			RecordsPerSec: m.Status.RecordsPerSec},
+		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 	for state, n := range m.Status.States {

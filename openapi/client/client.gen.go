@@ -113,6 +113,24 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MirrorState.
+const (
+	MirrorStateNeedsCredentials MirrorState = "needs_credentials"
+	MirrorStateReady            MirrorState = "ready"
+)
+
+// Valid indicates whether the value is a known member of the MirrorState enum.
+func (e MirrorState) Valid() bool {
+	switch e {
+	case MirrorStateNeedsCredentials:
+		return true
+	case MirrorStateReady:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartitionState.
 const (
 	PartitionStateFailed    PartitionState = "FAILED"
@@ -689,9 +707,22 @@ type Mirror struct {
 	// LastSync LastSync is the result of the last metadata sync pass, if any.
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
+	// MissingCredentials MissingCredentials names the source secrets still to be set again
+	// (sasl_password, tls_key_pem); empty when ready.
+	MissingCredentials []string `json:"missing_credentials"`
+
 	// Name Example: m1
 	Name   string     `json:"name"`
 	Source SourceView `json:"source"`
+
+	// State State is needs_credentials after kmirror restore for a mirror that
+	// had secrets: __mirror_state never carries them, so its partitions and
+	// metadata sync wait (they keep their restored state and are not
+	// leased) until a PATCH sets every secret in missing_credentials; then
+	// it is ready and they resume.
+	//
+	// Example: ready
+	State MirrorState `json:"state"`
 
 	// Status Status summarizes the mirror's topics and partitions.
 	Status MirrorStatus `json:"status"`
@@ -704,6 +735,9 @@ type Mirror struct {
 type MirrorList struct {
 	Mirrors []Mirror `json:"mirrors"`
 }
+
+// MirrorState defines model for MirrorState.
+type MirrorState string
 
 // MirrorStatus defines model for MirrorStatus.
 type MirrorStatus struct {
@@ -1581,14 +1615,14 @@ type ClientInterface interface {
 
 	// GetMirror Get a mirror
 	//
-	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 	//
 	// Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 	GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMirrorWithBody Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1597,7 +1631,7 @@ type ClientInterface interface {
 
 	// UpdateMirror Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1882,7 +1916,7 @@ func (c *Client) DeleteMirror(ctx context.Context, mirror string, params *Delete
 
 // GetMirror Get a mirror
 //
-// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 //
 // Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1899,7 +1933,7 @@ func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...Req
 
 // UpdateMirrorWithBody Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1918,7 +1952,7 @@ func (c *Client) UpdateMirrorWithBody(ctx context.Context, mirror string, params
 
 // UpdateMirror Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3440,7 +3474,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetMirrorWithResponse Get a mirror
 	//
-	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3449,7 +3483,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithBodyWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3458,7 +3492,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5295,7 +5329,7 @@ func (c *ClientWithResponses) DeleteMirrorWithResponse(ctx context.Context, mirr
 
 // GetMirrorWithResponse Get a mirror
 //
-// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5310,7 +5344,7 @@ func (c *ClientWithResponses) GetMirrorWithResponse(ctx context.Context, mirror 
 
 // UpdateMirrorWithBodyWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5325,7 +5359,7 @@ func (c *ClientWithResponses) UpdateMirrorWithBodyWithResponse(ctx context.Conte
 
 // UpdateMirrorWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
