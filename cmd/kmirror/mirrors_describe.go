@@ -137,7 +137,7 @@ func partitionNote(r client.PartitionRow) string {
 		// The state says work is under way: say so when nobody does it.
 		if !r.LeaseLive {
 			note := "no live owner: the state is what the last owner left, until another instance takes over"
-			if o, at := r.Owner, r.OwnerRenewedAt; o != "" && at != nil {
+			if o, at := val(r.Owner), r.OwnerRenewedAt; o != "" && at != nil {
 				note += fmt.Sprintf(" (%s last renewed %s)", o, at.Format(time.RFC3339Nano))
 			}
 			parts = append(parts, note)
