@@ -298,15 +298,18 @@ type InstanceList struct {
 
 // EventStreamMessage is one message of the GET /v1/events stream as
 // server-sent events frame it, "id: 42\nevent: topics.added\ndata: {...}\n\n":
-// the event's id (for Last-Event-ID), its kind, and the Event as JSON. It
-// describes the stream; the server writes the frames itself.
+// the event's id (for Last-Event-ID), its kind, and the Event as JSON, in
+// the shape of its kind. It describes the stream; the server writes the
+// frames itself. Data has no doc comment on purpose: swag would wrap the
+// reference in an allOf to carry it, and openapi-typescript reads an allOf
+// of a schema with a discriminator as inheritance and drops kind, which is
+// what narrows an Event.
 type EventStreamMessage struct {
 	// ID is the event's id, as a decimal string.
 	ID string `json:"id" example:"42"`
 	// Event is the SSE event name: the event's kind.
 	Event EventKind `json:"event" example:"topics.added"`
-	// Data is the event, as one line of JSON, in the shape of its kind.
-	Data Event `json:"data"`
+	Data  Event     `json:"data"`
 } // @name EventStreamMessage
 
 // History is the lag and throughput this API instance sampled.

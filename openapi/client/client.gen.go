@@ -540,7 +540,6 @@ type EventKind string
 
 // EventStreamMessage defines model for EventStreamMessage.
 type EventStreamMessage struct {
-	// Data Data is the event, as one line of JSON, in the shape of its kind.
 	Data Event `json:"data"`
 
 	// Event Event is the SSE event name: the event's kind.
