@@ -190,7 +190,9 @@ async function main(): Promise<void> {
     check(t?.desired_state === "mirroring" && t.replication_factor === -1 && t.partitions === 3, `list topics: ${JSON.stringify(t)}`);
 
     const rows = await waitFor(mirror, topic, "MIRRORING");
-    check(rows.every((r) => r.error === null && typeof r.lease_live === "boolean"), `describe: ${JSON.stringify(rows)}`);
+    // A leased partition names its owner; nobody's would be null, never "".
+    check(rows.every((r) => r.error === null && r.lease_live && typeof r.owner === "string" && r.owner !== ""),
+      `describe: ${JSON.stringify(rows)}`);
     const detail = await admin.GET("/v1/mirrors/{mirror}/topics/{topic}", { params: { path: { mirror, topic } } });
     check(detail.data?.partition_rows.length === 3 && detail.data.states.MIRRORING === 3, "get topic");
     expectProblem(
