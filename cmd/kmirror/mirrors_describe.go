@@ -30,7 +30,7 @@ const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
 func (c *mirrorsCLI) describe(ctx context.Context) error {
 	params := &client.ListPartitionsParams{Mirror: ptrOrNil(c.opts.mirror), Topic: ptrOrNil(c.opts.topic)}
 	if c.opts.failed {
-		params.State = ptr(client.ListPartitionsParamsStateFAILED)
+		params.State = ptr(client.PartitionStateFailed)
 	}
 	rows, raw, err := c.listPartitions(ctx, params)
 	if err != nil {

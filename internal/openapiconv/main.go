@@ -19,6 +19,9 @@
 //     extensions tag) stands for "one of these": it becomes a oneOf of the
 //     properties' schemas with a discriminator on P, mapped from each
 //     member's enum of P (Swagger 2.0 has no oneOf);
+//   - a query or path parameter whose inline enum is exactly a named enum
+//     schema's refers to it instead (Swagger 2.0 parameters cannot refer
+//     to a schema), so clients type it with that enum, not a copy of it;
 //   - an operation that names no security scheme needs none, and says so
 //     (security: []), as the health checks do;
 //   - the servers are the document's own origin ("/") and the host the
@@ -90,6 +93,7 @@ func convert(swagger []byte) ([]byte, error) {
 	if err := oneOfs(doc3); err != nil {
 		return nil, err
 	}
+	enumParams(doc3)
 	openOperations(doc3)
 	servers(doc3)
 	dropConversionMarkers(doc3)
@@ -265,6 +269,30 @@ func oneOfs(doc *openapi3.T) error {
 		doc.Components.Schemas[name].Value = union
 	}
 	return nil
+}
+
+// enumParams makes each parameter whose schema is an inline string enum
+// equal, value for value, to a named enum schema refer to that schema.
+func enumParams(doc *openapi3.T) {
+	named := map[string]string{} // the enum's values, joined -> schema name
+	for _, name := range componentNames(doc.Components.Schemas) {
+		if s := doc.Components.Schemas[name].Value; s != nil && s.Type.Is("string") && len(s.Enum) > 0 {
+			named[fmt.Sprint(s.Enum)] = name
+		}
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, p := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				if p.Value == nil || p.Value.Schema == nil || p.Value.Schema.Ref != "" || p.Value.Schema.Value == nil {
+					continue
+				}
+				s := p.Value.Schema.Value
+				if name, ok := named[fmt.Sprint(s.Enum)]; ok && len(s.Enum) > 0 && s.Type.Is("string") {
+					p.Value.Schema = openapi3.NewSchemaRef("#/components/schemas/"+name, doc.Components.Schemas[name].Value)
+				}
+			}
+		}
+	}
 }
 
 // memberRef is the schema a property refers to: directly, or through the

@@ -80,6 +80,11 @@ func TestConvert(t *testing.T) {
 		strings.Contains(fmt.Sprint(names), "PartitionState") {
 		t.Errorf("PartitionState x-enum-varnames %v, want names without the type's", names)
 	}
+	for _, p := range doc.Paths.Find("/v1/partitions").Get.Parameters {
+		if p.Value.Name == "state" && p.Value.Schema.Ref != "#/components/schemas/PartitionState" {
+			t.Errorf("GET /v1/partitions state: schema %+v, want a reference to PartitionState", p.Value.Schema)
+		}
+	}
 	if len(doc.Servers) != 2 || doc.Servers[0].URL != "/" || strings.HasSuffix(doc.Servers[1].URL, "/") {
 		t.Errorf("servers %+v", doc.Servers)
 	}

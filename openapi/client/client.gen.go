@@ -456,42 +456,6 @@ func (e TopicsAction) Valid() bool {
 	}
 }
 
-// Defines values for ListPartitionsParamsState.
-const (
-	ListPartitionsParamsStateFAILED    ListPartitionsParamsState = "FAILED"
-	ListPartitionsParamsStateMIRRORING ListPartitionsParamsState = "MIRRORING"
-	ListPartitionsParamsStatePAUSED    ListPartitionsParamsState = "PAUSED"
-	ListPartitionsParamsStatePAUSING   ListPartitionsParamsState = "PAUSING"
-	ListPartitionsParamsStatePREPARING ListPartitionsParamsState = "PREPARING"
-	ListPartitionsParamsStateSTOPPED   ListPartitionsParamsState = "STOPPED"
-	ListPartitionsParamsStateSTOPPING  ListPartitionsParamsState = "STOPPING"
-	ListPartitionsParamsStateUNKNOWN   ListPartitionsParamsState = "UNKNOWN"
-)
-
-// Valid indicates whether the value is a known member of the ListPartitionsParamsState enum.
-func (e ListPartitionsParamsState) Valid() bool {
-	switch e {
-	case ListPartitionsParamsStateFAILED:
-		return true
-	case ListPartitionsParamsStateMIRRORING:
-		return true
-	case ListPartitionsParamsStatePAUSED:
-		return true
-	case ListPartitionsParamsStatePAUSING:
-		return true
-	case ListPartitionsParamsStatePREPARING:
-		return true
-	case ListPartitionsParamsStateSTOPPED:
-		return true
-	case ListPartitionsParamsStateSTOPPING:
-		return true
-	case ListPartitionsParamsStateUNKNOWN:
-		return true
-	default:
-		return false
-	}
-}
-
 // AddTopicsRequest defines model for AddTopicsRequest.
 type AddTopicsRequest struct {
 	// Recreate Recreate, when restarting a stopped topic, drops and recreates the
@@ -1655,7 +1619,7 @@ type ListPartitionsParams struct {
 	Topic *string `form:"topic,omitempty" json:"topic,omitempty"`
 
 	// State Only partitions in this state
-	State *ListPartitionsParamsState `form:"state,omitempty" json:"state,omitempty"`
+	State *PartitionState `form:"state,omitempty" json:"state,omitempty"`
 
 	// Limit Most rows in the page
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1663,9 +1627,6 @@ type ListPartitionsParams struct {
 	// Cursor The next_cursor of the previous page, unchanged
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
-
-// ListPartitionsParamsState defines parameters for ListPartitions.
-type ListPartitionsParamsState string
 
 // CreateMirrorJSONRequestBody defines body for CreateMirror for application/json ContentType.
 type CreateMirrorJSONRequestBody = CreateMirrorRequest
