@@ -3,8 +3,10 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -18,6 +20,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/openapi"
+	"kmirror/openapi/client"
 	"kmirror/service"
 )
 
@@ -354,7 +357,17 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		if m.event != head.Kind || m.id != strconv.FormatInt(head.ID, 10) {
 			t.Fatalf("message %+v does not match its data", m)
 		}
-		var err error
+		// The generated Go client picks the same shape by the discriminator.
+		var ce client.Event
+		if err := json.Unmarshal([]byte(m.data), &ce); err != nil {
+			t.Fatalf("Go client: event data %q: %v", m.data, err)
+		}
+		v, err := ce.ValueByDiscriminator()
+		wantType := map[string]string{service.EventPartitionState: "client.PartitionStateEvent",
+			service.EventPartitionOwner: "client.PartitionOwnerEvent", service.EventPartitionRealigned: "client.PartitionRealignedEvent"}[head.Kind]
+		if got := fmt.Sprintf("%T", v); err != nil || got != cmp.Or(wantType, "client.PlainEvent") {
+			t.Errorf("Go client: %s event as %s (%v), want %s", head.Kind, got, err, cmp.Or(wantType, "client.PlainEvent"))
+		}
 		switch head.Kind {
 		case service.EventPartitionState:
 			var ev api.PartitionStateEvent
