@@ -225,6 +225,36 @@ test('resume', async () => {
   await item.getByText('MIRRORING 3').waitFor(LONG);
 });
 
+test('an action whose wait runs out shows the counts so far and says the rest continue', async () => {
+  // The console asks for ?wait=20s; here the server is asked for 0s, so it
+  // answers at once, before any partition is PAUSED.
+  const isPause = (url) => url.pathname.endsWith('/topics:pause');
+  await page.route(isPause, (route) => {
+    const url = new URL(route.request().url());
+    url.searchParams.set('wait', '0s');
+    return route.continue({ url: url.toString() });
+  });
+  try {
+    const item = topicItem(page, 'orders');
+    await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Pause' }).click();
+    const dlg = dialog(page);
+    await dlg.getByRole('button', { name: 'Pause', exact: true }).click();
+    await dlg.getByText(/^Paused orders\. Not every partition is PAUSED after [\d.]+ s; the rest continue in the background\.$/).waitFor(LONG);
+    const [line] = await waitedFor(dlg, 'PAUSED');
+    assert.match(line, /^[0-2]\/3 PAUSED orders$/);
+    await dlg.getByRole('button', { name: 'Close' }).click();
+    await item.getByText('PAUSED 3').waitFor(LONG);
+  } finally {
+    await page.unroute(isPause);
+  }
+  const res = await fetch(`${base}/v1/mirrors/web/topics:resume?wait=30s`, {
+    method: 'POST', body: '{"topic":"orders"}',
+    headers: { Authorization: `Bearer ${env('KMIRROR_ADMIN_TOKEN')}`, 'Content-Type': 'application/json' },
+  });
+  assert.equal((await res.json()).wait?.completed, true);
+  await topicItem(page, 'orders').getByText('MIRRORING 3').waitFor(LONG);
+});
+
 test('the mirror page reads every page of GET /v1/partitions', async () => {
   // Pages of 2 rows: the 5 partitions of orders and payments take three.
   const isPartitions = (url) => url.pathname === '/v1/partitions';
@@ -460,6 +490,6 @@ test('no page error and no content-policy violation happened', () => {
 
 test('every topic action the console made waited for its partitions (?wait)', () => {
   const acted = topicActions.filter((u) => u.searchParams.get('dry_run') !== 'true');
-  assert.ok(acted.length >= 8, `only ${acted.length} topic actions seen`);
+  assert.ok(acted.length >= 9, `only ${acted.length} topic actions seen`);
   assert.deepEqual(acted.filter((u) => u.searchParams.get('wait') !== '20s').map(String), []);
 });
