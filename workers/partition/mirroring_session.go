@@ -98,6 +98,9 @@ const sessionTick = 10 * time.Second
 // something fails. It returns after every in-flight record is settled and
 // the checkpoint reflects exactly the acknowledged copies.
 func (w *partitionWorker) mirror(ctx context.Context) error {
+	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+		return err
+	}
 	src, err := w.e.source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
@@ -167,6 +170,11 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s.produceCancel(errSessionOver)
 	for _, d := range s.deadlines {
 		d.timer.Stop()
+	}
+	// Copies in flight cannot be cancelled: the next alignment of this
+	// partition waits for them.
+	if s.inFlight() > 0 {
+		w.e.keepUnsettled(w.key, s.acks, s.produced)
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
