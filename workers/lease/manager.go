@@ -34,6 +34,16 @@ type PartitionRunner interface {
 	StopPartition(k Key)
 }
 
+// PartitionSettler is implemented by a PartitionRunner whose partitions can
+// still have writes in flight after their worker exits (copies a stalled
+// destination has not answered). Such a lease is released only once
+// Settled says they are answered; meanwhile it stays this instance's in the
+// database, alive with the session, so no other instance aligns under
+// copies that may yet land.
+type PartitionSettler interface {
+	Settled(k Key) bool
+}
+
 // MirrorRunner runs metadata sync for the mirrors whose metadata lease this
 // instance holds. The lease's Key has only Mirror set. Same contract as
 // PartitionRunner.
@@ -195,7 +205,34 @@ func (m *Manager) Stop() {
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
+	m.awaitReleases()
 	m.closeSession()
+}
+
+// awaitReleases gives leases held back by writes in flight (see
+// PartitionSettler) until the session stops being trusted to be answered
+// and released: closing the session frees them for other instances.
+func (m *Manager) awaitReleases() {
+	if m.sessionAt.IsZero() {
+		return
+	}
+	deadline := m.sessionAt.Add(m.cfg.TTL - m.cfg.Margin)
+	for {
+		waiting := 0
+		for _, s := range m.sets {
+			m.flushReleases(s)
+			waiting += len(s.unreleased)
+		}
+		if waiting == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			m.log.Warn("stopping with leases whose writes are still in flight; they are freed with the session",
+				"leases", waiting)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Crash stops the manager as a crashed process would: the loop ends, every
@@ -499,14 +536,26 @@ func (m *Manager) flushReleases(s *leaseSet) {
 	if len(s.unreleased) == 0 {
 		return
 	}
-	err := m.within(s.kind+" lease release", func(ctx context.Context) error {
-		return s.release(ctx, m.cfg.InstanceID, s.unreleased)
-	})
-	if err != nil {
-		m.log.Warn("lease release failed; the leases will expire", "kind", s.kind, "leases", len(s.unreleased), "err", err)
-		return
+	// Leases whose partitions still have writes in flight wait (see
+	// PartitionSettler).
+	var ready, waiting []leaseRow
+	for _, r := range s.unreleased {
+		if s.settled == nil || s.settled(r.key) {
+			ready = append(ready, r)
+		} else {
+			waiting = append(waiting, r)
+		}
 	}
-	s.unreleased = s.unreleased[:0]
+	if len(ready) > 0 {
+		err := m.within(s.kind+" lease release", func(ctx context.Context) error {
+			return s.release(ctx, m.cfg.InstanceID, ready)
+		})
+		if err != nil {
+			m.log.Warn("lease release failed; the leases will expire", "kind", s.kind, "leases", len(s.unreleased), "err", err)
+			return
+		}
+	}
+	s.unreleased = waiting
 }
 
 // within runs fn under Timeout; a timeout's error names the operation, as
@@ -554,8 +603,10 @@ type leaseSet struct {
 
 	held map[Key]*Lease
 	// unreleased are leases whose workers have exited but which may still
-	// be ours in the database; they are released at the next chance.
+	// be ours in the database; they are released at the next chance, once
+	// settled (nil: at once) says their writes are all answered.
 	unreleased []leaseRow
+	settled    func(Key) bool
 }
 
 // all returns the held leases in key order.
@@ -606,8 +657,13 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 		}
 		return out, err
 	}
+	var settled func(Key) bool
+	if st, ok := r.(PartitionSettler); ok {
+		settled = st.Settled
+	}
 	return &leaseSet{
-		kind: "partition",
+		kind:    "partition",
+		settled: settled,
 		renew: func(ctx context.Context, owner string, _ time.Duration, _ []leaseRow) ([]leaseRow, error) {
 			return fromRepo(repo.PartitionsOwned(ctx, pool, owner, m.session))
 		},

@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,4 +80,65 @@ func TestScenarioStalledProduceOutlivesSession(t *testing.T) {
 		}
 	}
 	t.Logf("steps: %v", steps)
+}
+
+// TestScenarioStalledProduceOutlivesHandover: as above, but the partition
+// moves to another instance while its copies are held: a second instance
+// starts and the first hands one of its two partitions back. The lease goes
+// back only once those copies are answered (while it is still renewed), so
+// the new owner's alignment sees them on the destination; before, the new
+// owner copied the same records again beside them.
+func TestScenarioStalledProduceOutlivesHandover(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("handover", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "handover")
+	env.StartInstance("i1")
+	produce := func(prefix string, n int) {
+		t.Helper()
+		for p := range int32(2) {
+			workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq("handover", p, prefix, n)...)
+		}
+	}
+	produce("a", 100)
+	workertest.WaitEndsEqual(t, env.Env, "handover", 2, 30*time.Second)
+
+	// i1's next produce request (both partitions' copies) waits 6 s on its
+	// connection; other connections, i2's producer included, are answered.
+	var armed atomic.Bool
+	armed.Store(true)
+	release := make(chan struct{})
+	env.Clusters.Destination.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		env.Clusters.Destination.KeepControl()
+		if armed.CompareAndSwap(true, false) {
+			time.AfterFunc(6*time.Second, func() { close(release) })
+			env.Clusters.Destination.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	produce("b", 50)
+	workertest.WaitFor(t, 10*time.Second, "the copies to be held", func() (bool, string) { return !armed.Load(), "" })
+	env.StartInstance("i2") // the fair share is now one partition each
+	workertest.WaitFor(t, 30*time.Second, "a partition to move to i2", func() (bool, string) {
+		owners := map[string]int{}
+		for _, p := range env.Partitions("m") {
+			if p.State == service.StateMirroring {
+				owners[p.LeaseOwner]++
+			}
+		}
+		return owners["i1"] == 1 && owners["i2"] == 1, fmt.Sprint(owners)
+	})
+	produce("c", 50)
+
+	workertest.WaitEndsEqual(t, env.Env, "handover", 2, 60*time.Second)
+	for p := range int32(2) {
+		steps, msgs := env.stateEvents("m", "handover", p)
+		for i, st := range steps {
+			if strings.Contains(msgs[i], "divergence") || strings.Contains(msgs[i], "foreign write") {
+				t.Errorf("handover/%d: %s: %s", p, st, msgs[i])
+			}
+		}
+	}
 }

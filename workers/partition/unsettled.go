@@ -24,6 +24,24 @@ func (u *unsettledCopies) pending() int64 { return u.end - u.acks.base - u.acks.
 // session's copies before it fails (and retries later) instead.
 const settledWaitMax = time.Minute
 
+// Settled says whether every copy of the partition's ended sessions has
+// been answered; the lease manager releases a lease only then
+// (lease.PartitionSettler), so another instance cannot align under copies
+// that may yet land.
+func (e *Engine) Settled(k lease.Key) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	u := e.unsettled[k]
+	if u == nil {
+		return true
+	}
+	if u.pending() > 0 {
+		return false
+	}
+	delete(e.unsettled, k)
+	return true
+}
+
 // keepUnsettled records a session that ended with copies in flight.
 func (e *Engine) keepUnsettled(k lease.Key, acks *produceAcks, end int64) {
 	e.mu.Lock()
