@@ -45,13 +45,27 @@ type OpenParams struct {
 	// MaxConns, when set, caps the pool whatever the URL says: a small
 	// pool of its own keeps one kind of work from waiting on another.
 	MaxConns int32
+	// DefaultMaxConns, when set, sizes the pool unless the URL sets
+	// pool_max_conns.
+	DefaultMaxConns int32
 }
+
+// DataPoolConns is the default size of an instance's data-plane pool
+// (partition workers, metadata sync, relay, notifier). pgx's default, four
+// on a small machine, made the pool the bottleneck of 10,000 partitions
+// starting at once: every state change is a short transaction, and 40,000
+// of 47,500 acquires waited. With 12, the same start took 41 s instead of
+// 63 s (docs/benchmarks.md, "Partitions per instance").
+const DataPoolConns = 12
 
 // OpenWith is Open with params.
 func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if p.DefaultMaxConns > 0 && !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = p.DefaultMaxConns
 	}
 	if p.MaxConns > 0 {
 		cfg.MaxConns = p.MaxConns

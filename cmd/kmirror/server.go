@@ -262,7 +262,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	defer pools.leases.Close()
-	if pools.data, err = repo.Open(ctx, cfg.DatabaseURL); err != nil {
+	if pools.data, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{DefaultMaxConns: repo.DataPoolConns}); err != nil {
 		return err
 	}
 	defer pools.data.Close()

@@ -123,7 +123,7 @@ func runAtScale(b *testing.B, total int, window, hold time.Duration) scaleResult
 	// topics:add call, as an operator would see it.
 	in := env.StartInstanceOpts("i1", workertest.InstanceOpts{ProductionTimings: true, LeaseSignals: true,
 		Sync: true, SyncInterval: 30 * time.Second})
-	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: env.Pool,
+	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: in.DataPool,
 		Destination: workertest.Plain(env.Clusters.DestinationAddr()), Notifier: in.Notifier, Logger: workertest.Logger()})
 	if err != nil {
 		b.Fatal(err)
@@ -160,7 +160,7 @@ func runAtScale(b *testing.B, total int, window, hold time.Duration) scaleResult
 
 	b.ResetTimer()
 	settling := meter.start()
-	pool0 := env.Pool.Stat()
+	pool0 := in.DataPool.Stat()
 	stopProfile := profilePhase(b, fmt.Sprintf("settle-%d", total))
 	start := time.Now()
 	if _, err := env.Svc.AddTopics(ctx, "big", service.AddTopicsInput{Topic: `scale-\d+`}); err != nil {
@@ -181,7 +181,7 @@ func runAtScale(b *testing.B, total int, window, hold time.Duration) scaleResult
 	res.settle = time.Since(start)
 	stopProfile()
 	res.settleCost = settling()
-	pool1 := env.Pool.Stat()
+	pool1 := in.DataPool.Stat()
 	settleMem := selfMemory(b)
 	var lastEvent int64
 	if err := meter.pool.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&lastEvent); err != nil {

@@ -94,7 +94,10 @@ func Logger() *slog.Logger {
 // Instance is one running kmirror data plane: heartbeat, leases, engine,
 // and the metadata syncer when InstanceOpts.Sync is set.
 type Instance struct {
-	ID        string
+	ID string
+	// DataPool is the engine's and syncer's pool: the env's, or with
+	// ProductionTimings one of the server's size.
+	DataPool  *pgxpool.Pool
 	Notifier  *notifier.Notifier
 	Heartbeat *lease.Heartbeat
 	Leases    *lease.Manager
@@ -152,7 +155,21 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		tb.Fatal(err)
 	}
 	in.Notifier = notes
-	ecfg := partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
+	in.DataPool = env.Pool
+	dataSvc := env.Svc
+	if o.ProductionTimings {
+		// The server's data pool, sized as the server sizes it.
+		dp, err := repo.OpenWith(ctx, env.Pool.Config().ConnString(), repo.OpenParams{MaxConns: repo.DataPoolConns})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(dp.Close)
+		if dataSvc, err = service.New(service.Config{Pool: dp, Catalog: service.KafkaCatalog(3 * time.Second)}); err != nil {
+			tb.Fatal(err)
+		}
+		in.DataPool = dp
+	}
+	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
 		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
@@ -181,7 +198,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	lcfg := lease.ManagerConfig{Pool: leasePool, InstanceID: id, TTL: ttl,
 		RenewInterval: renew, Margin: margin, Logger: log, Partitions: eng, Notifier: notes}
 	if o.Sync {
-		syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Svc, InstanceID: id,
+		syncer, err := metadatasync.New(metadatasync.Config{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 			Destination: o.Dest, Logger: log, DefaultInterval: cmp.Or(o.SyncInterval, time.Hour),
 			Notifier: notes, Timeout: SyncTimeout, Producer: eng})
 		if err != nil {
