@@ -16,8 +16,10 @@ import (
 const (
 	readyTimeout      = 2 * time.Second
 	eventPollInterval = 500 * time.Millisecond
-	eventKeepAlive    = 15 * time.Second
 	eventReplay       = 50
+	// eventWriteTimeout bounds each write of an event stream, which has no
+	// overall write deadline: a client that stops reading is dropped.
+	eventWriteTimeout = 30 * time.Second
 )
 
 // listInstances godoc
@@ -58,6 +60,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 //	@Param			mirror	query		string	false	"Only this mirror, with a series per topic"
 //	@Success		200		{object}	History
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
@@ -75,7 +78,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 // streamEvents godoc
 //
 //	@Summary		Stream events (server-sent events)
-//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 //	@Description	An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents
@@ -88,6 +91,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400				{object}	Problem	"validation: Last-Event-ID or since is not a non-negative integer"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		429	{object}	Problem	"rate-limited: this token already holds the most event streams it may (with Retry-After)"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/events [get]
@@ -119,6 +123,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, kindInternal, "streaming is not supported by this connection", nil)
 		return
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -136,16 +142,19 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		for _, e := range events {
-			b, _ := json.Marshal(eventView(e))
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
-			after = e.ID
-		}
-		if len(events) > 0 || time.Since(lastWrite) > eventKeepAlive {
+		if len(events) > 0 || time.Since(lastWrite) > s.keepAlive {
+			_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
+			for _, e := range events {
+				b, _ := json.Marshal(eventView(e))
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
+				after = e.ID
+			}
 			if len(events) == 0 {
 				fmt.Fprint(w, ": keep-alive\n\n")
 			}
-			flusher.Flush()
+			if err := rc.Flush(); err != nil {
+				return // the client is gone or stopped reading
+			}
 			lastWrite = time.Now()
 		}
 		select {

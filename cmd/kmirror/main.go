@@ -4,6 +4,7 @@
 //	kmirror dev       everything on one machine, for trying it out
 //	kmirror mirrors   the operator CLI, against the REST API
 //	kmirror restore   rebuild an empty database from __mirror_state
+//	kmirror token     make an API token and its tokens-file line
 package main
 
 import (
@@ -27,6 +28,8 @@ Usage:
   kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
   kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
   kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
+  kmirror token new --name NAME --role viewer|operator|admin
+                            make an API token and the line for the server's tokens file
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = devCommand(ctx, args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCommand(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = tokenCommand(args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -61,10 +60,20 @@ type serverConfig struct {
 	// GET /v1/history is sampled; default 5s.
 	HistoryInterval time.Duration
 	Logger          *slog.Logger
-	// Tokens protect the /v1 API when set (KMIRROR_API_TOKEN,
+	// Tokens protect the API when set (KMIRROR_API_TOKEN,
 	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
-	// out of process listings).
+	// out of process listings; and the hashes of --api-tokens-file).
 	Tokens api.Tokens
+	// InsecureNoAuth lets the server listen beyond loopback without tokens.
+	InsecureNoAuth bool
+	// PublicMetrics and PublicDocs serve /metrics and /docs without a token.
+	PublicMetrics bool
+	PublicDocs    bool
+	// ChangeRate, ChangeBurst and MaxStreams are the per-caller limits
+	// (api.Config).
+	ChangeRate  float64
+	ChangeBurst int
+	MaxStreams  int
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -76,13 +85,65 @@ func (c *serverConfig) validate() error {
 	if c.LeaseRenewInterval >= c.LeaseTTL {
 		return fmt.Errorf("lease renew interval %s must be shorter than the lease TTL %s", c.LeaseRenewInterval, c.LeaseTTL)
 	}
+	if !c.Tokens.Enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
+		return fmt.Errorf("refusing to serve %s without API tokens: anyone who reaches it could fail over "+
+			"topics. Set --api-tokens-file (see kmirror token new) or KMIRROR_API_TOKEN, listen on 127.0.0.1, "+
+			"or pass --insecure-no-auth", c.Listen)
+	}
 	if c.DeliveryTimeout >= c.LeaseTTL/3 {
 		return fmt.Errorf("delivery timeout %s must be shorter than the lease safety margin (TTL/3 = %s)", c.DeliveryTimeout, c.LeaseTTL/3)
 	}
 	return nil
 }
 
+// loopback says whether a listen address accepts only local connections.
+// An empty host listens on every interface; a host name other than
+// localhost counts as reachable from elsewhere.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func envOr(name, def string) string { return cmp.Or(os.Getenv(name), def) }
+
+func envBool(name string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(name))
+	return b
+}
+
+func envFloat(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return f
+	}
+	return def
+}
+
+// loadTokens reads the tokens of the environment and of the tokens file.
+func loadTokens(file string) (api.Tokens, error) {
+	t := api.Tokens{Admin: os.Getenv("KMIRROR_API_TOKEN"), Read: os.Getenv("KMIRROR_API_READ_TOKEN")}
+	if file == "" {
+		return t, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return t, fmt.Errorf("--api-tokens-file: %w", err)
+	}
+	defer f.Close()
+	if t.File, err = api.ParseTokensFile(f); err != nil {
+		return t, fmt.Errorf("--api-tokens-file %s: %w", file, err)
+	}
+	if len(t.File) == 0 {
+		return t, fmt.Errorf("--api-tokens-file %s holds no token (add a line from kmirror token new)", file)
+	}
+	return t, nil
+}
 
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -119,6 +180,13 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
+	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
+	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", envBool("KMIRROR_INSECURE_NO_AUTH"), "serve a non-loopback address without API tokens: anyone who reaches it may do anything (KMIRROR_INSECURE_NO_AUTH)")
+	fs.BoolVar(&cfg.PublicMetrics, "public-metrics", envBool("KMIRROR_PUBLIC_METRICS"), "serve /metrics without a token (KMIRROR_PUBLIC_METRICS)")
+	fs.BoolVar(&cfg.PublicDocs, "public-docs", envBool("KMIRROR_PUBLIC_DOCS"), "serve /docs and /openapi.json without a token (KMIRROR_PUBLIC_DOCS)")
+	fs.Float64Var(&cfg.ChangeRate, "api-change-rate", envFloat("KMIRROR_API_CHANGE_RATE", 5), "changes (API calls other than GET) per second per token, after a burst; 429 beyond it; negative: no limit (KMIRROR_API_CHANGE_RATE)")
+	fs.IntVar(&cfg.ChangeBurst, "api-change-burst", envInt("KMIRROR_API_CHANGE_BURST", 20), "changes a token may make at once before --api-change-rate applies (KMIRROR_API_CHANGE_BURST)")
+	fs.IntVar(&cfg.MaxStreams, "api-max-event-streams", envInt("KMIRROR_API_MAX_EVENT_STREAMS", 8), "/v1/events streams one token may hold open; negative: no cap (KMIRROR_API_MAX_EVENT_STREAMS)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,8 +195,10 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Tokens = api.Tokens{Admin: os.Getenv("KMIRROR_API_TOKEN"), Read: os.Getenv("KMIRROR_API_READ_TOKEN")}
 	var err error
+	if cfg.Tokens, err = loadTokens(*tokensFile); err != nil {
+		return err
+	}
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
 	}
@@ -233,6 +303,10 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	log := cfg.Logger.With("instance", cfg.InstanceID)
+	if !cfg.Tokens.Enabled() && !loopback(cfg.Listen) {
+		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
+			": anyone who reaches it may create, change and fail over mirrors")
+	}
 	if err := migrations.Up(cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -273,6 +347,8 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
+		PublicMetrics: cfg.PublicMetrics, PublicDocs: cfg.PublicDocs,
+		ChangeRate: cfg.ChangeRate, ChangeBurst: cfg.ChangeBurst, MaxStreams: cfg.MaxStreams,
 		Console: web.Handler(), Notifier: notes})
 	if err != nil {
 		return err
@@ -298,8 +374,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := api.NewHTTPServer(handler, api.HTTPServerConfig{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	addr := ln.Addr().String()
