@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"net"
 	"net/http"
 	"strings"
+
+	"kmirror/service"
 )
 
 // Token is one API token as the server knows it: a name (the actor in the
@@ -74,7 +77,7 @@ func authenticate(t Tokens) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(known) == 0 {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKeyCtx, anonymous)))
+				next.ServeHTTP(w, withCaller(r, anonymous))
 				return
 			}
 			got, ok := bearerToken(r)
@@ -95,12 +98,32 @@ func authenticate(t Tokens) func(http.Handler) http.Handler {
 				writeProblem(w, r, kindUnauthenticated, "the bearer token is not valid", nil)
 				return
 			}
-			c := caller{name: known[match].Name, role: known[match].Role, token: true}
-			ctx := context.WithValue(r.Context(), callerKeyCtx, c)
-			ctx = context.WithValue(ctx, loggerKey, logger(ctx).With("actor", c.name))
-			next.ServeHTTP(w, r.WithContext(ctx))
+			next.ServeHTTP(w, withCaller(r, caller{name: known[match].Name, role: known[match].Role, token: true}))
 		})
 	}
+}
+
+// withCaller puts the caller in the request's context, as the service's
+// Actor too (who, from where, in which request: what every event the
+// request records says), and names it in the request's log line.
+func withCaller(r *http.Request, c caller) *http.Request {
+	ctx := context.WithValue(r.Context(), callerKeyCtx, c)
+	ctx = service.WithActor(ctx, service.Actor{Name: c.name, RemoteAddr: remoteHost(r), RequestID: requestID(ctx)})
+	ctx = context.WithValue(ctx, loggerKey, logger(ctx).With("actor", c.name))
+	if info := infoOf(ctx); info != nil {
+		info.actor = c.name
+	}
+	return r.WithContext(ctx)
+}
+
+// remoteHost is the client's address without its port. It is the TCP peer:
+// behind a proxy, the proxy's address (a forwarded header is not trusted).
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // requireRole answers 403 to a caller whose role is below role.

@@ -36,6 +36,8 @@ type env struct {
 	kafka     *kfake.Cluster
 	bootstrap string
 	logs      *syncbuf.Buffer
+	// streamToken, when set, is the bearer token readSSE sends.
+	streamToken string
 }
 
 func newEnv(t *testing.T) *env {

@@ -26,7 +26,19 @@ const (
 	requestIDKey ctxKey = iota
 	loggerKey
 	callerKeyCtx
+	infoKey
 )
+
+// requestInfo is what inner handlers learn about a request that its log
+// line, written by the outer middleware, reports.
+type requestInfo struct {
+	actor string
+}
+
+func infoOf(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey).(*requestInfo)
+	return info
+}
 
 var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
@@ -56,6 +68,7 @@ func withRequestID(base *slog.Logger) func(http.Handler) http.Handler {
 			w.Header().Set("X-Request-Id", id)
 			ctx := context.WithValue(r.Context(), requestIDKey, id)
 			ctx = context.WithValue(ctx, loggerKey, base.With("request_id", id))
+			ctx = context.WithValue(ctx, infoKey, &requestInfo{})
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
@@ -152,9 +165,13 @@ func (m *httpMetrics) logAndMeasure(next http.Handler) http.Handler {
 		if status >= 500 {
 			level = slog.LevelError
 		}
-		logger(r.Context()).Log(r.Context(), level, "http request", "method", r.Method,
-			"path", r.URL.Path, "route", route, "status", status, "bytes", ww.BytesWritten(),
-			"duration_ms", elapsed.Milliseconds())
+		// The audit trail's log side: who (once authenticated), from where.
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route, "status", status,
+			"bytes", ww.BytesWritten(), "duration_ms", elapsed.Milliseconds(), "remote_addr", remoteHost(r)}
+		if info := infoOf(r.Context()); info != nil && info.actor != "" {
+			attrs = append(attrs, "actor", info.actor)
+		}
+		logger(r.Context()).Log(r.Context(), level, "http request", attrs...)
 	})
 }
 

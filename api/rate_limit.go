@@ -2,7 +2,6 @@ package api
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -96,11 +95,7 @@ func callerKey(r *http.Request) string {
 	if c, ok := r.Context().Value(callerKeyCtx).(caller); ok && c.token {
 		return "token:" + c.name
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return "addr:" + host
+	return "addr:" + remoteHost(r)
 }
 
 // limitChanges answers 429 with Retry-After to a caller that makes changes

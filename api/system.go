@@ -80,11 +80,13 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 //	@Summary		Stream events (server-sent events)
 //	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 //	@Description	An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+//	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents
 //	@Tags			system
 //	@Produce		text/event-stream
 //	@Param			mirror			query		string	false	"Only this mirror's events"
+//	@Param			actor			query		string	false	"Only the changes this API token (by name) made: the audit trail of one actor"
 //	@Param			since			query		int		false	"Start after this event id"	minimum(0)
 //	@Param			Last-Event-ID	header		string	false	"Resume after this event id (a non-negative integer), as EventSource sends it on a reconnect"
 //	@Success		200				{object}	EventStreamMessage	"the stream: the schema is that of each message"
@@ -135,7 +137,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
-		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror")})
+		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror"),
+			Actor: r.URL.Query().Get("actor")})
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)

@@ -313,6 +313,15 @@ type Event struct {
 	// partition.realigned has mirror, topic, partition, state, epoch, owner
 	// and cause. The other kinds have none.
 	Data *EventData `json:"data,omitempty"`
+	// Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	Actor string `json:"actor,omitempty" example:"ci"`
+	// RemoteAddr is the address the change came from.
+	RemoteAddr string `json:"remote_addr,omitempty" example:"10.0.0.7"`
+	// RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	RequestID string `json:"request_id,omitempty" example:"4bf92f3577b34da6"`
 } // @name Event
 
 // EventStreamMessage is one message of the GET /v1/events stream as
@@ -466,7 +475,7 @@ func topicView(t service.Topic, sum service.PartitionSummary) Topic {
 
 func eventView(e service.Event) Event {
 	v := Event{ID: e.ID, At: e.At, Kind: EventKind(e.Kind), Mirror: e.Mirror, Topic: e.Topic,
-		Partition: e.Partition, Message: e.Message}
+		Partition: e.Partition, Message: e.Message, Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
 	if len(e.Data) > 0 {
 		_ = json.Unmarshal(e.Data, &v.Data)
 	}

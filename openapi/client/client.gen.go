@@ -444,6 +444,13 @@ type DesiredState string
 
 // Event defines model for Event.
 type Event struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
 	// At Example: 2026-01-02T15:04:05Z
 	At time.Time `json:"at"`
 
@@ -473,6 +480,17 @@ type Event struct {
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -1339,6 +1357,9 @@ type StreamEventsParams struct {
 	// Mirror Only this mirror's events
 	Mirror *string `form:"mirror,omitempty" json:"mirror,omitempty"`
 
+	// Actor Only the changes this API token (by name) made: the audit trail of one actor
+	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
+
 	// Since Start after this event id
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
 
@@ -1540,6 +1561,7 @@ type ClientInterface interface {
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -1771,6 +1793,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -2288,6 +2311,18 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 		if params.Mirror != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mirror", *params.Mirror, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Actor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3389,6 +3424,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5300,6 +5336,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Returns a wrapper object for the known response body format(s).
