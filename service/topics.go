@@ -121,7 +121,11 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, err
 	}
 	// The source is asked before any write, so a failure changes nothing.
-	source, err := s.sourceTopics(ctx, ConnOf(m))
+	conn, err := s.SourceConn(m)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	source, err := s.sourceTopics(ctx, conn)
 	if err != nil {
 		return TopicsResult{}, err
 	}

@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/pgserver"
+	"kmirror/internal/secretbox"
 )
 
 // devConfig is `kmirror dev`'s flags.
@@ -88,6 +92,10 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	secrets, err := devSecretKey(os.Getenv("KMIRROR_DATABASE_URL") != "")
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ready := make(chan string, 1)
@@ -100,6 +108,7 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 			LeaseRenewInterval: 5 * time.Second,
 			SourceTimeout:      5 * time.Second,
 			Tokens:             tokens,
+			Secrets:            secrets,
 			Logger:             log,
 			Ready:              func(addr string) { ready <- addr },
 		})
@@ -127,6 +136,41 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintln(stdout, "\nStopping ...")
 	return <-serverErr
+}
+
+// devSecretKey is the key that encrypts the dev server's stored secrets:
+// KMIRROR_SECRET_KEY_FILE's when set; else a fresh one for a throw-away
+// database, or, for a database that outlives the run (KMIRROR_DATABASE_URL),
+// one kept in the user's cache directory so the next run can open them.
+func devSecretKey(reused bool) (*secretbox.Box, error) {
+	if path := os.Getenv("KMIRROR_SECRET_KEY_FILE"); path != "" {
+		return secretbox.LoadKeyFile(path)
+	}
+	if !reused {
+		key := make([]byte, secretbox.KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		return secretbox.New(key)
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kmirror", "dev-secret-key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		key, err := secretbox.NewKeyText()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return secretbox.LoadKeyFile(path)
 }
 
 // setUpDemoMirror creates the mirror demo and adds orders and payments, as

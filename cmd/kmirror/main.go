@@ -5,6 +5,7 @@
 //	kmirror mirrors   the operator CLI, against the REST API
 //	kmirror restore   rebuild an empty database from __mirror_state
 //	kmirror token     make an API token and its tokens-file line
+//	kmirror secrets   make a secret key; re-encrypt the stored source secrets
 package main
 
 import (
@@ -30,6 +31,8 @@ Usage:
   kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
   kmirror token new --name NAME --role viewer|operator|admin
                             make an API token and the line for the server's tokens file
+  kmirror secrets new-key | rotate --new-key-file FILE
+                            make a key for KMIRROR_SECRET_KEY_FILE; re-encrypt the stored secrets
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
@@ -57,6 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = restoreCommand(ctx, args[1:], stdout, stderr)
 	case "token":
 		err = tokenCommand(args[1:], stdout, stderr)
+	case "secrets":
+		err = secretsCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

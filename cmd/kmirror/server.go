@@ -21,6 +21,7 @@ import (
 	"kmirror/api"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
+	"kmirror/internal/secretbox"
 	"kmirror/internal/startstop"
 	"kmirror/migrations"
 	"kmirror/openapi"
@@ -64,6 +65,9 @@ type serverConfig struct {
 	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
 	// out of process listings; and the hashes of --api-tokens-file).
 	Tokens api.Tokens
+	// Secrets encrypts source secrets at rest (KMIRROR_SECRET_KEY_FILE);
+	// nil stores them as given.
+	Secrets *secretbox.Box
 	// InsecureNoAuth lets the server listen beyond loopback without tokens.
 	InsecureNoAuth bool
 	// PublicMetrics and PublicDocs serve /metrics and /docs without a token.
@@ -180,6 +184,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
+	secretKeyFile := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database (KMIRROR_SECRET_KEY_FILE)")
 	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
 	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", envBool("KMIRROR_INSECURE_NO_AUTH"), "serve a non-loopback address without API tokens: anyone who reaches it may do anything (KMIRROR_INSECURE_NO_AUTH)")
 	fs.BoolVar(&cfg.PublicMetrics, "public-metrics", envBool("KMIRROR_PUBLIC_METRICS"), "serve /metrics without a token (KMIRROR_PUBLIC_METRICS)")
@@ -198,6 +203,11 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	var err error
 	if cfg.Tokens, err = loadTokens(*tokensFile); err != nil {
 		return err
+	}
+	if *secretKeyFile != "" {
+		if cfg.Secrets, err = secretbox.LoadKeyFile(*secretKeyFile); err != nil {
+			return fmt.Errorf("--secret-key-file: %w", err)
+		}
 	}
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
@@ -323,9 +333,22 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: cfg.Secrets})
 	if err != nil {
 		return err
+	}
+	// Without the key that sealed the stored secrets nothing could connect
+	// to those sources: fail now, naming the mirror.
+	clearSecrets, err := svc.CheckSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("stored source secrets: %w", err)
+	}
+	switch {
+	case cfg.Secrets == nil:
+		log.Warn("no KMIRROR_SECRET_KEY_FILE: source SASL passwords and TLS keys are stored in the database as given")
+	case clearSecrets > 0:
+		log.Warn(fmt.Sprintf("%d source secret(s) were stored before encryption was set up; "+
+			"kmirror secrets rotate --new-key-file with this key encrypts them", clearSecrets))
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -354,7 +377,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, Secrets: cfg.Secrets})
 	if err != nil {
 		return err
 	}
