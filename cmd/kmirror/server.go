@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,6 +25,7 @@ import (
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
 	"kmirror/internal/secretbox"
+	"kmirror/internal/tlsreload"
 	"kmirror/internal/startstop"
 	"kmirror/migrations"
 	"kmirror/openapi"
@@ -68,6 +72,11 @@ type serverConfig struct {
 	// Secrets encrypts source secrets at rest (KMIRROR_SECRET_KEY_FILE);
 	// nil stores them as given.
 	Secrets *secretbox.Box
+	// TLSCertFile and TLSKeyFile, when set, serve the API over TLS; the pair
+	// is read again on SIGHUP and when the files change.
+	TLSCertFile, TLSKeyFile string
+	// TLSReloadInterval is how often the TLS files are checked; default 5s.
+	TLSReloadInterval time.Duration
 	// InsecureNoAuth lets the server listen beyond loopback without tokens.
 	InsecureNoAuth bool
 	// PublicMetrics and PublicDocs serve /metrics and /docs without a token.
@@ -88,6 +97,9 @@ func (c *serverConfig) validate() error {
 	}
 	if c.LeaseRenewInterval >= c.LeaseTTL {
 		return fmt.Errorf("lease renew interval %s must be shorter than the lease TTL %s", c.LeaseRenewInterval, c.LeaseTTL)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together")
 	}
 	if !c.Tokens.Enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
 		return fmt.Errorf("refusing to serve %s without API tokens: anyone who reaches it could fail over "+
@@ -185,6 +197,8 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
 	secretKeyFile := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database (KMIRROR_SECRET_KEY_FILE)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("KMIRROR_TLS_CERT_FILE"), "serve the API over TLS with this certificate (PEM, chain included); re-read on SIGHUP and when it changes (KMIRROR_TLS_CERT_FILE)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("KMIRROR_TLS_KEY_FILE"), "the TLS certificate's private key (PEM) (KMIRROR_TLS_KEY_FILE)")
 	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
 	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", envBool("KMIRROR_INSECURE_NO_AUTH"), "serve a non-loopback address without API tokens: anyone who reaches it may do anything (KMIRROR_INSECURE_NO_AUTH)")
 	fs.BoolVar(&cfg.PublicMetrics, "public-metrics", envBool("KMIRROR_PUBLIC_METRICS"), "serve /metrics without a token (KMIRROR_PUBLIC_METRICS)")
@@ -317,6 +331,15 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
 			": anyone who reaches it may create, change and fail over mirrors")
 	}
+	// The API's certificate is read before anything starts: a bad pair
+	// fails the start at once.
+	var certs *tlsreload.Reloader
+	if cfg.TLSCertFile != "" {
+		var err error
+		if certs, err = tlsreload.New(cfg.TLSCertFile, cfg.TLSKeyFile, log); err != nil {
+			return err
+		}
+	}
 	if err := migrations.Up(cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -398,10 +421,27 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	srv := api.NewHTTPServer(handler, api.HTTPServerConfig{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	scheme := "http"
+	if certs != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go certs.Watch(watchCtx, cfg.TLSReloadInterval, hup)
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+		scheme = "https"
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if scheme == "https" {
+			serveErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 	addr := ln.Addr().String()
-	log.Info("kmirror server started", "listen", addr, "version", version,
+	log.Info("kmirror server started", "listen", addr, "scheme", scheme, "version", version,
 		"destination", strings.Join(cfg.Destination.BootstrapServers, ","))
 	if cfg.Ready != nil {
 		cfg.Ready(addr)
