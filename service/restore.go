@@ -29,33 +29,11 @@ type RestoreResult struct {
 // Leases start free.
 func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (RestoreResult, error) {
 	var res RestoreResult
-	var mirrors []MirrorRecord
-	var topics []TopicRecord
-	var parts []PartitionRecord
-	for _, key := range sortedKeys(latest) {
-		val := latest[key]
-		var err error
-		switch {
-		case strings.HasPrefix(key, "mirror/"):
-			var m MirrorRecord
-			err = json.Unmarshal(val, &m)
-			mirrors = append(mirrors, m)
-		case strings.HasPrefix(key, "topic/"):
-			var t TopicRecord
-			err = json.Unmarshal(val, &t)
-			topics = append(topics, t)
-		case strings.HasPrefix(key, "partition/"):
-			var p PartitionRecord
-			err = json.Unmarshal(val, &p)
-			parts = append(parts, p)
-		default:
-			return res, fmt.Errorf("unknown key %q in __mirror_state", key)
-		}
-		if err != nil {
-			return res, fmt.Errorf("decode %s: %w", key, err)
-		}
+	mirrors, topics, parts, err := decodeState(latest)
+	if err != nil {
+		return res, err
 	}
-	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		existing, err := repo.MirrorsList(ctx, tx)
 		if err != nil {
 			return err
@@ -106,4 +84,36 @@ func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (Restor
 			"restored %d mirror(s), %d topic(s), %d partition state(s) from __mirror_state", res.Mirrors, res.Topics, res.Partitions)})
 	})
 	return res, err
+}
+
+// decodeState decodes the latest value of every __mirror_state key, by the
+// key's kind; an unknown key or a value that does not decode is an error.
+func decodeState(latest map[string][]byte) ([]MirrorRecord, []TopicRecord, []PartitionRecord, error) {
+	var mirrors []MirrorRecord
+	var topics []TopicRecord
+	var parts []PartitionRecord
+	for _, key := range sortedKeys(latest) {
+		val := latest[key]
+		var err error
+		switch {
+		case strings.HasPrefix(key, "mirror/"):
+			var m MirrorRecord
+			err = json.Unmarshal(val, &m)
+			mirrors = append(mirrors, m)
+		case strings.HasPrefix(key, "topic/"):
+			var t TopicRecord
+			err = json.Unmarshal(val, &t)
+			topics = append(topics, t)
+		case strings.HasPrefix(key, "partition/"):
+			var p PartitionRecord
+			err = json.Unmarshal(val, &p)
+			parts = append(parts, p)
+		default:
+			return nil, nil, nil, fmt.Errorf("unknown key %q in __mirror_state", key)
+		}
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("decode %s: %w", key, err)
+		}
+	}
+	return mirrors, topics, parts, nil
 }

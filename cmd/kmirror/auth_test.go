@@ -123,3 +123,21 @@ func TestCLIFollowsRoles(t *testing.T) {
 		t.Fatalf("operator delete: exit %d: %s", code, stderr)
 	}
 }
+
+// TestServerHelpListsEverySetting: --help lists the token, TLS and secret
+// settings and the environment-only ones, the destination's security
+// included.
+func TestServerHelpListsEverySetting(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"server", "--help"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"-api-tokens-file", "KMIRROR_API_TOKENS_FILE", "-insecure-no-auth", "-public-metrics",
+		"-public-docs", "-api-change-rate", "-api-max-event-streams", "-tls-cert-file", "-secret-key-file",
+		"KMIRROR_API_TOKEN ", "KMIRROR_API_READ_TOKEN", "KMIRROR_DESTINATION_SECURITY_PROTOCOL",
+		"KMIRROR_DESTINATION_SASL_PASSWORD", "KMIRROR_DESTINATION_TLS_SERVER_NAME"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("server --help lacks %s", want)
+		}
+	}
+}

@@ -206,6 +206,11 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Float64Var(&cfg.ChangeRate, "api-change-rate", envFloat("KMIRROR_API_CHANGE_RATE", 5), "changes (API calls other than GET) per second per token, after a burst; 429 beyond it; negative: no limit (KMIRROR_API_CHANGE_RATE)")
 	fs.IntVar(&cfg.ChangeBurst, "api-change-burst", envInt("KMIRROR_API_CHANGE_BURST", 20), "changes a token may make at once before --api-change-rate applies (KMIRROR_API_CHANGE_BURST)")
 	fs.IntVar(&cfg.MaxStreams, "api-max-event-streams", envInt("KMIRROR_API_MAX_EVENT_STREAMS", 8), "/v1/events streams one token may hold open; negative: no cap (KMIRROR_API_MAX_EVENT_STREAMS)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage of kmirror server:")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, serverEnvOnly)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -228,6 +233,22 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	return runServer(ctx, cfg)
 }
+
+// serverEnvOnly lists the settings that are read from the environment only:
+// secrets stay out of process listings.
+const serverEnvOnly = `
+Environment only (secrets stay out of process listings):
+  KMIRROR_API_TOKEN                        an API token with role admin (named api-token)
+  KMIRROR_API_READ_TOKEN                   an API token with role viewer (named api-read-token)
+  KMIRROR_DESTINATION_SECURITY_PROTOCOL    PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL
+  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+  KMIRROR_DESTINATION_SASL_USERNAME        the destination's SASL user
+  KMIRROR_DESTINATION_SASL_PASSWORD        its password
+  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
+  KMIRROR_DESTINATION_TLS_CERT_FILE        client certificate (PEM)
+  KMIRROR_DESTINATION_TLS_KEY_FILE         its private key (PEM)
+  KMIRROR_DESTINATION_TLS_SERVER_NAME      the name to verify the destination's certificate against
+`
 
 // destinationFromEnv builds the destination connection from the
 // KMIRROR_DESTINATION_* variables, reading TLS files.
