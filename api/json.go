@@ -54,8 +54,13 @@ func readJSON(r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
+	// dec.More is false before a stray '}' or ']', so the rest is checked
+	// byte by byte (fuzzing found "null }" accepted).
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return &bodyError{kindMalformedJSON, "request body has data after the JSON value"}
+	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return &bodyError{kindMalformedJSON, "request body is null; send a JSON object"}
 	}
 	if key := duplicateKey(body); key != "" {
 		return &bodyError{kindMalformedJSON, fmt.Sprintf("key %q appears twice in one object (keys are matched without regard to case)", key)}
