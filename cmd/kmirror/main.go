@@ -33,6 +33,8 @@ Usage:
                             make an API token and the line for the server's tokens file
   kmirror secrets new-key | rotate --new-key-file FILE
                             make a key for KMIRROR_SECRET_KEY_FILE; re-encrypt the stored secrets
+  kmirror health [--path /readyz]
+                            exit 0 when this machine's server answers (a container HEALTHCHECK)
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
@@ -62,6 +64,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = tokenCommand(args[1:], stdout, stderr)
 	case "secrets":
 		err = secretsCommand(ctx, args[1:], stdout, stderr)
+	case "health":
+		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
