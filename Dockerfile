@@ -21,7 +21,9 @@ USER kmirror
 # or KMIRROR_API_TOKEN) the server refuses to start on this address.
 ENV KMIRROR_LISTEN=0.0.0.0:8080
 EXPOSE 8080
-HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
+# Six failed checks in a row (a minute) before unhealthy: a first start
+# migrates the database before it serves.
+HEALTHCHECK --interval=10s --timeout=5s --retries=6 \
     CMD ["/usr/local/bin/kmirror", "health"]
 ENTRYPOINT ["/usr/local/bin/kmirror"]
 CMD ["server"]
