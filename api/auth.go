@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -45,6 +46,24 @@ func (t Tokens) all() []Token {
 		out = append(out, Token{Name: "api-read-token", Role: RoleViewer, Hash: sha256.Sum256([]byte(t.Read))})
 	}
 	return out
+}
+
+// Validate refuses two tokens of one name (the audit trail could not tell
+// them apart), a name of the environment's tokens included, and two
+// tokens that are the same.
+func (t Tokens) Validate() error {
+	seen := map[string]bool{}
+	hashes := map[[sha256.Size]byte]bool{}
+	for _, tok := range t.all() {
+		if seen[tok.Name] {
+			return fmt.Errorf("two API tokens are named %s (KMIRROR_API_TOKEN is api-token, KMIRROR_API_READ_TOKEN api-read-token)", tok.Name)
+		}
+		if hashes[tok.Hash] {
+			return fmt.Errorf("API token %s is the same token as another", tok.Name)
+		}
+		seen[tok.Name], hashes[tok.Hash] = true, true
+	}
+	return nil
 }
 
 // roleRank orders the roles: each may do what the ones below it may.

@@ -120,6 +120,24 @@ func TestPublicMetricsAndDocs(t *testing.T) {
 	wantProblem(t, e.do(t, "GET", "/v1/mirrors", nil), 401, "unauthenticated")
 }
 
+// TestTokenNamesAreUnique: the audit trail names a token, so two tokens
+// of one name (the environment's included) or one token twice are refused.
+func TestTokenNamesAreUnique(t *testing.T) {
+	t.Parallel()
+	for _, tokens := range []api.Tokens{
+		{Admin: "a", File: []api.Token{fileToken("api-token", api.RoleViewer, "b")}},
+		{Read: "a", File: []api.Token{fileToken("ci", api.RoleViewer, "a")}},
+		{Admin: "a", Read: "a"},
+	} {
+		if err := tokens.Validate(); err == nil {
+			t.Errorf("%+v: accepted", tokens)
+		}
+	}
+	if err := (api.Tokens{Admin: "a", Read: "b", File: []api.Token{fileToken("ci", api.RoleOperator, "c")}}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTokensFile: the file's lines parse to tokens; a bad line is refused
 // with its line number and without echoing a token written by mistake.
 func TestTokensFile(t *testing.T) {

@@ -87,7 +87,7 @@ func (c *Config) validate() error {
 	if c.Service == nil || c.Pool == nil {
 		return errors.New("api: Service and Pool are required")
 	}
-	return nil
+	return c.Tokens.Validate()
 }
 
 type server struct {

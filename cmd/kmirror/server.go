@@ -158,7 +158,7 @@ func loadTokens(file string) (api.Tokens, error) {
 	if len(t.File) == 0 {
 		return t, fmt.Errorf("--api-tokens-file %s holds no token (add a line from kmirror token new)", file)
 	}
-	return t, nil
+	return t, t.Validate()
 }
 
 func envInt(name string, def int) int {
