@@ -60,7 +60,7 @@ func TestAuditTrail(t *testing.T) {
 	e.streamToken = "ops-secret"
 	msgs := readSSE(t, e, "?since=0&actor=ci", "", 3)
 	for i, m := range msgs {
-		var ev api.Event
+		var ev api.PlainEvent
 		if err := json.Unmarshal([]byte(m.data), &ev); err != nil {
 			t.Fatal(err)
 		}

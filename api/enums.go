@@ -46,6 +46,15 @@ const (
 	TopicsActionRemove TopicsAction = "remove"
 )
 
+// MirrorState says whether a mirror can run.
+type MirrorState string // @name MirrorState
+
+// The mirror states.
+const (
+	MirrorStateReady            MirrorState = MirrorState(service.MirrorReady)            // every secret the mirror was configured with is set
+	MirrorStateNeedsCredentials MirrorState = MirrorState(service.MirrorNeedsCredentials) // restored from __mirror_state without its secrets: nothing of it runs until PATCH sets missing_credentials again
+)
+
 // SecurityProtocol is Kafka's security.protocol of a source cluster.
 type SecurityProtocol string // @name SecurityProtocol
 

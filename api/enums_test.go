@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -36,6 +37,7 @@ func TestEnumsMatchTheServer(t *testing.T) {
 		"ProblemType":      problemTypes,
 		"Role":             roleNames,
 		"TopicsAction":     {"add", "pause", "resume", "remove"},
+		"MirrorState":      {string(service.MirrorReady), string(service.MirrorNeedsCredentials)},
 	}
 	var doc struct {
 		Components struct {
@@ -52,6 +54,26 @@ func TestEnumsMatchTheServer(t *testing.T) {
 		if !sameSet(got, values) {
 			t.Errorf("schema %s: enum %v, the server's list %v", name, got, values)
 		}
+	}
+	// Each event kind has its shape: the Event oneOf's discriminator maps
+	// every kind, and nothing else.
+	var events struct {
+		Components struct {
+			Schemas struct {
+				Event struct {
+					Discriminator struct {
+						Mapping map[string]string `json:"mapping"`
+					} `json:"discriminator"`
+				} `json:"Event"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.JSON, &events); err != nil {
+		t.Fatal(err)
+	}
+	mapped := slices.Collect(maps.Keys(events.Components.Schemas.Event.Discriminator.Mapping))
+	if !sameSet(mapped, service.EventKinds) {
+		t.Errorf("Event's discriminator maps the kinds %v, the server's list %v", mapped, service.EventKinds)
 	}
 	// Every partition state has its field in PartitionStateCounts.
 	var c PartitionStateCounts

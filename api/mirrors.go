@@ -120,7 +120,7 @@ func (s *server) listMirrors(w http.ResponseWriter, r *http.Request) {
 // getMirror godoc
 //
 //	@Summary		Get a mirror
-//	@Description	The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+//	@Description	The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 //	@ID				getMirror
 //	@Tags			mirrors
 //	@Produce		json
@@ -145,7 +145,7 @@ func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 // updateMirror godoc
 //
 //	@Summary		Update a mirror
-//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //	@ID				updateMirror
 //	@Tags			mirrors
 //	@Accept			json

@@ -70,7 +70,7 @@ func TestMirrorLifecycle(t *testing.T) {
 		t.Fatalf("partitions %v, want %v", got, want)
 	}
 	for _, p := range parts.Partitions {
-		if p.Mirror != "m1" || p.State != "UNKNOWN" || p.Lag != nil || p.SourceOffset != nil || p.Owner != "" {
+		if p.Mirror != "m1" || p.State != "UNKNOWN" || p.Lag != nil || p.SourceOffset != nil || p.Owner != nil {
 			t.Fatalf("new partition row %+v, want UNKNOWN with nothing known", p)
 		}
 	}

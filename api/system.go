@@ -79,7 +79,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 //
 //	@Summary		Stream events (server-sent events)
 //	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
-//	@Description	An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+//	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 //	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents

@@ -3,8 +3,10 @@ package api_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -18,6 +20,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/openapi"
+	"kmirror/openapi/client"
 	"kmirror/service"
 )
 
@@ -149,7 +152,7 @@ func TestEventStream(t *testing.T) {
 	if msgs[0].event != "mirror.created" || msgs[0].id != "1" || msgs[1].event != "topics.added" || msgs[1].id != "2" {
 		t.Fatalf("events %+v, want mirror.created (1) then topics.added (2)", msgs)
 	}
-	var ev api.Event
+	var ev api.PlainEvent
 	if err := json.Unmarshal([]byte(msgs[0].data), &ev); err != nil {
 		t.Fatalf("event data %q: %v", msgs[0].data, err)
 	}
@@ -343,55 +346,77 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		}
 	}
 
-	var got []api.Event
-	others := map[api.EventKind]*api.EventData{}
+	var got []api.PartitionStateEvent
+	var owner api.PartitionOwnerEvent
+	var realigned api.PartitionRealignedEvent
 	for _, m := range readSSE(t, e, "?since=0", "", 7) {
-		var ev api.Event
-		if err := json.Unmarshal([]byte(m.data), &ev); err != nil {
+		var head struct {
+			ID   int64  `json:"id"`
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal([]byte(m.data), &head); err != nil {
 			t.Fatalf("event data %q: %v", m.data, err)
 		}
-		if m.event != string(ev.Kind) || m.id != strconv.FormatInt(ev.ID, 10) {
+		if m.event != head.Kind || m.id != strconv.FormatInt(head.ID, 10) {
 			t.Fatalf("message %+v does not match its data", m)
 		}
-		switch ev.Kind {
-		case api.EventKindPartitionState:
-			if *ev.Partition == 1 {
+		// The generated Go client picks the same shape by the discriminator.
+		var ce client.Event
+		if err := json.Unmarshal([]byte(m.data), &ce); err != nil {
+			t.Fatalf("Go client: event data %q: %v", m.data, err)
+		}
+		v, err := ce.ValueByDiscriminator()
+		wantType := map[string]string{service.EventPartitionState: "client.PartitionStateEvent",
+			service.EventPartitionOwner: "client.PartitionOwnerEvent", service.EventPartitionRealigned: "client.PartitionRealignedEvent"}[head.Kind]
+		if got := fmt.Sprintf("%T", v); err != nil || got != cmp.Or(wantType, "client.PlainEvent") {
+			t.Errorf("Go client: %s event as %s (%v), want %s", head.Kind, got, err, cmp.Or(wantType, "client.PlainEvent"))
+		}
+		switch head.Kind {
+		case service.EventPartitionState:
+			var ev api.PartitionStateEvent
+			if err = json.Unmarshal([]byte(m.data), &ev); err == nil && *ev.Partition == 1 {
 				got = append(got, ev)
 			}
-		case api.EventKindPartitionOwner, api.EventKindPartitionRealigned:
-			others[ev.Kind] = ev.Data
+		case service.EventPartitionOwner:
+			err = json.Unmarshal([]byte(m.data), &owner)
+		case service.EventPartitionRealigned:
+			err = json.Unmarshal([]byte(m.data), &realigned)
+		}
+		if err != nil {
+			t.Fatalf("event data %q: %v", m.data, err)
 		}
 	}
-	two, eight := int32(2), int64(8)
-	for kind, want := range map[api.EventKind]api.EventData{
-		api.EventKindPartitionOwner: {Mirror: "m1", Topic: "orders", Partition: &two, State: "PREPARING",
-			Epoch: &eight, Owner: "kmirror-1", PreviousOwner: "kmirror-0"},
-		api.EventKindPartitionRealigned: {Mirror: "m1", Topic: "orders", Partition: &two, State: "PREPARING",
-			Epoch: &eight, Owner: "kmirror-1", Cause: "records removed by retention"},
-	} {
-		if d := others[kind]; d == nil || !reflect.DeepEqual(*d, want) {
-			t.Errorf("%s data %+v, want %+v", kind, d, want)
-		}
+	k0, k1 := ptr("kmirror-0"), ptr("kmirror-1")
+	if want := (api.PartitionOwnerData{Mirror: "m1", Topic: "orders", Partition: 2, State: "PREPARING",
+		Epoch: 8, Owner: k1, PreviousOwner: k0}); !reflect.DeepEqual(owner.Data, want) {
+		t.Errorf("partition.owner data %+v, want %+v", owner.Data, want)
+	}
+	if want := (api.PartitionRealignedData{Mirror: "m1", Topic: "orders", Partition: 2, State: "PREPARING",
+		Epoch: 8, Owner: k1, Cause: "records removed by retention"}); !reflect.DeepEqual(realigned.Data, want) {
+		t.Errorf("partition.realigned data %+v, want %+v", realigned.Data, want)
 	}
 	if len(got) != 2 {
 		t.Fatalf("state events %+v, want 2", got)
 	}
-	one := int32(1)
-	epoch := int64(7)
-	want := []api.EventData{
-		{Mirror: "m1", Topic: "orders", Partition: &one, From: "UNKNOWN", To: "PREPARING",
-			Reason: "lease acquired", Epoch: &epoch, Owner: "kmirror-0"},
-		{Mirror: "m1", Topic: "orders", Partition: &one, From: "PREPARING", To: "FAILED",
-			Reason: "destination unreachable", Error: "destination unreachable", Epoch: &epoch, Owner: "kmirror-0"},
+	// Absent values are null: no error on a move that is not to FAILED.
+	want := []api.PartitionStateData{
+		{Mirror: "m1", Topic: "orders", Partition: 1, From: "UNKNOWN", To: "PREPARING",
+			Reason: ptr("lease acquired"), Epoch: 7, Owner: k0},
+		{Mirror: "m1", Topic: "orders", Partition: 1, From: "PREPARING", To: "FAILED",
+			Reason: ptr("destination unreachable"), Error: ptr("destination unreachable"), Epoch: 7, Owner: k0},
 	}
 	for i, ev := range got {
-		if ev.Data == nil || !reflect.DeepEqual(*ev.Data, want[i]) {
+		if !reflect.DeepEqual(ev.Data, want[i]) {
 			t.Errorf("state event %d data %+v, want %+v", i, ev.Data, want[i])
 		}
 		if ev.Mirror != "m1" || ev.Topic != "orders" || ev.Partition == nil || *ev.Partition != 1 ||
 			!strings.Contains(ev.Message, "orders/1: ") || !strings.Contains(ev.Message, string(want[i].To)) {
 			t.Errorf("state event %d: %+v", i, ev)
 		}
+	}
+	// On the wire, a null is written out, not left away.
+	if raw := readSSE(t, e, "?since=0", "", 3)[2].data; !strings.Contains(raw, `"error":null`) {
+		t.Errorf("first state event %s: want \"error\":null", raw)
 	}
 }
 
@@ -432,3 +457,5 @@ func TestEventStreamResumesAfterLastEventID(t *testing.T) {
 		t.Fatalf("after the newest event: %+v", msgs)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

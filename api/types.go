@@ -82,6 +82,15 @@ type SourceView struct {
 type Mirror struct {
 	Name   string     `json:"name" example:"m1"`
 	Source SourceView `json:"source"`
+	// State is needs_credentials after kmirror restore for a mirror that
+	// had secrets: __mirror_state never carries them, so its partitions and
+	// metadata sync wait (they keep their restored state and are not
+	// leased) until a PATCH sets every secret in missing_credentials; then
+	// it is ready and they resume.
+	State MirrorState `json:"state" example:"ready"`
+	// MissingCredentials names the source secrets still to be set again
+	// (sasl_password, tls_key_pem); empty when ready.
+	MissingCredentials []string `json:"missing_credentials"`
 	// Config holds the keys set on this mirror.
 	Config map[string]string `json:"config" example:"mirror.metadata.refresh.interval.ms:10000"`
 	// EffectiveConfig holds every key with its set or default value.
@@ -238,8 +247,9 @@ type PartitionRow struct {
 	// LostRecords counts source records removed by retention before they
 	// were mirrored.
 	LostRecords int64 `json:"lost_records" example:"0"`
-	// Owner is the instance holding the partition's lease; empty when none.
-	Owner string `json:"owner" example:"vm-a"`
+	// Owner is the instance holding (or, when lease_live is false, last
+	// holding) the partition's lease; null when none does.
+	Owner *string `json:"owner" extensions:"x-nullable" example:"vm-a"`
 	// ReadOnlyEnforced says whether a DENY WRITE ACL keeps the destination
 	// topic read-only (false: the destination has no authorizer); null
 	// until the topic is first mirrored.
@@ -295,46 +305,20 @@ type InstanceList struct {
 	Instances []Instance `json:"instances"`
 } // @name InstanceList
 
-// Event is an audit-log entry, as streamed by /v1/events.
-type Event struct {
-	// ID orders the events; the stream's id, for Last-Event-ID.
-	ID        int64     `json:"id" example:"42"`
-	At        time.Time `json:"at" format:"date-time" example:"2026-01-02T15:04:05Z"`
-	Kind      EventKind `json:"kind" example:"topics.added"`
-	Mirror    string    `json:"mirror,omitempty" example:"m1"`
-	Topic     string    `json:"topic,omitempty" example:"orders"`
-	Partition *int32    `json:"partition,omitempty" example:"0"`
-	// Message says what happened, in words.
-	Message string `json:"message" example:"added topics orders, payments"`
-	// Data holds the kind's details as typed fields, when it has any:
-	// partition.state has mirror, topic, partition, from, to, epoch, owner,
-	// reason (when known) and error (to FAILED); partition.owner has mirror,
-	// topic, partition, state, epoch, owner and previous_owner (when known);
-	// partition.realigned has mirror, topic, partition, state, epoch, owner
-	// and cause. The other kinds have none.
-	Data *EventData `json:"data,omitempty"`
-	// Actor is the name of the API token that made the change
-	// ("anonymous" on a server without tokens); absent for what kmirror's
-	// workers did on their own.
-	Actor string `json:"actor,omitempty" example:"ci"`
-	// RemoteAddr is the address the change came from.
-	RemoteAddr string `json:"remote_addr,omitempty" example:"10.0.0.7"`
-	// RequestID is the change's API request id (X-Request-Id, and the
-	// request_id of the server's log line).
-	RequestID string `json:"request_id,omitempty" example:"4bf92f3577b34da6"`
-} // @name Event
-
 // EventStreamMessage is one message of the GET /v1/events stream as
 // server-sent events frame it, "id: 42\nevent: topics.added\ndata: {...}\n\n":
-// the event's id (for Last-Event-ID), its kind, and the Event as JSON. It
-// describes the stream; the server writes the frames itself.
+// the event's id (for Last-Event-ID), its kind, and the Event as JSON, in
+// the shape of its kind. It describes the stream; the server writes the
+// frames itself. Data has no doc comment on purpose: swag would wrap the
+// reference in an allOf to carry it, and openapi-typescript reads an allOf
+// of a schema with a discriminator as inheritance and drops kind, which is
+// what narrows an Event.
 type EventStreamMessage struct {
 	// ID is the event's id, as a decimal string.
 	ID string `json:"id" example:"42"`
 	// Event is the SSE event name: the event's kind.
 	Event EventKind `json:"event" example:"topics.added"`
-	// Data is the event, as one line of JSON.
-	Data Event `json:"data"`
+	Data  Event     `json:"data"`
 } // @name EventStreamMessage
 
 // History is the lag and throughput this API instance sampled.
@@ -437,6 +421,7 @@ func mirrorView(m service.Mirror) Mirror {
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
 			RecordsPerSec: m.Status.RecordsPerSec},
+		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}
 	for state, n := range m.Status.States {
@@ -455,11 +440,9 @@ func partitionView(p service.PartitionRow) PartitionRow {
 	v := PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
-		LostRecords: p.LostRecords, Owner: p.Owner, ReadOnlyEnforced: p.ReadOnlyEnforced,
+		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
-	if p.Error != "" {
-		v.Error = &p.Error
-	}
+	v.Error = nonEmpty(p.Error)
 	return v
 }
 
@@ -469,15 +452,6 @@ func topicView(t service.Topic, sum service.PartitionSummary) Topic {
 		Lag: sum.Lag, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for state, n := range sum.States {
 		v.States.add(state.String(), n)
-	}
-	return v
-}
-
-func eventView(e service.Event) Event {
-	v := Event{ID: e.ID, At: e.At, Kind: EventKind(e.Kind), Mirror: e.Mirror, Topic: e.Topic,
-		Partition: e.Partition, Message: e.Message, Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
-	if len(e.Data) > 0 {
-		_ = json.Unmarshal(e.Data, &v.Data)
 	}
 	return v
 }

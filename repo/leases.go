@@ -23,9 +23,16 @@ const leaseHeld = `EXISTS (SELECT 1 FROM instances i WHERE i.id = p.lease_owner
 	AND i.session_epoch = p.lease_session AND i.session_expires_at > now())`
 
 // activePartition is true for a partition that needs a worker: everything but
-// a stopped topic's partition that has finished stopping (or never started).
+// a stopped topic's partition that has finished stopping (or never started),
+// and the partitions of a mirror that needs credentials (restored without
+// its secrets: a worker could only fail on authentication, so none runs).
 // It expects mirror_partitions as p and mirror_topics as t.
-const activePartition = `NOT (t.desired_state = 'stopped' AND (p.state IS NULL OR p.state = 'STOPPED'))`
+const activePartition = `NOT (t.desired_state = 'stopped' AND (p.state IS NULL OR p.state = 'STOPPED'))
+	AND NOT EXISTS (SELECT 1 FROM mirrors cm WHERE cm.name = t.mirror AND cm.missing_credentials <> '{}')`
+
+// syncableMirror is true for a mirror whose metadata sync may run: one that
+// needs credentials has none. It expects mirrors unqualified.
+const syncableMirror = `missing_credentials = '{}'`
 
 // PartitionLeaseRow names one leased mirror partition and its epoch.
 type PartitionLeaseRow struct {
@@ -173,7 +180,8 @@ func MirrorsRenewMetaLeases(ctx context.Context, q DBTX, owner string, ttl time.
 }
 
 // MirrorsAcquireMetaLeases takes up to limit free or expired metadata-sync
-// leases for owner, incrementing each one's epoch. Every mirror needs one.
+// leases for owner, incrementing each one's epoch. Every mirror needs one,
+// except one that needs credentials.
 func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, limit int) ([]MirrorLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirrors m
@@ -181,7 +189,8 @@ func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, ttl tim
 			meta_lease_epoch = m.meta_lease_epoch + 1
 		FROM (
 			SELECT name FROM mirrors
-			WHERE meta_lease_owner IS NULL OR meta_lease_expires_at IS NULL OR meta_lease_expires_at <= now()
+			WHERE (meta_lease_owner IS NULL OR meta_lease_expires_at IS NULL OR meta_lease_expires_at <= now())
+			  AND `+syncableMirror+`
 			ORDER BY meta_lease_expires_at NULLS FIRST, name
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED
@@ -230,7 +239,7 @@ func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDem
 		(SELECT count(*) FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE `+activePartition+`),
-		(SELECT count(*) FROM mirrors),
+		(SELECT count(*) FROM mirrors WHERE `+syncableMirror+`),
 		1 + (SELECT count(*) FROM instances WHERE id <> $1 AND session_expires_at > now())`,
 		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
 	return d, interpret(err)

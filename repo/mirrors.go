@@ -20,14 +20,18 @@ type Mirror struct {
 	TLSServerName    string
 	Config           map[string]string
 	LastSync         json.RawMessage
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	// MissingCredentials names the secrets a restored mirror still needs
+	// ("sasl_password", "tls_key_pem"); its partitions are not leased
+	// until it is empty.
+	MissingCredentials []string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 const mirrorColumns = `name, bootstrap_servers, security_protocol,
 	coalesce(sasl_mechanism, ''), coalesce(sasl_username, ''), coalesce(sasl_password, ''),
 	coalesce(tls_ca_pem, ''), coalesce(tls_cert_pem, ''), coalesce(tls_key_pem, ''),
-	coalesce(tls_server_name, ''), config, last_sync, created_at, updated_at`
+	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -35,23 +39,33 @@ func scanMirror(row scanner) (Mirror, error) {
 	var m Mirror
 	err := row.Scan(&m.Name, &m.BootstrapServers, &m.SecurityProtocol, &m.SASLMechanism,
 		&m.SASLUsername, &m.SASLPassword, &m.TLSCAPEM, &m.TLSCertPEM, &m.TLSKeyPEM,
-		&m.TLSServerName, &m.Config, &m.LastSync, &m.CreatedAt, &m.UpdatedAt)
+		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt)
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}
 	return m, interpret(err)
 }
 
+// nonNilStrings makes an absent list an empty array: the column is NOT NULL.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 // MirrorsInsert adds a mirror; a taken name is ErrConflict.
 func MirrorsInsert(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 	return scanMirror(q.QueryRow(ctx, `
 		INSERT INTO mirrors (name, bootstrap_servers, security_protocol, sasl_mechanism,
-			sasl_username, sasl_password, tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name, config)
+			sasl_username, sasl_password, tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name, config,
+			missing_credentials)
 		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), nullif($6, ''), nullif($7, ''),
-			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11)
+			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11, $12)
 		RETURNING `+mirrorColumns,
 		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
-		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config)))
+		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
+		nonNilStrings(m.MissingCredentials)))
 }
 
 // MirrorsUpdate replaces a mirror's source and config.
@@ -61,11 +75,12 @@ func MirrorsUpdate(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 			sasl_mechanism = nullif($4, ''), sasl_username = nullif($5, ''),
 			sasl_password = nullif($6, ''), tls_ca_pem = nullif($7, ''),
 			tls_cert_pem = nullif($8, ''), tls_key_pem = nullif($9, ''),
-			tls_server_name = nullif($10, ''), config = $11, updated_at = now()
+			tls_server_name = nullif($10, ''), config = $11, missing_credentials = $12, updated_at = now()
 		WHERE name = $1
 		RETURNING `+mirrorColumns,
 		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
-		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config)))
+		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
+		nonNilStrings(m.MissingCredentials)))
 }
 
 // MirrorsGet returns one mirror, or ErrNotFound.

@@ -164,3 +164,28 @@ func PartitionsChangedSince(ctx context.Context, q DBTX, t time.Time) ([]Partiti
 	}
 	return out, interpret(rows.Err())
 }
+
+// PartitionsGetMany returns the named partitions that exist, in primary-key
+// order, in one statement.
+func PartitionsGetMany(ctx context.Context, q DBTX, ids []PartitionID) ([]Partition, error) {
+	mirrors, topics, parts := make([]string, len(ids)), make([]string, len(ids)), make([]int32, len(ids))
+	for i, id := range ids {
+		mirrors[i], topics[i], parts[i] = id.Mirror, id.Topic, id.Partition
+	}
+	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
+		WHERE (mirror, topic, partition) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]))
+		ORDER BY mirror, topic, partition`, mirrors, topics, parts)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []Partition
+	for rows.Next() {
+		p, err := scanPartition(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, interpret(rows.Err())
+}

@@ -101,20 +101,21 @@ func FuzzDecodeState(f *testing.F) {
 		{"topic/m1/orders", `{"version":1,"mirror":"m1","topic":"orders","desired_state":"mirroring","replication_factor":-1,"partitions":3}`},
 		{"partition/m1/orders/0", `{"version":1,"mirror":"m1","topic":"orders","partition":0,"state":"MIRRORING","src_next":10,"dst_next":10}`},
 		{"partition/m1/orders/1", `{"state":"NOT-A-STATE"}`},
+		{"offsets/m1/orders/0/0", `{"version":1,"mirror":"m1","topic":"orders","partition":0,"runs":[[0,0,10]]}`},
 		{"mirror/m1", `{"version":"one"}`}, {"other/x", `{}`}, {"topic/m1/t", `null`}, {"mirror/m", `[`},
 	}
 	for _, s := range seeds {
 		f.Add(s.key, []byte(s.value))
 	}
 	f.Fuzz(func(t *testing.T, key string, value []byte) {
-		mirrors, topics, parts, err := decodeState(map[string][]byte{key: value})
+		snap, err := DecodeState(map[string][]byte{key: value})
 		if err != nil {
 			if !strings.Contains(err.Error(), key) && !strings.Contains(err.Error(), "unknown key") {
 				t.Fatalf("error %q does not name key %q", err, key)
 			}
 			return
 		}
-		for _, v := range []any{mirrors, topics, parts} {
+		for _, v := range []any{snap.Mirrors, snap.Topics, snap.Partitions, snap.SyncedACLs} {
 			if _, err := json.Marshal(v); err != nil {
 				t.Fatalf("decoded %+v does not encode: %v", v, err)
 			}

@@ -50,6 +50,10 @@ type Mirror struct {
 	// LastSync is the last metadata sync pass's SyncResult as JSON, empty
 	// before the first.
 	LastSync json.RawMessage
+	// State is MirrorReady, or MirrorNeedsCredentials after a restore until
+	// the secrets in MissingCredentials are entered again.
+	State              MirrorState
+	MissingCredentials []string
 	// Status summarizes the mirror's topics and partitions.
 	Status    MirrorStatus
 	CreatedAt time.Time
@@ -57,8 +61,13 @@ type Mirror struct {
 }
 
 func mirrorOf(m repo.Mirror) Mirror {
-	return Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
+	out := Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
+		State: MirrorReady, MissingCredentials: m.MissingCredentials,
 		Status: emptyStatus(), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	if len(m.MissingCredentials) > 0 {
+		out.State = MirrorNeedsCredentials
+	}
+	return out
 }
 
 // WriteOpts are the query options of a mirror create or update.
@@ -296,6 +305,7 @@ func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
 	}
 	applySource(&m, src)
 	m.Config = cfg
+	m.MissingCredentials = stillMissing(m)
 	return m, nil
 }
 
@@ -374,6 +384,28 @@ func (s *Service) deleteMirror(ctx context.Context, name string) error {
 		}
 		for _, t := range topics {
 			if err := repo.OutboxInsert(ctx, tx, name, TopicKey(name, t.Topic), nil); err != nil {
+				return err
+			}
+		}
+		// The offset maps' chunks too, or a mirror later created under the
+		// same name would be restored with this one's runs.
+		chunks, err := repo.OffsetRunsChunks(ctx, tx, name, OffsetMapChunkWidth)
+		if err != nil {
+			return err
+		}
+		for id, cs := range chunks {
+			for _, c := range cs {
+				if err := repo.OutboxInsert(ctx, tx, name, OffsetMapKey(name, id.Topic, id.Partition, c), nil); err != nil {
+					return err
+				}
+			}
+		}
+		// And the synced-ACL set, which was published only if the sync
+		// ever created one.
+		if acls, err := repo.SyncedACLsList(ctx, tx, name); err != nil {
+			return err
+		} else if len(acls) > 0 {
+			if err := repo.OutboxInsert(ctx, tx, name, SyncedACLsKey(name), nil); err != nil {
 				return err
 			}
 		}

@@ -24,6 +24,8 @@ import (
 // oapi-codegen generators, too high a price for a test. Their
 // templates are parsed as Prometheus parses them (text/template, with
 // $labels and $value defined) and their durations with prometheus/common.
+// The PromQL itself is parsed by Prometheus's grammar from npm in
+// TestMonitoringExamplesParse; here only its brackets and metric names.
 
 type ruleFile struct {
 	Groups []struct {

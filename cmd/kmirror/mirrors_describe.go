@@ -30,7 +30,7 @@ const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
 func (c *mirrorsCLI) describe(ctx context.Context) error {
 	params := &client.ListPartitionsParams{Mirror: ptrOrNil(c.opts.mirror), Topic: ptrOrNil(c.opts.topic)}
 	if c.opts.failed {
-		params.State = ptr(client.ListPartitionsParamsStateFAILED)
+		params.State = ptr(client.PartitionStateFailed)
 	}
 	rows, raw, err := c.listPartitions(ctx, params)
 	if err != nil {
@@ -137,7 +137,7 @@ func partitionNote(r client.PartitionRow) string {
 		// The state says work is under way: say so when nobody does it.
 		if !r.LeaseLive {
 			note := "no live owner: the state is what the last owner left, until another instance takes over"
-			if o, at := r.Owner, r.OwnerRenewedAt; o != "" && at != nil {
+			if o, at := val(r.Owner), r.OwnerRenewedAt; o != "" && at != nil {
 				note += fmt.Sprintf(" (%s last renewed %s)", o, at.Format(time.RFC3339Nano))
 			}
 			parts = append(parts, note)

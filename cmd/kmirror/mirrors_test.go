@@ -343,7 +343,7 @@ func TestDescribeTable(t *testing.T) {
 	}
 	// A MIRRORING row nobody renews says so; a FAILED one waits anyway.
 	orphan := row("m", "t", 3, n(10), n(10), n(0), "MIRRORING")
-	orphan.LeaseLive, orphan.Owner, orphan.OwnerRenewedAt = false, "i1", ptr(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	orphan.LeaseLive, orphan.Owner, orphan.OwnerRenewedAt = false, ptr("i1"), ptr(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	idle := row("m", "t", 4, n(10), n(10), n(0), "FAILED")
 	idle.LeaseLive = false
 	b.Reset()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -42,7 +43,9 @@ const sdkTestDir = "../../openapi/sdk-test"
 // with tsc --strict, and runs it with node against an in-process server
 // (kfake source and destination, API tokens) through a proxy that validates
 // every request and response against the spec: statuses, content types,
-// required fields, nullability, enums and date-times. It fails on any
+// required fields, nullability, enums and date-times, and each message of the
+// event streams it reads (a partition.state one and a resume with
+// Last-Event-ID among them). It fails on any
 // answer the spec does not describe and on any operation the program did not
 // call, so the spec, the generated types and the server cannot drift apart.
 //
@@ -82,6 +85,13 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 	if programErr != nil {
 		t.Fatal(programErr)
+	}
+	// The stream's messages were checked too, a state change and a resume
+	// among them.
+	events, resumed := v.streamed()
+	t.Logf("event stream messages checked, by kind: %v; on streams resumed with Last-Event-ID: %d", events, resumed)
+	if events["partition.state"] == 0 || resumed == 0 {
+		t.Errorf("the proxy checked %v stream messages (%d resumed): want a partition.state one and one after Last-Event-ID", events, resumed)
 	}
 	seen := v.seen()
 	var report []string
@@ -163,6 +173,10 @@ type specValidator struct {
 	mu       sync.Mutex
 	problems []string
 	statuses map[string][]int // operation id -> statuses seen
+	// events counts the stream messages checked, by kind; resumed those
+	// on streams opened with Last-Event-ID.
+	events  map[string]int
+	resumed int
 }
 
 type specRoute struct {
@@ -183,7 +197,7 @@ func newSpecValidator(t *testing.T, spec []byte) *specValidator {
 	}
 	// kin-openapi checks date-time only when asked.
 	openapi3.DefineStringFormatValidator("date-time", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringDateTime))
-	v := &specValidator{statuses: map[string][]int{}}
+	v := &specValidator{statuses: map[string][]int{}, events: map[string]int{}}
 	// regexp.QuoteMeta turns {name} into \{name\}: each becomes a group
 	// that stops at / and : (no name kmirror accepts has either).
 	param := regexp.MustCompile(`\\\{([^}\\]+)\\\}`)
@@ -216,6 +230,12 @@ func (v *specValidator) errors() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return slices.Clone(v.problems)
+}
+
+func (v *specValidator) streamed() (map[string]int, int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return maps.Clone(v.events), v.resumed
 }
 
 func (v *specValidator) seen() map[string][]int {
@@ -327,8 +347,16 @@ func (v *specValidator) checkResponse(ex *exchange, resp *http.Response) error {
 			v.fail("%s %d: text/event-stream is not documented", ex.name, resp.StatusCode)
 			return nil
 		}
+		resuming := ex.input.Request.Header.Get("Last-Event-ID") != ""
 		resp.Body = &sseChecker{ReadCloser: resp.Body, schema: media.Schema.Value, fail: func(err error) {
 			v.fail("%s: an event stream message breaks the spec: %v", ex.name, err)
+		}, checked: func(kind string) {
+			v.mu.Lock()
+			defer v.mu.Unlock()
+			v.events[kind]++
+			if resuming {
+				v.resumed++
+			}
 		}}
 		return nil
 	}
@@ -356,9 +384,10 @@ func truncate(b []byte, n int) string {
 // data against the schema of one message: {id, event, data}.
 type sseChecker struct {
 	io.ReadCloser
-	schema *openapi3.Schema
-	fail   func(error)
-	buf    []byte
+	schema  *openapi3.Schema
+	fail    func(error)
+	checked func(kind string) // each message that passed, by its event name
+	buf     []byte
 }
 
 func (c *sseChecker) Read(p []byte) (int, error) {
@@ -389,6 +418,9 @@ func (c *sseChecker) Read(p []byte) (int, error) {
 		msg["data"] = decoded
 		if err := c.schema.VisitJSON(msg, openapi3.MultiErrors()); err != nil {
 			c.fail(fmt.Errorf("%v: %s", err, block))
+		} else {
+			kind, _ := msg["event"].(string)
+			c.checked(kind)
 		}
 	}
 	return n, err

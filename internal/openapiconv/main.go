@@ -15,6 +15,13 @@
 //     PartitionStateFailed) lose the schema's name as a prefix (Failed),
 //     so generators that name members within the enum's type do not
 //     repeat it;
+//   - a schema whose properties are all marked x-one-of=P (a swag
+//     extensions tag) stands for "one of these": it becomes a oneOf of the
+//     properties' schemas with a discriminator on P, mapped from each
+//     member's enum of P (Swagger 2.0 has no oneOf);
+//   - a query or path parameter whose inline enum is exactly a named enum
+//     schema's refers to it instead (Swagger 2.0 parameters cannot refer
+//     to a schema), so clients type it with that enum, not a copy of it;
 //   - an operation that names no security scheme needs none, and says so
 //     (security: []), as the health checks do;
 //   - the servers are the document's own origin ("/") and the host the
@@ -30,7 +37,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -81,6 +90,10 @@ func convert(swagger []byte) ([]byte, error) {
 	bearerSchemes(doc3)
 	nullableValues(doc3)
 	enumVarNames(doc3)
+	if err := oneOfs(doc3); err != nil {
+		return nil, err
+	}
+	enumParams(doc3)
 	openOperations(doc3)
 	servers(doc3)
 	dropConversionMarkers(doc3)
@@ -200,6 +213,103 @@ func enumVarNames(doc *openapi3.T) {
 			ext["x-enum-comments"] = trimmed
 		}
 	}
+}
+
+// oneOfExtension marks each property of a schema that stands for a oneOf of
+// the properties' schemas; its value names the discriminator property.
+const oneOfExtension = "x-one-of"
+
+// oneOfs turns each schema whose properties all carry x-one-of=P into a
+// oneOf of the properties' schemas, with a discriminator on P whose mapping
+// lists every value of each member's P enum. A member without a required
+// enum of P, or a value two members claim, is an error: the discriminator
+// would not decide.
+func oneOfs(doc *openapi3.T) error {
+	for _, name := range componentNames(doc.Components.Schemas) {
+		s := doc.Components.Schemas[name].Value
+		if s == nil || len(s.Properties) == 0 {
+			continue
+		}
+		prop := ""
+		for _, p := range s.Properties {
+			var v string
+			if p.Value != nil {
+				v, _ = p.Value.Extensions[oneOfExtension].(string)
+			}
+			if v == "" || (prop != "" && v != prop) {
+				prop = ""
+				break
+			}
+			prop = v
+		}
+		if prop == "" {
+			continue
+		}
+		union := &openapi3.Schema{Description: s.Description, Extensions: map[string]any{},
+			Discriminator: &openapi3.Discriminator{PropertyName: prop, Mapping: map[string]openapi3.MappingRef{}}}
+		for _, field := range componentNames(s.Properties) {
+			ref := memberRef(s.Properties[field])
+			member := doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+			if ref == "" || member == nil || member.Value == nil {
+				return fmt.Errorf("schema %s: %s is not a reference to a schema", name, field)
+			}
+			d := member.Value.Properties[prop]
+			if !slices.Contains(member.Value.Required, prop) || d == nil || d.Value == nil || len(d.Value.Enum) == 0 {
+				return fmt.Errorf("schema %s: member %s has no required enum %s to tell it apart", name, ref, prop)
+			}
+			for _, e := range d.Value.Enum {
+				v := fmt.Sprint(e)
+				if _, dup := union.Discriminator.Mapping[v]; dup {
+					return fmt.Errorf("schema %s: %s %q is claimed by two members", name, prop, v)
+				}
+				union.Discriminator.Mapping[v] = openapi3.MappingRef{Ref: ref, Value: member.Value}
+			}
+			union.OneOf = append(union.OneOf, openapi3.NewSchemaRef(ref, member.Value))
+		}
+		doc.Components.Schemas[name].Value = union
+	}
+	return nil
+}
+
+// enumParams makes each parameter whose schema is an inline string enum
+// equal, value for value, to a named enum schema refer to that schema.
+func enumParams(doc *openapi3.T) {
+	named := map[string]string{} // the enum's values, joined -> schema name
+	for _, name := range componentNames(doc.Components.Schemas) {
+		if s := doc.Components.Schemas[name].Value; s != nil && s.Type.Is("string") && len(s.Enum) > 0 {
+			named[fmt.Sprint(s.Enum)] = name
+		}
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, p := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				if p.Value == nil || p.Value.Schema == nil || p.Value.Schema.Ref != "" || p.Value.Schema.Value == nil {
+					continue
+				}
+				s := p.Value.Schema.Value
+				if name, ok := named[fmt.Sprint(s.Enum)]; ok && len(s.Enum) > 0 && s.Type.Is("string") {
+					p.Value.Schema = openapi3.NewSchemaRef("#/components/schemas/"+name, doc.Components.Schemas[name].Value)
+				}
+			}
+		}
+	}
+}
+
+// memberRef is the schema a property refers to: directly, or through the
+// one-element allOf swag writes when a reference has extensions.
+func memberRef(p *openapi3.SchemaRef) string {
+	if p.Ref != "" {
+		return p.Ref
+	}
+	if p.Value != nil && len(p.Value.AllOf) == 1 {
+		return p.Value.AllOf[0].Ref
+	}
+	return ""
+}
+
+// componentNames returns a map's keys sorted, for a stable output.
+func componentNames[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // trimTypeName strips typeName from the front of a constant's name, when

@@ -80,7 +80,51 @@ func TestConvert(t *testing.T) {
 		strings.Contains(fmt.Sprint(names), "PartitionState") {
 		t.Errorf("PartitionState x-enum-varnames %v, want names without the type's", names)
 	}
+	for _, p := range doc.Paths.Find("/v1/partitions").Get.Parameters {
+		if p.Value.Name == "state" && p.Value.Schema.Ref != "#/components/schemas/PartitionState" {
+			t.Errorf("GET /v1/partitions state: schema %+v, want a reference to PartitionState", p.Value.Schema)
+		}
+	}
 	if len(doc.Servers) != 2 || doc.Servers[0].URL != "/" || strings.HasSuffix(doc.Servers[1].URL, "/") {
 		t.Errorf("servers %+v", doc.Servers)
+	}
+}
+
+// TestOneOfs: a schema whose properties are all marked x-one-of becomes a
+// oneOf of their schemas with a discriminator mapped from the members'
+// enums; a member without the enum, or two claiming one value, fail.
+func TestOneOfs(t *testing.T) {
+	member := func(kinds ...string) string {
+		return fmt.Sprintf(`{"type":"object","required":["kind"],"properties":{"kind":{"type":"string","enum":["%s"]}}}`,
+			strings.Join(kinds, `","`))
+	}
+	doc := func(a, b string) []byte {
+		return []byte(`{"swagger":"2.0","info":{"title":"t","version":"1"},
+			"paths":{"/u":{"get":{"responses":{"200":{"description":"u","schema":{"$ref":"#/definitions/U"}}}}}},
+			"definitions":{
+			"A":` + a + `,"B":` + b + `,
+			"U":{"type":"object","properties":{
+				"a":{"allOf":[{"$ref":"#/definitions/A"}],"x-one-of":"kind"},
+				"b":{"allOf":[{"$ref":"#/definitions/B"}],"x-one-of":"kind"}}}}}`)
+	}
+	out, err := convert(doc(member("a"), member("b1", "b2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := openapi3.NewLoader().LoadFromData(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := d.Components.Schemas["U"].Value
+	if len(u.OneOf) != 2 || u.OneOf[0].Ref != "#/components/schemas/A" || len(u.Properties) != 0 ||
+		u.Discriminator == nil || u.Discriminator.PropertyName != "kind" || len(u.Discriminator.Mapping) != 3 ||
+		u.Discriminator.Mapping["b2"].Ref != "#/components/schemas/B" {
+		t.Errorf("U: %s", out)
+	}
+	if _, err := convert(doc(member("a"), member("a", "b"))); err == nil || !strings.Contains(err.Error(), `"a" is claimed by two members`) {
+		t.Errorf("a value claimed twice: %v", err)
+	}
+	if _, err := convert(doc(member("a"), `{"type":"object"}`)); err == nil || !strings.Contains(err.Error(), "no required enum kind") {
+		t.Errorf("a member without the enum: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,6 +114,54 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MirrorState.
+const (
+	MirrorStateNeedsCredentials MirrorState = "needs_credentials"
+	MirrorStateReady            MirrorState = "ready"
+)
+
+// Valid indicates whether the value is a known member of the MirrorState enum.
+func (e MirrorState) Valid() bool {
+	switch e {
+	case MirrorStateNeedsCredentials:
+		return true
+	case MirrorStateReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartitionOwnerEventKind.
+const (
+	PartitionOwnerEventKindPartitionOwner PartitionOwnerEventKind = "partition.owner"
+)
+
+// Valid indicates whether the value is a known member of the PartitionOwnerEventKind enum.
+func (e PartitionOwnerEventKind) Valid() bool {
+	switch e {
+	case PartitionOwnerEventKindPartitionOwner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartitionRealignedEventKind.
+const (
+	PartitionRealignedEventKindPartitionRealigned PartitionRealignedEventKind = "partition.realigned"
+)
+
+// Valid indicates whether the value is a known member of the PartitionRealignedEventKind enum.
+func (e PartitionRealignedEventKind) Valid() bool {
+	switch e {
+	case PartitionRealignedEventKindPartitionRealigned:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartitionState.
 const (
 	PartitionStateFailed    PartitionState = "FAILED"
@@ -143,6 +192,69 @@ func (e PartitionState) Valid() bool {
 	case PartitionStateStopping:
 		return true
 	case PartitionStateUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartitionStateEventKind.
+const (
+	PartitionStateEventKindPartitionState PartitionStateEventKind = "partition.state"
+)
+
+// Valid indicates whether the value is a known member of the PartitionStateEventKind enum.
+func (e PartitionStateEventKind) Valid() bool {
+	switch e {
+	case PartitionStateEventKindPartitionState:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PlainEventKind.
+const (
+	PlainEventKindMirrorCreated        PlainEventKind = "mirror.created"
+	PlainEventKindMirrorDeleted        PlainEventKind = "mirror.deleted"
+	PlainEventKindMirrorSyncRequested  PlainEventKind = "mirror.sync_requested"
+	PlainEventKindMirrorUpdated        PlainEventKind = "mirror.updated"
+	PlainEventKindStateRestored        PlainEventKind = "state.restored"
+	PlainEventKindTopicPartitionsAdded PlainEventKind = "topic.partitions_added"
+	PlainEventKindTopicsAdded          PlainEventKind = "topics.added"
+	PlainEventKindTopicsAutoAdded      PlainEventKind = "topics.auto_added"
+	PlainEventKindTopicsPaused         PlainEventKind = "topics.paused"
+	PlainEventKindTopicsRemoved        PlainEventKind = "topics.removed"
+	PlainEventKindTopicsResumed        PlainEventKind = "topics.resumed"
+	PlainEventKindTopicsSourceDeleted  PlainEventKind = "topics.source_deleted"
+)
+
+// Valid indicates whether the value is a known member of the PlainEventKind enum.
+func (e PlainEventKind) Valid() bool {
+	switch e {
+	case PlainEventKindMirrorCreated:
+		return true
+	case PlainEventKindMirrorDeleted:
+		return true
+	case PlainEventKindMirrorSyncRequested:
+		return true
+	case PlainEventKindMirrorUpdated:
+		return true
+	case PlainEventKindStateRestored:
+		return true
+	case PlainEventKindTopicPartitionsAdded:
+		return true
+	case PlainEventKindTopicsAdded:
+		return true
+	case PlainEventKindTopicsAutoAdded:
+		return true
+	case PlainEventKindTopicsPaused:
+		return true
+	case PlainEventKindTopicsRemoved:
+		return true
+	case PlainEventKindTopicsResumed:
+		return true
+	case PlainEventKindTopicsSourceDeleted:
 		return true
 	default:
 		return false
@@ -368,42 +480,6 @@ func (e TopicsAction) Valid() bool {
 	}
 }
 
-// Defines values for ListPartitionsParamsState.
-const (
-	ListPartitionsParamsStateFAILED    ListPartitionsParamsState = "FAILED"
-	ListPartitionsParamsStateMIRRORING ListPartitionsParamsState = "MIRRORING"
-	ListPartitionsParamsStatePAUSED    ListPartitionsParamsState = "PAUSED"
-	ListPartitionsParamsStatePAUSING   ListPartitionsParamsState = "PAUSING"
-	ListPartitionsParamsStatePREPARING ListPartitionsParamsState = "PREPARING"
-	ListPartitionsParamsStateSTOPPED   ListPartitionsParamsState = "STOPPED"
-	ListPartitionsParamsStateSTOPPING  ListPartitionsParamsState = "STOPPING"
-	ListPartitionsParamsStateUNKNOWN   ListPartitionsParamsState = "UNKNOWN"
-)
-
-// Valid indicates whether the value is a known member of the ListPartitionsParamsState enum.
-func (e ListPartitionsParamsState) Valid() bool {
-	switch e {
-	case ListPartitionsParamsStateFAILED:
-		return true
-	case ListPartitionsParamsStateMIRRORING:
-		return true
-	case ListPartitionsParamsStatePAUSED:
-		return true
-	case ListPartitionsParamsStatePAUSING:
-		return true
-	case ListPartitionsParamsStatePREPARING:
-		return true
-	case ListPartitionsParamsStateSTOPPED:
-		return true
-	case ListPartitionsParamsStateSTOPPING:
-		return true
-	case ListPartitionsParamsStateUNKNOWN:
-		return true
-	default:
-		return false
-	}
-}
-
 // AddTopicsRequest defines model for AddTopicsRequest.
 type AddTopicsRequest struct {
 	// Recreate Recreate, when restarting a stopped topic, drops and recreates the
@@ -444,112 +520,7 @@ type DesiredState string
 
 // Event defines model for Event.
 type Event struct {
-	// Actor Actor is the name of the API token that made the change
-	// ("anonymous" on a server without tokens); absent for what kmirror's
-	// workers did on their own.
-	//
-	// Example: ci
-	Actor *string `json:"actor,omitempty"`
-
-	// At Example: 2026-01-02T15:04:05Z
-	At time.Time `json:"at"`
-
-	// Data Data holds the kind's details as typed fields, when it has any:
-	// partition.state has mirror, topic, partition, from, to, epoch, owner,
-	// reason (when known) and error (to FAILED); partition.owner has mirror,
-	// topic, partition, state, epoch, owner and previous_owner (when known);
-	// partition.realigned has mirror, topic, partition, state, epoch, owner
-	// and cause. The other kinds have none.
-	Data *EventData `json:"data,omitempty"`
-
-	// Id ID orders the events; the stream's id, for Last-Event-ID.
-	//
-	// Example: 42
-	Id int `json:"id"`
-
-	// Kind Example: topics.added
-	Kind EventKind `json:"kind"`
-
-	// Message Message says what happened, in words.
-	//
-	// Example: added topics orders, payments
-	Message string `json:"message"`
-
-	// Mirror Example: m1
-	Mirror *string `json:"mirror,omitempty"`
-
-	// Partition Example: 0
-	Partition *int `json:"partition,omitempty"`
-
-	// RemoteAddr RemoteAddr is the address the change came from.
-	//
-	// Example: 10.0.0.7
-	RemoteAddr *string `json:"remote_addr,omitempty"`
-
-	// RequestId RequestID is the change's API request id (X-Request-Id, and the
-	// request_id of the server's log line).
-	//
-	// Example: 4bf92f3577b34da6
-	RequestId *string `json:"request_id,omitempty"`
-
-	// Topic Example: orders
-	Topic *string `json:"topic,omitempty"`
-}
-
-// EventData defines model for EventData.
-type EventData struct {
-	// Cause Cause says why a partition re-aligned in place (partition.realigned).
-	Cause *string `json:"cause,omitempty"`
-
-	// Epoch Epoch is the partition lease's epoch: it grows with each new owner.
-	//
-	// Example: 3
-	Epoch *int `json:"epoch,omitempty"`
-
-	// Error Error is the FAILED cause (partition.state to FAILED).
-	Error *string `json:"error,omitempty"`
-
-	// From From is the state left (partition.state); UNKNOWN for a partition
-	// that had none.
-	//
-	// Example: PREPARING
-	From *PartitionState `json:"from,omitempty"`
-
-	// Mirror Mirror, Topic and Partition name the partition (the event's own).
-	//
-	// Example: m1
-	Mirror *string `json:"mirror,omitempty"`
-
-	// Owner Owner is the instance holding the partition's lease.
-	//
-	// Example: kmirror-0-4211
-	Owner *string `json:"owner,omitempty"`
-
-	// Partition Example: 0
-	Partition *int `json:"partition,omitempty"`
-
-	// PreviousOwner PreviousOwner is the instance that held it before (partition.owner).
-	//
-	// Example: kmirror-1-3877
-	PreviousOwner *string `json:"previous_owner,omitempty"`
-
-	// Reason Reason says why the state changed (partition.state), when known.
-	//
-	// Example: aligned
-	Reason *string `json:"reason,omitempty"`
-
-	// State State is the state kept (partition.owner, partition.realigned).
-	//
-	// Example: MIRRORING
-	State *PartitionState `json:"state,omitempty"`
-
-	// To To is the state entered (partition.state).
-	//
-	// Example: MIRRORING
-	To *PartitionState `json:"to,omitempty"`
-
-	// Topic Example: orders
-	Topic *string `json:"topic,omitempty"`
+	union json.RawMessage
 }
 
 // EventKind defines model for EventKind.
@@ -557,7 +528,6 @@ type EventKind string
 
 // EventStreamMessage defines model for EventStreamMessage.
 type EventStreamMessage struct {
-	// Data Data is the event, as one line of JSON.
 	Data Event `json:"data"`
 
 	// Event Event is the SSE event name: the event's kind.
@@ -713,9 +683,22 @@ type Mirror struct {
 	// LastSync LastSync is the result of the last metadata sync pass, if any.
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
+	// MissingCredentials MissingCredentials names the source secrets still to be set again
+	// (sasl_password, tls_key_pem); empty when ready.
+	MissingCredentials []string `json:"missing_credentials"`
+
 	// Name Example: m1
 	Name   string     `json:"name"`
 	Source SourceView `json:"source"`
+
+	// State State is needs_credentials after kmirror restore for a mirror that
+	// had secrets: __mirror_state never carries them, so its partitions and
+	// metadata sync wait (they keep their restored state and are not
+	// leased) until a PATCH sets every secret in missing_credentials; then
+	// it is ready and they resume.
+	//
+	// Example: ready
+	State MirrorState `json:"state"`
 
 	// Status Status summarizes the mirror's topics and partitions.
 	Status MirrorStatus `json:"status"`
@@ -728,6 +711,9 @@ type Mirror struct {
 type MirrorList struct {
 	Mirrors []Mirror `json:"mirrors"`
 }
+
+// MirrorState defines model for MirrorState.
+type MirrorState string
 
 // MirrorStatus defines model for MirrorStatus.
 type MirrorStatus struct {
@@ -769,6 +755,173 @@ type PartitionList struct {
 	Partitions []PartitionRow `json:"partitions"`
 }
 
+// PartitionOwnerData defines model for PartitionOwnerData.
+type PartitionOwnerData struct {
+	// Epoch Epoch is the new lease's epoch.
+	//
+	// Example: 4
+	Epoch int `json:"epoch"`
+
+	// Mirror Example: m1
+	Mirror string `json:"mirror"`
+
+	// Owner Owner is the new owner; null when no instance holds the lease.
+	//
+	// Example: kmirror-0-4211
+	Owner *string `json:"owner"`
+
+	// Partition Example: 0
+	Partition int `json:"partition"`
+
+	// PreviousOwner PreviousOwner is the instance that held it before; null when not
+	// known.
+	//
+	// Example: kmirror-1-3877
+	PreviousOwner *string `json:"previous_owner"`
+
+	// State State is the state kept.
+	//
+	// Example: MIRRORING
+	State PartitionState `json:"state"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+}
+
+// PartitionOwnerEvent defines model for PartitionOwnerEvent.
+type PartitionOwnerEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
+	// At Example: 2026-01-02T15:04:05Z
+	At   time.Time          `json:"at"`
+	Data PartitionOwnerData `json:"data"`
+
+	// Id ID orders the events; the stream's id, for Last-Event-ID.
+	//
+	// Example: 42
+	Id int `json:"id"`
+
+	// Kind Example: partition.owner
+	Kind PartitionOwnerEventKind `json:"kind"`
+
+	// Message Message says what happened, in words.
+	//
+	// Example: added topics orders, payments
+	Message string `json:"message"`
+
+	// Mirror Mirror, Topic and Partition are absent for events without one.
+	//
+	// Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// PartitionOwnerEventKind Example: partition.owner
+type PartitionOwnerEventKind string
+
+// PartitionRealignedData defines model for PartitionRealignedData.
+type PartitionRealignedData struct {
+	// Cause Cause says why the partition re-aligned.
+	//
+	// Example: records removed by retention
+	Cause string `json:"cause"`
+
+	// Epoch Example: 3
+	Epoch int `json:"epoch"`
+
+	// Mirror Example: m1
+	Mirror string `json:"mirror"`
+
+	// Owner Owner is the lease holder that re-aligned it; null when none.
+	//
+	// Example: kmirror-0-4211
+	Owner *string `json:"owner"`
+
+	// Partition Example: 0
+	Partition int `json:"partition"`
+
+	// State State is the state kept.
+	//
+	// Example: MIRRORING
+	State PartitionState `json:"state"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+}
+
+// PartitionRealignedEvent defines model for PartitionRealignedEvent.
+type PartitionRealignedEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
+	// At Example: 2026-01-02T15:04:05Z
+	At   time.Time              `json:"at"`
+	Data PartitionRealignedData `json:"data"`
+
+	// Id ID orders the events; the stream's id, for Last-Event-ID.
+	//
+	// Example: 42
+	Id int `json:"id"`
+
+	// Kind Example: partition.realigned
+	Kind PartitionRealignedEventKind `json:"kind"`
+
+	// Message Message says what happened, in words.
+	//
+	// Example: added topics orders, payments
+	Message string `json:"message"`
+
+	// Mirror Mirror, Topic and Partition are absent for events without one.
+	//
+	// Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// PartitionRealignedEventKind Example: partition.realigned
+type PartitionRealignedEventKind string
+
 // PartitionRow defines model for PartitionRow.
 type PartitionRow struct {
 	// DestinationOffset DestinationOffset is the destination end offset, when known.
@@ -804,10 +957,11 @@ type PartitionRow struct {
 	// Mirror Example: m1
 	Mirror string `json:"mirror"`
 
-	// Owner Owner is the instance holding the partition's lease; empty when none.
+	// Owner Owner is the instance holding (or, when lease_live is false, last
+	// holding) the partition's lease; null when none does.
 	//
 	// Example: vm-a
-	Owner string `json:"owner"`
+	Owner *string `json:"owner"`
 
 	// OwnerRenewedAt OwnerRenewedAt is when the owner last renewed its lease session;
 	// null without an owner.
@@ -875,6 +1029,153 @@ type PartitionStateCounts struct {
 	// UNKNOWN Example: 0
 	UNKNOWN *int `json:"UNKNOWN,omitempty"`
 }
+
+// PartitionStateData defines model for PartitionStateData.
+type PartitionStateData struct {
+	// Epoch Epoch is the epoch of the partition lease that made the change: it
+	// grows with each new owner.
+	//
+	// Example: 3
+	Epoch int `json:"epoch"`
+
+	// Error Error is the FAILED cause when To is FAILED; null otherwise.
+	//
+	// Example: destination unreachable
+	Error *string `json:"error"`
+
+	// From From is the state left; UNKNOWN for a partition that had none.
+	//
+	// Example: PREPARING
+	From PartitionState `json:"from"`
+
+	// Mirror Example: m1
+	Mirror string `json:"mirror"`
+
+	// Owner Owner is the instance that held the partition's lease; null when
+	// none did.
+	//
+	// Example: kmirror-0-4211
+	Owner *string `json:"owner"`
+
+	// Partition Example: 0
+	Partition int `json:"partition"`
+
+	// Reason Reason says why the state changed; null when not known.
+	//
+	// Example: aligned
+	Reason *string `json:"reason"`
+
+	// To To is the state entered.
+	//
+	// Example: MIRRORING
+	To PartitionState `json:"to"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+}
+
+// PartitionStateEvent defines model for PartitionStateEvent.
+type PartitionStateEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
+	// At Example: 2026-01-02T15:04:05Z
+	At   time.Time          `json:"at"`
+	Data PartitionStateData `json:"data"`
+
+	// Id ID orders the events; the stream's id, for Last-Event-ID.
+	//
+	// Example: 42
+	Id int `json:"id"`
+
+	// Kind Example: partition.state
+	Kind PartitionStateEventKind `json:"kind"`
+
+	// Message Message says what happened, in words.
+	//
+	// Example: added topics orders, payments
+	Message string `json:"message"`
+
+	// Mirror Mirror, Topic and Partition are absent for events without one.
+	//
+	// Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// PartitionStateEventKind Example: partition.state
+type PartitionStateEventKind string
+
+// PlainEvent defines model for PlainEvent.
+type PlainEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
+	// At Example: 2026-01-02T15:04:05Z
+	At time.Time `json:"at"`
+
+	// Id ID orders the events; the stream's id, for Last-Event-ID.
+	//
+	// Example: 42
+	Id int `json:"id"`
+
+	// Kind Example: topics.added
+	Kind PlainEventKind `json:"kind"`
+
+	// Message Message says what happened, in words.
+	//
+	// Example: added topics orders, payments
+	Message string `json:"message"`
+
+	// Mirror Mirror, Topic and Partition are absent for events without one.
+	//
+	// Example: m1
+	Mirror *string `json:"mirror,omitempty"`
+
+	// Partition Example: 0
+	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
+
+	// Topic Example: orders
+	Topic *string `json:"topic,omitempty"`
+}
+
+// PlainEventKind Example: topics.added
+type PlainEventKind string
 
 // Problem defines model for Problem.
 type Problem struct {
@@ -1439,7 +1740,7 @@ type ListPartitionsParams struct {
 	Topic *string `form:"topic,omitempty" json:"topic,omitempty"`
 
 	// State Only partitions in this state
-	State *ListPartitionsParamsState `form:"state,omitempty" json:"state,omitempty"`
+	State *PartitionState `form:"state,omitempty" json:"state,omitempty"`
 
 	// Limit Most rows in the page
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1447,9 +1748,6 @@ type ListPartitionsParams struct {
 	// Cursor The next_cursor of the previous page, unchanged
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
-
-// ListPartitionsParamsState defines parameters for ListPartitions.
-type ListPartitionsParamsState string
 
 // CreateMirrorJSONRequestBody defines body for CreateMirror for application/json ContentType.
 type CreateMirrorJSONRequestBody = CreateMirrorRequest
@@ -1468,6 +1766,169 @@ type RemoveTopicsJSONRequestBody = TopicsRequest
 
 // ResumeTopicsJSONRequestBody defines body for ResumeTopics for application/json ContentType.
 type ResumeTopicsJSONRequestBody = TopicsRequest
+
+// AsPartitionOwnerEvent returns the union data inside the Event as a PartitionOwnerEvent
+func (t Event) AsPartitionOwnerEvent() (PartitionOwnerEvent, error) {
+	var body PartitionOwnerEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPartitionOwnerEvent overwrites any union data inside the Event as the provided PartitionOwnerEvent
+func (t *Event) FromPartitionOwnerEvent(v PartitionOwnerEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePartitionOwnerEvent performs a merge with any union data inside the Event, using the provided PartitionOwnerEvent
+func (t *Event) MergePartitionOwnerEvent(v PartitionOwnerEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPartitionRealignedEvent returns the union data inside the Event as a PartitionRealignedEvent
+func (t Event) AsPartitionRealignedEvent() (PartitionRealignedEvent, error) {
+	var body PartitionRealignedEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPartitionRealignedEvent overwrites any union data inside the Event as the provided PartitionRealignedEvent
+func (t *Event) FromPartitionRealignedEvent(v PartitionRealignedEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePartitionRealignedEvent performs a merge with any union data inside the Event, using the provided PartitionRealignedEvent
+func (t *Event) MergePartitionRealignedEvent(v PartitionRealignedEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPartitionStateEvent returns the union data inside the Event as a PartitionStateEvent
+func (t Event) AsPartitionStateEvent() (PartitionStateEvent, error) {
+	var body PartitionStateEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPartitionStateEvent overwrites any union data inside the Event as the provided PartitionStateEvent
+func (t *Event) FromPartitionStateEvent(v PartitionStateEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePartitionStateEvent performs a merge with any union data inside the Event, using the provided PartitionStateEvent
+func (t *Event) MergePartitionStateEvent(v PartitionStateEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsPlainEvent returns the union data inside the Event as a PlainEvent
+func (t Event) AsPlainEvent() (PlainEvent, error) {
+	var body PlainEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPlainEvent overwrites any union data inside the Event as the provided PlainEvent
+func (t *Event) FromPlainEvent(v PlainEvent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePlainEvent performs a merge with any union data inside the Event, using the provided PlainEvent
+func (t *Event) MergePlainEvent(v PlainEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Event) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"kind"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t Event) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "mirror.created":
+		return t.AsPlainEvent()
+	case "mirror.deleted":
+		return t.AsPlainEvent()
+	case "mirror.sync_requested":
+		return t.AsPlainEvent()
+	case "mirror.updated":
+		return t.AsPlainEvent()
+	case "partition.owner":
+		return t.AsPartitionOwnerEvent()
+	case "partition.realigned":
+		return t.AsPartitionRealignedEvent()
+	case "partition.state":
+		return t.AsPartitionStateEvent()
+	case "state.restored":
+		return t.AsPlainEvent()
+	case "topic.partitions_added":
+		return t.AsPlainEvent()
+	case "topics.added":
+		return t.AsPlainEvent()
+	case "topics.auto_added":
+		return t.AsPlainEvent()
+	case "topics.paused":
+		return t.AsPlainEvent()
+	case "topics.removed":
+		return t.AsPlainEvent()
+	case "topics.resumed":
+		return t.AsPlainEvent()
+	case "topics.source_deleted":
+		return t.AsPlainEvent()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t Event) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Event) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -1560,7 +2021,7 @@ type ClientInterface interface {
 	// StreamEvents Stream events (server-sent events)
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
-	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
@@ -1615,14 +2076,14 @@ type ClientInterface interface {
 
 	// GetMirror Get a mirror
 	//
-	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 	//
 	// Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 	GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateMirrorWithBody Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1631,7 +2092,7 @@ type ClientInterface interface {
 
 	// UpdateMirror Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1792,7 +2253,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // StreamEvents Stream events (server-sent events)
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
-// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
@@ -1917,7 +2378,7 @@ func (c *Client) DeleteMirror(ctx context.Context, mirror string, params *Delete
 
 // GetMirror Get a mirror
 //
-// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 //
 // Corresponds with GET /v1/mirrors/{mirror} (the `GetMirror` operationId).
 func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1934,7 +2395,7 @@ func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...Req
 
 // UpdateMirrorWithBody Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1953,7 +2414,7 @@ func (c *Client) UpdateMirrorWithBody(ctx context.Context, mirror string, params
 
 // UpdateMirror Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3423,7 +3884,7 @@ type ClientWithResponsesInterface interface {
 	// StreamEventsWithResponse Stream events (server-sent events)
 	//
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
-	// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
@@ -3488,7 +3949,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetMirrorWithResponse Get a mirror
 	//
-	// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+	// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3497,7 +3958,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithBodyWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3506,7 +3967,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5335,7 +5796,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // StreamEventsWithResponse Stream events (server-sent events)
 //
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
-// An Event's own data holds its kind's details as typed fields (EventData): a partition.state event has from, to, reason, epoch and owner besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
@@ -5442,7 +5903,7 @@ func (c *ClientWithResponses) DeleteMirrorWithResponse(ctx context.Context, mirr
 
 // GetMirrorWithResponse Get a mirror
 //
-// The mirror's source (secrets only as whether they are set), its config and effective config, its status and its last metadata sync pass.
+// The mirror's source (secrets only as whether they are set), its state (needs_credentials after a restore until its secrets are set again), its config and effective config, its status and its last metadata sync pass.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -5457,7 +5918,7 @@ func (c *ClientWithResponses) GetMirrorWithResponse(ctx context.Context, mirror 
 
 // UpdateMirrorWithBodyWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -5472,7 +5933,7 @@ func (c *ClientWithResponses) UpdateMirrorWithBodyWithResponse(ctx context.Conte
 
 // UpdateMirrorWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written.
+// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -190,7 +190,9 @@ async function main(): Promise<void> {
     check(t?.desired_state === "mirroring" && t.replication_factor === -1 && t.partitions === 3, `list topics: ${JSON.stringify(t)}`);
 
     const rows = await waitFor(mirror, topic, "MIRRORING");
-    check(rows.every((r) => r.error === null && typeof r.lease_live === "boolean"), `describe: ${JSON.stringify(rows)}`);
+    // A leased partition names its owner; nobody's would be null, never "".
+    check(rows.every((r) => r.error === null && r.lease_live && typeof r.owner === "string" && r.owner !== ""),
+      `describe: ${JSON.stringify(rows)}`);
     const detail = await admin.GET("/v1/mirrors/{mirror}/topics/{topic}", { params: { path: { mirror, topic } } });
     check(detail.data?.partition_rows.length === 3 && detail.data.states.MIRRORING === 3, "get topic");
     expectProblem(
@@ -309,20 +311,42 @@ async function main(): Promise<void> {
     check(sync.data?.trigger === "request" && typeof sync.data.ok === "boolean", `sync: ${JSON.stringify(sync.error)}`);
     check(!Number.isNaN(new Date(sync.data.finished_at).getTime()), "sync: finished_at");
 
-    // The stream never ends: read it as a stream, up to the first event.
-    const abort = new AbortController();
-    const stream = await admin.GET("/v1/events", {
-      params: { query: { mirror, since: 0 } },
-      parseAs: "stream",
-      signal: abort.signal,
-    });
-    check(stream.response.headers.get("Content-Type") === "text/event-stream", "events: content type");
-    const body = stream.data;
-    check(body !== undefined && body !== null, "events: no body");
-    const message = await firstMessage(body);
-    abort.abort();
-    check(message.event === message.data.kind && message.id === String(message.data.id), `events: ${JSON.stringify(message)}`);
-    check(message.data.kind === "mirror.created" && message.data.mirror === mirror, `events: first ${JSON.stringify(message)}`);
+    // The stream never ends: read it as a stream, from the start, until a
+    // partition state change has passed.
+    const msgs = await readEvents({ query: { mirror, since: 0 } }, (got) =>
+      got.length >= 4 && got.some((m) => m.data.kind === "partition.state"));
+    const first = msgs[0];
+    check(first?.data.kind === "mirror.created" && first.data.mirror === mirror, `events: first ${JSON.stringify(first)}`);
+    let prev = 0;
+    for (const m of msgs) {
+      check(m.event === m.data.kind && m.id === String(m.data.id) && m.data.id > prev, `events: ${JSON.stringify(m)}`);
+      prev = m.data.id;
+    }
+    // The kind narrows the event: a state change's fields are typed and
+    // required, with null where a value is absent.
+    const change = msgs.map((m) => m.data).find((e) => e.kind === "partition.state");
+    check(change !== undefined && change.kind === "partition.state", "events: no partition.state");
+    const d: Schemas["PartitionStateData"] = change.data;
+    const from: PartitionState = d.from;
+    const to: PartitionState = d.to;
+    const owner: string | null = d.owner;
+    check(d.mirror === mirror && d.topic === topic && change.partition === d.partition && d.epoch > 0,
+      `partition.state: ${JSON.stringify(change)}`);
+    check(from !== to && typeof owner === "string" && owner !== "" && (to === "FAILED") === (d.error !== null),
+      `partition.state: ${JSON.stringify(change)}`);
+    check(change.message.includes(`${from} → ${to}`), `partition.state message: ${change.message}`);
+
+    // Resuming with Last-Event-ID gives exactly the events after that id.
+    const after = msgs[1];
+    check(after !== undefined, "events: a second message");
+    const resumed = await readEvents(
+      { query: { mirror }, header: { "Last-Event-ID": after.id } },
+      (got) => got.length >= 2,
+    );
+    const ids = (list: StreamMessage[]) => list.map((m) => m.id).join();
+    const n = Math.min(resumed.length, msgs.length - 2);
+    check(n >= 2 && ids(resumed.slice(0, n)) === ids(msgs.slice(2, 2 + n)),
+      `resume after ${after.id}: ${ids(resumed)}, want the ids after it, ${ids(msgs.slice(2))}`);
     expectProblem(
       "events after a bad id",
       await admin.GET("/v1/events", { params: { header: { "Last-Event-ID": "x" } } }),
@@ -353,33 +377,52 @@ async function main(): Promise<void> {
   console.log("every operation answered as the spec says");
 }
 
-// firstMessage reads server-sent events up to the first message with data,
-// skipping keep-alive comments, and types it by the spec.
-async function firstMessage(body: ReadableStream<Uint8Array>): Promise<Schemas["EventStreamMessage"]> {
+type StreamMessage = Schemas["EventStreamMessage"];
+
+// readEvents opens the event stream and reads server-sent events, skipping
+// keep-alive comments, until enough(messages) says so (at most 30s), then
+// closes it. Each message is typed by the spec.
+async function readEvents(
+  params: { query: { mirror: string; since?: number }; header?: { "Last-Event-ID": string } },
+  enough: (got: StreamMessage[]) => boolean,
+): Promise<StreamMessage[]> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), 30_000);
+  const stream = await admin.GET("/v1/events", { params, parseAs: "stream", signal: abort.signal });
+  check(stream.response.headers.get("Content-Type") === "text/event-stream", "events: content type");
+  const body = stream.data;
+  check(body !== undefined && body !== null, "events: no body");
   const reader = body.getReader();
   const decoder = new TextDecoder();
+  const got: StreamMessage[] = [];
   let buf = "";
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("events: the stream ended");
-    buf += decoder.decode(value, { stream: true });
-    let end: number;
-    while ((end = buf.indexOf("\n\n")) >= 0) {
-      const block = buf.slice(0, end);
-      buf = buf.slice(end + 2);
-      const fields = new Map<string, string>();
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) continue;
-        const i = line.indexOf(": ");
-        if (i > 0) fields.set(line.slice(0, i), line.slice(i + 2));
+  try {
+    while (!enough(got)) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`events: the stream ended after ${got.length} message(s)`);
+      buf += decoder.decode(value, { stream: true });
+      let end: number;
+      while ((end = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const fields = new Map<string, string>();
+        for (const line of block.split("\n")) {
+          if (line.startsWith(":")) continue;
+          const i = line.indexOf(": ");
+          if (i > 0) fields.set(line.slice(0, i), line.slice(i + 2));
+        }
+        const data = fields.get("data");
+        if (data === undefined) continue;
+        const event: Schemas["Event"] = JSON.parse(data);
+        got.push({ id: fields.get("id") ?? "", event: fields.get("event") as Schemas["EventKind"], data: event });
       }
-      const data = fields.get("data");
-      if (data === undefined) continue;
-      await reader.cancel();
-      const event: Schemas["Event"] = JSON.parse(data);
-      return { id: fields.get("id") ?? "", event: fields.get("event") as Schemas["EventKind"], data: event };
     }
+  } finally {
+    clearTimeout(timer);
+    await reader.cancel().catch(() => {});
+    abort.abort();
   }
+  return got;
 }
 
 main().catch((err: unknown) => {

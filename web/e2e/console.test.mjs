@@ -33,6 +33,7 @@ let browser;
 let page;
 const pageErrors = [];
 let refusingEvents = false; // the live test's refused streams log net::ERR_FAILED
+const topicActions = []; // the topic actions the console posted (method and URL)
 
 before(async () => {
   browser = await chromium.launch({
@@ -41,6 +42,9 @@ before(async () => {
       '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
   });
   page = await newPage(DESKTOP);
+  page.on('request', (r) => {
+    if (r.method() === 'POST' && /\/topics:/.test(r.url())) topicActions.push(new URL(r.url()));
+  });
   await signIn(page, env('KMIRROR_ADMIN_TOKEN'));
 });
 
@@ -78,6 +82,14 @@ async function shot(p, name) {
 
 const topicItem = (p, topic) => p.locator(`li.topic[data-topic="${topic}"]`);
 const dialog = (p) => p.getByRole('dialog');
+
+// waitedFor reads what an action's dialog shows of the server's ?wait
+// answer: one line per topic, "ready/total STATE [n FAILED] topic".
+async function waitedFor(dlg, target) {
+  const list = dlg.getByRole('list', { name: `Partitions ${target} per topic` });
+  await list.waitFor(LONG);
+  return (await list.locator('li').allInnerTexts()).map((t) => t.replace(/\s+/g, ' ').trim());
+}
 
 async function expand(p, topic) {
   const toggle = topicItem(p, topic).getByRole('button', { name: topic, exact: true });
@@ -152,6 +164,14 @@ test('add topics by regex after seeing the preview', async () => {
   assert.deepEqual(rows.map((r) => r.replace(/\s+/g, ' ').trim()), ['orders 3', 'payments 2']);
   await dlg.getByRole('button', { name: 'Add 2 topic(s)' }).click();
   await dlg.getByText('Added 2 topic(s) to web: orders, payments.').waitFor(LONG);
+  // The add waited for the partitions (?wait): the dialog shows the server's counts.
+  assert.deepEqual(await waitedFor(dlg, 'MIRRORING'), ['3/3 MIRRORING orders', '2/2 MIRRORING payments']);
+  await dlg.getByText(/Every partition is MIRRORING \(after [\d.]+ s\)\./).waitFor();
+  // Previews are dry runs, which change nothing and so wait for nothing.
+  const add = topicActions.filter((u) => u.pathname.endsWith('topics:add'));
+  assert.deepEqual(add.map((u) => [u.searchParams.get('dry_run'), u.searchParams.get('wait')]),
+    [['true', null], ['true', null], [null, '20s']], `the console's topics:add calls: ${add}`);
+  await shot(page, 'add-topics-waited-desktop');
   await dlg.getByRole('button', { name: 'Close' }).click();
   await topicItem(page, 'orders').waitFor();
   await topicItem(page, 'payments').waitFor();
@@ -181,6 +201,7 @@ test('pause: the state and the chart change without a reload', async () => {
   await dlg.getByText('Mirroring of orders (3 partitions) stops').waitFor();
   await dlg.getByRole('button', { name: 'Pause', exact: true }).click();
   await dlg.getByText('Paused orders.').waitFor(LONG);
+  assert.deepEqual(await waitedFor(dlg, 'PAUSED'), ['3/3 PAUSED orders']);
   await dlg.getByRole('button', { name: 'Close' }).click();
   await item.getByText('PAUSED 3').waitFor(LONG);
   // The demo keeps producing, so the lag line climbs while paused.
@@ -199,8 +220,39 @@ test('resume', async () => {
   const dlg = dialog(page);
   await dlg.getByRole('button', { name: 'Resume', exact: true }).click();
   await dlg.getByText('Resumed orders.').waitFor(LONG);
+  assert.deepEqual(await waitedFor(dlg, 'MIRRORING'), ['3/3 MIRRORING orders']);
   await dlg.getByRole('button', { name: 'Close' }).click();
   await item.getByText('MIRRORING 3').waitFor(LONG);
+});
+
+test('an action whose wait runs out shows the counts so far and says the rest continue', async () => {
+  // The console asks for ?wait=20s; here the server is asked for 0s, so it
+  // answers at once, before any partition is PAUSED.
+  const isPause = (url) => url.pathname.endsWith('/topics:pause');
+  await page.route(isPause, (route) => {
+    const url = new URL(route.request().url());
+    url.searchParams.set('wait', '0s');
+    return route.continue({ url: url.toString() });
+  });
+  try {
+    const item = topicItem(page, 'orders');
+    await item.getByRole('group', { name: 'Actions for orders' }).getByRole('button', { name: 'Pause' }).click();
+    const dlg = dialog(page);
+    await dlg.getByRole('button', { name: 'Pause', exact: true }).click();
+    await dlg.getByText(/^Paused orders\. Not every partition is PAUSED after [\d.]+ s; the rest continue in the background\.$/).waitFor(LONG);
+    const [line] = await waitedFor(dlg, 'PAUSED');
+    assert.match(line, /^[0-2]\/3 PAUSED orders$/);
+    await dlg.getByRole('button', { name: 'Close' }).click();
+    await item.getByText('PAUSED 3').waitFor(LONG);
+  } finally {
+    await page.unroute(isPause);
+  }
+  const res = await fetch(`${base}/v1/mirrors/web/topics:resume?wait=30s`, {
+    method: 'POST', body: '{"topic":"orders"}',
+    headers: { Authorization: `Bearer ${env('KMIRROR_ADMIN_TOKEN')}`, 'Content-Type': 'application/json' },
+  });
+  assert.equal((await res.json()).wait?.completed, true);
+  await topicItem(page, 'orders').getByText('MIRRORING 3').waitFor(LONG);
 });
 
 test('the mirror page reads every page of GET /v1/partitions', async () => {
@@ -284,7 +336,8 @@ test('fail over with the typed confirmation: STOPPED, then writable', async () =
   assert.equal(await confirm.isDisabled(), true, 'a wrong name enables the failover');
   await dlg.getByLabel('Type orders to confirm').fill('orders');
   await confirm.click();
-  await dlg.getByText('Removed orders from web.').waitFor(LONG);
+  await dlg.getByText('Removed orders from web;').waitFor(LONG);
+  assert.deepEqual(await waitedFor(dlg, 'STOPPED'), ['3/3 STOPPED orders']);
   await dlg.getByRole('button', { name: 'Close' }).click();
   await item.getByText('STOPPED 3').waitFor(LONG);
   // Writable: an independent client writes to the destination topic.
@@ -297,6 +350,11 @@ test('a restart after a foreign write shows the failing partition with its error
   const dlg = dialog(page);
   await dlg.getByRole('button', { name: 'Restart', exact: true }).click();
   await dlg.getByText('Restarted orders.').waitFor(LONG);
+  // The wait ends once the partitions that are not MIRRORING are FAILED:
+  // the dialog says so instead of promising MIRRORING.
+  assert.deepEqual(await waitedFor(dlg, 'MIRRORING'), ['2/3 MIRRORING 1 FAILED orders']);
+  await dlg.getByText(/1 partition\(s\) FAILED \(after [\d.]+ s\): see the partition table/).waitFor();
+  await shot(page, 'restart-waited-desktop');
   await dlg.getByRole('button', { name: 'Close' }).click();
   const attention = page.getByRole('region', { name: /partition\(s\) FAILED/ });
   await attention.waitFor(LONG);
@@ -430,7 +488,7 @@ test('delete a mirror: refused while topics are mirrored, done once they are sto
     dlg = dialog(page);
     await dlg.getByLabel(`Type ${topic} to confirm`).fill(topic);
     await dlg.getByRole('button', { name: 'Fail over' }).click();
-    await dlg.getByText(`Removed ${topic} from web.`).waitFor(LONG);
+    await dlg.getByText(`Removed ${topic} from web;`).waitFor(LONG);
     await dlg.getByRole('button', { name: 'Close' }).click();
   }
   await page.getByRole('button', { name: 'Delete mirror…' }).click();
@@ -451,4 +509,10 @@ test('a 401 takes the user back to the token prompt', async () => {
 
 test('no page error and no content-policy violation happened', () => {
   assert.deepEqual(pageErrors, []);
+});
+
+test('every topic action the console made waited for its partitions (?wait)', () => {
+  const acted = topicActions.filter((u) => u.searchParams.get('dry_run') !== 'true');
+  assert.ok(acted.length >= 9, `only ${acted.length} topic actions seen`);
+  assert.deepEqual(acted.filter((u) => u.searchParams.get('wait') !== '20s').map(String), []);
 });

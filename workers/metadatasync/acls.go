@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -55,10 +56,11 @@ func isReadOnlyACL(a aclEntry) bool {
 		a.permission == kmsg.ACLPermissionTypeDeny
 }
 
-// syncACLs copies to the destination the source's literal ACLs on the
-// mirror's topics and on the groups the offset sync covers (matching
-// groups.include, not groups.exclude) whose names match acls.include. kmirror
-// records each ACL it creates; one it created that the source has since
+// syncACLs copies to the destination the source's literal and prefixed
+// ACLs on the mirror's topics and on the groups the offset sync covers
+// (matching groups.include, not groups.exclude) whose names match
+// acls.include (copiesACL). kmirror records each ACL it creates, in
+// Postgres and in __mirror_state; one it created that the source has since
 // dropped is deleted. ACLs it did not create are never touched.
 func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 	if p.srcErr != nil {
@@ -119,13 +121,15 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 		if err := p.guard(); err != nil {
 			return err
 		}
-		for _, a := range create {
-			// Recorded before it is created: a crash in between leaves a
-			// record of an ACL that may not exist, never an ACL of ours
-			// that nobody knows about.
-			if err := repo.SyncedACLsInsert(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
-				return err
-			}
+		// Recorded (and queued for __mirror_state) before they are
+		// created: a crash in between leaves a record of an ACL that may
+		// not exist, never an ACL of ours that nobody knows about.
+		rows := make([]repo.SyncedACL, len(create))
+		for i, a := range create {
+			rows[i] = a.row()
+		}
+		if err := p.svc().RecordSyncedACLs(p.ctx, p.mirror.Name, rows); err != nil {
+			return err
 		}
 		var errs []error
 		err := p.within("destination create ACLs", func(ctx context.Context) (err error) {
@@ -171,7 +175,7 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 			}
 			o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "deleted", Detail: "no longer on the source"})
 		}
-		if err := repo.SyncedACLsDelete(p.ctx, s.cfg.Pool, p.mirror.Name, a.row()); err != nil {
+		if err := p.svc().ForgetSyncedACL(p.ctx, p.mirror.Name, a.row()); err != nil {
 			return err
 		}
 	}
@@ -179,15 +183,33 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 }
 
 // copiesACL says whether a source ACL is one the sync keeps on the
-// destination.
+// destination. Its name (a prefix, for a PREFIXED one) must match
+// acls.include. A LITERAL topic ACL must name a mirrored topic, a PREFIXED
+// one must cover at least one; a group ACL's name or prefix must match the
+// group filters. MATCH and ANY are only filters of Kafka's describe and
+// delete requests, never a stored binding, so a source cannot have one;
+// they, and any pattern type this kmirror does not know, are never copied.
+// Neither is kmirror's read-only ACL shape: on the destination it would be
+// indistinguishable from the read-only ACL of the mirror topic.
 func (p *syncPass) copiesACL(a aclEntry) bool {
-	if a.pattern != kmsg.ACLResourcePatternTypeLiteral || isReadOnlyACL(a) || !service.Matches(p.cfg.ACLsInclude, a.name) {
+	if isReadOnlyACL(a) || !service.Matches(p.cfg.ACLsInclude, a.name) {
+		return false
+	}
+	if a.pattern != kmsg.ACLResourcePatternTypeLiteral && a.pattern != kmsg.ACLResourcePatternTypePrefixed {
 		return false
 	}
 	switch a.resourceType {
 	case kmsg.ACLResourceTypeTopic:
-		_, ok := p.topics[a.name]
-		return ok
+		if a.pattern == kmsg.ACLResourcePatternTypeLiteral {
+			_, ok := p.topics[a.name]
+			return ok
+		}
+		for name := range p.topics {
+			if strings.HasPrefix(name, a.name) {
+				return true
+			}
+		}
+		return false
 	case kmsg.ACLResourceTypeGroup:
 		return service.Matches(p.cfg.GroupsInclude, a.name) && !service.Matches(p.cfg.GroupsExclude, a.name)
 	}

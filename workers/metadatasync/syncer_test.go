@@ -446,10 +446,10 @@ func TestSyncGroupOffsetsTransactional(t *testing.T) {
 	}
 }
 
-// TestSyncACLs: with an authorizer on both clusters, a source ACL on a
-// mirrored topic or a synced group is created on the destination and
-// deleted once the source drops it; local destination ACLs and kmirror's
-// read-only ACL survive every pass.
+// TestSyncACLs: with an authorizer on both clusters, a source ACL, literal
+// or prefixed, on a mirrored topic or a synced group is created on the
+// destination and deleted once the source drops it; local destination ACLs
+// (a prefixed one too) and kmirror's read-only ACL survive every pass.
 func TestSyncACLs(t *testing.T) {
 	t.Parallel()
 	const mech, user, pass = "SCRAM-SHA-256", "admin", "admin-secret"
@@ -492,17 +492,31 @@ func TestSyncACLs(t *testing.T) {
 		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead))
 	mustACLs(src, kadm.NewACLs().Topics("unmirrored").ResourcePatternType(kadm.ACLPatternLiteral).
 		Allow("User:carol").AllowHosts("*").Operations(kadm.OpRead))
-	mustACLs(src, kadm.NewACLs().Topics("orders").ResourcePatternType(kadm.ACLPatternPrefixed).
+	daveOrd := kadm.NewACLs().Topics("ord").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead)
+	mustACLs(src, daveOrd)
+	// Prefixes that cover no mirrored topic, or a group the filters exclude.
+	mustACLs(src, kadm.NewACLs().Topics("unm").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
+	mustACLs(src, kadm.NewACLs().Groups("private-").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
+	mustACLs(src, kadm.NewACLs().Groups("app-").ResourcePatternType(kadm.ACLPatternPrefixed).
 		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
 	// The source's own read-only ACL shape (it may itself be a mirror).
 	mustACLs(src, readOnlyACL("orders"))
 	mustACLs(dst, kadm.NewACLs().Topics("orders").ResourcePatternType(kadm.ACLPatternLiteral).
 		Allow("User:bob").AllowHosts("*").Operations(kadm.OpRead))
+	// A local prefixed ACL identical to nothing on the source.
+	mustACLs(dst, kadm.NewACLs().Topics("or").ResourcePatternType(kadm.ACLPatternPrefixed).
+		Allow("User:erin").AllowHosts("*").Operations(kadm.OpRead))
 
 	const (
 		aliceOrders = "TOPIC:orders:LITERAL:User:alice:*:READ:ALLOW"
 		aliceApp    = "GROUP:app:LITERAL:User:alice:*:READ:ALLOW"
+		daveAppPfx  = "GROUP:app-:PREFIXED:User:dave:*:READ:ALLOW"
 		bobOrders   = "TOPIC:orders:LITERAL:User:bob:*:READ:ALLOW"
+		daveOrdPfx  = "TOPIC:ord:PREFIXED:User:dave:*:READ:ALLOW"
+		erinOrPfx   = "TOPIC:or:PREFIXED:User:erin:*:READ:ALLOW"
 		readOnly    = "TOPIC:orders:LITERAL:User:*:*:WRITE:DENY"
 	)
 	destACLs := func() []string {
@@ -518,15 +532,18 @@ func TestSyncACLs(t *testing.T) {
 			created = append(created, it.Name)
 		}
 	}
-	if !slices.Equal(created, []string{aliceApp, aliceOrders}) {
-		t.Fatalf("created ACLs %v, want [%s %s]; items %+v", created, aliceApp, aliceOrders, res.ACLs.Items)
+	if want := sorted(aliceApp, daveAppPfx, aliceOrders, daveOrdPfx); !slices.Equal(created, want) {
+		t.Fatalf("created ACLs %v, want %v; items %+v", created, want, res.ACLs.Items)
 	}
-	if got, want := destACLs(), []string{aliceApp, readOnly, aliceOrders, bobOrders}; !slices.Equal(got, want) {
+	if got, want := destACLs(), sorted(aliceApp, daveAppPfx, erinOrPfx, daveOrdPfx, readOnly, aliceOrders, bobOrders); !slices.Equal(got, want) {
 		t.Fatalf("destination ACLs %v, want %v", got, want)
 	}
 
-	// Dropped on the source: the copy goes, nothing else does.
+	// Dropped on the source: the copies go, nothing else does.
 	if _, err := src.DeleteACLs(ctx, aliceTopic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.DeleteACLs(ctx, daveOrd); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := src.DeleteACLs(ctx, readOnlyACL("orders")); err != nil {
@@ -534,25 +551,48 @@ func TestSyncACLs(t *testing.T) {
 	}
 	res = env.syncNow("m1")
 	mustOK(t, res)
-	if it := findItem(t, "acls", res.ACLs, aliceOrders); it.Action != "deleted" || len(res.ACLs.Items) != 1 {
+	if it := findItem(t, "acls", res.ACLs, aliceOrders); it.Action != "deleted" || len(res.ACLs.Items) != 2 {
 		t.Fatalf("acls items %+v", res.ACLs.Items)
 	}
-	if got, want := destACLs(), []string{aliceApp, readOnly, bobOrders}; !slices.Equal(got, want) {
-		t.Fatalf("destination ACLs %v, want %v", got, want)
+	if it := findItem(t, "acls", res.ACLs, daveOrdPfx); it.Action != "deleted" {
+		t.Fatalf("acls items %+v", res.ACLs.Items)
+	}
+	kept := sorted(aliceApp, daveAppPfx, erinOrPfx, readOnly, bobOrders)
+	if got := destACLs(); !slices.Equal(got, kept) {
+		t.Fatalf("destination ACLs %v, want %v", got, kept)
 	}
 	res = env.syncNow("m1")
 	mustOK(t, res)
 	if len(res.ACLs.Items) != 0 {
 		t.Fatalf("third pass changed ACLs: %+v", res.ACLs.Items)
 	}
-	if got, want := destACLs(), []string{aliceApp, readOnly, bobOrders}; !slices.Equal(got, want) {
-		t.Fatalf("destination ACLs %v, want %v", got, want)
+	if got := destACLs(); !slices.Equal(got, kept) {
+		t.Fatalf("destination ACLs %v, want %v", got, kept)
 	}
 	tracked, err := repo.SyncedACLsList(ctx, env.Pool, "m1")
-	if err != nil || len(tracked) != 1 || tracked[0].ResourceName != "app" {
+	if err != nil || len(tracked) != 2 || tracked[0].ResourceType != "GROUP" || tracked[1].ResourceType != "GROUP" {
 		t.Fatalf("tracked ACLs %+v %v", tracked, err)
 	}
+	// Every change of the set was queued for __mirror_state, the last one
+	// being the current set.
+	rows, err := repo.OutboxList(ctx, env.Pool, repo.OutboxListParams{Mirror: "m1", Limit: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last service.SyncedACLsRecord
+	for _, r := range rows {
+		if r.Key == service.SyncedACLsKey("m1") {
+			if err := json.Unmarshal(r.Value, &last); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(last.ACLs) != 2 || last.ACLs[0].PatternType == last.ACLs[1].PatternType {
+		t.Fatalf("last synced-ACL record %+v", last)
+	}
 }
+
+func sorted(s ...string) []string { slices.Sort(s); return s }
 
 // aclStrings lists every ACL of a cluster as
 // TYPE:NAME:PATTERN:PRINCIPAL:HOST:OPERATION:PERMISSION, sorted.

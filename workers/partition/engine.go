@@ -100,6 +100,8 @@ type Engine struct {
 	workers  map[lease.Key]*partitionWorker
 	fetchers map[string]*mirrorFetcher
 	sources  map[string]*sourceClients
+	// unsettled are ended sessions' copies still in flight (unsettled.go).
+	unsettled map[lease.Key]*unsettledCopies
 }
 
 // EngineTestHooks are points where tests inject faults.
@@ -125,7 +127,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log,
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
-		sources: map[string]*sourceClients{}}
+		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{}}
 	var err error
 	if e.metrics, err = newMirrorMetrics(cfg.Registerer); err != nil {
 		return nil, err

@@ -56,6 +56,14 @@ type mirrorFetcher struct {
 	mu      sync.Mutex
 	pending []fetchCmd
 	wake    chan struct{}
+	// parkFor (under mu) is how long a removed partition stays parked.
+	parkFor time.Duration
+	// parked and next belong to the fetch loop (see apply).
+	parked map[topicPartition]parkedPartition
+	// next is where kgo's cursor of each assigned partition stands, as far
+	// as the loop knows: after the last record it was handed, or -1 once
+	// an error made that unknown.
+	next map[topicPartition]int64
 	// users counts the partitions registered, for closing idle fetchers.
 	users int
 
@@ -83,6 +91,7 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, health: health, wake: make(chan struct{}, 1),
+		parked: map[topicPartition]parkedPartition{}, parkFor: defaultParkFor, next: map[topicPartition]int64{},
 		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
@@ -148,11 +157,13 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 			return
 		}
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
-			sink := sinks[topicPartition{p.Topic, p.Partition}]
-			if sink == nil || (len(p.Records) == 0 && p.Err == nil && p.LastStableOffset < 0) {
+			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
 				return
 			}
-			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
+			tp := topicPartition{p.Topic, p.Partition}
+			f.track(tp, p)
+			sink := sinks[tp]
+			if sink == nil || (len(p.Records) == 0 && p.Err == nil && p.LastStableOffset < 0) {
 				return
 			}
 			sink.deliver(fetchBatch{records: p.Records, err: p.Err, lso: p.LastStableOffset})
@@ -168,10 +179,21 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 // 10,000 partitions one call per partition made a graceful stop take 6-14 s,
 // long enough for every lease to expire meanwhile (docs/benchmarks.md,
 // "Partitions per instance").
+//
+// A removed partition is parked rather than taken out of the client: kgo
+// stops its whole consumer session to remove one, which kills the fetch in
+// flight and drops what is buffered for every other partition of the
+// mirror, so each pause of one topic cost the mirror's other topics their
+// fetch pipeline (docs/benchmarks.md, "Pausing a topic's neighbours").
+// Pausing the partition in kgo costs nothing of the kind. Added back at the
+// offset its cursor stands at, a parked partition is just resumed; at any
+// other offset it is removed and added again. Partitions parked for
+// parkFor are removed in one call.
 func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 	f.mu.Lock()
 	cmds := f.pending
 	f.pending = nil
+	parkFor := f.parkFor
 	f.mu.Unlock()
 	var b assignBatch
 	var acks []chan struct{}
@@ -181,61 +203,138 @@ func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 			// first change must reach the client before the second.
 			b.flush(f.cl)
 		}
-		_, had := sinks[c.tp]
-		if had {
-			b.remove(c.tp)
+		if _, had := sinks[c.tp]; had {
 			delete(sinks, c.tp)
+			b.pause(c.tp)
+			f.parked[c.tp] = parkedPartition{next: f.next[c.tp], since: time.Now()}
 		}
 		if c.sink != nil {
 			sinks[c.tp] = c.sink
+			if p, ok := f.parked[c.tp]; ok {
+				delete(f.parked, c.tp)
+				if p.next >= 0 && p.next == c.offset {
+					b.resume(c.tp)
+					acks = append(acks, c.ack)
+					continue
+				}
+				b.remove(c.tp)
+				b.resume(c.tp) // after the removal: the pause outlives it
+			}
 			b.add(c.tp, c.offset)
+			f.next[c.tp] = c.offset
 		}
 		acks = append(acks, c.ack)
 	}
+	f.sweep(&b, parkFor)
 	b.flush(f.cl)
 	for _, ack := range acks {
 		close(ack)
 	}
 }
 
-// assignBatch gathers partition removals and additions for one call each.
+// defaultParkFor is how long a removed partition stays paused in the client
+// before it is taken out: long enough for a pause and resume, or a restart,
+// to find it there.
+const defaultParkFor = 30 * time.Second
+
+// parkedPartition is a removed partition still assigned in the client,
+// paused, with its cursor at next (-1 if unknown).
+type parkedPartition struct {
+	next  int64
+	since time.Time
+}
+
+// sweep queues the removal of partitions parked for parkFor or longer.
+func (f *mirrorFetcher) sweep(b *assignBatch, parkFor time.Duration) {
+	for tp, p := range f.parked {
+		if time.Since(p.since) < parkFor || b.touches(tp) {
+			continue
+		}
+		delete(f.parked, tp)
+		delete(f.next, tp)
+		b.remove(tp)
+		b.resume(tp)
+	}
+}
+
+// track follows where kgo's cursor of a partition stands after a poll: past
+// the last record handed over. Records a read_committed fetch filtered out,
+// or that compaction removed, can put the cursor further; the offsets
+// between do not exist for the loop either way, so resuming there skips
+// nothing. After an error the position is unknown.
+func (f *mirrorFetcher) track(tp topicPartition, p kgo.FetchTopicPartition) {
+	if _, ok := f.next[tp]; !ok {
+		return
+	}
+	switch {
+	case p.Err != nil:
+		f.next[tp] = -1
+	case len(p.Records) > 0:
+		f.next[tp] = p.Records[len(p.Records)-1].Offset + 1
+	}
+}
+
+// assignBatch gathers partition changes for one client call of each kind.
 type assignBatch struct {
-	removes map[string][]int32
-	adds    map[string]map[int32]kgo.Offset
-	touched map[topicPartition]bool
+	removes, pauses, resumes map[string][]int32
+	adds                     map[string]map[int32]kgo.Offset
+	touched                  map[topicPartition]bool
 }
 
 func (b *assignBatch) touches(tp topicPartition) bool { return b.touched[tp] }
 
-func (b *assignBatch) remove(tp topicPartition) {
-	if b.removes == nil {
-		b.removes, b.touched = map[string][]int32{}, map[topicPartition]bool{}
+func (b *assignBatch) touch(tp topicPartition) {
+	if b.touched == nil {
+		b.touched = map[topicPartition]bool{}
 	}
-	b.removes[tp.topic] = append(b.removes[tp.topic], tp.partition)
 	b.touched[tp] = true
+}
+
+func (b *assignBatch) remove(tp topicPartition) {
+	b.removes = appendPartition(b.removes, tp)
+	b.touch(tp)
+}
+func (b *assignBatch) pause(tp topicPartition) { b.pauses = appendPartition(b.pauses, tp); b.touch(tp) }
+func (b *assignBatch) resume(tp topicPartition) {
+	b.resumes = appendPartition(b.resumes, tp)
+	b.touch(tp)
+}
+
+func appendPartition(m map[string][]int32, tp topicPartition) map[string][]int32 {
+	if m == nil {
+		m = map[string][]int32{}
+	}
+	m[tp.topic] = append(m[tp.topic], tp.partition)
+	return m
 }
 
 func (b *assignBatch) add(tp topicPartition, offset int64) {
 	if b.adds == nil {
 		b.adds = map[string]map[int32]kgo.Offset{}
 	}
-	if b.touched == nil {
-		b.touched = map[topicPartition]bool{}
-	}
 	if b.adds[tp.topic] == nil {
 		b.adds[tp.topic] = map[int32]kgo.Offset{}
 	}
 	b.adds[tp.topic][tp.partition] = kgo.NewOffset().At(offset)
-	b.touched[tp] = true
+	b.touch(tp)
 }
 
-// flush applies the removals, then the additions, and starts over.
+// flush applies the pauses, the removals, the additions and then the
+// resumptions, and starts over. A partition both removed and resumed is
+// added back (if it is) before its pause is lifted, so its old cursor
+// never fetches again.
 func (b *assignBatch) flush(cl *kgo.Client) {
+	if len(b.pauses) > 0 {
+		cl.PauseFetchPartitions(b.pauses)
+	}
 	if len(b.removes) > 0 {
 		cl.RemoveConsumePartitions(b.removes)
 	}
 	if len(b.adds) > 0 {
 		cl.AddConsumePartitions(b.adds)
+	}
+	if len(b.resumes) > 0 {
+		cl.ResumeFetchPartitions(b.resumes)
 	}
 	*b = assignBatch{}
 }

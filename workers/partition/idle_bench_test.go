@@ -26,7 +26,8 @@ import (
 //
 //	go test ./workers/partition -run '^$' -bench IdleCost -benchtime=1x -timeout 20m
 //
-// KMIRROR_BENCH_WINDOW (default 60s) sets each measuring window.
+// KMIRROR_BENCH_WINDOW (default 60s) sets each measuring window;
+// KMIRROR_BENCH_PROFILE_DIR writes CPU profiles of both windows.
 func BenchmarkIdleCost(b *testing.B) {
 	window := time.Minute
 	if d, err := time.ParseDuration(os.Getenv("KMIRROR_BENCH_WINDOW")); err == nil {
@@ -62,7 +63,9 @@ func BenchmarkIdleCost(b *testing.B) {
 	time.Sleep(15 * time.Second)
 	b.ResetTimer()
 
+	stopProfile := profilePhase(b, "idle")
 	idle := meter.measure(window)
+	stopProfile()
 	benchReport(b, "idle, %d partitions: %s\nbusiest statements:\n%s", total, idle, idle.statementsReport(10))
 
 	// The trickle: 1% of the partitions get a record a second.
@@ -88,7 +91,9 @@ func BenchmarkIdleCost(b *testing.B) {
 		}
 	})
 	time.Sleep(5 * time.Second)
+	stopProfile = profilePhase(b, "trickle")
 	trickle := meter.measure(window)
+	stopProfile()
 	stop()
 	wg.Wait()
 	b.StopTimer()

@@ -66,14 +66,19 @@ func (m *mirrorMetrics) topic(mirror, topic string) topicMirrored {
 		bytes: m.bytes.WithLabelValues(mirror, topic), last: m.last.WithLabelValues(mirror, topic)}
 }
 
-// add counts n verified records of b bytes.
+// add counts n verified records and b bytes (the bytes of a batch may
+// arrive with a later call than its records).
 func (t topicMirrored) add(n, b int64) {
-	if n <= 0 || t.records == nil {
+	if t.records == nil {
 		return
 	}
-	t.records.Add(float64(n))
-	t.bytes.Add(float64(b))
-	t.last.SetToCurrentTime()
+	if n > 0 {
+		t.records.Add(float64(n))
+		t.last.SetToCurrentTime()
+	}
+	if b > 0 {
+		t.bytes.Add(float64(b))
+	}
 }
 
 // Kafka API keys of the requests timed.

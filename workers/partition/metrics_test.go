@@ -34,17 +34,24 @@ func TestMirroredMetrics(t *testing.T) {
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 20*time.Second)
 
-	records := func() float64 {
+	// Every record counted, and a checkpoint saved: that is about once a
+	// second, so it may come after the last record is counted.
+	counted := func() bool {
 		mfs, _ := reg.Gather()
+		var records float64
+		var saves uint64
 		for _, mf := range mfs {
-			if mf.GetName() == "kmirror_mirrored_records_total" {
-				return mf.GetMetric()[0].GetCounter().GetValue()
+			switch mf.GetName() {
+			case "kmirror_mirrored_records_total":
+				records = mf.GetMetric()[0].GetCounter().GetValue()
+			case "kmirror_checkpoint_save_duration_seconds":
+				saves = mf.GetMetric()[0].GetHistogram().GetSampleCount()
 			}
 		}
-		return 0
+		return records >= float64(len(recs)) && saves > 0
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for records() < float64(len(recs)) && time.Now().Before(deadline) {
+	for !counted() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	values := map[string]float64{}

@@ -98,6 +98,9 @@ const sessionTick = 10 * time.Second
 // something fails. It returns after every in-flight record is settled and
 // the checkpoint reflects exactly the acknowledged copies.
 func (w *partitionWorker) mirror(ctx context.Context) error {
+	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+		return err
+	}
 	src, err := w.e.source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
@@ -167,6 +170,11 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s.produceCancel(errSessionOver)
 	for _, d := range s.deadlines {
 		d.timer.Stop()
+	}
+	// Copies in flight cannot be cancelled: the next alignment of this
+	// partition waits for them.
+	if s.inFlight() > 0 {
+		w.e.keepUnsettled(w.key, s.acks, s.produced)
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
@@ -313,6 +321,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		}
 	}
 	if upTo := s.produced + n; n > 0 {
+		s.acks.producedEnd.Store(upTo)
 		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
 			if s.acks.base+s.acks.done.Load() < upTo {
 				s.produceCancel(errDeliveryTimeout)
@@ -368,11 +377,12 @@ func (s *mirrorSession) handleAcks() {
 			s.pending = s.pending[1:]
 		}
 	}
-	// Counted per acknowledged run, not per record. verifiedBytes is read
-	// after verified, so it may already include a record counted next time:
-	// the totals stay exact.
-	if n := s.taken - taken; n > 0 {
-		b := s.acks.verifiedBytes.Load()
+	// Counted per acknowledged run, not per record. The promise publishes
+	// verifiedBytes per produced batch, before verified moves, so bytes may
+	// lag the records within a batch or lead them by a record; each batch's
+	// bytes are counted once its last record is verified (or the first
+	// failure publishes them), so the totals stay exact.
+	if n, b := s.taken-taken, s.acks.verifiedBytes.Load(); n > 0 || b != s.countedBytes {
 		s.mirrored.add(n, b-s.countedBytes)
 		s.countedBytes = b
 	}

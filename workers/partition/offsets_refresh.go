@@ -2,6 +2,8 @@ package partition
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -32,15 +34,33 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		full := round%offsetsFullEvery == 0
+		running := e.Running()
+		states := e.workersOf(running)
 		byMirror := map[string][]lease.Key{}
-		for _, k := range e.Running() {
+		for i, k := range running {
+			// A mirroring session publishes its source end from its
+			// fetches (each batch's last stable offset) and the
+			// destination end with its checkpoints, so listing its
+			// partitions every round re-sent the same ends: at 1,000
+			// idle partitions that was a fifth of the instance's CPU.
+			// The full round still lists them, to put right a
+			// checkpoint that wrote an older end over a newer one, and
+			// a partition is listed until one of its ends under the
+			// current lease is stored: a session that fetches nothing
+			// (an empty partition) publishes no end, and its lag would
+			// stay unknown until the full round.
+			if old, ok := saved[k]; ok && old.Epoch == states[i].epoch && states[i].mirroring && !full {
+				continue
+			}
 			byMirror[k.Mirror] = append(byMirror[k.Mirror], k)
 		}
+		forgetReleased(saved, running)
 		var ends []repo.EndOffsets
 		for mirror, keys := range byMirror {
 			ends = append(ends, e.listEnds(ctx, mirror, keys)...)
 		}
-		changed := changedEnds(saved, ends, round%offsetsFullEvery == 0)
+		changed := changedEnds(saved, ends, full)
 		if len(changed) == 0 {
 			continue
 		}
@@ -61,27 +81,36 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 }
 
 // changedEnds returns the ends that differ from the saved ones (all of
-// them when full), and forgets the saved ends of partitions no longer held.
-// An unknown end (-1) is no change: it is not written either way.
+// them when full). An unknown end (-1) is no change: it is not written
+// either way.
 func changedEnds(saved map[lease.Key]repo.EndOffsets, ends []repo.EndOffsets, full bool) []repo.EndOffsets {
-	held := make(map[lease.Key]bool, len(ends))
 	var out []repo.EndOffsets
 	for _, o := range ends {
-		k := keyOf(o.ID)
-		held[k] = true
-		old, ok := saved[k]
+		old, ok := saved[keyOf(o.ID)]
 		if full || !ok || old.Epoch != o.Epoch ||
 			(o.SourceEnd >= 0 && o.SourceEnd != old.SourceEnd) ||
 			(o.DestinationEnd >= 0 && o.DestinationEnd != old.DestinationEnd) {
 			out = append(out, o)
 		}
 	}
+	return out
+}
+
+// forgetReleased drops the saved ends of partitions no longer held, so a
+// later lease of one is sent in full.
+func forgetReleased(saved map[lease.Key]repo.EndOffsets, running []lease.Key) {
+	if len(saved) == 0 {
+		return
+	}
+	held := make(map[lease.Key]bool, len(running))
+	for _, k := range running {
+		held[k] = true
+	}
 	for k := range saved {
 		if !held[k] {
 			delete(saved, k)
 		}
 	}
-	return out
 }
 
 func keyOf(id repo.PartitionID) lease.Key {
@@ -104,8 +133,15 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	if err != nil {
 		return nil
 	}
+	// Only partitions that are not mirroring need the destination's end
+	// (below), and on most rounds only those are listed at all.
+	needDst := slices.ContainsFunc(e.workersOf(keys), func(w workerState) bool { return !w.mirroring })
 	srcEnds, srcErr := src.admin.ListCommittedOffsets(ctx, topics...)
-	dstEnds, dstErr := e.dstAdmin.ListEndOffsets(ctx, topics...)
+	var dstEnds kadm.ListedOffsets
+	dstErr := errSkipped
+	if needDst {
+		dstEnds, dstErr = e.dstAdmin.ListEndOffsets(ctx, topics...)
+	}
 	// Read after the listing: a partition that began mirroring meanwhile
 	// must not get a destination end written (below).
 	workers := e.workersOf(keys)
@@ -128,6 +164,9 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	}
 	return out
 }
+
+// errSkipped stands for a listing that was not needed.
+var errSkipped = errors.New("not listed")
 
 func lookupOffset(l kadm.ListedOffsets, k lease.Key) int64 {
 	if o, ok := l.Lookup(k.Topic, k.Partition); ok && o.Err == nil {

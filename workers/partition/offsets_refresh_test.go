@@ -53,7 +53,7 @@ func TestChangedEnds(t *testing.T) {
 
 	// A partition no longer held is forgotten, so a later lease of it is
 	// sent in full.
-	changedEnds(saved, []repo.EndOffsets{end(0, 1, 10, 10)}, false)
+	forgetReleased(saved, []lease.Key{{Mirror: "m", Topic: "t", Partition: 0}})
 	if _, ok := saved[lease.Key{Mirror: "m", Topic: "t", Partition: 1}]; ok || len(saved) != 1 {
 		t.Errorf("saved after partitions 1 and 2 left: %v", saved)
 	}

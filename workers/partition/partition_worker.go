@@ -120,6 +120,12 @@ func (w *partitionWorker) run(leaseCtx context.Context) {
 // start loads the partition and, where another owner left it in flight,
 // re-aligns it, in one of the engine's prepare slots. False ends the worker.
 func (w *partitionWorker) start(ctx context.Context) bool {
+	// Before a slot: a partition waiting on a stalled destination must not
+	// hold one that others could use.
+	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+		w.log.Warn("an earlier session's copies are unanswered; giving the lease time to move on", "err", err)
+		return false
+	}
 	release, err := w.e.prep.acquire(ctx)
 	defer release()
 	if err != nil {
@@ -174,6 +180,9 @@ func (w *partitionWorker) takeOver(ctx context.Context) error {
 // takeover (previous is the owner taken over from), or in place while
 // MIRRORING (cause says why).
 func (w *partitionWorker) realign(ctx context.Context, previous, cause string) error {
+	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+		return err
+	}
 	desire, err := w.desire(ctx)
 	if err != nil {
 		return err
@@ -261,7 +270,11 @@ func (w *partitionWorker) step(ctx context.Context) error {
 			return w.idle(ctx) // partition 0's worker recreates the topic
 		}
 		// Not while idle above: a slot held there could keep partition 0
-		// from the recreate the others wait for.
+		// from the recreate the others wait for. Nor while an earlier
+		// session's copies are in flight (unsettled.go).
+		if err := w.e.awaitSettled(ctx, w.key); err != nil {
+			return err
+		}
 		release, err := w.e.prep.acquire(ctx)
 		defer release()
 		if err != nil {

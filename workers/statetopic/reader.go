@@ -83,3 +83,44 @@ func ReadState(ctx context.Context, dest kafkaconn.Config) (map[string][]byte, e
 	}
 	return latest, nil
 }
+
+// DestinationEnds lists the destination's end offsets of the topics that
+// snap has partition records of, for kmirror restore --verify.
+func DestinationEnds(ctx context.Context, dest kafkaconn.Config, snap service.StateSnapshot) (map[string]map[int32]int64, error) {
+	seen := map[string]bool{}
+	var topics []string
+	for _, p := range snap.Partitions {
+		if !seen[p.Topic] {
+			seen[p.Topic] = true
+			topics = append(topics, p.Topic)
+		}
+	}
+	out := map[string]map[int32]int64{}
+	if len(topics) == 0 {
+		return out, nil
+	}
+	adm, err := dest.NewAdmin()
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, fmt.Errorf("list destination end offsets: %w", err)
+	}
+	var ferr error
+	ends.Each(func(o kadm.ListedOffset) {
+		if errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+			return // reported per partition as missing
+		}
+		if o.Err != nil {
+			ferr = fmt.Errorf("list destination end offsets of %s/%d: %w", o.Topic, o.Partition, o.Err)
+			return
+		}
+		if out[o.Topic] == nil {
+			out[o.Topic] = map[int32]int64{}
+		}
+		out[o.Topic][o.Partition] = o.Offset
+	})
+	return out, ferr
+}

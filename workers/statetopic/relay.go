@@ -55,7 +55,12 @@ type Relay struct {
 	cfg RelayConfig
 	// statePartitions is __mirror_state's actual partition count.
 	statePartitions int32
-	log             *slog.Logger
+	// maps is what this relay last published of each partition's offset
+	// map; it is rebuilt (everything published once) when a relay leads.
+	maps map[repo.PartitionID]*publishedMap
+	// batchBytes is publishBatchBytes; tests make it small.
+	batchBytes int
+	log        *slog.Logger
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -67,7 +72,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.ReplicationFactor = cmp.Or(cfg.ReplicationFactor, -1)
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, 5*time.Second)
-	return &Relay{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
+	return &Relay{cfg: cfg, batchBytes: publishBatchBytes,
+		log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
 }
 
 // Start runs the relay loop in the background.
@@ -131,37 +137,53 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 	}
 	r.log.Info("relaying the outbox", "topic", service.StateTopic, "partitions", r.statePartitions)
 	var since time.Time // database time of the last checkpoint pass
+	r.maps = map[repo.PartitionID]*publishedMap{}
 	lastPass := time.Time{}
 	for {
 		n, err := r.publishOutbox(ctx, producer)
-		if err != nil {
-			return err
-		}
-		if time.Since(lastPass) >= r.cfg.CheckpointInterval {
-			if since, err = r.publishCheckpoints(ctx, producer, since); err != nil {
-				return err
+		if err == nil && time.Since(lastPass) >= r.cfg.CheckpointInterval {
+			if since, err = r.publishCheckpoints(ctx, producer, since); err == nil {
+				lastPass = time.Now()
 			}
-			lastPass = time.Now()
+		}
+		if err != nil && ctx.Err() != nil {
+			return r.publishFinal(ctx, producer, since) // stopped in the middle of a pass
+		} else if err != nil {
+			return err
 		}
 		if n > 0 {
 			continue
 		}
 		// The lock lives on conn: check it is still there.
 		if err := conn.Ping(ctx); err != nil {
+			if ctx.Err() != nil {
+				return r.publishFinal(ctx, producer, since)
+			}
 			return fmt.Errorf("relay lock connection: %w", err)
 		}
 		select {
 		case <-ctx.Done():
-			// Publish what the shutdown itself wrote (the last state changes).
-			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			for {
-				if n, err := r.publishOutbox(final, producer); err != nil || n == 0 {
-					return err
-				}
-			}
+			return r.publishFinal(ctx, producer, since)
 		case <-inserted.C():
 		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+// publishFinal publishes, when the relay stops, what the shutdown itself
+// wrote (the last state changes), then the last checkpoints and offset
+// maps, so a clean shutdown leaves __mirror_state exact.
+func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since time.Time) error {
+	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	for {
+		n, err := r.publishOutbox(final, producer)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			_, err = r.publishCheckpoints(final, producer, since)
+			return err
 		}
 	}
 }
@@ -200,24 +222,67 @@ func StatePartition(mirror string, partitions int32) int32 {
 
 const relayBatch = 500
 
+// checkpointGroup is how many partitions' offset maps a checkpoint pass
+// reads in one statement.
+const checkpointGroup = 500
+
 // publishOutbox publishes the oldest unpublished rows and marks them.
 func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, error) {
 	rows, err := repo.OutboxList(ctx, r.cfg.Pool, repo.OutboxListParams{UnpublishedOnly: true, Limit: relayBatch})
 	if err != nil || len(rows) == 0 {
 		return 0, err
 	}
-	recs := make([]*kgo.Record, len(rows))
+	// A partition record carries a checkpoint: the offset map up to it
+	// goes first, as in a checkpoint pass, so that no reader finds a
+	// checkpoint without its map. The rows' partitions and their maps are
+	// read in two statements for the whole batch.
+	var named []repo.PartitionID
+	seen := map[repo.PartitionID]bool{}
+	for _, row := range rows {
+		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil && !seen[id] {
+			seen[id] = true
+			named = append(named, id)
+		}
+	}
+	updates := map[repo.PartitionID]mapUpdate{}
+	if len(named) > 0 {
+		parts, err := repo.PartitionsGetMany(ctx, r.cfg.Pool, named)
+		if err != nil {
+			return 0, err
+		}
+		us, err := r.offsetMapUpdates(ctx, parts)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range us {
+			updates[u.id] = u
+		}
+	}
 	ids := make([]int64, len(rows))
+	b := publishBatch{relay: r, producer: producer, what: "the outbox"}
 	for i, row := range rows {
-		recs[i] = &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
+		var u mapUpdate
+		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil {
+			u = updates[id]
+			delete(updates, id) // once, before the partition's first record
+		}
+		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
 			Key: []byte(row.Key), Value: row.Value}
+		if err := b.add(ctx, u, rec); err != nil {
+			return 0, err
+		}
 		ids[i] = row.ID
 	}
-	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		return 0, fmt.Errorf("publish to %s: %w", service.StateTopic, err)
+	if err := b.flush(ctx); err != nil {
+		return 0, err
 	}
 	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
+	}
+	for _, row := range rows {
+		if id, ok := partitionOfKey(row.Key); ok && row.Value == nil {
+			delete(r.maps, id) // a deleted partition's map was tombstoned with it
+		}
 	}
 	return len(rows), nil
 }
@@ -240,19 +305,33 @@ func (r *Relay) publishCheckpoints(ctx context.Context, producer *kgo.Client, si
 	if err != nil {
 		return since, err
 	}
-	recs := make([]*kgo.Record, 0, len(parts))
-	for _, p := range parts {
-		val, err := json.Marshal(service.PartitionRecordOf(p))
+	b := publishBatch{relay: r, producer: producer, what: "checkpoints"}
+	for len(parts) > 0 {
+		// The maps of a group of partitions are read in one statement;
+		// groups bound what one read holds.
+		group := parts[:min(len(parts), checkpointGroup)]
+		parts = parts[len(group):]
+		updates, err := r.offsetMapUpdates(ctx, group)
 		if err != nil {
 			return since, err
 		}
-		recs = append(recs, &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
-			Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val})
-	}
-	if len(recs) > 0 {
-		if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return since, fmt.Errorf("publish checkpoints to %s: %w", service.StateTopic, err)
+		for i, p := range group {
+			// A partition's offset-map chunks go before its record, in
+			// the same __mirror_state partition: whoever reads the record
+			// back finds the map at least as far.
+			val, err := json.Marshal(service.PartitionRecordOf(p))
+			if err != nil {
+				return since, err
+			}
+			rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(p.Mirror, r.statePartitions),
+				Key: []byte(service.PartitionKey(p.Mirror, p.Topic, p.Partition)), Value: val}
+			if err := b.add(ctx, updates[i], rec); err != nil {
+				return since, err
+			}
 		}
+	}
+	if err := b.flush(ctx); err != nil {
+		return since, err
 	}
 	return now, nil
 }

@@ -3,6 +3,8 @@ package statetopic
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/testdb"
+	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )
@@ -205,4 +208,104 @@ func TestRestoreFromStateTopic(t *testing.T) {
 	restored.WaitStates("m", service.StateMirroring, 30*time.Second)
 	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 3, 5, kgo.NoCompression())
 	workertest.WaitMirrored(t, restored.Env, "orders", 3, 30*time.Second)
+}
+
+// TestRelayPublishesOffsetMapChunks: a partition's offset map reaches
+// __mirror_state in chunks keyed by where their runs start; a truncated
+// map tombstones the chunks it lost, a grown run is published again, a
+// recreated partition's map is tombstoned, and deleting the mirror
+// tombstones every chunk.
+func TestRelayPublishesOffsetMapChunks(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "orders")
+	ctx := context.Background()
+	w := service.OffsetMapChunkWidth
+	id := repo.PartitionID{Mirror: "m", Topic: "orders", Partition: 0}
+	// What a worker would have saved: checkpoint and runs, as one write.
+	save := func(src, dst int64, runs ...repo.OffsetRun) {
+		t.Helper()
+		tx, err := env.Pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = 'm'`); err != nil {
+			t.Fatal(err)
+		}
+		if err := repo.OffsetRunsRestore(ctx, tx, id, runs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE mirror_partitions SET src_next = $1, dst_next = $2, updated_at = now()
+			WHERE mirror = 'm'`, src, dst); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dest := kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
+	waitMap := func(what string, chunks int, want ...repo.OffsetRun) {
+		t.Helper()
+		workertest.WaitFor(t, 20*time.Second, what, func() (bool, string) {
+			latest, err := ReadState(ctx, dest)
+			if err != nil {
+				return false, err.Error()
+			}
+			snap, err := service.DecodeState(latest)
+			if err != nil {
+				return false, err.Error()
+			}
+			got := snap.OffsetMaps[id]
+			return snap.OffsetMapChunks == chunks && slices.Equal(got, want),
+				fmt.Sprintf("%d chunk(s): %v", snap.OffsetMapChunks, got)
+		})
+	}
+	runs := []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 10}, {SrcStart: w + 5, DstStart: 10, Count: 3},
+		{SrcStart: 3 * w, DstStart: 13, Count: 1}, {SrcStart: 5 * w, DstStart: 14, Count: 1}}
+	save(5*w+1, 15, runs...)
+	// Every record is produced on its own: the order of a partition's
+	// records holds across flushes.
+	r, err := NewRelay(RelayConfig{Pool: env.Pool, Partitions: 5, Destination: dest,
+		Interval: 50 * time.Millisecond, CheckpointInterval: 300 * time.Millisecond, Logger: workertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.batchBytes = 1
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	waitMap("four chunks published", 4, runs...)
+
+	// The destination lost data: the map was truncated behind the old
+	// checkpoint.
+	save(10, 10, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 10})
+	waitMap("lost chunks tombstoned", 1, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 10})
+
+	// The run grows past its chunk's width: it stays in its chunk.
+	save(w+20, w+20, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: w + 20})
+	waitMap("the grown run published", 1, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: w + 20})
+
+	// Recreated: the checkpoint and the map are forgotten.
+	if _, err := env.Pool.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = 'm'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Pool.Exec(ctx, `UPDATE mirror_partitions SET src_next = NULL, dst_next = NULL, updated_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	waitMap("the recreated partition's map tombstoned", 0)
+	save(3, 3, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
+	waitMap("mapped again", 1, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
+
+	if _, err := env.Svc.RemoveTopics(ctx, "m", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Svc.DeleteMirror(ctx, "m", service.DeleteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	waitMap("the deleted mirror's chunks tombstoned", 0)
 }

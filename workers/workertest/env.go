@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
@@ -123,6 +124,8 @@ type InstanceOpts struct {
 	LeaseSignals bool
 	// Registerer receives the engine's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
+	// SourceOpts are extra options of the engine's source clients (hooks).
+	SourceOpts []kgo.Opt
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -151,7 +154,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	in.Notifier = notes
 	ecfg := partition.EngineConfig{Pool: env.Pool, Service: env.Svc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
-		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer,
+		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
 		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool

@@ -57,6 +57,8 @@ export function button(label, onclick, { primary = false, danger = false, disabl
 /**
  * runAction runs fn with the confirm button busy; on success it shows
  * done() in the dialog and a toast, and turns the footer into Close.
+ * done returns a sentence, an element, or { node, text }: an element with
+ * the toast's sentence.
  */
 export async function runAction(dlg, confirmBtn, fn, done) {
   confirmBtn.disabled = true;
@@ -67,12 +69,12 @@ export async function runAction(dlg, confirmBtn, fn, done) {
   try {
     const result = await fn();
     const msg = done(result);
-    const content = typeof msg === 'string' ? h('p', { class: 'ok' }, msg) : msg;
+    const content = typeof msg === 'string' ? h('p', { class: 'ok' }, msg) : (msg.node || msg);
     dlg.status.replaceChildren(content);
     const close = button('Close', () => dlg.close(), { primary: true });
     dlg.footer.replaceChildren(close);
     close.focus();
-    toast(typeof msg === 'string' ? msg : `${dlg.el.querySelector('h2').textContent}: done.`);
+    toast(typeof msg === 'string' ? msg : (msg.text || `${dlg.el.querySelector('h2').textContent}: done.`));
     return result;
   } catch (err) {
     dlg.error(err);

@@ -117,12 +117,24 @@ function headView(m, session, actions) {
       h('div', {}, h('dt', {}, 'Last metadata sync'), h('dd', {}, syncCell(m.last_sync))),
       h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
       h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag)))),
+    m.state === 'needs_credentials' ? credentialsNeeded(m) : null,
     m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
     session.canOperate ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
       h('button', { type: 'button', class: 'btn', onclick: actions.sync, 'data-focus-key': 'act-sync' }, 'Sync now…'),
       session.canAdmin ? h('button', { type: 'button', class: 'btn', onclick: actions.config, 'data-focus-key': 'act-config' }, 'Edit config…') : null,
       session.canAdmin ? h('button', { type: 'button', class: 'btn danger', onclick: actions.del, 'data-focus-key': 'act-delete' }, 'Delete mirror…') : null) : null,
   ];
+}
+
+// credentialsNeeded explains a mirror restored without its secrets: nothing
+// of it runs until they are set again.
+function credentialsNeeded(m) {
+  const missing = (m.missing_credentials || []).join(', ');
+  return h('div', { class: 'callout error-box', role: 'status' }, h('p', {},
+    h('strong', {}, 'Needs credentials. '),
+    'This mirror was restored from __mirror_state, which never holds secrets. Its partitions keep their state and its metadata sync waits until ',
+    h('span', { class: 'mono' }, missing), ' ', (m.missing_credentials || []).length > 1 ? 'are' : 'is',
+    ' set again with ', h('span', { class: 'mono' }, `PATCH /v1/mirrors/${m.name}`), '.'));
 }
 
 function syncErrors(s) {

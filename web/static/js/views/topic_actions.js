@@ -1,14 +1,24 @@
 // Topic actions. Each dialog shows what the action will touch before it
 // acts: the matching source topics and their partitions, or the records
-// not yet mirrored, and reports the result or the server's error.
+// not yet mirrored, and reports the result or the server's error. Every
+// action is called with ?wait, so the result says how many partitions
+// reached the target state (wait_report.js).
 
 import { post, seg } from '../api.js';
 import { h, uid } from '../dom.js';
 import { count, regexQuote } from '../format.js';
 import { modal, button, runAction, field } from '../dialogs.js';
+import { WAIT, waitingNote, waitReport } from './wait_report.js';
 
 const topicsPath = (mirror, action) => `/v1/mirrors/${seg(mirror)}/topics:${action}`;
 const exactly = (topic) => ({ topic: regexQuote(topic) });
+
+// act posts a topic action with ?wait, saying in the dialog what it waits
+// for while the call runs.
+function act(dlg, mirror, action, body, target) {
+  dlg.note(waitingNote(target));
+  return post(topicsPath(mirror, action), body, { wait: WAIT });
+}
 
 /** addTopicsDialog: a pattern, a preview of what matches, then the add. */
 export function addTopicsDialog(mirror, done) {
@@ -23,8 +33,8 @@ export function addTopicsDialog(mirror, done) {
     return b;
   };
   const confirm = button('Add topics', async () => {
-    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'add'), previewed),
-      (r) => `Added ${r.topics.length} topic(s) to ${mirror}: ${r.topics.join(', ')}. Their partitions start PREPARING.`);
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', previewed, 'MIRRORING'),
+      (r) => waitReport(`Added ${r.topics.length} topic(s) to ${mirror}: ${r.topics.join(', ')}.`, r));
     done();
   }, { primary: true, disabled: true });
   const invalidate = () => {
@@ -80,8 +90,8 @@ export function pauseDialog(mirror, t, parts, done) {
   dlg.body.append(h('p', {}, `Mirroring of ${t.topic} (${count(partitionCount(parts, t.topic))} partitions) stops after the records in flight. `,
     'The destination topic stays read-only; lag grows until you resume.'));
   const confirm = button('Pause', async () => {
-    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'pause'), exactly(t.topic)),
-      () => `Paused ${t.topic}. Its partitions go PAUSING → PAUSED.`);
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'pause', exactly(t.topic), 'PAUSED'),
+      (r) => waitReport(`Paused ${t.topic}.`, r));
     done();
   }, { primary: true });
   dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
@@ -93,8 +103,8 @@ export function resumeDialog(mirror, t, done) {
   const dlg = modal(`Resume ${t.topic}`);
   dlg.body.append(h('p', {}, `Mirroring of ${t.topic} continues from its checkpoint; ${count(t.lag)} records are waiting.`));
   const confirm = button('Resume', async () => {
-    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'resume'), exactly(t.topic)),
-      () => `Resumed ${t.topic}. Its partitions go back to MIRRORING.`);
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'resume', exactly(t.topic), 'MIRRORING'),
+      (r) => waitReport(`Resumed ${t.topic}.`, r));
     done();
   }, { primary: true });
   dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
@@ -112,8 +122,8 @@ export function removeDialog(mirror, t, parts, done) {
   const missing = rows.reduce((n, p) => n + (p.lag || 0), 0);
   const typed = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', class: 'mono' });
   const confirm = button('Fail over', async () => {
-    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'remove'), exactly(t.topic)),
-      () => `Removed ${t.topic} from ${mirror}. Its partitions go STOPPING → STOPPED; the destination topic is then writable.`);
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'remove', exactly(t.topic), 'STOPPED'),
+      (r) => waitReport(`Removed ${t.topic} from ${mirror}; once STOPPED, the destination topic is writable.`, r));
     done();
   }, { danger: true, disabled: true });
   typed.addEventListener('input', () => { confirm.disabled = typed.value !== t.topic; });
@@ -135,8 +145,8 @@ export function restartDialog(mirror, t, done) {
   const dlg = modal(`Restart ${t.topic}`);
   const recreate = h('input', { type: 'checkbox', name: 'recreate', id: uid('recreate') });
   const confirm = button('Restart', async () => {
-    await runAction(dlg, confirm, () => post(topicsPath(mirror, 'add'), { ...exactly(t.topic), recreate: recreate.checked }),
-      () => `Restarted ${t.topic}. Its partitions re-align (PREPARING) and then mirror.`);
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', { ...exactly(t.topic), recreate: recreate.checked }, 'MIRRORING'),
+      (r) => waitReport(`Restarted ${t.topic}.`, r));
     done();
   }, { primary: true });
   dlg.body.append(
