@@ -17,7 +17,8 @@ import (
 
 // TestAddTenThousandTopicsIsBounded: one add that matches 10,000 source
 // topics (names of 240+ characters) completes within the API's request
-// deadline and allocates a bounded amount, and its event message lists 20
+// deadline (its context's; the time is logged, not asserted, since a timed
+// test on a loaded machine is a flaky one) and allocates a bounded amount, and its event message lists 20
 // names, not 10,000. A pattern built to be slow is refused: too large to
 // compile, or out of its matching budget, well inside the deadline.
 func TestAddTenThousandTopicsIsBounded(t *testing.T) {
@@ -61,8 +62,11 @@ func TestAddTenThousandTopicsIsBounded(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
+	// Under the API's request deadline (35s), as the request would run.
+	reqCtx, cancel := context.WithTimeout(ctx, 35*time.Second)
+	defer cancel()
 	start := time.Now()
-	res, err := svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: `t+-\d+`})
+	res, err := svc.AddTopics(reqCtx, "m", service.AddTopicsInput{Topic: `t+-\d+`})
 	elapsed := time.Since(start)
 	runtime.ReadMemStats(&after)
 	if err != nil || len(res.Topics) != 10_000 {
@@ -70,9 +74,6 @@ func TestAddTenThousandTopicsIsBounded(t *testing.T) {
 	}
 	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("added 10,000 topics in %s, %d MiB allocated", elapsed.Round(time.Millisecond), alloc>>20)
-	if elapsed > 30*time.Second {
-		t.Errorf("adding 10,000 topics took %s, past the API's 35s request deadline", elapsed)
-	}
 	if alloc > 512<<20 {
 		t.Errorf("adding 10,000 topics allocated %d MiB", alloc>>20)
 	}
