@@ -153,7 +153,9 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 // Retry-After; its reads, and another token's changes, are not limited.
 func TestChangeRateLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnvWith(t, envOpts{changeRate: 0.5, changeBurst: 3,
+	// One change per 20s after the burst: a slow machine cannot refill the
+	// bucket between the requests below.
+	e := newEnvWith(t, envOpts{changeRate: 0.05, changeBurst: 3,
 		tokens: api.Tokens{Admin: "admin-secret", File: []api.Token{fileToken("ci", api.RoleOperator, "ci-secret")}}})
 	admin := []string{"Authorization", "Bearer admin-secret"}
 	for range 3 {
@@ -161,8 +163,8 @@ func TestChangeRateLimit(t *testing.T) {
 	}
 	r := e.do(t, "POST", "/v1/mirrors/nope:sync", nil, admin...)
 	p := wantProblem(t, r, 429, "rate-limited", "per second")
-	if n, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || n < 1 || n > 2 {
-		t.Fatalf("Retry-After %q, want 1-2 seconds (%+v)", r.header.Get("Retry-After"), p)
+	if n, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || n < 1 || n > 20 {
+		t.Fatalf("Retry-After %q, want 1-20 seconds (%+v)", r.header.Get("Retry-After"), p)
 	}
 	ok(t, e.do(t, "GET", "/v1/mirrors", nil, admin...), 200, nil)
 	wantProblem(t, e.do(t, "POST", "/v1/mirrors/nope:sync", nil, "Authorization", "Bearer ci-secret"), 404, "not-found")
@@ -305,8 +307,9 @@ func TestHTTPServerTimeouts(t *testing.T) {
 				keepAlives++
 			}
 		}
-		// One per poll (500ms) once 100ms passed without an event.
-		if keepAlives < 3 {
+		// One per poll (500ms) once 100ms passed without an event; at
+		// least two however slow the machine.
+		if keepAlives < 2 {
 			t.Fatalf("%d keep-alive lines in 2s, want one per poll", keepAlives)
 		}
 	})
