@@ -76,14 +76,19 @@ const (
 	SASLMechanismScramSHA512 SASLMechanism = "SCRAM-SHA-512"
 )
 
-// Role is what a caller may do.
+// Role is what a caller may do; each role may do what the ones before it
+// may.
 type Role string // @name Role
 
-// The roles.
+// The roles, from the least to the most allowed.
 const (
-	RoleAdmin  Role = "admin"  // the admin token, or anyone when the server has no tokens: may do anything
-	RoleViewer Role = "viewer" // the read-only token: may only read
+	RoleViewer   Role = "viewer"   // may only read (KMIRROR_API_READ_TOKEN is one)
+	RoleOperator Role = "operator" // also add, pause, resume, remove and restart topics, and request a sync
+	RoleAdmin    Role = "admin"    // also create, patch and delete mirrors (KMIRROR_API_TOKEN is one; anyone, when the server has no tokens)
 )
+
+// roles lists every role (checked by TestEnumsMatchTheServer).
+var roles = []Role{RoleViewer, RoleOperator, RoleAdmin}
 
 // EventKind is the kind of an event in the audit log (GET /v1/events).
 type EventKind string // @name EventKind
@@ -116,7 +121,7 @@ const (
 	ProblemTypeUnknownField         ProblemType = "urn:kmirror:problem:unknown-field"          // 400: the body has a field the API does not know
 	ProblemTypeValidation           ProblemType = "urn:kmirror:problem:validation"             // 400: a bad value (see errors)
 	ProblemTypeUnauthenticated      ProblemType = "urn:kmirror:problem:unauthenticated"        // 401: no valid bearer token
-	ProblemTypeForbidden            ProblemType = "urn:kmirror:problem:forbidden"              // 403: the read-only token asked for a change
+	ProblemTypeForbidden            ProblemType = "urn:kmirror:problem:forbidden"              // 403: the token's role does not allow the request
 	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"              // 404: an unknown mirror, topic, partition or route
 	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"               // 404: a pattern matched nothing
 	ProblemTypeMethodNotAllowed     ProblemType = "urn:kmirror:problem:method-not-allowed"     // 405
@@ -124,6 +129,7 @@ const (
 	ProblemTypeInvalidTransition    ProblemType = "urn:kmirror:problem:invalid-transition"     // 409: a state change the lifecycle does not allow
 	ProblemTypeBodyTooLarge         ProblemType = "urn:kmirror:problem:body-too-large"         // 413: a body over 1 MiB
 	ProblemTypeUnsupportedMediaType ProblemType = "urn:kmirror:problem:unsupported-media-type" // 415: a body that is not JSON
+	ProblemTypeRateLimited          ProblemType = "urn:kmirror:problem:rate-limited"           // 429: too many changes, or event streams, from one caller (Retry-After)
 	ProblemTypeInternal             ProblemType = "urn:kmirror:problem:internal"               // 500: see the server log for the request id
 	ProblemTypeSourceUnavailable    ProblemType = "urn:kmirror:problem:source-unavailable"     // 503: the source cluster did not answer
 	ProblemTypeDatabaseUnavailable  ProblemType = "urn:kmirror:problem:database-unavailable"   // 503: PostgreSQL did not answer (Retry-After)

@@ -23,6 +23,10 @@ func TestEnumsMatchTheServer(t *testing.T) {
 	for _, k := range problemKinds {
 		problemTypes = append(problemTypes, string(k.typ))
 	}
+	var roleNames []string
+	for _, r := range roles {
+		roleNames = append(roleNames, string(r))
+	}
 	want := map[string][]string{
 		"PartitionState": partitionStates,
 		"DesiredState": {string(states.DesiredMirroring), string(states.DesiredPaused),
@@ -31,7 +35,7 @@ func TestEnumsMatchTheServer(t *testing.T) {
 		"SecurityProtocol": service.SecurityProtocols,
 		"SASLMechanism":    service.SASLMechanisms,
 		"ProblemType":      problemTypes,
-		"Role":             {string(RoleAdmin), string(RoleViewer)},
+		"Role":             roleNames,
 		"TopicsAction":     {"add", "pause", "resume", "remove"},
 		"MirrorState":      {string(service.MirrorReady), string(service.MirrorNeedsCredentials)},
 	}

@@ -36,6 +36,8 @@ type env struct {
 	kafka     *kfake.Cluster
 	bootstrap string
 	logs      *syncbuf.Buffer
+	// streamToken, when set, is the bearer token readSSE sends.
+	streamToken string
 }
 
 func newEnv(t *testing.T) *env {
@@ -49,6 +51,16 @@ type envOpts struct {
 	historyInterval time.Duration
 	tokens          api.Tokens
 	openAPI         []byte
+	// changeRate limits changes per caller; 0 (the tests' default) turns
+	// the limit off.
+	changeRate  float64
+	changeBurst int
+	maxStreams  int
+	keepAlive   time.Duration
+	// httpServer, when set, serves through api.NewHTTPServer with these
+	// limits instead of httptest's defaults.
+	httpServer *api.HTTPServerConfig
+	public     bool
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -77,12 +89,22 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	changeRate := opts.changeRate
+	if changeRate == 0 {
+		changeRate = -1
+	}
 	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Tokens: opts.tokens,
-		OpenAPI: opts.openAPI})
+		OpenAPI: opts.openAPI, ChangeRate: changeRate, ChangeBurst: opts.changeBurst,
+		MaxStreams: opts.maxStreams, EventKeepAlive: opts.keepAlive,
+		PublicMetrics: opts.public, PublicDocs: opts.public})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	if opts.httpServer != nil {
+		srv.Config = api.NewHTTPServer(h, *opts.httpServer)
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -31,6 +31,15 @@ type eventHeader struct {
 	Partition *int32 `json:"partition,omitempty" example:"0"`
 	// Message says what happened, in words.
 	Message string `json:"message" example:"added topics orders, payments"`
+	// Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	Actor string `json:"actor,omitempty" example:"ci"`
+	// RemoteAddr is the address the change came from.
+	RemoteAddr string `json:"remote_addr,omitempty" example:"10.0.0.7"`
+	// RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	RequestID string `json:"request_id,omitempty" example:"4bf92f3577b34da6"`
 }
 
 // PartitionStateEvent is a partition state change.
@@ -117,7 +126,8 @@ type PlainEvent struct {
 // eventView gives an event the shape of its kind. A partition event whose
 // stored data does not parse is sent with the data it could read.
 func eventView(e service.Event) any {
-	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, Partition: e.Partition, Message: e.Message}
+	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, Partition: e.Partition, Message: e.Message,
+		Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
 	var d service.PartitionEventData
 	switch e.Kind {
 	case service.EventPartitionState, service.EventPartitionOwner, service.EventPartitionRealigned:

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+
+	"kmirror/service"
 )
 
 // maxBodyBytes caps every request body.
@@ -23,14 +25,18 @@ type bodyError struct {
 
 func (e *bodyError) Error() string { return e.detail }
 
-// readJSON decodes a request body into dst: at most 1 MiB, JSON content
-// type, no unknown fields, exactly one value.
+// readJSON decodes a request body into dst: at most 1 MiB, content type
+// application/json, no unknown fields, no key twice, exactly one value, and
+// no string PostgreSQL cannot store (a NUL byte).
 func readJSON(r *http.Request, dst any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return &bodyError{kindMediaType, fmt.Sprintf("content type %q is not supported; send application/json", ct)}
+	// Only application/json: a "+json" type or none at all is refused, so
+	// a body is never read as JSON that the client did not declare so.
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		if ct == "" {
+			return &bodyError{kindMediaType, "the request has no Content-Type; send application/json"}
 		}
+		return &bodyError{kindMediaType, fmt.Sprintf("content type %q is not supported; send application/json", ct)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
 	if err != nil {
@@ -48,8 +54,20 @@ func readJSON(r *http.Request, dst any) error {
 	if err := dec.Decode(dst); err != nil {
 		return decodeError(err)
 	}
-	if dec.More() {
+	// dec.More is false before a stray '}' or ']', so the rest is checked
+	// byte by byte (fuzzing found "null }" accepted).
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return &bodyError{kindMalformedJSON, "request body has data after the JSON value"}
+	}
+	if bytes.Equal(bytes.TrimSpace(body), []byte("null")) {
+		return &bodyError{kindMalformedJSON, "request body is null; send a JSON object"}
+	}
+	if key := duplicateKey(body); key != "" {
+		return &bodyError{kindMalformedJSON, fmt.Sprintf("key %q appears twice in one object (keys are matched without regard to case)", key)}
+	}
+	if field := badTextField(reflect.ValueOf(dst), ""); field != "" {
+		return &service.ValidationError{Fields: []service.FieldError{{Field: field,
+			Message: "contains a NUL character (\\u0000), which cannot be stored"}}}
 	}
 	return nil
 }

@@ -51,7 +51,8 @@ func queryBool(r *http.Request, name string, dst *bool) error {
 //	@Failure		400						{object}	Problem	"malformed-json, unknown-field or validation (each field in errors)"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below admin"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		409						{object}	Problem	"conflict: a mirror of that name exists"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
@@ -125,6 +126,7 @@ func (s *server) listMirrors(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string	true	"Mirror name"
 //	@Success		200		{object}	Mirror
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
@@ -156,7 +158,8 @@ func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400						{object}	Problem	"malformed-json, unknown-field or validation (each field in errors)"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below admin"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404						{object}	Problem	"not-found: no such mirror"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
@@ -202,7 +205,8 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400		{object}	Problem	"validation: wait is not a duration"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below admin"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
 //	@Failure		409		{object}	Problem	"conflict: topics that are not stopped"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"

@@ -19,7 +19,9 @@ import (
 // annotations fails here rather than in a client:
 //   - every operation has a summary, a description and a tag, and 500;
 //   - under /v1: the bearer scheme, 401, and 503 (the database) unless it
-//     never reads it; a change also 403;
+//     never reads it; a change also 403 and 429 (the rate limit), as the
+//     event stream (the cap on streams); a path or query parameter 400 (a
+//     NUL byte or invalid UTF-8 in it);
 //   - a request body: 400, 413 and 415; a path parameter: 404;
 //   - every error is application/problem+json with the Problem schema.
 func TestSpecDocumentsEveryStatus(t *testing.T) {
@@ -45,7 +47,16 @@ func TestSpecDocumentsEveryStatus(t *testing.T) {
 					t.Errorf("%s: security %v, want BearerAuth", name, op.Security)
 				}
 				if method != http.MethodGet {
-					want = append(want, http.StatusForbidden)
+					want = append(want, http.StatusForbidden, http.StatusTooManyRequests)
+				}
+				if op.OperationID == "streamEvents" {
+					want = append(want, http.StatusTooManyRequests)
+				}
+				for _, p := range op.Parameters {
+					if p.Value != nil && (p.Value.In == "path" || p.Value.In == "query") {
+						want = append(want, http.StatusBadRequest)
+						break
+					}
 				}
 			}
 			if !noDatabase[op.OperationID] {

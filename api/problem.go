@@ -49,12 +49,13 @@ var (
 	kindDatabaseDown    = problemKind{ProblemTypeDatabaseUnavailable, "Database unavailable", http.StatusServiceUnavailable}
 	kindUnauthenticated = problemKind{ProblemTypeUnauthenticated, "Authentication required", http.StatusUnauthorized}
 	kindForbidden       = problemKind{ProblemTypeForbidden, "Forbidden", http.StatusForbidden}
+	kindRateLimited     = problemKind{ProblemTypeRateLimited, "Too many requests", http.StatusTooManyRequests}
 	kindInternal        = problemKind{ProblemTypeInternal, "Internal error", http.StatusInternalServerError}
 )
 
 // problemKinds lists every kind, for the spec's ProblemType enum (checked
 // by TestEnumsMatchTheServer).
-var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindInternal, kindSyncUnavailable, kindSyncTimeout}
+var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindRateLimited, kindInternal, kindSyncUnavailable, kindSyncTimeout}
 
 func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail string, extra func(*Problem)) {
 	p := Problem{Type: k.typ, Title: k.title, Status: k.status,
@@ -97,6 +98,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, kindTransition, tr.Error(), nil)
 	case errors.As(err, &un):
 		writeProblem(w, r, kindSourceDown, un.Detail, nil)
+	case errors.Is(err, service.ErrInvalidText):
+		writeProblem(w, r, kindValidation, "the request holds a NUL character or invalid UTF-8, which cannot be stored", nil)
 	case errors.Is(err, service.ErrDatabaseUnavailable):
 		logger(r.Context()).WarnContext(r.Context(), "database unavailable", slog.Any("err", err))
 		w.Header().Set("Retry-After", "5")

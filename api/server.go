@@ -5,8 +5,9 @@
 //	@version					1.0
 //	@description				Kafka cluster mirroring as a service: mirrors (a link from a source Kafka cluster into the destination cluster), mirror topics and their partitions, the unit of replication.
 //	@description
-//	@description				Bodies are JSON (send Content-Type: application/json; at most 1 MiB). Errors are application/problem+json with a stable `type` (urn:kmirror:problem:...) that clients may switch on.
-//	@description				When the server has API tokens configured, /v1 requires an Authorization: Bearer token: 401 without a valid one, 403 for the read-only token on a change. Without tokens (kmirror dev) the API is open.
+//	@description				Bodies are JSON (send Content-Type: application/json, exactly; at most 1 MiB; no key twice in an object). Errors are application/problem+json with a stable `type` (urn:kmirror:problem:...) that clients may switch on.
+//	@description				When the server has API tokens, every route but /healthz and /readyz needs an Authorization: Bearer token (/metrics and /docs too, unless the server makes them public): 401 without a valid one, 403 when the token's role is too low. Roles: viewer reads; operator also adds, pauses, resumes, removes and restarts topics and requests syncs; admin also creates, patches and deletes mirrors. Without tokens (kmirror dev on loopback) the API is open.
+//	@description				Changes (every call but GET) are rate-limited per token, and so are open event streams: 429 with Retry-After.
 //	@license.name				Proprietary
 //	@host						127.0.0.1:8080
 //	@BasePath					/
@@ -22,7 +23,7 @@
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization
-//	@description				A bearer token: the admin token (may do anything) or the read-only token (may only read), as the server's KMIRROR_API_TOKEN and KMIRROR_API_READ_TOKEN set them. Send "Authorization: Bearer <token>".
+//	@description				A bearer token with a role (viewer, operator or admin): one of the server's tokens file (kmirror token new), or KMIRROR_API_TOKEN (admin) or KMIRROR_API_READ_TOKEN (viewer). Send "Authorization: Bearer <token>".
 package api
 
 import (
@@ -53,8 +54,24 @@ type Config struct {
 	Registry *prometheus.Registry
 	// OpenAPI is the OpenAPI document served at /openapi.json.
 	OpenAPI []byte
-	// Tokens, when set, protect /v1 with bearer tokens.
+	// Tokens, when set, protect every route but /healthz, /readyz and the
+	// console's static files with bearer tokens.
 	Tokens Tokens
+	// PublicMetrics and PublicDocs serve /metrics, and /docs with
+	// /openapi.json, without a token even when the server has tokens.
+	PublicMetrics bool
+	PublicDocs    bool
+	// ChangeRate and ChangeBurst limit each caller's changes (every /v1
+	// request but GET and HEAD): ChangeBurst at once, then ChangeRate per
+	// second; defaults 5 and 20, a negative ChangeRate turns it off.
+	ChangeRate  float64
+	ChangeBurst int
+	// MaxStreams caps the /v1/events streams one caller holds open at
+	// once; default 8, negative for no cap.
+	MaxStreams int
+	// EventKeepAlive is how often an idle event stream gets a comment
+	// line; default 15s.
+	EventKeepAlive time.Duration
 	// Console, when set, is served at "/" and "/ui/*" (the web console).
 	Console http.Handler
 	// RequestTimeout bounds every /v1 request but the event stream;
@@ -70,7 +87,7 @@ func (c *Config) validate() error {
 	if c.Service == nil || c.Pool == nil {
 		return errors.New("api: Service and Pool are required")
 	}
-	return nil
+	return c.Tokens.Validate()
 }
 
 type server struct {
@@ -78,6 +95,7 @@ type server struct {
 	pool        *pgxpool.Pool
 	notes       *notifier.Notifier
 	authEnabled bool
+	keepAlive   time.Duration
 }
 
 // NewHandler returns the full HTTP handler.
@@ -91,10 +109,21 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	metrics := newHTTPMetrics(reg)
-	s := &server{svc: cfg.Service, pool: cfg.Pool, notes: cfg.Notifier, authEnabled: cfg.Tokens.enabled()}
+	s := &server{svc: cfg.Service, pool: cfg.Pool, notes: cfg.Notifier, authEnabled: cfg.Tokens.Enabled(),
+		keepAlive: cmp.Or(cfg.EventKeepAlive, 15*time.Second)}
+	var changes *rateLimiter
+	if cfg.ChangeRate >= 0 {
+		changes = newRateLimiter(cmp.Or(cfg.ChangeRate, 5), cmp.Or(cfg.ChangeBurst, 20))
+	}
+	var streams *streamLimiter
+	if cfg.MaxStreams >= 0 {
+		streams = &streamLimiter{max: cmp.Or(cfg.MaxStreams, 8), open: map[string]int{}}
+	}
+	auth := authenticate(cfg.Tokens)
+	operator, admin := requireRole(RoleOperator), requireRole(RoleAdmin)
 
 	r := chi.NewRouter()
-	r.Use(withRequestID(log), metrics.logAndMeasure, recoverer)
+	r.Use(withRequestID(log), metrics.logAndMeasure, recoverer, rejectBadText)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, kindNotFound, "no route for "+r.Method+" "+r.URL.Path, nil)
 	})
@@ -104,34 +133,49 @@ func NewHandler(cfg Config) (http.Handler, error) {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
-	r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mountDocs(r, cfg.OpenAPI)
+	r.Group(func(r chi.Router) {
+		if !cfg.PublicMetrics {
+			r.Use(auth)
+		}
+		r.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	})
+	r.Group(func(r chi.Router) {
+		if !cfg.PublicDocs {
+			r.Use(auth)
+		}
+		mountDocs(r, cfg.OpenAPI)
+	})
+	// The console's files hold no data (a browser cannot send a bearer
+	// token when it opens a page); it asks for a token and sends it to /v1.
 	if cfg.Console != nil {
 		r.Method(http.MethodGet, "/", cfg.Console)
 		r.Method(http.MethodGet, "/ui/*", cfg.Console)
 	}
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(requireToken(cfg.Tokens), requestDeadline(cmp.Or(cfg.RequestTimeout, 35*time.Second)))
-		r.Post("/mirrors", s.createMirror)
+		r.Use(auth, limitChanges(changes), requestDeadline(cmp.Or(cfg.RequestTimeout, 35*time.Second)))
+		r.With(admin).Post("/mirrors", s.createMirror)
 		r.Get("/mirrors", s.listMirrors)
 		r.Get("/mirrors/{mirror}", s.getMirror)
-		r.Patch("/mirrors/{mirror}", s.updateMirror)
-		r.Delete("/mirrors/{mirror}", s.deleteMirror)
-		r.Post("/mirrors/{mirror}:sync", s.syncMirror)
-		r.Post("/mirrors/{mirror}/topics:add", s.addTopics)
-		r.Post("/mirrors/{mirror}/topics:pause", s.pauseTopics)
-		r.Post("/mirrors/{mirror}/topics:resume", s.resumeTopics)
-		r.Post("/mirrors/{mirror}/topics:remove", s.removeTopics)
+		r.With(admin).Patch("/mirrors/{mirror}", s.updateMirror)
+		r.With(admin).Delete("/mirrors/{mirror}", s.deleteMirror)
+		r.With(operator).Post("/mirrors/{mirror}:sync", s.syncMirror)
+		r.With(operator).Post("/mirrors/{mirror}/topics:add", s.addTopics)
+		r.With(operator).Post("/mirrors/{mirror}/topics:pause", s.pauseTopics)
+		r.With(operator).Post("/mirrors/{mirror}/topics:resume", s.resumeTopics)
+		r.With(operator).Post("/mirrors/{mirror}/topics:remove", s.removeTopics)
 		r.Get("/mirrors/{mirror}/topics", s.listTopics)
 		r.Get("/mirrors/{mirror}/topics/{topic}", s.getTopic)
 		r.Get("/mirrors/{mirror}/topics/{topic}/partitions/{partition}/translate", s.translate)
 		r.Get("/partitions", s.listPartitions)
 		r.Get("/instances", s.listInstances)
 		r.Get("/history", s.getHistory)
-		r.Get("/events", s.streamEvents)
+		r.With(limitStreams(streams)).Get("/events", s.streamEvents)
 		r.Get("/whoami", s.whoami)
 	})
+	if err := metrics.learnRoutes(r); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

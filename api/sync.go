@@ -23,9 +23,11 @@ var (
 //	@Produce		json
 //	@Param			mirror	path		string	true	"Mirror name"
 //	@Success		200		{object}	service.SyncResult
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Failure		503		{object}	Problem	"sync-unavailable: no instance runs the mirror's metadata sync; database-unavailable: PostgreSQL did not answer"

@@ -16,8 +16,10 @@ import (
 const (
 	readyTimeout      = 2 * time.Second
 	eventPollInterval = 500 * time.Millisecond
-	eventKeepAlive    = 15 * time.Second
 	eventReplay       = 50
+	// eventWriteTimeout bounds each write of an event stream, which has no
+	// overall write deadline: a client that stops reading is dropped.
+	eventWriteTimeout = 30 * time.Second
 )
 
 // listInstances godoc
@@ -58,6 +60,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 //	@Param			mirror	query		string	false	"Only this mirror, with a series per topic"
 //	@Success		200		{object}	History
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
@@ -75,19 +78,22 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 // streamEvents godoc
 //
 //	@Summary		Stream events (server-sent events)
-//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 //	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+//	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents
 //	@Tags			system
 //	@Produce		text/event-stream
 //	@Param			mirror			query		string	false	"Only this mirror's events"
+//	@Param			actor			query		string	false	"Only the changes this API token (by name) made: the audit trail of one actor"
 //	@Param			since			query		int		false	"Start after this event id"	minimum(0)
 //	@Param			Last-Event-ID	header		string	false	"Resume after this event id (a non-negative integer), as EventSource sends it on a reconnect"
 //	@Success		200				{object}	EventStreamMessage	"the stream: the schema is that of each message"
 //	@Failure		400				{object}	Problem	"validation: Last-Event-ID or since is not a non-negative integer"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
+//	@Failure		429	{object}	Problem	"rate-limited: this token already holds the most event streams it may (with Retry-After)"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/events [get]
@@ -119,6 +125,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, kindInternal, "streaming is not supported by this connection", nil)
 		return
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -129,23 +137,27 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
-		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror")})
+		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror"),
+			Actor: r.URL.Query().Get("actor")})
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)
 			}
 			return
 		}
-		for _, e := range events {
-			b, _ := json.Marshal(eventView(e))
-			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
-			after = e.ID
-		}
-		if len(events) > 0 || time.Since(lastWrite) > eventKeepAlive {
+		if len(events) > 0 || time.Since(lastWrite) > s.keepAlive {
+			_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
+			for _, e := range events {
+				b, _ := json.Marshal(eventView(e))
+				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
+				after = e.ID
+			}
 			if len(events) == 0 {
 				fmt.Fprint(w, ": keep-alive\n\n")
 			}
-			flusher.Flush()
+			if err := rc.Flush(); err != nil {
+				return // the client is gone or stopped reading
+			}
 			lastWrite = time.Now()
 		}
 		select {

@@ -265,6 +265,9 @@ func readSSE(t *testing.T, e *env, query, lastEventID string, n int, then ...fun
 	if lastEventID != "" {
 		req.Header.Set("Last-Event-ID", lastEventID)
 	}
+	if e.streamToken != "" {
+		req.Header.Set("Authorization", "Bearer "+e.streamToken)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

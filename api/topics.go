@@ -27,7 +27,8 @@ import (
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
 //	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or mirrored by another mirror (each in topics); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
@@ -74,7 +75,8 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
 //	@Failure		409		{object}	Problem	"conflict: a match that is not mirroring (each in topics); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
@@ -101,7 +103,8 @@ func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
 //	@Failure		409		{object}	Problem	"conflict: a match that is not paused (each in topics); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
@@ -128,7 +131,8 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
-//	@Failure		403	{object}	Problem	"forbidden: the read-only token cannot change anything"
+//	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
+//	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
 //	@Failure		409		{object}	Problem	"conflict: a match that is already stopped (each in topics); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
@@ -210,6 +214,7 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 //	@Produce		json
 //	@Param			mirror	path		string	true	"Mirror name"
 //	@Success		200		{object}	TopicList
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
@@ -245,6 +250,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 //	@Param			mirror	path		string	true	"Mirror name"
 //	@Param			topic	path		string	true	"Topic name"
 //	@Success		200		{object}	TopicDetail
+//	@Failure		400	{object}	Problem	"validation: a NUL character or invalid UTF-8 in the path or query"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror, or the mirror has no such topic"

@@ -352,7 +352,10 @@ type HistoryPoint struct {
 type Whoami struct {
 	// AuthEnabled says the server checks bearer tokens.
 	AuthEnabled bool `json:"auth_enabled" example:"true"`
-	Role        Role `json:"role" example:"admin"`
+	// Name is the caller's token name, the actor the audit trail records;
+	// "anonymous" when the server has no tokens.
+	Name string `json:"name" example:"ci"`
+	Role Role   `json:"role" example:"operator"`
 } // @name Whoami
 
 // Health is the body of /healthz and /readyz.

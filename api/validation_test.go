@@ -190,7 +190,11 @@ func TestBadInputChangesNothing(t *testing.T) {
 				path = "/v1/mirrors"
 			}
 			before := e.snapshot(t)
-			r := e.do(t, method, path, c.body, "Content-Type", c.contentType)
+			ct := c.contentType
+			if ct == "" {
+				ct = "application/json"
+			}
+			r := e.do(t, method, path, c.body, "Content-Type", ct)
 			p := wantProblem(t, r, c.status, c.kind, c.details...)
 			if c.fields != nil {
 				var got []string

@@ -25,6 +25,9 @@ var (
 	// ErrUnavailable: the database could not be reached, or did not
 	// answer in time.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrInvalidText: a value PostgreSQL cannot store as text or jsonb (a
+	// NUL byte, invalid UTF-8): bad input, not a server fault.
+	ErrInvalidText = errors.New("text cannot be stored")
 )
 
 // DBTX is what the query functions need: a pool, a connection or a transaction.
@@ -112,6 +115,10 @@ func interpret(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case pgErr.Code == "23503": // foreign_key_violation: the parent row is gone
 			return fmt.Errorf("%w: %s", ErrNotFound, pgErr.ConstraintName)
+		case pgErr.Code == "22021", pgErr.Code == "22P05":
+			// character_not_in_repertoire (a NUL or invalid UTF-8 in text),
+			// untranslatable_character (\u0000 in jsonb)
+			return fmt.Errorf("%w: %s", ErrInvalidText, pgErr.Message)
 		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"):
 			// connection exceptions; the server shutting down or starting up
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)

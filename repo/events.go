@@ -16,6 +16,11 @@ type Event struct {
 	Partition *int32
 	Message   string
 	Data      json.RawMessage
+	// Actor, RemoteAddr and RequestID say who asked for the change, from
+	// where, in which API request; empty for the workers' own events.
+	Actor      string
+	RemoteAddr string
+	RequestID  string
 }
 
 // EventsInsert appends an event; call it in the transaction of the change it
@@ -25,16 +30,19 @@ func EventsInsert(ctx context.Context, q DBTX, e Event) error {
 	if len(e.Data) > 0 {
 		data = e.Data
 	}
-	_, err := q.Exec(ctx, `INSERT INTO events (kind, mirror, topic, partition, message, data)
-		VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5, $6)`,
-		e.Kind, e.Mirror, e.Topic, e.Partition, e.Message, data)
+	_, err := q.Exec(ctx, `INSERT INTO events (kind, mirror, topic, partition, message, data,
+			actor, remote_addr, request_id)
+		VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''))`,
+		e.Kind, e.Mirror, e.Topic, e.Partition, e.Message, data, e.Actor, e.RemoteAddr, e.RequestID)
 	return interpret(err)
 }
 
-// EventsListParams selects events after an id, oldest first.
+// EventsListParams selects events after an id, oldest first; an empty
+// Mirror or Actor matches any.
 type EventsListParams struct {
 	AfterID int64
 	Mirror  string
+	Actor   string
 	Limit   int
 }
 
@@ -44,9 +52,9 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 		p.Limit = 500
 	}
 	rows, err := q.Query(ctx, `SELECT id, at, kind, coalesce(mirror, ''), coalesce(topic, ''),
-			partition, message, data
-		FROM events WHERE id > $1 AND ($2 = '' OR mirror = $2)
-		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit)
+			partition, message, data, coalesce(actor, ''), coalesce(remote_addr, ''), coalesce(request_id, '')
+		FROM events WHERE id > $1 AND ($2 = '' OR mirror = $2) AND ($4 = '' OR actor = $4)
+		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit, p.Actor)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -55,7 +63,7 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	for rows.Next() {
 		var e Event
 		if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.Mirror, &e.Topic, &e.Partition,
-			&e.Message, &e.Data); err != nil {
+			&e.Message, &e.Data, &e.Actor, &e.RemoteAddr, &e.RequestID); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, e)

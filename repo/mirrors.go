@@ -130,3 +130,47 @@ func nonNil(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// MirrorSecrets are a mirror's stored secrets, as stored (sealed or not).
+type MirrorSecrets struct {
+	Name         string
+	SASLPassword string
+	TLSKeyPEM    string
+}
+
+// MirrorsListSecrets returns every mirror's stored secrets by name; with
+// forUpdate it locks the rows, in name order, until the transaction ends.
+func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSecrets, error) {
+	sql := `SELECT name, coalesce(sasl_password, ''), coalesce(tls_key_pem, '') FROM mirrors ORDER BY name`
+	if forUpdate {
+		sql += ` FOR UPDATE`
+	}
+	rows, err := q.Query(ctx, sql)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	var out []MirrorSecrets
+	for rows.Next() {
+		var m MirrorSecrets
+		if err := rows.Scan(&m.Name, &m.SASLPassword, &m.TLSKeyPEM); err != nil {
+			return nil, interpret(err)
+		}
+		out = append(out, m)
+	}
+	return out, interpret(rows.Err())
+}
+
+// MirrorsSetSecrets replaces a mirror's stored secrets (and nothing else:
+// updated_at stays, a key rotation is no change of the mirror).
+func MirrorsSetSecrets(ctx context.Context, q DBTX, m MirrorSecrets) error {
+	tag, err := q.Exec(ctx, `UPDATE mirrors SET sasl_password = nullif($2, ''), tls_key_pem = nullif($3, '')
+		WHERE name = $1`, m.Name, m.SASLPassword, m.TLSKeyPEM)
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}

@@ -79,13 +79,17 @@ func (t TopicState) String() string {
 	return t.Topic + " is " + string(t.DesiredState)
 }
 
-// UnavailableError is a dependency (a source cluster) that could not be
-// reached. Nothing was changed.
 // ErrDatabaseUnavailable wraps every error of reaching Postgres (no
 // connection, a broken one, no answer in time): the request may succeed if
 // tried again later.
 var ErrDatabaseUnavailable = repo.ErrUnavailable
 
+// ErrInvalidText is input the database cannot store as text (a NUL byte,
+// invalid UTF-8) that reached it anyway: bad input, nothing changed.
+var ErrInvalidText = repo.ErrInvalidText
+
+// UnavailableError is a dependency (a source cluster) that could not be
+// reached. Nothing was changed.
 type UnavailableError struct {
 	Dependency string
 	Detail     string

@@ -19,25 +19,32 @@ type Event struct {
 	Message   string
 	// Data is the kind's details as JSON, empty when it has none.
 	Data json.RawMessage
+	// Actor made the change, from RemoteAddr, in API request RequestID;
+	// empty for the workers' own events.
+	Actor      string
+	RemoteAddr string
+	RequestID  string
 }
 
-// EventsFilter selects events; an empty Mirror matches every mirror.
+// EventsFilter selects events; an empty Mirror or Actor matches any.
 type EventsFilter struct {
 	// AfterID: only events with a greater id.
 	AfterID int64
 	Mirror  string
+	Actor   string
 }
 
 // ListEvents returns a page of events after f.AfterID, oldest first.
 func (s *Service) ListEvents(ctx context.Context, f EventsFilter) ([]Event, error) {
-	list, err := repo.EventsList(ctx, s.pool, repo.EventsListParams{AfterID: f.AfterID, Mirror: f.Mirror})
+	list, err := repo.EventsList(ctx, s.pool, repo.EventsListParams{AfterID: f.AfterID, Mirror: f.Mirror, Actor: f.Actor})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Event, len(list))
 	for i, e := range list {
 		out[i] = Event{ID: e.ID, At: e.At, Kind: e.Kind, Mirror: e.Mirror, Topic: e.Topic,
-			Partition: e.Partition, Message: e.Message, Data: e.Data}
+			Partition: e.Partition, Message: e.Message, Data: e.Data,
+			Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
 	}
 	return out, nil
 }

@@ -107,10 +107,14 @@ func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 		}
 		return mirrorOf(m), nil
 	}
+	sealed, err := s.sealSecrets(m)
+	if err != nil {
+		return Mirror{}, err
+	}
 	var out repo.Mirror
-	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
-		if out, err = repo.MirrorsInsert(ctx, tx, m); err != nil {
+		if out, err = repo.MirrorsInsert(ctx, tx, sealed); err != nil {
 			if errors.Is(err, repo.ErrConflict) {
 				return mirrorExists(m.Name)
 			}
@@ -203,7 +207,12 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 		} else if err != nil {
 			return Mirror{}, err
 		}
-		m, err := patchMirror(cur, patch)
+		// In clear, so a patch of one TLS field is checked against the other.
+		plain, err := s.openSecrets(cur)
+		if err != nil {
+			return Mirror{}, err
+		}
+		m, err := patchMirror(plain, patch)
 		if err != nil {
 			return Mirror{}, err
 		}
@@ -217,6 +226,10 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 			out.Status, err = s.mirrorStatus(ctx, s.pool, name)
 			return out, err
 		}
+		sealed, err := s.sealSecrets(m)
+		if err != nil {
+			return Mirror{}, err
+		}
 		var out repo.Mirror
 		var status MirrorStatus
 		err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
@@ -229,7 +242,7 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 			if !locked.UpdatedAt.Equal(cur.UpdatedAt) {
 				return errMirrorChanged
 			}
-			if out, err = repo.MirrorsUpdate(ctx, tx, m); err != nil {
+			if out, err = repo.MirrorsUpdate(ctx, tx, sealed); err != nil {
 				return err
 			}
 			if status, err = s.mirrorStatus(ctx, tx, name); err != nil {

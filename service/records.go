@@ -86,7 +86,7 @@ func topicRecord(t repo.Topic) TopicRecord {
 // recordChange writes a change's event and its outbox row in the caller's
 // transaction, so neither can exist without the other.
 func recordChange(ctx context.Context, q repo.DBTX, e repo.Event, key string, value any) error {
-	if err := repo.EventsInsert(ctx, q, e); err != nil {
+	if err := repo.EventsInsert(ctx, q, stampActor(ctx, e)); err != nil {
 		return err
 	}
 	return repo.OutboxInsert(ctx, q, e.Mirror, key, value)
@@ -95,7 +95,7 @@ func recordChange(ctx context.Context, q repo.DBTX, e repo.Event, key string, va
 // recordTopics publishes the current record of each named topic with one
 // event for the action.
 func recordTopics(ctx context.Context, q repo.DBTX, e repo.Event, topics []string) error {
-	if err := repo.EventsInsert(ctx, q, e); err != nil {
+	if err := repo.EventsInsert(ctx, q, stampActor(ctx, e)); err != nil {
 		return err
 	}
 	// One read for all of them: an add may match many topics.

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/kafkaconn"
+	"kmirror/internal/secretbox"
 )
 
 // SourceCatalog lists a source cluster's topics with their partition counts.
@@ -49,6 +50,9 @@ type Config struct {
 	// History, when set, supplies the records per second of mirrors and
 	// topics and the progress history; without it they are 0 and empty.
 	History *History
+	// Secrets, when set, encrypts source secrets before they are stored
+	// (KMIRROR_SECRET_KEY_FILE); without it they are stored as given.
+	Secrets *secretbox.Box
 }
 
 func (c *Config) validate() error {
@@ -68,6 +72,7 @@ type Service struct {
 	log         *slog.Logger
 	instanceTTL time.Duration
 	history     *History
+	secrets     *secretbox.Box
 }
 
 // New returns a Service.
@@ -81,6 +86,7 @@ func New(cfg Config) (*Service, error) {
 		log:         cmp.Or(cfg.Logger, slog.Default()),
 		instanceTTL: cmp.Or(cfg.InstanceTTL, 15*time.Second),
 		history:     cfg.History,
+		secrets:     cfg.Secrets,
 	}, nil
 }
 

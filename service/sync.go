@@ -144,8 +144,8 @@ func (s *Service) SyncMirror(ctx context.Context, name string) (SyncResult, erro
 		} else if err != nil {
 			return err
 		}
-		return repo.EventsInsert(ctx, tx, repo.Event{Kind: EventSyncRequested, Mirror: name,
-			Message: fmt.Sprintf("metadata sync of mirror %s requested", name)})
+		return repo.EventsInsert(ctx, tx, stampActor(ctx, repo.Event{Kind: EventSyncRequested, Mirror: name,
+			Message: fmt.Sprintf("metadata sync of mirror %s requested", name)}))
 	})
 	if err != nil {
 		return SyncResult{}, err

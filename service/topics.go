@@ -121,13 +121,22 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, err
 	}
 	// The source is asked before any write, so a failure changes nothing.
-	source, err := s.sourceTopics(ctx, ConnOf(m))
+	conn, err := s.SourceConn(m)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	source, err := s.sourceTopics(ctx, conn)
 	if err != nil {
 		return TopicsResult{}, err
 	}
 	matched := map[string]int32{}
+	matcher := newPatternMatcher(re, in.Topic)
 	for name, parts := range source {
-		if re.MatchString(name) && !slices.Contains(kafkaInternalTopics, name) {
+		ok, err := matcher.match(name)
+		if err != nil {
+			return TopicsResult{}, err
+		}
+		if ok && !slices.Contains(kafkaInternalTopics, name) {
 			matched[name] = parts
 		}
 	}
@@ -173,7 +182,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 			}
 		}
 		return recordTopics(ctx, tx, repo.Event{Kind: EventTopicsAdded, Mirror: mirror,
-			Message: fmt.Sprintf("added %d topic(s) to mirror %s: [%s]", len(names), mirror, strings.Join(names, ", "))}, names)
+			Message: fmt.Sprintf("added %d topic(s) to mirror %s: [%s]", len(names), mirror, topicList(names))}, names)
 	})
 	if err != nil {
 		return TopicsResult{}, err
@@ -226,8 +235,11 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 			return err
 		}
 		var conflicts []TopicState
+		matcher := newPatternMatcher(re, pattern)
 		for name, t := range existing {
-			if !re.MatchString(name) {
+			if ok, err := matcher.match(name); err != nil {
+				return err
+			} else if !ok {
 				continue
 			}
 			names = append(names, name)
@@ -247,7 +259,7 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 			return err
 		}
 		return recordTopics(ctx, tx, repo.Event{Kind: tr.event, Mirror: mirror,
-			Message: fmt.Sprintf("%s %d topic(s) of mirror %s: [%s]", tr.verb, len(names), mirror, strings.Join(names, ", "))}, names)
+			Message: fmt.Sprintf("%s %d topic(s) of mirror %s: [%s]", tr.verb, len(names), mirror, topicList(names))}, names)
 	})
 	if err != nil {
 		return TopicsResult{}, err

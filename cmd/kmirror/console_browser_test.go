@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -24,7 +25,8 @@ const consoleE2E = "../../web/e2e"
 // (web/e2e/console.test.mjs: Chromium driven by playwright-core, checked by
 // axe-core) against a real server, started as kmirror dev starts it:
 // Postgres, a kfake source with demo traffic and a kfake destination, and
-// API tokens, so that sign-in and the read-only role are covered too.
+// API tokens, so that sign-in and the viewer and operator roles are
+// covered too.
 //
 // It needs node, Chromium and `npm ci` in web/e2e. Without them it skips,
 // unless KMIRROR_BROWSER_TESTS=required (as .ci/run sets), when it fails.
@@ -51,7 +53,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		Topics: map[string]int32{"orders": 3, "payments": 2, "inventory": 1}}); err != nil {
 		t.Fatal(err)
 	}
-	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token"}
+	const operatorToken = "browser-operator-token"
+	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token", File: []api.Token{
+		{Name: "browser-ci", Role: api.RoleOperator, Hash: sha256.Sum256([]byte(operatorToken))}}}
 	ready := make(chan string, 1)
 	serverErr := make(chan error, 1)
 	go func() {
@@ -98,6 +102,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"KMIRROR_URL=http://"+addr,
 		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
 		"KMIRROR_READ_TOKEN="+tokens.Read,
+		"KMIRROR_OPERATOR_TOKEN="+operatorToken,
 		"KMIRROR_SOURCE="+clusters.SourceAddr(),
 		"KMIRROR_DESTINATION="+clusters.DestinationAddr(),
 		"KMIRROR_SCREENSHOTS="+shots,

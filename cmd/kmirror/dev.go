@@ -3,18 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/pgserver"
+	"kmirror/internal/secretbox"
 )
 
 // devConfig is `kmirror dev`'s flags.
@@ -81,6 +85,17 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return err
 	}
 
+	// KMIRROR_API_TOKEN and KMIRROR_API_READ_TOKEN protect the dev server
+	// as they do a real one; without them it is open, on loopback only
+	// (runServer refuses another address).
+	tokens, err := loadTokens("")
+	if err != nil {
+		return err
+	}
+	secrets, err := devSecretKey(os.Getenv("KMIRROR_DATABASE_URL") != "")
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ready := make(chan string, 1)
@@ -92,6 +107,8 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 			LeaseTTL:           15 * time.Second,
 			LeaseRenewInterval: 5 * time.Second,
 			SourceTimeout:      5 * time.Second,
+			Tokens:             tokens,
+			Secrets:            secrets,
 			Logger:             log,
 			Ready:              func(addr string) { ready <- addr },
 		})
@@ -105,10 +122,10 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return nil
 	}
 	base := "http://" + addr
-	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr()); err != nil {
+	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), tokens.Admin); err != nil {
 		return err
 	}
-	printDevBanner(stdout, base, clusters.SourceAddr(), clusters.DestinationAddr())
+	printDevBanner(stdout, base, clusters.SourceAddr(), clusters.DestinationAddr(), tokens.Enabled())
 	if cfg.ready != nil {
 		cfg.ready(base)
 	}
@@ -121,9 +138,45 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 	return <-serverErr
 }
 
+// devSecretKey is the key that encrypts the dev server's stored secrets:
+// KMIRROR_SECRET_KEY_FILE's when set; else a fresh one for a throw-away
+// database, or, for a database that outlives the run (KMIRROR_DATABASE_URL),
+// one kept in the user's cache directory so the next run can open them.
+func devSecretKey(reused bool) (*secretbox.Box, error) {
+	if path := os.Getenv("KMIRROR_SECRET_KEY_FILE"); path != "" {
+		return secretbox.LoadKeyFile(path)
+	}
+	if !reused {
+		key := make([]byte, secretbox.KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, err
+		}
+		return secretbox.New(key)
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kmirror", "dev-secret-key")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		key, err := secretbox.NewKeyText()
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return secretbox.LoadKeyFile(path)
+}
+
 // setUpDemoMirror creates the mirror demo and adds orders and payments, as
 // an operator would with curl; existing ones (a reused database) are kept.
-func setUpDemoMirror(ctx context.Context, base, source string) error {
+// token is the admin token, when the server has tokens.
+func setUpDemoMirror(ctx context.Context, base, source, token string) error {
 	steps := []struct{ path, body string }{
 		{"/v1/mirrors", fmt.Sprintf(`{"name":"demo","source":{"bootstrap_servers":%q}}`, source)},
 		{"/v1/mirrors/demo/topics:add", `{"topic":"orders|payments"}`},
@@ -134,6 +187,9 @@ func setUpDemoMirror(ctx context.Context, base, source string) error {
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return fmt.Errorf("set up demo mirror: %w", err)
@@ -147,10 +203,18 @@ func setUpDemoMirror(ctx context.Context, base, source string) error {
 	return nil
 }
 
-func printDevBanner(w io.Writer, base, source, dest string) {
+func printDevBanner(w io.Writer, base, source, dest string, auth bool) {
+	// With tokens the lines send KMIRROR_API_TOKEN from the shell, never
+	// the token itself.
+	curl, cli, note := "curl -s", "", ""
+	if auth {
+		curl = `curl -s -H "Authorization: Bearer $KMIRROR_API_TOKEN"`
+		cli = "KMIRROR_TOKEN=$KMIRROR_API_TOKEN "
+		note = "\n  The API needs a token: KMIRROR_API_TOKEN (admin) or KMIRROR_API_READ_TOKEN (viewer).\n"
+	}
 	fmt.Fprintf(w, `
 kmirror dev is running. Ctrl-C stops everything and removes the data.
-
+%[4]s
   Web console      %[1]s/
   API and docs     %[1]s/docs
   OpenAPI          %[1]s/openapi.json
@@ -159,17 +223,17 @@ kmirror dev is running. Ctrl-C stops everything and removes the data.
   Destination      %[3]s
 
 Try it:
-  curl -s %[1]s/v1/mirrors/demo/topics
-  curl -s '%[1]s/v1/partitions?mirror=demo'
-  curl -s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:pause
-  curl -s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:resume
-  curl -sN %[1]s/v1/events
+  %[5]s %[1]s/v1/mirrors/demo/topics
+  %[5]s '%[1]s/v1/partitions?mirror=demo'
+  %[5]s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:pause
+  %[5]s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:resume
+  %[5]s -N %[1]s/v1/events
 
-  go run ./cmd/kmirror mirrors --server %[1]s --describe
-  go run ./cmd/kmirror mirrors --server %[1]s --pause --mirror demo --topic orders
+  %[6]sgo run ./cmd/kmirror mirrors --server %[1]s --describe
+  %[6]sgo run ./cmd/kmirror mirrors --server %[1]s --pause --mirror demo --topic orders
 
   kcat -b %[2]s -L
   kcat -b %[2]s -C -t orders -o -5 -e
   kcat -b %[3]s -C -t orders -o -5 -e
-`, base, source, dest)
+`, base, source, dest, note, curl, cli)
 }

@@ -14,9 +14,13 @@ import (
 
 // TestDevRunsDemoAndCleansUp runs `kmirror dev` on free ports: the demo
 // mirror's partitions reach MIRRORING, the banner has paste-ready lines, and
-// cancelling (Ctrl-C) returns cleanly.
+// cancelling (Ctrl-C) returns cleanly. KMIRROR_API_TOKEN protects it as it
+// does a server: the demo is set up with it, and the API needs it.
 func TestDevRunsDemoAndCleansUp(t *testing.T) {
 	t.Setenv("KMIRROR_DATABASE_URL", "") // exercise the throw-away Postgres
+	t.Setenv("KMIRROR_API_TOKEN", "dev-secret")
+	t.Setenv("KMIRROR_API_READ_TOKEN", "")
+	t.Setenv("KMIRROR_TOKEN", "dev-secret") // for the CLI below
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ready := make(chan string, 1)
@@ -34,10 +38,17 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("dev did not become ready\n%s", errOut.String())
 	}
-	for _, want := range []string{"kmirror dev is running", base + "/docs", "curl -s " + base + "/v1/mirrors/demo/topics", "kcat -b "} {
+	for _, want := range []string{"kmirror dev is running", base + "/docs", "kcat -b ", "The API needs a token",
+		`curl -s -H "Authorization: Bearer $KMIRROR_API_TOKEN" ` + base + "/v1/mirrors/demo/topics"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
+	}
+	if strings.Contains(out.String(), "dev-secret") {
+		t.Error("the banner prints the token")
+	}
+	if resp, err := http.Get(base + "/v1/mirrors"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /v1/mirrors without the token: %v %v", resp, err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -83,7 +94,9 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 
 func demoStates(t *testing.T, base string) []string {
 	t.Helper()
-	resp, err := http.Get(base + "/v1/partitions?mirror=demo")
+	req, _ := http.NewRequest("GET", base+"/v1/partitions?mirror=demo", nil)
+	req.Header.Set("Authorization", "Bearer dev-secret")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,8 +74,12 @@ func startInProcessServer(tb testing.TB, log *slog.Logger, tune ...func(*serverC
 		LeaseRenewInterval: time.Second,
 		DeliveryTimeout:    time.Second,
 		SourceTimeout:      2 * time.Second,
-		Logger:             log,
-		Ready:              func(addr string) { ready <- addr },
+		// The benchmarks drive changes faster than a token may: they
+		// measure kmirror, not the limiter.
+		ChangeRate: -1,
+		MaxStreams: -1,
+		Logger:     log,
+		Ready:      func(addr string) { ready <- addr },
 	}
 	for _, t := range tune {
 		t(&cfg)

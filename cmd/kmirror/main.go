@@ -4,6 +4,8 @@
 //	kmirror dev       everything on one machine, for trying it out
 //	kmirror mirrors   the operator CLI, against the REST API
 //	kmirror restore   rebuild an empty database from __mirror_state
+//	kmirror token     make an API token and its tokens-file line
+//	kmirror secrets   make a secret key; re-encrypt the stored source secrets
 package main
 
 import (
@@ -27,6 +29,12 @@ Usage:
   kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
   kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
   kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
+  kmirror token new --name NAME --role viewer|operator|admin
+                            make an API token and the line for the server's tokens file
+  kmirror secrets new-key | rotate --new-key-file FILE
+                            make a key for KMIRROR_SECRET_KEY_FILE; re-encrypt the stored secrets
+  kmirror health [--path /readyz]
+                            exit 0 when this machine's server answers (a container HEALTHCHECK)
   kmirror version
 
 Run 'kmirror COMMAND --help' for a command's flags.
@@ -52,6 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = devCommand(ctx, args[1:], stdout, stderr)
 	case "restore":
 		err = restoreCommand(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = tokenCommand(args[1:], stdout, stderr)
+	case "secrets":
+		err = secretsCommand(ctx, args[1:], stdout, stderr)
+	case "health":
+		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":

@@ -37,6 +37,12 @@ type mirrorsEnv struct {
 
 func newMirrorsEnv(t *testing.T) mirrorsEnv {
 	t.Helper()
+	return newMirrorsEnvWith(t, api.Tokens{})
+}
+
+// newMirrorsEnvWith is newMirrorsEnv with a server that checks tokens.
+func newMirrorsEnvWith(t *testing.T, tokens api.Tokens) mirrorsEnv {
+	t.Helper()
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1),
 		kfake.SeedTopics(3, "my-topic"), kfake.SeedTopics(1, "other-topic"), kfake.SeedTopics(3, "third-topic"))
 	if err != nil {
@@ -50,7 +56,8 @@ func newMirrorsEnv(t *testing.T) mirrorsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, OpenAPI: openapi.JSON})
+	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, OpenAPI: openapi.JSON,
+		Tokens: tokens, ChangeRate: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

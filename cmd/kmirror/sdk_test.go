@@ -57,7 +57,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	t.Parallel()
 	tokens := api.Tokens{Admin: "sdk-admin-token", Read: "sdk-read-token"}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srv := startInProcessServer(t, log, func(c *serverConfig) { c.Tokens = tokens })
+	// openapi-typescript fetches the spec without a token: served in the
+	// open, as --public-docs serves it.
+	srv := startInProcessServer(t, log, func(c *serverConfig) { c.Tokens, c.PublicDocs = tokens, true })
 	produceBench(t, srv.clusters.SourceAddr(), 10)
 
 	v := newSpecValidator(t, openapi.JSON)

@@ -3,16 +3,18 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,7 +24,9 @@ import (
 	"kmirror/api"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
+	"kmirror/internal/secretbox"
 	"kmirror/internal/startstop"
+	"kmirror/internal/tlsreload"
 	"kmirror/migrations"
 	"kmirror/openapi"
 	"kmirror/repo"
@@ -61,10 +65,28 @@ type serverConfig struct {
 	// GET /v1/history is sampled; default 5s.
 	HistoryInterval time.Duration
 	Logger          *slog.Logger
-	// Tokens protect the /v1 API when set (KMIRROR_API_TOKEN,
+	// Tokens protect the API when set (KMIRROR_API_TOKEN,
 	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
-	// out of process listings).
+	// out of process listings; and the hashes of --api-tokens-file).
 	Tokens api.Tokens
+	// Secrets encrypts source secrets at rest (KMIRROR_SECRET_KEY_FILE);
+	// nil stores them as given.
+	Secrets *secretbox.Box
+	// TLSCertFile and TLSKeyFile, when set, serve the API over TLS; the pair
+	// is read again on SIGHUP and when the files change.
+	TLSCertFile, TLSKeyFile string
+	// TLSReloadInterval is how often the TLS files are checked; default 5s.
+	TLSReloadInterval time.Duration
+	// InsecureNoAuth lets the server listen beyond loopback without tokens.
+	InsecureNoAuth bool
+	// PublicMetrics and PublicDocs serve /metrics and /docs without a token.
+	PublicMetrics bool
+	PublicDocs    bool
+	// ChangeRate, ChangeBurst and MaxStreams are the per-caller limits
+	// (api.Config).
+	ChangeRate  float64
+	ChangeBurst int
+	MaxStreams  int
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -76,13 +98,68 @@ func (c *serverConfig) validate() error {
 	if c.LeaseRenewInterval >= c.LeaseTTL {
 		return fmt.Errorf("lease renew interval %s must be shorter than the lease TTL %s", c.LeaseRenewInterval, c.LeaseTTL)
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if !c.Tokens.Enabled() && !c.InsecureNoAuth && !loopback(c.Listen) {
+		return fmt.Errorf("refusing to serve %s without API tokens: anyone who reaches it could fail over "+
+			"topics. Set --api-tokens-file (see kmirror token new) or KMIRROR_API_TOKEN, listen on 127.0.0.1, "+
+			"or pass --insecure-no-auth", c.Listen)
+	}
 	if c.DeliveryTimeout >= c.LeaseTTL/3 {
 		return fmt.Errorf("delivery timeout %s must be shorter than the lease safety margin (TTL/3 = %s)", c.DeliveryTimeout, c.LeaseTTL/3)
 	}
 	return nil
 }
 
+// loopback says whether a listen address accepts only local connections.
+// An empty host listens on every interface; a host name other than
+// localhost counts as reachable from elsewhere.
+func loopback(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func envOr(name, def string) string { return cmp.Or(os.Getenv(name), def) }
+
+func envBool(name string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(name))
+	return b
+}
+
+func envFloat(name string, def float64) float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return f
+	}
+	return def
+}
+
+// loadTokens reads the tokens of the environment and of the tokens file.
+func loadTokens(file string) (api.Tokens, error) {
+	t := api.Tokens{Admin: os.Getenv("KMIRROR_API_TOKEN"), Read: os.Getenv("KMIRROR_API_READ_TOKEN")}
+	if file == "" {
+		return t, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return t, fmt.Errorf("--api-tokens-file: %w", err)
+	}
+	defer f.Close()
+	if t.File, err = api.ParseTokensFile(f); err != nil {
+		return t, fmt.Errorf("--api-tokens-file %s: %w", file, err)
+	}
+	if len(t.File) == 0 {
+		return t, fmt.Errorf("--api-tokens-file %s holds no token (add a line from kmirror token new)", file)
+	}
+	return t, t.Validate()
+}
 
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
@@ -119,6 +196,21 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
+	secretKeyFile := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database (KMIRROR_SECRET_KEY_FILE)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("KMIRROR_TLS_CERT_FILE"), "serve the API over TLS with this certificate (PEM, chain included); re-read on SIGHUP and when it changes (KMIRROR_TLS_CERT_FILE)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("KMIRROR_TLS_KEY_FILE"), "the TLS certificate's private key (PEM) (KMIRROR_TLS_KEY_FILE)")
+	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
+	fs.BoolVar(&cfg.InsecureNoAuth, "insecure-no-auth", envBool("KMIRROR_INSECURE_NO_AUTH"), "serve a non-loopback address without API tokens: anyone who reaches it may do anything (KMIRROR_INSECURE_NO_AUTH)")
+	fs.BoolVar(&cfg.PublicMetrics, "public-metrics", envBool("KMIRROR_PUBLIC_METRICS"), "serve /metrics without a token (KMIRROR_PUBLIC_METRICS)")
+	fs.BoolVar(&cfg.PublicDocs, "public-docs", envBool("KMIRROR_PUBLIC_DOCS"), "serve /docs and /openapi.json without a token (KMIRROR_PUBLIC_DOCS)")
+	fs.Float64Var(&cfg.ChangeRate, "api-change-rate", envFloat("KMIRROR_API_CHANGE_RATE", 5), "changes (API calls other than GET) per second per token, after a burst; 429 beyond it; negative: no limit (KMIRROR_API_CHANGE_RATE)")
+	fs.IntVar(&cfg.ChangeBurst, "api-change-burst", envInt("KMIRROR_API_CHANGE_BURST", 20), "changes a token may make at once before --api-change-rate applies (KMIRROR_API_CHANGE_BURST)")
+	fs.IntVar(&cfg.MaxStreams, "api-max-event-streams", envInt("KMIRROR_API_MAX_EVENT_STREAMS", 8), "/v1/events streams one token may hold open; negative: no cap (KMIRROR_API_MAX_EVENT_STREAMS)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage of kmirror server:")
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, serverEnvOnly)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -127,13 +219,36 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	cfg.Tokens = api.Tokens{Admin: os.Getenv("KMIRROR_API_TOKEN"), Read: os.Getenv("KMIRROR_API_READ_TOKEN")}
 	var err error
+	if cfg.Tokens, err = loadTokens(*tokensFile); err != nil {
+		return err
+	}
+	if *secretKeyFile != "" {
+		if cfg.Secrets, err = secretbox.LoadKeyFile(*secretKeyFile); err != nil {
+			return fmt.Errorf("--secret-key-file: %w", err)
+		}
+	}
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
 	}
 	return runServer(ctx, cfg)
 }
+
+// serverEnvOnly lists the settings that are read from the environment only:
+// secrets stay out of process listings.
+const serverEnvOnly = `
+Environment only (secrets stay out of process listings):
+  KMIRROR_API_TOKEN                        an API token with role admin (named api-token)
+  KMIRROR_API_READ_TOKEN                   an API token with role viewer (named api-read-token)
+  KMIRROR_DESTINATION_SECURITY_PROTOCOL    PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL
+  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
+  KMIRROR_DESTINATION_SASL_USERNAME        the destination's SASL user
+  KMIRROR_DESTINATION_SASL_PASSWORD        its password
+  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
+  KMIRROR_DESTINATION_TLS_CERT_FILE        client certificate (PEM)
+  KMIRROR_DESTINATION_TLS_KEY_FILE         its private key (PEM)
+  KMIRROR_DESTINATION_TLS_SERVER_NAME      the name to verify the destination's certificate against
+`
 
 // destinationFromEnv builds the destination connection from the
 // KMIRROR_DESTINATION_* variables, reading TLS files.
@@ -233,6 +348,19 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	log := cfg.Logger.With("instance", cfg.InstanceID)
+	if !cfg.Tokens.Enabled() && !loopback(cfg.Listen) {
+		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
+			": anyone who reaches it may create, change and fail over mirrors")
+	}
+	// The API's certificate is read before anything starts: a bad pair
+	// fails the start at once.
+	var certs *tlsreload.Reloader
+	if cfg.TLSCertFile != "" {
+		var err error
+		if certs, err = tlsreload.New(cfg.TLSCertFile, cfg.TLSKeyFile, log); err != nil {
+			return err
+		}
+	}
 	if err := migrations.Up(cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -249,9 +377,22 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: cfg.Secrets})
 	if err != nil {
 		return err
+	}
+	// Without the key that sealed the stored secrets nothing could connect
+	// to those sources: fail now, naming the mirror.
+	clearSecrets, err := svc.CheckSecrets(ctx)
+	if err != nil {
+		return fmt.Errorf("stored source secrets: %w", err)
+	}
+	switch {
+	case cfg.Secrets == nil:
+		log.Warn("no KMIRROR_SECRET_KEY_FILE: source SASL passwords and TLS keys are stored in the database as given")
+	case clearSecrets > 0:
+		log.Warn(fmt.Sprintf("%d source secret(s) were stored before encryption was set up; "+
+			"kmirror secrets rotate --new-key-file with this key encrypts them", clearSecrets))
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -273,12 +414,14 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
+		PublicMetrics: cfg.PublicMetrics, PublicDocs: cfg.PublicDocs,
+		ChangeRate: cfg.ChangeRate, ChangeBurst: cfg.ChangeBurst, MaxStreams: cfg.MaxStreams,
 		Console: web.Handler(), Notifier: notes})
 	if err != nil {
 		return err
 	}
 	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, Secrets: cfg.Secrets})
 	if err != nil {
 		return err
 	}
@@ -298,12 +441,28 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := api.NewHTTPServer(handler, api.HTTPServerConfig{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	scheme := "http"
+	if certs != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go certs.Watch(watchCtx, cfg.TLSReloadInterval, hup)
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.GetCertificate}
+		scheme = "https"
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if scheme == "https" {
+			serveErr <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		serveErr <- srv.Serve(ln)
+	}()
 	addr := ln.Addr().String()
-	log.Info("kmirror server started", "listen", addr, "version", version,
+	log.Info("kmirror server started", "listen", addr, "scheme", scheme, "version", version,
 		"destination", strings.Join(cfg.Destination.BootstrapServers, ","))
 	if cfg.Ready != nil {
 		cfg.Ready(addr)

@@ -273,6 +273,7 @@ const (
 	ProblemTypeMethodNotAllowed     ProblemType = "urn:kmirror:problem:method-not-allowed"
 	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"
 	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"
+	ProblemTypeRateLimited          ProblemType = "urn:kmirror:problem:rate-limited"
 	ProblemTypeSourceUnavailable    ProblemType = "urn:kmirror:problem:source-unavailable"
 	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"
 	ProblemTypeSyncUnavailable      ProblemType = "urn:kmirror:problem:sync-unavailable"
@@ -305,6 +306,8 @@ func (e ProblemType) Valid() bool {
 		return true
 	case ProblemTypeNotFound:
 		return true
+	case ProblemTypeRateLimited:
+		return true
 	case ProblemTypeSourceUnavailable:
 		return true
 	case ProblemTypeSyncTimeout:
@@ -326,14 +329,17 @@ func (e ProblemType) Valid() bool {
 
 // Defines values for Role.
 const (
-	RoleAdmin  Role = "admin"
-	RoleViewer Role = "viewer"
+	RoleAdmin    Role = "admin"
+	RoleOperator Role = "operator"
+	RoleViewer   Role = "viewer"
 )
 
 // Valid indicates whether the value is a known member of the Role enum.
 func (e Role) Valid() bool {
 	switch e {
 	case RoleAdmin:
+		return true
+	case RoleOperator:
 		return true
 	case RoleViewer:
 		return true
@@ -784,6 +790,13 @@ type PartitionOwnerData struct {
 
 // PartitionOwnerEvent defines model for PartitionOwnerEvent.
 type PartitionOwnerEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
 	// At Example: 2026-01-02T15:04:05Z
 	At   time.Time          `json:"at"`
 	Data PartitionOwnerData `json:"data"`
@@ -808,6 +821,17 @@ type PartitionOwnerEvent struct {
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -848,6 +872,13 @@ type PartitionRealignedData struct {
 
 // PartitionRealignedEvent defines model for PartitionRealignedEvent.
 type PartitionRealignedEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
 	// At Example: 2026-01-02T15:04:05Z
 	At   time.Time              `json:"at"`
 	Data PartitionRealignedData `json:"data"`
@@ -872,6 +903,17 @@ type PartitionRealignedEvent struct {
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -1034,6 +1076,13 @@ type PartitionStateData struct {
 
 // PartitionStateEvent defines model for PartitionStateEvent.
 type PartitionStateEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
 	// At Example: 2026-01-02T15:04:05Z
 	At   time.Time          `json:"at"`
 	Data PartitionStateData `json:"data"`
@@ -1059,6 +1108,17 @@ type PartitionStateEvent struct {
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
 
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
+
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
 }
@@ -1068,6 +1128,13 @@ type PartitionStateEventKind string
 
 // PlainEvent defines model for PlainEvent.
 type PlainEvent struct {
+	// Actor Actor is the name of the API token that made the change
+	// ("anonymous" on a server without tokens); absent for what kmirror's
+	// workers did on their own.
+	//
+	// Example: ci
+	Actor *string `json:"actor,omitempty"`
+
 	// At Example: 2026-01-02T15:04:05Z
 	At time.Time `json:"at"`
 
@@ -1091,6 +1158,17 @@ type PlainEvent struct {
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
+
+	// RemoteAddr RemoteAddr is the address the change came from.
+	//
+	// Example: 10.0.0.7
+	RemoteAddr *string `json:"remote_addr,omitempty"`
+
+	// RequestId RequestID is the change's API request id (X-Request-Id, and the
+	// request_id of the server's log line).
+	//
+	// Example: 4bf92f3577b34da6
+	RequestId *string `json:"request_id,omitempty"`
 
 	// Topic Example: orders
 	Topic *string `json:"topic,omitempty"`
@@ -1565,7 +1643,13 @@ type Whoami struct {
 	// Example: true
 	AuthEnabled bool `json:"auth_enabled"`
 
-	// Role Example: admin
+	// Name Name is the caller's token name, the actor the audit trail records;
+	// "anonymous" when the server has no tokens.
+	//
+	// Example: ci
+	Name string `json:"name"`
+
+	// Role Example: operator
 	Role Role `json:"role"`
 }
 
@@ -1573,6 +1657,9 @@ type Whoami struct {
 type StreamEventsParams struct {
 	// Mirror Only this mirror's events
 	Mirror *string `form:"mirror,omitempty" json:"mirror,omitempty"`
+
+	// Actor Only the changes this API token (by name) made: the audit trail of one actor
+	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
 
 	// Since Start after this event id
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
@@ -1933,8 +2020,9 @@ type ClientInterface interface {
 
 	// StreamEvents Stream events (server-sent events)
 	//
-	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -2122,7 +2210,7 @@ type ClientInterface interface {
 
 	// Whoami Who the caller is
 	//
-	// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+	// Whether this server checks bearer tokens, and the caller's token name and role: viewer (may only read), operator (also add, pause, resume, remove and restart topics, and request a sync) or admin (also create, patch and delete mirrors). Without tokens everyone is an admin named anonymous.
 	//
 	// Corresponds with GET /v1/whoami (the `Whoami` operationId).
 	Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2164,8 +2252,9 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // StreamEvents Stream events (server-sent events)
 //
-// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -2583,7 +2672,7 @@ func (c *Client) ListPartitions(ctx context.Context, params *ListPartitionsParam
 
 // Whoami Who the caller is
 //
-// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+// Whether this server checks bearer tokens, and the caller's token name and role: viewer (may only read), operator (also add, pause, resume, remove and restart topics, and request a sync) or admin (also create, patch and delete mirrors). Without tokens everyone is an admin named anonymous.
 //
 // Corresponds with GET /v1/whoami (the `Whoami` operationId).
 func (c *Client) Whoami(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2683,6 +2772,18 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 		if params.Mirror != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "mirror", *params.Mirror, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Actor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3782,8 +3883,9 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream events (server-sent events)
 	//
-	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3993,7 +4095,7 @@ type ClientWithResponsesInterface interface {
 
 	// WhoamiWithResponse Who the caller is
 	//
-	// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+	// Whether this server checks bearer tokens, and the caller's token name and role: viewer (may only read), operator (also add, pause, resume, remove and restart topics, and request a sync) or admin (also create, patch and delete mirrors). Without tokens everyone is an admin named anonymous.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4111,6 +4213,8 @@ type StreamEventsResponse struct {
 	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4125,6 +4229,11 @@ func (r StreamEventsResponse) GetApplicationproblemJSON400() *Problem {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r StreamEventsResponse) GetApplicationproblemJSON401() *Problem {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StreamEventsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4171,6 +4280,8 @@ type GetHistoryResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *History
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -4184,6 +4295,11 @@ type GetHistoryResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHistoryResponse) GetJSON200() *History {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetHistoryResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -4383,6 +4499,8 @@ type CreateMirrorResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4429,6 +4547,11 @@ func (r CreateMirrorResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateMirrorResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateMirrorResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4483,6 +4606,8 @@ type DeleteMirrorResponse struct {
 	ApplicationproblemJSON404 *Problem
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4512,6 +4637,11 @@ func (r DeleteMirrorResponse) GetApplicationproblemJSON404() *Problem {
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r DeleteMirrorResponse) GetApplicationproblemJSON409() *Problem {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteMirrorResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4558,6 +4688,8 @@ type GetMirrorResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Mirror
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -4571,6 +4703,11 @@ type GetMirrorResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetMirrorResponse) GetJSON200() *Mirror {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetMirrorResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -4639,6 +4776,8 @@ type UpdateMirrorResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4678,6 +4817,11 @@ func (r UpdateMirrorResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdateMirrorResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateMirrorResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -4724,6 +4868,8 @@ type ListTopicsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TopicList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -4737,6 +4883,11 @@ type ListTopicsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListTopicsResponse) GetJSON200() *TopicList {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTopicsResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -4793,6 +4944,8 @@ type GetTopicResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TopicDetail
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
@@ -4806,6 +4959,11 @@ type GetTopicResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetTopicResponse) GetJSON200() *TopicDetail {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetTopicResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -4952,6 +5110,8 @@ type AddTopicsResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -4996,6 +5156,11 @@ func (r AddTopicsResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r AddTopicsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r AddTopicsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5056,6 +5221,8 @@ type PauseTopicsResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5100,6 +5267,11 @@ func (r PauseTopicsResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r PauseTopicsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PauseTopicsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5160,6 +5332,8 @@ type RemoveTopicsResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5204,6 +5378,11 @@ func (r RemoveTopicsResponse) GetApplicationproblemJSON413() *Problem {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RemoveTopicsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RemoveTopicsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5264,6 +5443,8 @@ type ResumeTopicsResponse struct {
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5310,6 +5491,11 @@ func (r ResumeTopicsResponse) GetApplicationproblemJSON415() *Problem {
 	return r.ApplicationproblemJSON415
 }
 
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResumeTopicsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
 func (r ResumeTopicsResponse) GetApplicationproblemJSON500() *Problem {
 	return r.ApplicationproblemJSON500
@@ -5354,12 +5540,16 @@ type SyncMirrorResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SyncResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5371,6 +5561,11 @@ type SyncMirrorResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r SyncMirrorResponse) GetJSON200() *SyncResult {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -5386,6 +5581,11 @@ func (r SyncMirrorResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SyncMirrorResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -5595,8 +5795,9 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // StreamEventsWithResponse Stream events (server-sent events)
 //
-// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -5944,7 +6145,7 @@ func (c *ClientWithResponses) ListPartitionsWithResponse(ctx context.Context, pa
 
 // WhoamiWithResponse Who the caller is
 //
-// Whether this server checks bearer tokens, and the caller's role: admin (the admin token, or anyone when no tokens are configured) or viewer (the read-only token, which may only read).
+// Whether this server checks bearer tokens, and the caller's token name and role: viewer (may only read), operator (also add, pause, resume, remove and restart topics, and request a sync) or admin (also create, patch and delete mirrors). Without tokens everyone is an admin named anonymous.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6058,6 +6259,13 @@ func ParseStreamEventsResponse(rsp *http.Response) (*StreamEventsResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6097,6 +6305,13 @@ func ParseGetHistoryResponse(rsp *http.Response) (*GetHistoryResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
@@ -6295,6 +6510,13 @@ func ParseCreateMirrorResponse(rsp *http.Response) (*CreateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6379,6 +6601,13 @@ func ParseDeleteMirrorResponse(rsp *http.Response) (*DeleteMirrorResponse, error
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6418,6 +6647,13 @@ func ParseGetMirrorResponse(rsp *http.Response) (*GetMirrorResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
@@ -6515,6 +6751,13 @@ func ParseUpdateMirrorResponse(rsp *http.Response) (*UpdateMirrorResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6554,6 +6797,13 @@ func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
@@ -6608,6 +6858,13 @@ func ParseGetTopicResponse(rsp *http.Response) (*GetTopicResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
@@ -6773,6 +7030,13 @@ func ParseAddTopicsResponse(rsp *http.Response) (*AddTopicsResponse, error) {
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6861,6 +7125,13 @@ func ParsePauseTopicsResponse(rsp *http.Response) (*PauseTopicsResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
@@ -6951,6 +7222,13 @@ func ParseRemoveTopicsResponse(rsp *http.Response) (*RemoveTopicsResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7040,6 +7318,13 @@ func ParseResumeTopicsResponse(rsp *http.Response) (*ResumeTopicsResponse, error
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7080,6 +7365,13 @@ func ParseSyncMirrorResponse(rsp *http.Response) (*SyncMirrorResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -7100,6 +7392,13 @@ func ParseSyncMirrorResponse(rsp *http.Response) (*SyncMirrorResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem

@@ -431,6 +431,29 @@ test('with the read token there are no action buttons, and the server refuses ch
   await p.context().close();
 });
 
+test('with an operator token the topic actions and sync show, the mirror admin actions do not', async () => {
+  const p = await newPage(DESKTOP);
+  await signIn(p, env('KMIRROR_OPERATOR_TOKEN'));
+  await p.getByRole('link', { name: 'web' }).waitFor();
+  await p.getByText('Signed in: browser-ci (operator)').waitFor();
+  assert.equal(await p.getByRole('link', { name: 'New mirror' }).isVisible(), false);
+  await p.goto(`${base}/#/mirrors/web`);
+  await topicItem(p, 'payments').waitFor();
+  for (const name of ['Add topics…', 'Sync now…']) {
+    assert.equal(await p.getByRole('button', { name }).count(), 1, `${name} is hidden from the operator`);
+  }
+  assert.ok(await topicItem(p, 'orders').getByRole('button', { name: /^(Pause|Resume|Restart)$/ }).count() > 0,
+    'topic actions are hidden from the operator');
+  for (const name of ['Edit config…', 'Delete mirror…']) {
+    assert.equal(await p.getByRole('button', { name }).count(), 0, `${name} is shown to the operator`);
+  }
+  const status = await p.evaluate(async (token) => (await fetch('/v1/mirrors/web', {
+    method: 'DELETE', headers: { Authorization: `Bearer ${token}` },
+  })).status, env('KMIRROR_OPERATOR_TOKEN'));
+  assert.equal(status, 403);
+  await p.context().close();
+});
+
 test('edit the config: a bad value is refused, a good one reviewed and applied', async () => {
   await page.goto(`${base}/#/mirrors/web`);
   await page.getByRole('button', { name: 'Edit config…' }).click();

@@ -378,7 +378,10 @@ func (r *mirrorSync) source(m repo.Mirror) (*syncSource, error) {
 		return r.src, nil
 	}
 	r.closeSource()
-	conn := service.ConnOf(m)
+	conn, err := r.s.cfg.Service.SourceConn(m)
+	if err != nil {
+		return nil, err
+	}
 	opts := append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.WithLogger(kslog.New(r.log.With("client", "sync-source")))}, r.s.cfg.SourceOpts...)
 	cl, err := conn.NewClient(opts...)

@@ -346,7 +346,10 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 	if err != nil {
 		return nil, fmt.Errorf("load mirror %s: %w", mirror, err)
 	}
-	conn := service.ConnOf(m)
+	conn, err := e.cfg.Service.SourceConn(m)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s := e.sources[mirror]; s != nil {

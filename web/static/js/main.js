@@ -12,8 +12,17 @@ import { tokenPage } from './views/token.js';
 const main = document.getElementById('main');
 const liveEl = document.getElementById('live');
 
-/** session is what every page may read: the role and what it allows. */
-const session = { authEnabled: false, role: 'viewer', get canAct() { return this.role === 'admin'; } };
+/**
+ * session is what every page may read: the token's name and role, and what
+ * the role allows. The server decides (403 otherwise); the console only
+ * shows what the role may do: an operator acts on topics and syncs, an
+ * admin also creates, edits and deletes mirrors.
+ */
+const session = {
+  authEnabled: false, name: '', role: 'viewer',
+  get canOperate() { return this.role === 'operator' || this.role === 'admin'; },
+  get canAdmin() { return this.role === 'admin'; },
+};
 
 let page = null; // {refresh(event), destroy()}
 let live = null;
@@ -33,7 +42,7 @@ function markNav(name) {
     if (a.dataset.nav === name) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  for (const el of document.querySelectorAll('[data-needs-admin]')) el.hidden = !session.canAct;
+  for (const el of document.querySelectorAll('[data-needs-admin]')) el.hidden = !session.canAdmin;
 }
 
 async function show() {
@@ -88,7 +97,7 @@ function showIdentity() {
     replace(slot);
     return;
   }
-  replace(slot, h('span', { class: 'role' }, `Signed in: ${session.role}`), ' ',
+  replace(slot, h('span', { class: 'role' }, `Signed in: ${session.name} (${session.role})`), ' ',
     h('button', { type: 'button', class: 'btn link', onclick: signOut }, 'Sign out'));
 }
 
@@ -112,6 +121,7 @@ async function start() {
     const who = await get('/v1/whoami');
     session.authEnabled = who.auth_enabled;
     session.role = who.role;
+    session.name = who.name;
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
       askToken(token.get() ? 'That token was not accepted. Enter a valid token.' : undefined);

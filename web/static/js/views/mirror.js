@@ -42,7 +42,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
     h('section', { 'aria-labelledby': 'topics-h' },
       h('div', { class: 'section-head' },
         h('h2', { id: 'topics-h' }, 'Topics'),
-        session.canAct ? h('button', { type: 'button', class: 'btn primary', onclick: () => addTopicsDialog(name, refreshNow) }, 'Add topics…') : null),
+        session.canOperate ? h('button', { type: 'button', class: 'btn primary', onclick: () => addTopicsDialog(name, refreshNow) }, 'Add topics…') : null),
       h('div', { class: 'filters', role: 'search', 'aria-label': 'Filter topics and partitions' },
         h('div', { class: 'field inline' }, h('label', { for: stateId }, 'State'), stateSel),
         h('div', { class: 'field inline' }, h('label', { for: textId }, 'Filter'), textIn)),
@@ -119,10 +119,10 @@ function headView(m, session, actions) {
       h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag)))),
     m.state === 'needs_credentials' ? credentialsNeeded(m) : null,
     m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
-    session.canAct ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
+    session.canOperate ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
       h('button', { type: 'button', class: 'btn', onclick: actions.sync, 'data-focus-key': 'act-sync' }, 'Sync now…'),
-      h('button', { type: 'button', class: 'btn', onclick: actions.config, 'data-focus-key': 'act-config' }, 'Edit config…'),
-      h('button', { type: 'button', class: 'btn danger', onclick: actions.del, 'data-focus-key': 'act-delete' }, 'Delete mirror…')) : null,
+      session.canAdmin ? h('button', { type: 'button', class: 'btn', onclick: actions.config, 'data-focus-key': 'act-config' }, 'Edit config…') : null,
+      session.canAdmin ? h('button', { type: 'button', class: 'btn danger', onclick: actions.del, 'data-focus-key': 'act-delete' }, 'Delete mirror…') : null) : null,
   ];
 }
 
@@ -182,7 +182,7 @@ function matchesText(view, t, rows) {
 function topicsView(view, topics, parts, history, session) {
   if (!topics.length) {
     return h('div', { class: 'empty-state' }, h('p', {}, 'This mirror has no topics yet.'),
-      session.canAct ? h('p', {}, 'Use “Add topics…” to pick source topics by pattern.') : null);
+      session.canOperate ? h('p', {}, 'Use “Add topics…” to pick source topics by pattern.') : null);
   }
   const byTopic = new Map(topics.map((t) => [t.topic, []]));
   for (const p of parts) byTopic.get(p.topic)?.push(p);
@@ -217,7 +217,7 @@ function topicItem(view, t, rows, points, win, session) {
         h('span', {}, h('span', { class: 'label' }, 'Lag '), h('span', { class: 'lag' }, count(t.lag))),
         h('span', {}, h('span', { class: 'label' }, 'Rate '), rate(t.records_per_sec)),
         h('span', { class: `ro ${t.read_only_enforced ? 'yes' : 'no'}`, title: t.read_only_enforced === false ? 'The destination has no authorizer that could refuse other writers, or the topic is stopped.' : null }, ro)),
-      session.canAct ? topicButtons(view, t) : null),
+      session.canOperate ? topicButtons(view, t) : null),
     open ? h('div', { id: panelId, class: 'topic-panel' },
       h('div', { class: 'chart-pair' },
         h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${t.topic}`, windowSec: win }), h('figcaption', {}, `Lag of ${t.topic}`)),

@@ -10,8 +10,8 @@ const PROTOCOLS = ['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL'];
 const MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'];
 
 export function newMirrorPage({ session, main }) {
-  if (!session.canAct) {
-    replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'New mirror'), h('p', {}, 'Your token can only read: creating a mirror needs the admin token.')));
+  if (!session.canAdmin) {
+    replace(main, h('section', { class: 'empty-state' }, h('h1', {}, 'New mirror'), h('p', {}, `Creating a mirror needs an admin token; yours is ${session.role}.`)));
     return { refresh: async () => {} };
   }
   const f = {

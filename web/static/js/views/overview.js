@@ -39,7 +39,7 @@ function mirrorsSection(mirrors, lagSeries, session) {
   if (!mirrors.length) {
     return h('section', { class: 'empty-state', 'aria-label': 'Mirrors' },
       h('p', {}, 'No mirror yet. A mirror copies topics from one source cluster into this destination.'),
-      session.canAct ? h('a', { class: 'btn primary', href: '#/new' }, 'Create a mirror') : h('p', { class: 'muted' }, 'Your token can only read.'));
+      session.canAdmin ? h('a', { class: 'btn primary', href: '#/new' }, 'Create a mirror') : h('p', { class: 'muted' }, `Creating a mirror needs an admin token; yours is ${session.role}.`));
   }
   const totals = mirrors.reduce((t, m) => ({
     partitions: t.partitions + (m.status?.partitions || 0), lag: t.lag + (m.status?.lag || 0),

@@ -18,7 +18,7 @@ export function tokenPage(main, message, onDone) {
   h('h1', {}, 'Sign in'),
   h('p', {}, 'This kmirror server needs an API token. It is kept for this browser tab only and forgotten when the tab closes.'),
   message ? h('p', { class: 'error', role: 'alert' }, message) : null,
-  field('API token', input, 'The admin token allows changes; the read token only shows.'),
+  field('API token', input, 'A viewer token shows; an operator token also acts on topics; an admin token also creates, edits and deletes mirrors.'),
   h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'btn primary' }, 'Sign in')));
   replace(main, form);
   input.focus();

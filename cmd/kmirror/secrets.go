@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"kmirror/internal/secretbox"
+	"kmirror/migrations"
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+const secretsUsage = `usage:
+  kmirror secrets new-key                      print a fresh key for KMIRROR_SECRET_KEY_FILE
+  kmirror secrets rotate --new-key-file FILE   re-encrypt every stored source secret under FILE's key`
+
+// secretsCommand is `kmirror secrets new-key` and `kmirror secrets rotate`.
+func secretsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, secretsUsage)
+		return errors.New("missing secrets command")
+	}
+	switch args[0] {
+	case "new-key":
+		key, err := secretbox.NewKeyText()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, key)
+		return nil
+	case "rotate":
+		return secretsRotate(ctx, args[1:], stdout, stderr)
+	}
+	fmt.Fprintln(stderr, secretsUsage)
+	return fmt.Errorf("unknown secrets command %q", args[0])
+}
+
+// secretsRotate re-encrypts every stored secret in one transaction: the
+// current key (KMIRROR_SECRET_KEY_FILE; none when the secrets are still in
+// clear) opens them, the new one seals them. Restart the servers with the
+// new key file afterwards: until then they hold the old key, and a server
+// that has to reconnect to a source cannot.
+func secretsRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("kmirror secrets rotate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dbURL := fs.String("database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL (KMIRROR_DATABASE_URL)")
+	oldKey := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "the current key, which opens the stored secrets; empty when they are stored in clear (KMIRROR_SECRET_KEY_FILE)")
+	newKey := fs.String("new-key-file", "", "the new key (required); the same file as --secret-key-file encrypts secrets stored in clear")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dbURL == "" || *newKey == "" {
+		return errors.New("--database-url (KMIRROR_DATABASE_URL) and --new-key-file are required")
+	}
+	next, err := secretbox.LoadKeyFile(*newKey)
+	if err != nil {
+		return fmt.Errorf("--new-key-file: %w", err)
+	}
+	var current *secretbox.Box
+	if *oldKey != "" {
+		if current, err = secretbox.LoadKeyFile(*oldKey); err != nil {
+			return fmt.Errorf("--secret-key-file: %w", err)
+		}
+	}
+	if err := migrations.Up(*dbURL); err != nil {
+		return err
+	}
+	pool, err := repo.Open(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second), Secrets: current})
+	if err != nil {
+		return err
+	}
+	n, err := svc.RotateSecrets(ctx, next)
+	if err != nil {
+		return fmt.Errorf("nothing was changed: %w", err)
+	}
+	fmt.Fprintf(stdout, "Re-encrypted %d secret(s) under key %s. Restart every kmirror server with KMIRROR_SECRET_KEY_FILE=%s.\n",
+		n, next.ID(), *newKey)
+	return nil
+}

@@ -1,0 +1,209 @@
+package service_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/secretbox"
+	"kmirror/internal/testdb"
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// TestSecretsAtRest: with a key, a source's SASL password and TLS key are
+// stored encrypted (no table holds them in clear), open for connecting,
+// and a ciphertext copied to another mirror does not decrypt. A server
+// without the key, or with another, fails its start-up check naming the
+// mirror. Rotation re-encrypts everything in one transaction, and seals
+// secrets stored before encryption was set up.
+func TestSecretsAtRest(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t)
+	ctx := context.Background()
+	key1, key2 := newBox(t), newBox(t)
+	cert, tlsKey := selfSigned(t)
+	const password = "pw-hunter2-5f1c"
+	svc := newSecretsService(t, pool, key1)
+	create := func(svc *service.Service, name string) {
+		t.Helper()
+		if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: name, Source: service.SourceInput{
+			BootstrapServers: "h:1", SecurityProtocol: "SASL_SSL", SASLMechanism: "PLAIN", SASLUsername: "u",
+			SASLPassword: password, TLSCertPEM: cert, TLSKeyPEM: tlsKey}}, service.WriteOpts{SkipConnectivityCheck: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(svc, "m1")
+	create(svc, "m2")
+	noClearSecret(t, pool, password, tlsKey)
+
+	conn := sourceConn(t, svc, pool, "m1")
+	if conn.Security.SASLPassword != password || conn.Security.TLSKeyPEM != tlsKey {
+		t.Fatal("SourceConn does not open the secrets")
+	}
+	// A patch of the certificate alone is checked against the stored key,
+	// in clear, and leaves the secrets sealed.
+	if _, err := svc.UpdateMirror(ctx, "m1", service.MirrorPatch{Source: &service.SourcePatch{TLSCertPEM: &cert}},
+		service.WriteOpts{SkipConnectivityCheck: true}); err != nil {
+		t.Fatalf("patch the certificate: %v", err)
+	}
+	noClearSecret(t, pool, password, tlsKey)
+	if c := sourceConn(t, svc, pool, "m1"); c.Security.SASLPassword != password {
+		t.Fatal("the password does not open after a patch")
+	}
+
+	// m2's sealed password copied into m1's row: bound to m2, it does not open.
+	if _, err := pool.Exec(ctx, `UPDATE mirrors SET sasl_password = (SELECT sasl_password FROM mirrors WHERE name = 'm2') WHERE name = 'm1'`); err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := repo.MirrorsGet(ctx, pool, "m1")
+	if _, err := svc.SourceConn(m1); !errors.Is(err, service.ErrSecretKey) || !strings.Contains(err.Error(), "mirror m1") {
+		t.Fatalf("a ciphertext moved to another mirror: %v", err)
+	}
+	// A rotation that cannot open a secret changes nothing.
+	before := rawSecrets(t, pool)
+	if _, err := svc.RotateSecrets(ctx, key2); err == nil {
+		t.Fatal("rotation over a secret that does not open succeeded")
+	}
+	if after := rawSecrets(t, pool); after != before {
+		t.Fatal("a failed rotation changed rows")
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM mirrors WHERE name = 'm1'`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Start-up check: no key, another key, the right key.
+	if _, err := newSecretsService(t, pool, nil).CheckSecrets(ctx); !errors.Is(err, service.ErrSecretKey) ||
+		!strings.Contains(err.Error(), "KMIRROR_SECRET_KEY_FILE") || !strings.Contains(err.Error(), "mirror m2") {
+		t.Fatalf("without the key: %v", err)
+	}
+	if _, err := newSecretsService(t, pool, key2).CheckSecrets(ctx); !errors.Is(err, service.ErrSecretKey) {
+		t.Fatalf("with another key: %v", err)
+	}
+	if n, err := svc.CheckSecrets(ctx); err != nil || n != 0 {
+		t.Fatalf("with the key: %d in clear, %v", n, err)
+	}
+
+	// A secret stored before encryption was set up: reported, then sealed
+	// by the rotation with the rest.
+	create(newSecretsService(t, pool, nil), "m3")
+	if n, err := svc.CheckSecrets(ctx); err != nil || n != 2 {
+		t.Fatalf("with one mirror in clear: %d in clear, %v", n, err)
+	}
+	if n, err := svc.RotateSecrets(ctx, key2); err != nil || n != 4 {
+		t.Fatalf("rotate: %d, %v", n, err)
+	}
+	noClearSecret(t, pool, password, tlsKey)
+	if _, err := svc.CheckSecrets(ctx); !errors.Is(err, service.ErrSecretKey) {
+		t.Fatalf("the old key after the rotation: %v", err)
+	}
+	svc2 := newSecretsService(t, pool, key2)
+	for _, name := range []string{"m2", "m3"} {
+		if c := sourceConn(t, svc2, pool, name); c.Security.SASLPassword != password || c.Security.TLSKeyPEM != tlsKey {
+			t.Fatalf("%s does not open under the new key", name)
+		}
+	}
+}
+
+func newBox(t *testing.T) *secretbox.Box {
+	t.Helper()
+	key := make([]byte, secretbox.KeySize)
+	_, _ = rand.Read(key)
+	b, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newSecretsService(t *testing.T, pool *pgxpool.Pool, box *secretbox.Box) *service.Service {
+	t.Helper()
+	svc, err := service.New(service.Config{Pool: pool, Secrets: box,
+		Catalog: service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) { return nil, nil })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+func sourceConn(t *testing.T, svc *service.Service, pool *pgxpool.Pool, name string) kafkaconn.Config {
+	t.Helper()
+	m, err := repo.MirrorsGet(context.Background(), pool, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := svc.SourceConn(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// noClearSecret reads every row of every table that could hold a source
+// secret and fails when one holds a secret, or its key's base64 body, in
+// clear.
+func noClearSecret(t *testing.T, pool *pgxpool.Pool, secrets ...string) {
+	t.Helper()
+	for _, table := range []string{"mirrors", "outbox", "events", "mirror_topics"} {
+		var all string
+		if err := pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(x::text, '|'), '') FROM `+table+` x`).Scan(&all); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			probe := s
+			if lines := strings.Split(s, "\n"); len(lines) > 2 {
+				probe = lines[1] // a line of the PEM body
+			}
+			if strings.Contains(all, probe) {
+				t.Fatalf("table %s holds a secret in clear", table)
+			}
+		}
+	}
+	var sealed int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM mirrors
+		WHERE sasl_password LIKE 'kmsec:v1:%' AND tls_key_pem LIKE 'kmsec:v1:%'`).Scan(&sealed); err != nil || sealed == 0 {
+		t.Fatalf("%d mirrors with sealed secrets (%v)", sealed, err)
+	}
+}
+
+func rawSecrets(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `SELECT string_agg(name || sasl_password || tls_key_pem, '|' ORDER BY name) FROM mirrors`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// selfSigned returns a certificate that is its own CA, and its key, as PEM.
+func selfSigned(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kmirror test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
