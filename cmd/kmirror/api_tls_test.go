@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -68,6 +69,17 @@ func TestAPIOverTLSReloadsOnSIGHUP(t *testing.T) {
 	}
 	if s := servedSerial(t, addr); s != 1 {
 		t.Fatalf("serial %d", s)
+	}
+
+	// The CLI trusts a private CA through KMIRROR_CA_FILE, and only then.
+	t.Setenv("KMIRROR_CA_FILE", certFile) // self-signed: its own CA
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"mirrors", "--server", "https://" + addr, "--list"}, &out, &errOut); code != 0 {
+		t.Fatalf("kmirror mirrors --list over https with KMIRROR_CA_FILE: exit %d: %s", code, errOut.String())
+	}
+	t.Setenv("KMIRROR_CA_FILE", "")
+	if code := run(context.Background(), []string{"mirrors", "--server", "https://" + addr, "--list"}, &out, &errOut); code == 0 {
+		t.Fatal("kmirror mirrors --list trusted a self-signed certificate without KMIRROR_CA_FILE")
 	}
 
 	writeCertPair(t, certFile, keyFile, 2)

@@ -68,7 +68,9 @@ on the source not yet mirrored) and STATE; "-" is not known yet. Partitions
 with an error or with records lost to source retention get a line each below
 the table. --json prints the rows as the API returns them.
 
-When the server requires API tokens, set KMIRROR_TOKEN to one of them.
+When the server requires API tokens, set KMIRROR_TOKEN to one of them. When
+it serves HTTPS with a certificate from a private CA, set KMIRROR_CA_FILE to
+that CA's PEM file.
 
 Exit status: 0 done, 1 refused by the server or not reachable, 2 bad usage,
 3 --wait ended before every partition got there (the change itself was made).

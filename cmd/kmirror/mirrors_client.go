@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +40,27 @@ func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) 
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, usagef("--server %q is not an http(s) URL", opts.server)
 	}
+	hc := &http.Client{Timeout: mirrorsRequestTimeout}
+	if caFile := os.Getenv("KMIRROR_CA_FILE"); caFile != "" {
+		// A server whose certificate a private CA signed (kmirror server
+		// --tls-cert-file): trust that CA as well as the system's.
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("KMIRROR_CA_FILE: %w", err)
+		}
+		roots, err := x509.SystemCertPool()
+		if err != nil {
+			roots = x509.NewCertPool()
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("KMIRROR_CA_FILE %s holds no PEM certificate", caFile)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		hc.Transport = tr
+	}
 	api, err := client.NewClientWithResponses(server,
-		client.WithHTTPClient(&http.Client{Timeout: mirrorsRequestTimeout}),
+		client.WithHTTPClient(hc),
 		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("User-Agent", "kmirror-cli/"+version)
 			if token := os.Getenv("KMIRROR_TOKEN"); token != "" {
