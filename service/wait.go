@@ -111,6 +111,13 @@ func (s *Service) WaitForTopics(ctx context.Context, res TopicsResult, d time.Du
 			}
 			return last, nil
 		}
+		// Out of time: this read was the last. Checked here, not only by
+		// the timer below, because select picks at random among ready
+		// cases: with ?wait=0s a pending wake-up could win and the answer
+		// come 50 ms late, holding states the caller did not wait for.
+		if last.Waited >= d {
+			return last, nil
+		}
 		select {
 		case <-ctx.Done():
 			return last, nil

@@ -74,3 +74,28 @@ func TestWaitForTopicsHonoursContext(t *testing.T) {
 		t.Fatal("the wait did not end after every partition was MIRRORING")
 	}
 }
+
+// TestWaitZeroReadsOnce: ?wait=0s answers with the states at the call, even
+// with a wake-up pending: it must not wait for a re-read that could already
+// hold the target states (the console's "wait ran out" answer depends on it).
+func TestWaitZeroReadsOnce(t *testing.T) {
+	t.Parallel()
+	svc, _, bootstrap := newService(t)
+	ctx := t.Context()
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 { // the select's choice was random: try it many times
+		wake := make(chan struct{}, 1)
+		wake <- struct{}{}
+		got, err := svc.WaitForTopics(ctx, res, 0, wake)
+		if err != nil || got.Completed || got.Topics[0].Ready != 0 || got.Waited >= 50*time.Millisecond {
+			t.Fatalf("?wait=0s with a wake-up pending: %+v, %v", got, err)
+		}
+	}
+}
