@@ -49,7 +49,8 @@ type OpenParams struct {
 	// pool of its own keeps one kind of work from waiting on another.
 	MaxConns int32
 	// DefaultMaxConns, when set, sizes the pool unless the URL sets
-	// pool_max_conns.
+	// pool_max_conns; the pool then also keeps that many connections open
+	// (unless the URL sets pool_min_conns).
 	DefaultMaxConns int32
 }
 
@@ -58,7 +59,9 @@ type OpenParams struct {
 // on a small machine, made the pool the bottleneck of 10,000 partitions
 // starting at once: every state change is a short transaction, and 40,000
 // of 47,500 acquires waited. With 12, the same start took 41 s instead of
-// 63 s (docs/benchmarks.md, "Partitions per instance").
+// 63 s (docs/benchmarks.md, "Partitions per instance"). They are opened
+// at start and kept: opening them on demand (a fork each on the server)
+// staggered the first partitions of a new mirror by up to 400 ms.
 const DataPoolConns = 12
 
 // OpenWith is Open with params.
@@ -69,6 +72,9 @@ func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.P
 	}
 	if p.DefaultMaxConns > 0 && !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = p.DefaultMaxConns
+		if !strings.Contains(databaseURL, "pool_min_conns") {
+			cfg.MinConns = p.DefaultMaxConns
+		}
 	}
 	if p.MaxConns > 0 {
 		cfg.MaxConns = p.MaxConns
