@@ -92,6 +92,20 @@ type fakeRunner struct {
 	leases  map[Key]*Lease
 	ctxs    map[Key]context.Context
 	stopped []Key
+	// unsettled partitions have writes in flight (PartitionSettler).
+	unsettled map[Key]bool
+}
+
+func (f *fakeRunner) Settled(k Key) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return !f.unsettled[k]
+}
+
+func (f *fakeRunner) setUnsettled(keys map[Key]bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unsettled = keys
 }
 
 func newFakeRunner(name string, reg *runRegistry) *fakeRunner {
@@ -742,4 +756,50 @@ func TestLeaseManagerTakesHandedBackLeasesAtOnce(t *testing.T) {
 		waitShares(t, 2*time.Second, a)
 		t.Logf("round %d: a took %s's leases %s after it stopped (passes every %s)", round, b.id, time.Since(start).Round(time.Millisecond), slow.renew)
 	}
+}
+
+// TestLeaseManagerHoldsUnsettledHandBacks: a partition handed back while its
+// worker's writes are still in flight (PartitionSettler says not settled)
+// stays this instance's in the database, alive with its session, so no
+// other instance takes it; once settled it is released at the next pass.
+func TestLeaseManagerHoldsUnsettledHandBacks(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	a := startNode(t, dbURL, "a", reg, fastLeases)
+	waitShares(t, 30*time.Second, a)
+	unsettled := map[Key]bool{}
+	for k := range a.runner.partitions() {
+		unsettled[k] = true
+	}
+	a.runner.setUnsettled(unsettled)
+
+	b := startNode(t, dbURL, "b", reg, fastLeases)
+	// a hands back half of its partitions: their workers stop, but the
+	// rows stay a's, through several renewals.
+	waitFor(t, 30*time.Second, "a to hand back its excess", func() (bool, string) {
+		n := len(a.runner.partitions())
+		return n <= ceilDiv(activeInFixture, 2), fmt.Sprint(n, " running on a")
+	})
+	deadline := time.Now().Add(3 * testTTL)
+	for time.Now().Before(deadline) {
+		if n := len(b.runner.partitions()); n > 0 {
+			t.Fatalf("b took %d partitions whose writes on a were in flight", n)
+		}
+		owned := 0
+		for _, l := range dbPartitionLeases(t, admin) {
+			if l.owner == "a" {
+				owned++
+			}
+		}
+		if owned != activeInFixture {
+			t.Fatalf("the database gives a %d partitions while all %d are unsettled", owned, activeInFixture)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Settled: released, and b takes its share.
+	a.runner.setUnsettled(nil)
+	waitShares(t, 30*time.Second, a, b)
 }
