@@ -113,10 +113,15 @@ func TestPartitionWritesIgnoreAStaleEpoch(t *testing.T) {
 	pool := fenceWorld(t)
 	before := snapshot(t, pool)
 	for _, epoch := range []int64{1, 3} {
-		_, err := repo.PartitionsSetState(ctx, pool, repo.PartitionsSetStateParams{Mirror: "m", Topic: "t", Partition: 0,
-			Owner: "a", Epoch: epoch, From: "PREPARING", To: "MIRRORING"})
+		_, err := repo.PartitionsTransition(ctx, pool, repo.PartitionsSetStateParams{Mirror: "m", Topic: "t", Partition: 0,
+			Owner: "a", Epoch: epoch, From: "PREPARING", To: "MIRRORING"},
+			repo.Event{Kind: "partition.state", Message: "stale"}, "partition/m/t/0", 1)
 		if !errors.Is(err, repo.ErrNotFound) {
 			t.Fatalf("state write at epoch %d: %v, want ErrNotFound", epoch, err)
+		}
+		var written int
+		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM events WHERE message = 'stale') + (SELECT count(*) FROM outbox WHERE key = 'partition/m/t/0')`).Scan(&written); err != nil || written != 0 {
+			t.Fatalf("a refused state write at epoch %d left %d event or outbox rows (%v)", epoch, written, err)
 		}
 		saved, err := repo.CheckpointsSave(ctx, pool, "a", []repo.Checkpoint{{Mirror: "m", Topic: "t", Partition: 0,
 			Epoch: epoch, SrcNext: 99, DstNext: 99, SourceEnd: -1, DestinationEnd: -1}})

@@ -27,25 +27,6 @@ type PartitionsSetStateParams struct {
 	LostRecordsAdd int64
 }
 
-// PartitionsSetState writes a state change only while the caller still holds
-// the lease (owner and epoch) and the state is still From. ErrNotFound means
-// the lease or the state moved on.
-func PartitionsSetState(ctx context.Context, q DBTX, p PartitionsSetStateParams) (Partition, error) {
-	return scanPartition(q.QueryRow(ctx, `
-		UPDATE mirror_partitions SET
-			previous_state = state, state = $7, error = nullif($8, ''), retryable = $9,
-			retry_attempt = $10, next_retry_at = $11,
-			src_next = CASE WHEN $12::bigint IS NULL THEN src_next ELSE $12 END,
-			dst_next = CASE WHEN $13::bigint IS NULL THEN dst_next ELSE $13 END,
-			lost_records = lost_records + $14,
-			state_changed_at = now(), updated_at = now()
-		WHERE mirror = $1 AND topic = $2 AND partition = $3
-		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
-		RETURNING `+partitionColumns,
-		p.Mirror, p.Topic, p.Partition, p.Owner, p.Epoch, p.From, p.To, p.Error, p.Retryable,
-		p.RetryAttempt, p.NextRetryAt, p.SrcNext, p.DstNext, p.LostRecordsAdd))
-}
-
 // PartitionsRecordRealignmentParams is a re-aligned checkpoint, kept in the
 // same state.
 type PartitionsRecordRealignmentParams struct {

@@ -108,33 +108,28 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 	if err := CheckTransition(t.From, t.To); err != nil {
 		return repo.Partition{}, err
 	}
-	var out repo.Partition
-	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = repo.PartitionsSetState(ctx, tx, repo.PartitionsSetStateParams{
-			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
-			From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
-			RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
-			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
-		if errors.Is(err, repo.ErrNotFound) {
-			return ErrLeaseLost
-		} else if err != nil {
-			return err
-		}
-		msg := fmt.Sprintf("%s/%d: %s → %s", t.Topic, t.Partition, t.From, t.To)
-		if t.Reason != "" {
-			msg += ": " + t.Reason
-		} else if t.Error != "" {
-			msg += ": " + t.Error
-		}
-		data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
-			From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error), Error: t.Error,
-			Epoch: t.Epoch, Owner: t.Owner}
-		p := t.Partition
-		return recordChange(ctx, tx, repo.Event{Kind: EventPartitionState, Mirror: t.Mirror,
-			Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
-			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
-	})
+	msg := fmt.Sprintf("%s/%d: %s → %s", t.Topic, t.Partition, t.From, t.To)
+	if t.Reason != "" {
+		msg += ": " + t.Reason
+	} else if t.Error != "" {
+		msg += ": " + t.Error
+	}
+	data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
+		From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error), Error: t.Error,
+		Epoch: t.Epoch, Owner: t.Owner}
+	p := t.Partition
+	// One statement: the row, its event and its outbox record, built from
+	// the stored row (repo.PartitionsTransition).
+	out, err := repo.PartitionsTransition(ctx, s.pool, repo.PartitionsSetStateParams{
+		Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
+		From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
+		RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
+		DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd},
+		repo.Event{Kind: EventPartitionState, Mirror: t.Mirror, Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
+		PartitionKey(t.Mirror, t.Topic, t.Partition), RecordVersion)
+	if errors.Is(err, repo.ErrNotFound) {
+		return repo.Partition{}, ErrLeaseLost
+	}
 	return out, err
 }
 

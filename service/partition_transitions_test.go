@@ -1,0 +1,77 @@
+package service_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"kmirror/service"
+)
+
+// TestTransitionRecordMatchesGo: a state change writes the row, its event
+// and its __mirror_state record in one statement, the record built in SQL;
+// decoded as restore decodes it, it must equal the record Go builds from
+// the stored row (PartitionRecordOf), through a change that moves the
+// checkpoint and one that keeps it and sets an error.
+func TestTransitionRecordMatchesGo(t *testing.T) {
+	t.Parallel()
+	svc, pool, bootstrap := newService(t)
+	ctx := t.Context()
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour');
+		UPDATE mirror_partitions SET lease_owner = 'i1', lease_session = 1, lease_epoch = 4, lost_records = 2
+		WHERE mirror = 'm1' AND topic = 'orders' AND partition = 1`); err != nil {
+		t.Fatal(err)
+	}
+	src, dst := int64(40), int64(38)
+	steps := []service.PartitionTransition{
+		{From: service.StateUnknown, To: service.StatePreparing},
+		{From: service.StatePreparing, To: service.StateMirroring, SrcNext: &src, DstNext: &dst, LostRecordsAdd: 3, Reason: "aligned"},
+		{From: service.StateMirroring, To: service.StateFailed, Error: "produce failed", Retryable: true, RetryAttempt: 1},
+	}
+	for _, st := range steps {
+		st.Mirror, st.Topic, st.Partition, st.Owner, st.Epoch = "m1", "orders", 1, "i1", 4
+		row, err := svc.TransitionPartition(ctx, st)
+		if err != nil {
+			t.Fatalf("%s → %s: %v", st.From, st.To, err)
+		}
+		var raw []byte
+		if err := pool.QueryRow(ctx, `SELECT value FROM outbox WHERE key = $1 ORDER BY id DESC LIMIT 1`,
+			service.PartitionKey("m1", "orders", 1)).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
+		var got service.PartitionRecord
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatalf("%s → %s: record %s: %v", st.From, st.To, raw, err)
+		}
+		want := service.PartitionRecordOf(row)
+		if !got.UpdatedAt.Equal(want.UpdatedAt) {
+			t.Errorf("%s → %s: updated_at %v, want %v", st.From, st.To, got.UpdatedAt, want.UpdatedAt)
+		}
+		got.UpdatedAt = want.UpdatedAt
+		gj, _ := json.Marshal(got)
+		wj, _ := json.Marshal(want)
+		if string(gj) != string(wj) {
+			t.Errorf("%s → %s: record\n got  %s\n want %s", st.From, st.To, gj, wj)
+		}
+		var kind string
+		var data []byte
+		if err := pool.QueryRow(ctx, `SELECT kind, data FROM events WHERE topic = 'orders' AND partition = 1 ORDER BY id DESC LIMIT 1`).Scan(&kind, &data); err != nil {
+			t.Fatal(err)
+		}
+		var ev struct{ From, To string }
+		if err := json.Unmarshal(data, &ev); err != nil || kind != service.EventPartitionState || ev.From != st.From.String() || ev.To != st.To.String() {
+			t.Errorf("%s → %s: event %s %s (%v)", st.From, st.To, kind, data, err)
+		}
+	}
+	// A transition from a state the row is not in writes nothing.
+	if _, err := svc.TransitionPartition(ctx, service.PartitionTransition{Mirror: "m1", Topic: "orders", Partition: 1,
+		Owner: "i1", Epoch: 4, From: service.StateMirroring, To: service.StatePausing}); err != service.ErrLeaseLost {
+		t.Fatalf("a transition from the wrong state: %v, want ErrLeaseLost", err)
+	}
+}
