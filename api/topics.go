@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"kmirror/repo"
 	"kmirror/service"
 )
 
@@ -186,9 +185,8 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
 	}
 	if wait != nil {
-		// Partition state changes write outbox rows, whose NOTIFY wakes
-		// the wait; without a notifier it polls.
-		sub := s.notes.Subscribe(repo.ChannelOutbox)
+		// Without a notifier the wait polls.
+		sub := s.notes.Subscribe(service.WaitChannel)
 		defer sub.Unsubscribe()
 		wr, err := s.svc.WaitForTopics(r.Context(), res, *wait, sub.C())
 		if err != nil {

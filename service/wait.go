@@ -11,6 +11,11 @@ import (
 // MaxWait bounds how long a topic action may wait for its partitions.
 const MaxWait = 5 * time.Minute
 
+// WaitChannel is the notifier channel whose notifications should wake a
+// WaitForTopics: every partition state change writes an outbox row, and
+// the outbox NOTIFYs on it.
+const WaitChannel = repo.ChannelOutbox
+
 // waitPoll is how often a wait re-reads the partition states when no
 // notification woke it (the notifier is down, or there is none).
 const waitPoll = 300 * time.Millisecond
