@@ -42,24 +42,11 @@ func TestScenarioStalledProduceOutlivesSession(t *testing.T) {
 	produce("a", 100)
 	workertest.WaitEndsEqual(t, env.Env, "stall", 1, 30*time.Second)
 
-	// The next produce request waits 6 s in the destination, on its own
-	// connection (kgo produces on a dedicated one), while the destination
-	// answers everything else: alignment's offset reads included.
-	var armed atomic.Bool
-	armed.Store(true)
-	release := make(chan struct{})
-	env.Clusters.Destination.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		env.Clusters.Destination.KeepControl()
-		if armed.CompareAndSwap(true, false) {
-			time.AfterFunc(6*time.Second, func() { close(release) })
-			env.Clusters.Destination.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
+	waitHeld := holdNextProduce(env, 6*time.Second)
 	produce("b", 50)
 	// Paused while those copies are held: the session ends with them in
 	// flight (it waits 3 s, then gives up on them), and is resumed at once.
-	workertest.WaitFor(t, 10*time.Second, "the copies to be held", func() (bool, string) { return !armed.Load(), "" })
+	waitHeld(t)
 	if _, err := env.Svc.PauseTopics(ctx, "m", "stall"); err != nil {
 		t.Fatal(err)
 	}
@@ -105,21 +92,11 @@ func TestScenarioStalledProduceOutlivesHandover(t *testing.T) {
 	produce("a", 100)
 	workertest.WaitEndsEqual(t, env.Env, "handover", 2, 30*time.Second)
 
-	// i1's next produce request (both partitions' copies) waits 6 s on its
-	// connection; other connections, i2's producer included, are answered.
-	var armed atomic.Bool
-	armed.Store(true)
-	release := make(chan struct{})
-	env.Clusters.Destination.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		env.Clusters.Destination.KeepControl()
-		if armed.CompareAndSwap(true, false) {
-			time.AfterFunc(6*time.Second, func() { close(release) })
-			env.Clusters.Destination.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
+	// i1's next produce request holds both partitions' copies; i2's
+	// producer, on a connection of its own, is answered.
+	waitHeld := holdNextProduce(env, 6*time.Second)
 	produce("b", 50)
-	workertest.WaitFor(t, 10*time.Second, "the copies to be held", func() (bool, string) { return !armed.Load(), "" })
+	waitHeld(t)
 	env.StartInstance("i2") // the fair share is now one partition each
 	workertest.WaitFor(t, 30*time.Second, "a partition to move to i2", func() (bool, string) {
 		owners := map[string]int{}
@@ -140,5 +117,27 @@ func TestScenarioStalledProduceOutlivesHandover(t *testing.T) {
 				t.Errorf("handover/%d: %s: %s", p, st, msgs[i])
 			}
 		}
+	}
+}
+
+// holdNextProduce makes the destination hold the next produce request for
+// d on its connection (kgo produces on a dedicated one) while it answers
+// every other connection, alignment's offset reads included. The returned
+// function waits until a request is being held.
+func holdNextProduce(env *engineEnv, d time.Duration) func(testing.TB) {
+	var armed atomic.Bool
+	armed.Store(true)
+	release := make(chan struct{})
+	dst := env.Clusters.Destination
+	dst.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if armed.CompareAndSwap(true, false) {
+			time.AfterFunc(d, func() { close(release) })
+			dst.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	return func(t testing.TB) {
+		workertest.WaitFor(t, 10*time.Second, "a produce request to be held", func() (bool, string) { return !armed.Load(), "" })
 	}
 }
