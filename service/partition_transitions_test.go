@@ -14,12 +14,8 @@ import (
 // checkpoint and one that keeps it and sets an error.
 func TestTransitionRecordMatchesGo(t *testing.T) {
 	t.Parallel()
-	svc, pool, bootstrap := newService(t)
+	svc, pool := newServiceWithMirror(t)
 	ctx := t.Context()
-	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
-		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
 		t.Fatal(err)
 	}

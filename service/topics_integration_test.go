@@ -173,15 +173,23 @@ func TestDesiredStateRules(t *testing.T) {
 	}
 }
 
-// TestTopicActionErrors checks the domain errors the API maps to problems.
-func TestTopicActionErrors(t *testing.T) {
-	t.Parallel()
+// newServiceWithMirror is newService with mirror m1 created over its
+// cluster (topics orders and payments).
+func newServiceWithMirror(t *testing.T) (*service.Service, *pgxpool.Pool) {
+	t.Helper()
 	svc, pool, bootstrap := newService(t)
-	ctx := t.Context()
-	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+	if _, err := svc.CreateMirror(t.Context(), service.MirrorInput{Name: "m1",
 		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	return svc, pool
+}
+
+// TestTopicActionErrors checks the domain errors the API maps to problems.
+func TestTopicActionErrors(t *testing.T) {
+	t.Parallel()
+	svc, pool := newServiceWithMirror(t)
+	ctx := t.Context()
 
 	var nf *service.NotFoundError
 	if _, err := svc.PauseTopics(ctx, "nope", "orders"); !errors.As(err, &nf) || nf.Kind != "mirror" {

@@ -30,12 +30,8 @@ func TestParseWait(t *testing.T) {
 // re-reads them.
 func TestWaitForTopicsHonoursContext(t *testing.T) {
 	t.Parallel()
-	svc, pool, bootstrap := newService(t)
+	svc, pool := newServiceWithMirror(t)
 	ctx := t.Context()
-	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
-		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
-		t.Fatal(err)
-	}
 	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"})
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +76,8 @@ func TestWaitForTopicsHonoursContext(t *testing.T) {
 // hold the target states (the console's "wait ran out" answer depends on it).
 func TestWaitZeroReadsOnce(t *testing.T) {
 	t.Parallel()
-	svc, _, bootstrap := newService(t)
+	svc, _ := newServiceWithMirror(t)
 	ctx := t.Context()
-	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
-		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
-		t.Fatal(err)
-	}
 	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"})
 	if err != nil {
 		t.Fatal(err)
