@@ -3,15 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -20,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"kmirror/internal/testcert"
 	"kmirror/internal/testdb"
 )
 
@@ -29,7 +24,7 @@ import (
 func TestAPIOverTLSReloadsOnSIGHUP(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	writeCertPair(t, certFile, keyFile, 1)
+	testcert.WritePair(t, certFile, keyFile, 1)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -82,7 +77,7 @@ func TestAPIOverTLSReloadsOnSIGHUP(t *testing.T) {
 		t.Fatal("kmirror mirrors --list trusted a self-signed certificate without KMIRROR_CA_FILE")
 	}
 
-	writeCertPair(t, certFile, keyFile, 2)
+	testcert.WritePair(t, certFile, keyFile, 2)
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -103,30 +98,4 @@ func servedSerial(t *testing.T, addr string) int64 {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
-}
-
-// writeCertPair writes a self-signed certificate for localhost and
-// 127.0.0.1 with the given serial number, and its key.
-func writeCertPair(t *testing.T, certFile, keyFile string, serial int64) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "kmirror"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, _ := x509.MarshalPKCS8PrivateKey(key)
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
 }
