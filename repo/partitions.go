@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"kmirror/internal/states"
 )
 
@@ -148,21 +150,8 @@ func PartitionsGet(ctx context.Context, q DBTX, mirror, topic string, partition 
 
 // PartitionsChangedSince returns partitions whose row changed after t.
 func PartitionsChangedSince(ctx context.Context, q DBTX, t time.Time) ([]Partition, error) {
-	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions WHERE updated_at > $1
-		ORDER BY mirror, topic, partition`, t)
-	if err != nil {
-		return nil, interpret(err)
-	}
-	defer rows.Close()
-	var out []Partition
-	for rows.Next() {
-		p, err := scanPartition(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, interpret(rows.Err())
+	return collectPartitions(q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions WHERE updated_at > $1
+		ORDER BY mirror, topic, partition`, t))
 }
 
 // PartitionsGetMany returns the named partitions that exist, in primary-key
@@ -172,9 +161,13 @@ func PartitionsGetMany(ctx context.Context, q DBTX, ids []PartitionID) ([]Partit
 	for i, id := range ids {
 		mirrors[i], topics[i], parts[i] = id.Mirror, id.Topic, id.Partition
 	}
-	rows, err := q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
+	return collectPartitions(q.Query(ctx, `SELECT `+partitionColumns+` FROM mirror_partitions
 		WHERE (mirror, topic, partition) IN (SELECT * FROM unnest($1::text[], $2::text[], $3::int[]))
-		ORDER BY mirror, topic, partition`, mirrors, topics, parts)
+		ORDER BY mirror, topic, partition`, mirrors, topics, parts))
+}
+
+// collectPartitions scans every row of a partitionColumns query.
+func collectPartitions(rows pgx.Rows, err error) ([]Partition, error) {
 	if err != nil {
 		return nil, interpret(err)
 	}
