@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/api"
 	"kmirror/internal/devcluster"
@@ -521,7 +519,7 @@ func TestSyncACLs(t *testing.T) {
 	)
 	destACLs := func() []string {
 		t.Helper()
-		return aclStrings(t, ctx, mustClient(t, dstConn))
+		return workertest.ACLStrings(t, ctx, mustClient(t, dstConn))
 	}
 
 	res := env.syncNow("m1")
@@ -593,33 +591,6 @@ func TestSyncACLs(t *testing.T) {
 }
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
-
-// aclStrings lists every ACL of a cluster as
-// TYPE:NAME:PATTERN:PRINCIPAL:HOST:OPERATION:PERMISSION, sorted.
-func aclStrings(t *testing.T, ctx context.Context, cl *kgo.Client) []string {
-	t.Helper()
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType = kmsg.ACLResourceTypeAny
-	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
-	req.Operation = kmsg.ACLOperationAny
-	req.PermissionType = kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("describe ACLs: %v", err)
-	}
-	var out []string
-	for _, r := range resp.Resources {
-		for _, a := range r.ACLs {
-			out = append(out, fmt.Sprintf("%s:%s:%s:%s:%s:%s:%s", r.ResourceType, r.ResourceName,
-				r.ResourcePatternType, a.Principal, a.Host, a.Operation, a.PermissionType))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
 
 // readOnlyACL is the shape of kmirror's read-only ACL on a mirrored topic.
 func readOnlyACL(topic string) *kadm.ACLBuilder {

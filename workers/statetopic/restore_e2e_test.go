@@ -11,10 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
@@ -555,8 +553,7 @@ func endOffsets(t *testing.T, ctx context.Context, adm *kadm.Client) map[int32]i
 	return out
 }
 
-// describeACLs lists every ACL of a cluster as
-// TYPE:NAME:PATTERN:PRINCIPAL:HOST:OPERATION:PERMISSION, sorted.
+// describeACLs lists every ACL of the cluster conn reaches (workertest.ACLStrings).
 func describeACLs(t *testing.T, ctx context.Context, conn kafkaconn.Config) []string {
 	t.Helper()
 	cl, err := conn.NewClient()
@@ -564,25 +561,5 @@ func describeACLs(t *testing.T, ctx context.Context, conn kafkaconn.Config) []st
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrDescribeACLsRequest()
-	req.ResourceType = kmsg.ACLResourceTypeAny
-	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
-	req.Operation = kmsg.ACLOperationAny
-	req.PermissionType = kmsg.ACLPermissionTypeAny
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("describe ACLs: %v", err)
-	}
-	var out []string
-	for _, r := range resp.Resources {
-		for _, a := range r.ACLs {
-			out = append(out, fmt.Sprintf("%s:%s:%s:%s:%s:%s:%s", r.ResourceType, r.ResourceName,
-				r.ResourcePatternType, a.Principal, a.Host, a.Operation, a.PermissionType))
-		}
-	}
-	slices.Sort(out)
-	return out
+	return workertest.ACLStrings(t, ctx, cl)
 }

@@ -1,0 +1,39 @@
+package workertest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ACLStrings lists every ACL of a cluster as
+// TYPE:NAME:PATTERN:PRINCIPAL:HOST:OPERATION:PERMISSION, sorted.
+func ACLStrings(tb testing.TB, ctx context.Context, cl *kgo.Client) []string {
+	tb.Helper()
+	req := kmsg.NewPtrDescribeACLsRequest()
+	req.ResourceType = kmsg.ACLResourceTypeAny
+	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
+	req.Operation = kmsg.ACLOperationAny
+	req.PermissionType = kmsg.ACLPermissionTypeAny
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		err = kerr.ErrorForCode(resp.ErrorCode)
+	}
+	if err != nil {
+		tb.Fatalf("describe ACLs: %v", err)
+	}
+	var out []string
+	for _, r := range resp.Resources {
+		for _, a := range r.ACLs {
+			out = append(out, fmt.Sprintf("%s:%s:%s:%s:%s:%s:%s", r.ResourceType, r.ResourceName,
+				r.ResourcePatternType, a.Principal, a.Host, a.Operation, a.PermissionType))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
