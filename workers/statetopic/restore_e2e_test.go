@@ -256,11 +256,13 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	}
 }
 
-// TestRestoreVerifyFindsAHandChangedCheckpoint: restore --verify passes on
-// a good restore and fails on one whose checkpoint was changed by hand.
-func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
-	t.Parallel()
-	env := newEngineEnv(t, devcluster.Config{})
+// publishedMirror mirrors topic orders (2 partitions, 10 records each)
+// with mirror m on one instance until both checkpoints are at 10 and
+// __mirror_state has them, then stops the instance and the relay. It
+// returns the world and the destination, where __mirror_state is.
+func publishedMirror(t *testing.T, cfg devcluster.Config) (*engineEnv, kafkaconn.Config) {
+	t.Helper()
+	env := newEngineEnv(t, cfg)
 	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +277,16 @@ func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
 	waitPublished(t, ctx, env.Pool, dest)
 	in.Stop()
 	relay.Stop()
+	return env, dest
+}
+
+// TestRestoreVerifyFindsAHandChangedCheckpoint: restore --verify passes on
+// a good restore and fails on one whose checkpoint was changed by hand.
+func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
+	t.Parallel()
+	_, dest := publishedMirror(t, devcluster.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 
 	verify := func(pool *pgxpool.Pool) service.VerifyReport {
 		t.Helper()

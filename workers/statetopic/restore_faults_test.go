@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
@@ -27,21 +26,9 @@ import (
 // again once they are back restores everything.
 func TestRestoreWhenPostgresOrTheDestinationGoesAway(t *testing.T) {
 	t.Parallel()
-	env := newEngineEnv(t, devcluster.Config{DataDir: t.TempDir()})
-	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
-		t.Fatal(err)
-	}
-	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 10, kgo.NoCompression())
-	env.CreateMirror("m", "orders")
-	in := env.StartInstance("i1")
-	dest := kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
-	relay := startRelayTo(t, env.Pool, dest)
+	env, dest := publishedMirror(t, devcluster.Config{DataDir: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitCheckpointsAt(t, env.Pool, map[int32]int64{0: 10, 1: 10})
-	waitPublished(t, ctx, env.Pool, dest)
-	in.Stop()
-	relay.Stop()
 
 	fresh := testdb.Pool(t)
 	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
