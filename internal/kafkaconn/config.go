@@ -37,6 +37,12 @@ func (c Config) Validate() error {
 }
 
 // Opts returns the client options for c: seed brokers, SASL and TLS dialing.
+//
+// Clients never push KIP-714 client telemetry to the brokers: kmirror keeps
+// two clients per mirror and has its own metrics on /metrics, while each
+// push builds a fresh gzip compressor (about 1 MB). Against a broker that
+// asks every 30 s that was a sixth of an idle instance's CPU profile
+// (docs/benchmarks.md, "Idle cost").
 func (c Config) Opts() ([]kgo.Opt, error) {
 	if len(c.BootstrapServers) == 0 {
 		return nil, errors.New("bootstrap_servers: at least one host:port required")
@@ -50,7 +56,7 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...)}, sec...), nil
+	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...), kgo.DisableClientMetrics()}, sec...), nil
 }
 
 // NewClient returns a kgo client for c; extra options (consumer, producer,
