@@ -52,6 +52,9 @@ type OpenParams struct {
 	// pool_max_conns; the pool then also keeps that many connections open
 	// (unless the URL sets pool_min_conns).
 	DefaultMaxConns int32
+	// Warm runs WarmConn on every new connection before the pool hands it
+	// out: for the data pool, whose connections partitions use at once.
+	Warm bool
 }
 
 // DataPoolConns is the default size of an instance's data-plane pool
@@ -79,6 +82,12 @@ func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.P
 	if p.MaxConns > 0 {
 		cfg.MaxConns = p.MaxConns
 		cfg.MinConns = min(cfg.MinConns, p.MaxConns)
+	}
+	if p.Warm {
+		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			WarmConn(ctx, c)
+			return nil
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -403,7 +403,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	defer pools.leases.Close()
-	if pools.data, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{DefaultMaxConns: repo.DataPoolConns}); err != nil {
+	if pools.data, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{DefaultMaxConns: repo.DataPoolConns, Warm: true}); err != nil {
 		return err
 	}
 	defer pools.data.Close()

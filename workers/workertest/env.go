@@ -159,7 +159,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	dataSvc := env.Svc
 	if o.ProductionTimings {
 		// The server's data pool, sized as the server sizes it.
-		dp, err := repo.OpenWith(ctx, env.Pool.Config().ConnString(), repo.OpenParams{DefaultMaxConns: repo.DataPoolConns})
+		dp, err := repo.OpenWith(ctx, env.Pool.Config().ConnString(), repo.OpenParams{DefaultMaxConns: repo.DataPoolConns, Warm: true})
 		if err != nil {
 			tb.Fatal(err)
 		}
