@@ -61,6 +61,11 @@ type envOpts struct {
 	// limits instead of httptest's defaults.
 	httpServer *api.HTTPServerConfig
 	public     bool
+	// describeRate and describeBurst set the describe budget (0: the
+	// server's defaults); requestTimeout each /v1 request's deadline.
+	describeRate   float64
+	describeBurst  int
+	requestTimeout time.Duration
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -96,7 +101,8 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Tokens: opts.tokens,
 		OpenAPI: opts.openAPI, ChangeRate: changeRate, ChangeBurst: opts.changeBurst,
 		MaxStreams: opts.maxStreams, EventKeepAlive: opts.keepAlive,
-		PublicMetrics: opts.public, PublicDocs: opts.public})
+		PublicMetrics: opts.public, PublicDocs: opts.public, DescribeRate: opts.describeRate,
+		DescribeBurst: opts.describeBurst, RequestTimeout: opts.requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

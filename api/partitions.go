@@ -15,6 +15,7 @@ import (
 //	@Description	The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
 //	@Description	A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
 //	@Description	Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
+//	@Description	Pages share the instance's describe budget (--api-describe-rate rows a second after a burst of 10,000): past it a page waits its turn, and is 429 only if it could not be served before its deadline.
 //	@ID				listPartitions
 //	@Tags			partitions
 //	@Produce		json
@@ -28,6 +29,7 @@ import (
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
+//	@Failure		429		{object}	Problem	"rate-limited: the describe budget could not serve the page before its deadline (with Retry-After)"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/v1/partitions [get]
@@ -43,9 +45,18 @@ func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
+	done := func(int) {}
+	if s.describe != nil {
+		var err error
+		if done, err = s.describe.acquire(r.Context(), min(max(limit, 1), service.MaxPartitionPageLimit)); err != nil {
+			writeBudgetError(w, r, err)
+			return
+		}
+	}
 	page, err := s.svc.ListPartitionsPage(r.Context(),
 		service.PartitionFilter{Mirror: q.Get("mirror"), Topic: q.Get("topic"), State: q.Get("state")},
 		service.PartitionPageParams{Limit: limit, Cursor: q.Get("cursor")})
+	done(len(page.Rows))
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -69,6 +69,12 @@ type Config struct {
 	// MaxStreams caps the /v1/events streams one caller holds open at
 	// once; default 8, negative for no cap.
 	MaxStreams int
+	// DescribeRate and DescribeBurst pace GET /v1/partitions for the whole
+	// instance: DescribeBurst rows at once (at least the largest page),
+	// then DescribeRate rows per second; a page waits its turn. Defaults
+	// 20,000 and 10,000; a negative DescribeRate turns it off.
+	DescribeRate  float64
+	DescribeBurst int
 	// EventKeepAlive is how often an idle event stream gets a comment
 	// line; default 15s.
 	EventKeepAlive time.Duration
@@ -96,6 +102,8 @@ type server struct {
 	notes       *notifier.Notifier
 	authEnabled bool
 	keepAlive   time.Duration
+	// describe paces partition pages; nil when off.
+	describe *describeBudget
 }
 
 // NewHandler returns the full HTTP handler.
@@ -114,6 +122,13 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	var changes *rateLimiter
 	if cfg.ChangeRate >= 0 {
 		changes = newRateLimiter(cmp.Or(cfg.ChangeRate, 5), cmp.Or(cfg.ChangeBurst, 20))
+	}
+	if cfg.DescribeRate >= 0 {
+		waited := prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_api_describe_wait_seconds_total",
+			Help: "Time GET /v1/partitions pages waited for the instance's describe budget (--api-describe-rate)."})
+		reg.MustRegister(waited)
+		s.describe = newDescribeBudget(cmp.Or(cfg.DescribeRate, DefaultDescribeRate),
+			max(cmp.Or(cfg.DescribeBurst, DefaultDescribeBurst), service.MaxPartitionPageLimit), waited)
 	}
 	var streams *streamLimiter
 	if cfg.MaxStreams >= 0 {

@@ -84,9 +84,12 @@ type serverConfig struct {
 	PublicDocs    bool
 	// ChangeRate, ChangeBurst and MaxStreams are the per-caller limits
 	// (api.Config).
-	ChangeRate  float64
-	ChangeBurst int
-	MaxStreams  int
+	ChangeRate float64
+	// DescribeRate paces GET /v1/partitions for the whole instance, in rows
+	// per second (api.Config.DescribeRate).
+	DescribeRate float64
+	ChangeBurst  int
+	MaxStreams   int
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -205,6 +208,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.BoolVar(&cfg.PublicDocs, "public-docs", envBool("KMIRROR_PUBLIC_DOCS"), "serve /docs and /openapi.json without a token (KMIRROR_PUBLIC_DOCS)")
 	fs.Float64Var(&cfg.ChangeRate, "api-change-rate", envFloat("KMIRROR_API_CHANGE_RATE", 5), "changes (API calls other than GET) per second per token, after a burst; 429 beyond it; negative: no limit (KMIRROR_API_CHANGE_RATE)")
 	fs.IntVar(&cfg.ChangeBurst, "api-change-burst", envInt("KMIRROR_API_CHANGE_BURST", 20), "changes a token may make at once before --api-change-rate applies (KMIRROR_API_CHANGE_BURST)")
+	fs.Float64Var(&cfg.DescribeRate, "api-describe-rate", envFloat("KMIRROR_API_DESCRIBE_RATE", api.DefaultDescribeRate), "partition rows per second GET /v1/partitions may describe for the whole instance, after a burst of 10,000; a page waits its turn, so that listing cannot take the CPU mirroring needs; negative: no limit (KMIRROR_API_DESCRIBE_RATE)")
 	fs.IntVar(&cfg.MaxStreams, "api-max-event-streams", envInt("KMIRROR_API_MAX_EVENT_STREAMS", 8), "/v1/events streams one token may hold open; negative: no cap (KMIRROR_API_MAX_EVENT_STREAMS)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage of kmirror server:")
@@ -415,7 +419,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	}
 	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
 		PublicMetrics: cfg.PublicMetrics, PublicDocs: cfg.PublicDocs,
-		ChangeRate: cfg.ChangeRate, ChangeBurst: cfg.ChangeBurst, MaxStreams: cfg.MaxStreams,
+		ChangeRate: cfg.ChangeRate, ChangeBurst: cfg.ChangeBurst, MaxStreams: cfg.MaxStreams, DescribeRate: cfg.DescribeRate,
 		Console: web.Handler(), Notifier: notes})
 	if err != nil {
 		return err

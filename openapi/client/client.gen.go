@@ -2204,6 +2204,7 @@ type ClientInterface interface {
 	// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
 	// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
 	// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
+	// Pages share the instance's describe budget (--api-describe-rate rows a second after a burst of 10,000): past it a page waits its turn, and is 429 only if it could not be served before its deadline.
 	//
 	// Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 	ListPartitions(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2656,6 +2657,7 @@ func (c *Client) SyncMirror(ctx context.Context, mirror string, reqEditors ...Re
 // The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
 // A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
 // Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
+// Pages share the instance's describe budget (--api-describe-rate rows a second after a burst of 10,000): past it a page waits its turn, and is 429 only if it could not be served before its deadline.
 //
 // Corresponds with GET /v1/partitions (the `ListPartitions` operationId).
 func (c *Client) ListPartitions(ctx context.Context, params *ListPartitionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4087,6 +4089,7 @@ type ClientWithResponsesInterface interface {
 	// The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
 	// A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
 	// Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
+	// Pages share the instance's describe budget (--api-describe-rate rows a second after a burst of 10,000): past it a page waits its turn, and is 429 only if it could not be served before its deadline.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5643,6 +5646,8 @@ type ListPartitionsResponse struct {
 	ApplicationproblemJSON401 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Problem
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5667,6 +5672,11 @@ func (r ListPartitionsResponse) GetApplicationproblemJSON401() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListPartitionsResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPartitionsResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -6131,6 +6141,7 @@ func (c *ClientWithResponses) SyncMirrorWithResponse(ctx context.Context, mirror
 // The describe rows: offsets, lag, state, error, retries, lost records and owner, ordered by mirror, topic and partition, a page at a time.
 // A response with next_cursor has more rows: ask again with cursor=next_cursor and the same filters until a response has none.
 // Rows added or removed between two pages shift nothing: a row that exists throughout the walk comes back exactly once.
+// Pages share the instance's describe budget (--api-describe-rate rows a second after a burst of 10,000): past it a page waits its turn, and is 429 only if it could not be served before its deadline.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -7467,6 +7478,13 @@ func ParseListPartitionsResponse(rsp *http.Response) (*ListPartitionsResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Problem
