@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -149,6 +150,9 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 		c.post("/v1/mirrors/m/topics:pause", `{"topic":"bench"}`)
 		c.waitAll("PAUSED", 60*time.Second)
 		srcEnd := fill.produce()
+		// Every drain starts from a collected heap: the fill's garbage
+		// otherwise lands in whichever drain the next cycle falls in.
+		runtime.GC()
 		var stop func()
 		var window <-chan time.Time
 		if loaded {
