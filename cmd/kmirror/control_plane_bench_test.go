@@ -31,9 +31,9 @@ const (
 	loadActors  = 10
 	// loadWindow is how long the clients run at least in each loaded round.
 	loadWindow = 5 * time.Second
-	// drainPairs is how many loaded drains are timed, each between two
-	// idle ones.
-	drainPairs = 4
+	// defaultDrainPairs is how many loaded drains are timed, each between
+	// two idle ones, unless KMIRROR_BENCH_DRAIN_PAIRS says.
+	defaultDrainPairs = 4
 	// bulkPartitions are describe rows of a mirror whose topics are
 	// stopped: rows to page through that no worker leases.
 	bulkPartitions = 10_000
@@ -70,7 +70,8 @@ const (
 // answered: the most the instance serves. paced-1s sends one request a
 // second per client, 50 requests/s in all (a console refresh of a
 // 10,000-partition mirror is 11 pages), to see the cost at a steady load.
-// Run with -benchtime=1x (one iteration whatever b.N):
+// KMIRROR_BENCH_DRAIN_PAIRS (default 4) sets how many loaded drains there
+// are. Run with -benchtime=1x (one iteration whatever b.N):
 //
 //	go test ./cmd/kmirror -run '^$' -bench ControlPlaneUnderLoad -benchtime=1x
 func BenchmarkControlPlaneUnderLoad(b *testing.B) {
@@ -178,6 +179,8 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	b.Logf("load average at the start: %s", loadAverage())
 	b.ResetTimer()
 	var idle, loaded []float64
+	// Single drains swing 2-3x even idle: more pairs narrow the medians.
+	drainPairs := envInt("KMIRROR_BENCH_DRAIN_PAIRS", defaultDrainPairs)
 	for i := range 2*drainPairs + 1 {
 		if i%2 == 1 {
 			loaded = append(loaded, drain(true))
