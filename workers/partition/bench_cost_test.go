@@ -15,6 +15,7 @@ import (
 	"kmirror/internal/procstat"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
+	"kmirror/workers/statetopic"
 	"kmirror/workers/workertest"
 )
 
@@ -198,4 +199,34 @@ func goroutineProfile(b *testing.B, name string) {
 	if err := pprof.Lookup("goroutine").WriteTo(f, 1); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// startServerInstance runs an instance as the server does: the server's
+// timings and pools, the metadata syncer at the server's default interval
+// (30 s) and the __mirror_state relay, whose work (state changes, and
+// checkpoints and offset maps every few seconds) is part of what mirroring
+// costs. It stops with env (its TB's cleanups).
+func startServerInstance(env *workertest.Env, id string) *workertest.Instance {
+	env.TB.Helper()
+	in := env.StartInstanceOpts(id, workertest.InstanceOpts{ProductionTimings: true, Sync: true,
+		SyncInterval: 30 * time.Second})
+	startRelay(env, in)
+	return in
+}
+
+// startRelay runs the __mirror_state relay beside an instance, as the
+// server does, until env's cleanups (or an earlier Stop).
+func startRelay(env *workertest.Env, in *workertest.Instance) *statetopic.Relay {
+	tb := env.TB
+	tb.Helper()
+	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: in.DataPool,
+		Destination: workertest.Plain(env.Clusters.DestinationAddr()), Notifier: in.Notifier, Logger: workertest.Logger()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := relay.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(relay.Stop)
+	return relay
 }

@@ -19,7 +19,6 @@ import (
 	"kmirror/internal/devcluster"
 	"kmirror/internal/testdb"
 	"kmirror/service"
-	"kmirror/workers/statetopic"
 	"kmirror/workers/workertest"
 )
 
@@ -123,15 +122,7 @@ func runAtScale(b *testing.B, total int, window, hold time.Duration) scaleResult
 	// topics:add call, as an operator would see it.
 	in := env.StartInstanceOpts("i1", workertest.InstanceOpts{ProductionTimings: true, LeaseSignals: true,
 		Sync: true, SyncInterval: 30 * time.Second})
-	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: in.DataPool,
-		Destination: workertest.Plain(env.Clusters.DestinationAddr()), Notifier: in.Notifier, Logger: workertest.Logger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := relay.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(relay.Stop)
+	relay := startRelay(env.Env, in)
 	var lost, expired, renewFailed atomic.Int64
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()

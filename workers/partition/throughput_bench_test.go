@@ -36,8 +36,8 @@ import (
 //   - kcat: `kcat -C | kcat -P` (librdkafka), when kcat is installed;
 //     done when both exit.
 //
-//   - kmirror: one running instance with the server's timings; the clock
-//     starts at topics:add. "copied" is when the destination's end offsets
+//   - kmirror: one running instance with the server's timings, syncer and
+//     __mirror_state relay; the clock starts at topics:add. "copied" is when the destination's end offsets
 //     reach the source's (every record acknowledged), "lag0" when the
 //     saved checkpoints do (describe shows lag 0), and "steady" counts
 //     from all partitions MIRRORING to copied.
@@ -215,7 +215,7 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
 		b.Fatal(err)
 	}
-	env.StartInstanceOpts("bench-1", workertest.InstanceOpts{ProductionTimings: true})
+	startServerInstance(env.Env, "bench-1")
 	// The operator adds topics to an instance that is already running: wait
 	// for its lease session, then past the lease loop's first pass.
 	workertest.WaitFor(b, 10*time.Second, "the instance's lease session", func() (bool, string) {
