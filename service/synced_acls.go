@@ -52,12 +52,17 @@ func (s *Service) RecordSyncedACLs(ctx context.Context, mirror string, acls []re
 	})
 }
 
-// ForgetSyncedACL forgets an ACL the sync created once it is gone from the
-// destination, and publishes the mirror's new set.
-func (s *Service) ForgetSyncedACL(ctx context.Context, mirror string, a repo.SyncedACL) error {
+// ForgetSyncedACLs forgets ACLs the sync created once they are gone from
+// the destination, and publishes the mirror's new set, in one transaction.
+func (s *Service) ForgetSyncedACLs(ctx context.Context, mirror string, acls []repo.SyncedACL) error {
+	if len(acls) == 0 {
+		return nil
+	}
 	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := repo.SyncedACLsDelete(ctx, tx, mirror, a); err != nil {
-			return err
+		for _, a := range acls {
+			if err := repo.SyncedACLsDelete(ctx, tx, mirror, a); err != nil {
+				return err
+			}
 		}
 		return publishSyncedACLs(ctx, tx, mirror)
 	})

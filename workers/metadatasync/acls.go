@@ -161,6 +161,11 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 			drop = append(drop, a)
 		}
 	}
+	// The ones gone from the destination are forgotten together at the
+	// end (one transaction, one new set for __mirror_state). A pass cut
+	// short before that leaves them recorded: the next one finds them
+	// absent from the destination and forgets them then.
+	var gone []repo.SyncedACL
 	for _, a := range drop {
 		if err := p.guard(); err != nil {
 			return err
@@ -175,11 +180,9 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 			}
 			o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "deleted", Detail: "no longer on the source"})
 		}
-		if err := p.svc().ForgetSyncedACL(p.ctx, p.mirror.Name, a.row()); err != nil {
-			return err
-		}
+		gone = append(gone, a.row())
 	}
-	return nil
+	return p.svc().ForgetSyncedACLs(p.ctx, p.mirror.Name, gone)
 }
 
 // copiesACL says whether a source ACL is one the sync keeps on the
