@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"kmirror/repo"
@@ -20,6 +22,20 @@ func MirrorKey(mirror string) string       { return "mirror/" + mirror }
 func TopicKey(mirror, topic string) string { return "topic/" + mirror + "/" + topic }
 func PartitionKey(mirror, topic string, p int32) string {
 	return fmt.Sprintf("partition/%s/%s/%d", mirror, topic, p)
+}
+
+// PartitionOfKey names the partition of a PartitionKey (names never hold a
+// slash); ok is false for any other key.
+func PartitionOfKey(key string) (id repo.PartitionID, ok bool) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 4 || parts[0] != "partition" {
+		return repo.PartitionID{}, false
+	}
+	p, err := strconv.ParseInt(parts[3], 10, 32)
+	if err != nil {
+		return repo.PartitionID{}, false
+	}
+	return repo.PartitionID{Mirror: parts[1], Topic: parts[2], Partition: int32(p)}, true
 }
 
 // MirrorRecord is a mirror's configuration as published to __mirror_state.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -155,18 +153,4 @@ func (r *Relay) offsetMapUpdates(ctx context.Context, parts []repo.Partition) ([
 func (r *Relay) offsetMapRecord(id repo.PartitionID, chunk int64, val []byte) *kgo.Record {
 	return &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(id.Mirror, r.statePartitions),
 		Key: []byte(service.OffsetMapKey(id.Mirror, id.Topic, id.Partition, chunk)), Value: val}
-}
-
-// partitionOfKey names the partition of a partition/<mirror>/<topic>/<p>
-// key (names never hold a slash).
-func partitionOfKey(key string) (repo.PartitionID, bool) {
-	parts := strings.Split(key, "/")
-	if len(parts) != 4 || parts[0] != "partition" {
-		return repo.PartitionID{}, false
-	}
-	p, err := strconv.ParseInt(parts[3], 10, 32)
-	if err != nil {
-		return repo.PartitionID{}, false
-	}
-	return repo.PartitionID{Mirror: parts[1], Topic: parts[2], Partition: int32(p)}, true
 }

@@ -236,10 +236,18 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	// goes first, as in a checkpoint pass, so that no reader finds a
 	// checkpoint without its map. The rows' partitions and their maps are
 	// read in two statements for the whole batch.
+	// partOf[i] names row i's partition; ok is false for other keys.
+	type partRef struct {
+		id repo.PartitionID
+		ok bool
+	}
+	partOf := make([]partRef, len(rows))
 	var named []repo.PartitionID
 	seen := map[repo.PartitionID]bool{}
-	for _, row := range rows {
-		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil && !seen[id] {
+	for i, row := range rows {
+		id, ok := service.PartitionOfKey(row.Key)
+		partOf[i] = partRef{id, ok}
+		if ok && row.Value != nil && !seen[id] {
 			seen[id] = true
 			named = append(named, id)
 		}
@@ -262,9 +270,9 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	b := publishBatch{relay: r, producer: producer, what: "the outbox"}
 	for i, row := range rows {
 		var u mapUpdate
-		if id, ok := partitionOfKey(row.Key); ok && row.Value != nil {
-			u = updates[id]
-			delete(updates, id) // once, before the partition's first record
+		if p := partOf[i]; p.ok && row.Value != nil {
+			u = updates[p.id]
+			delete(updates, p.id) // once, before the partition's first record
 		}
 		rec := &kgo.Record{Topic: service.StateTopic, Partition: StatePartition(row.Mirror, r.statePartitions),
 			Key: []byte(row.Key), Value: row.Value}
@@ -279,9 +287,9 @@ func (r *Relay) publishOutbox(ctx context.Context, producer *kgo.Client) (int, e
 	if err := repo.OutboxMarkPublished(ctx, r.cfg.Pool, ids); err != nil {
 		return 0, fmt.Errorf("mark outbox rows published: %w", err)
 	}
-	for _, row := range rows {
-		if id, ok := partitionOfKey(row.Key); ok && row.Value == nil {
-			delete(r.maps, id) // a deleted partition's map was tombstoned with it
+	for i, row := range rows {
+		if p := partOf[i]; p.ok && row.Value == nil {
+			delete(r.maps, p.id) // a deleted partition's map was tombstoned with it
 		}
 	}
 	return len(rows), nil
