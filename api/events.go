@@ -129,8 +129,7 @@ func eventView(e service.Event) any {
 	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, Partition: e.Partition, Message: e.Message,
 		Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
 	var d service.PartitionEventData
-	switch e.Kind {
-	case service.EventPartitionState, service.EventPartitionOwner, service.EventPartitionRealigned:
+	if len(e.Data) > 0 { // only partition events carry data
 		_ = json.Unmarshal(e.Data, &d)
 	}
 	switch e.Kind {

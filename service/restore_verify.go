@@ -109,8 +109,8 @@ func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 			differ = append(differ, name+": not in "+StateTopic)
 		case w.State != p.State || !sameOffset(w.SrcNext, p.SrcNext) || !sameOffset(w.DstNext, p.DstNext):
 			differ = append(differ, fmt.Sprintf("%s: %s src_next %s dst_next %s in %s, %s src_next %s dst_next %s in the database", name,
-				stateName(w.State), offsetText(w.SrcNext), offsetText(w.DstNext), StateTopic,
-				stateName(p.State), offsetText(p.SrcNext), offsetText(p.DstNext)))
+				w.State, offsetText(w.SrcNext), offsetText(w.DstNext), StateTopic,
+				p.State, offsetText(p.SrcNext), offsetText(p.DstNext)))
 		}
 		if p.DstNext != nil {
 			if end, ok := destEnds[p.Topic][p.Partition]; !ok {
@@ -174,11 +174,4 @@ func offsetText(o *int64) string {
 		return "none"
 	}
 	return fmt.Sprint(*o)
-}
-
-func stateName(s PartitionState) string {
-	if s == "" {
-		return "UNKNOWN"
-	}
-	return string(s)
 }
