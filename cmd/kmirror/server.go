@@ -84,12 +84,12 @@ type serverConfig struct {
 	PublicDocs    bool
 	// ChangeRate, ChangeBurst and MaxStreams are the per-caller limits
 	// (api.Config).
-	ChangeRate float64
+	ChangeRate  float64
+	ChangeBurst int
+	MaxStreams  int
 	// DescribeRate paces GET /v1/partitions for the whole instance, in rows
 	// per second (api.Config.DescribeRate).
 	DescribeRate float64
-	ChangeBurst  int
-	MaxStreams   int
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }

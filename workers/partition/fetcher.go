@@ -339,6 +339,8 @@ func (b *assignBatch) flush(cl *kgo.Client) {
 	*b = assignBatch{}
 }
 
-// defaultFetchMaxWait bounds how long a fetch waits for new records, and so
-// how soon an idle fetcher notices commands.
+// defaultFetchMaxWait bounds how long a fetch waits for new records (Kafka's
+// own default). A command cancels the loop's poll at once, but a resumed
+// partition joins only the next fetch request, so on a mirror with no
+// traffic this is how long its first fetch can wait.
 const defaultFetchMaxWait = 500 * time.Millisecond
