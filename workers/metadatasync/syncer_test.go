@@ -481,32 +481,22 @@ func TestSyncACLs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	aliceTopic := kadm.NewACLs().Topics("orders").ResourcePatternType(kadm.ACLPatternLiteral).
-		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead)
+	aliceTopic := workertest.ReadACL(kadm.NewACLs().Topics("orders"), kadm.ACLPatternLiteral, "User:alice")
 	mustACLs(src, aliceTopic)
-	mustACLs(src, kadm.NewACLs().Groups("app").ResourcePatternType(kadm.ACLPatternLiteral).
-		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead))
-	mustACLs(src, kadm.NewACLs().Groups("private-app").ResourcePatternType(kadm.ACLPatternLiteral).
-		Allow("User:alice").AllowHosts("*").Operations(kadm.OpRead))
-	mustACLs(src, kadm.NewACLs().Topics("unmirrored").ResourcePatternType(kadm.ACLPatternLiteral).
-		Allow("User:carol").AllowHosts("*").Operations(kadm.OpRead))
-	daveOrd := kadm.NewACLs().Topics("ord").ResourcePatternType(kadm.ACLPatternPrefixed).
-		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead)
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Groups("app"), kadm.ACLPatternLiteral, "User:alice"))
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Groups("private-app"), kadm.ACLPatternLiteral, "User:alice"))
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Topics("unmirrored"), kadm.ACLPatternLiteral, "User:carol"))
+	daveOrd := workertest.ReadACL(kadm.NewACLs().Topics("ord"), kadm.ACLPatternPrefixed, "User:dave")
 	mustACLs(src, daveOrd)
 	// Prefixes that cover no mirrored topic, or a group the filters exclude.
-	mustACLs(src, kadm.NewACLs().Topics("unm").ResourcePatternType(kadm.ACLPatternPrefixed).
-		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
-	mustACLs(src, kadm.NewACLs().Groups("private-").ResourcePatternType(kadm.ACLPatternPrefixed).
-		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
-	mustACLs(src, kadm.NewACLs().Groups("app-").ResourcePatternType(kadm.ACLPatternPrefixed).
-		Allow("User:dave").AllowHosts("*").Operations(kadm.OpRead))
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Topics("unm"), kadm.ACLPatternPrefixed, "User:dave"))
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Groups("private-"), kadm.ACLPatternPrefixed, "User:dave"))
+	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Groups("app-"), kadm.ACLPatternPrefixed, "User:dave"))
 	// The source's own read-only ACL shape (it may itself be a mirror).
 	mustACLs(src, readOnlyACL("orders"))
-	mustACLs(dst, kadm.NewACLs().Topics("orders").ResourcePatternType(kadm.ACLPatternLiteral).
-		Allow("User:bob").AllowHosts("*").Operations(kadm.OpRead))
+	mustACLs(dst, workertest.ReadACL(kadm.NewACLs().Topics("orders"), kadm.ACLPatternLiteral, "User:bob"))
 	// A local prefixed ACL identical to nothing on the source.
-	mustACLs(dst, kadm.NewACLs().Topics("or").ResourcePatternType(kadm.ACLPatternPrefixed).
-		Allow("User:erin").AllowHosts("*").Operations(kadm.OpRead))
+	mustACLs(dst, workertest.ReadACL(kadm.NewACLs().Topics("or"), kadm.ACLPatternPrefixed, "User:erin"))
 
 	const (
 		aliceOrders = "TOPIC:orders:LITERAL:User:alice:*:READ:ALLOW"

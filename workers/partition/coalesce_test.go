@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,7 @@ func TestCoalescerSharesFreshReads(t *testing.T) {
 		v, _ := c.do(t.Context(), "k", read)
 		first <- v
 	}()
-	waitFor(t, func() bool { return reads.Load() == 1 })
+	waitFor(t, "the first read running", func() (bool, string) { return reads.Load() == 1, fmt.Sprint(reads.Load(), " reads") })
 
 	// The value changes; callers that ask now must not get the running
 	// read's older value.
@@ -43,10 +44,10 @@ func TestCoalescerSharesFreshReads(t *testing.T) {
 			got[i] = v
 		})
 	}
-	waitFor(t, func() bool {
+	waitFor(t, "a read queued behind it", func() (bool, string) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.queued["k"] != nil
+		return c.queued["k"] != nil, "none queued"
 	})
 	close(release)
 	wg.Wait()
@@ -89,15 +90,5 @@ func TestCoalescerCallerCancels(t *testing.T) {
 	close(release)
 	if v := <-other; v != 7 {
 		t.Errorf("other caller got %d", v)
-	}
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 5s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

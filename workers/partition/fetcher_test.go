@@ -77,23 +77,9 @@ func TestMirrorFetcherParksRemovedPartitions(t *testing.T) {
 	defer f.close()
 	p0, p1 := topicPartition{"t", 0}, topicPartition{"t", 1}
 	paused := func() []int32 { return f.cl.PauseFetchPartitions(nil)["t"] }
-	waitFor := func(what string, cond func() (bool, string)) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			ok, state := cond()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: still %s after 10s", what, state)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	waitOffsets := func(what string, s *recordingSink, want []int64) {
 		t.Helper()
-		waitFor(what, func() (bool, string) {
+		waitFor(t, what, func() (bool, string) {
 			got := s.got()
 			if len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
 				t.Fatalf("%s: got offsets %v, want %v", what, got, want)
@@ -146,7 +132,7 @@ func TestMirrorFetcherParksRemovedPartitions(t *testing.T) {
 	f.mu.Unlock()
 	f.remove(p1)
 	end0 := int64(15)
-	waitFor("t/1 swept out of the client", func() (bool, string) {
+	waitFor(t, "t/1 swept out of the client", func() (bool, string) {
 		// The loop sweeps between polls, and an idle poll does not return:
 		// t/0's traffic keeps it turning.
 		produce(0, 1)

@@ -55,17 +55,17 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	src, dst := adminOf(t, srcConn), adminOf(t, dstConn)
 
 	// Source ACLs: literal and prefixed, on the topic and on groups.
-	aliceOrders := aclOf(kadm.NewACLs().Topics(e2eTopic).ResourcePatternType(kadm.ACLPatternLiteral), "User:alice")
-	daveOrd := aclOf(kadm.NewACLs().Topics("ord").ResourcePatternType(kadm.ACLPatternPrefixed), "User:dave")
-	aliceApp := aclOf(kadm.NewACLs().Groups("app").ResourcePatternType(kadm.ACLPatternLiteral), "User:alice")
-	daveAppPfx := aclOf(kadm.NewACLs().Groups("app-").ResourcePatternType(kadm.ACLPatternPrefixed), "User:dave")
+	aliceOrders := workertest.ReadACL(kadm.NewACLs().Topics(e2eTopic), kadm.ACLPatternLiteral, "User:alice")
+	daveOrd := workertest.ReadACL(kadm.NewACLs().Topics("ord"), kadm.ACLPatternPrefixed, "User:dave")
+	aliceApp := workertest.ReadACL(kadm.NewACLs().Groups("app"), kadm.ACLPatternLiteral, "User:alice")
+	daveAppPfx := workertest.ReadACL(kadm.NewACLs().Groups("app-"), kadm.ACLPatternPrefixed, "User:dave")
 	for _, b := range []*kadm.ACLBuilder{aliceOrders, daveOrd, aliceApp, daveAppPfx} {
 		mustCreateACLs(t, ctx, src, b)
 	}
 	// Local destination ACLs that kmirror must never touch, one of them
 	// identical to a source ACL that the sync will create and later drop.
-	mustCreateACLs(t, ctx, dst, aclOf(kadm.NewACLs().Topics(e2eTopic).ResourcePatternType(kadm.ACLPatternLiteral), "User:bob"))
-	mustCreateACLs(t, ctx, dst, aclOf(kadm.NewACLs().Topics("or").ResourcePatternType(kadm.ACLPatternPrefixed), "User:erin"))
+	mustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics(e2eTopic), kadm.ACLPatternLiteral, "User:bob"))
+	mustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics("or"), kadm.ACLPatternPrefixed, "User:erin"))
 
 	// Committed source groups, in the middle of the diverging offsets.
 	commitGroup(t, ctx, src, "app", map[int32]int64{0: 7, 1: 13})
@@ -522,10 +522,6 @@ func adminOf(t *testing.T, conn kafkaconn.Config) *kadm.Client {
 	}
 	t.Cleanup(adm.Close)
 	return adm
-}
-
-func aclOf(b *kadm.ACLBuilder, principal string) *kadm.ACLBuilder {
-	return b.Allow(principal).AllowHosts("*").Operations(kadm.OpRead)
 }
 
 func mustCreateACLs(t *testing.T, ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) {

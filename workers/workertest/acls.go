@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -36,4 +37,10 @@ func ACLStrings(tb testing.TB, ctx context.Context, cl *kgo.Client) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ReadACL allows principal to read the builder's resources, named by
+// pattern (LITERAL or PREFIXED), from any host.
+func ReadACL(b *kadm.ACLBuilder, pattern kadm.ACLPattern, principal string) *kadm.ACLBuilder {
+	return b.ResourcePatternType(pattern).Allow(principal).AllowHosts("*").Operations(kadm.OpRead)
 }
