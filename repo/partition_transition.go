@@ -2,6 +2,7 @@ package repo
 
 import (
 	"context"
+	"time"
 )
 
 // partitionRecordJSON builds, in SQL, the __mirror_state record of the
@@ -13,40 +14,110 @@ const partitionRecordJSON = `jsonb_build_object('version', $19::int, 'mirror', m
 	'error', error, 'src_next', src_next, 'dst_next', dst_next, 'lost_records', lost_records,
 	'updated_at', updated_at)`
 
-// PartitionsTransition writes a state change, fenced by owner, epoch and
-// the From state, with its event and its __mirror_state outbox row, in one
-// statement: one round trip instead of
-// five (begin, update, event, outbox, commit). Every partition changes state
-// at least twice on its way to MIRRORING, so at 10,000 partitions those
-// round trips held the data pool's connections for most of the start.
-// Nothing is written, and ErrNotFound returned, when the lease or the state
-// moved on. The outbox value is the stored row's record at recordVersion.
+// PartitionStateWrite is one fenced state change with its event (Kind,
+// Message and Data are used; the partition is the row's) and the key of
+// its __mirror_state outbox row.
+type PartitionStateWrite struct {
+	PartitionsSetStateParams
+	Event     Event
+	OutboxKey string
+}
+
+// PartitionsTransition writes one state change (see PartitionsTransitions);
+// ErrNotFound when the lease or the state moved on.
 func PartitionsTransition(ctx context.Context, q DBTX, p PartitionsSetStateParams, e Event, outboxKey string, recordVersion int) (Partition, error) {
-	var data any
-	if len(e.Data) > 0 {
-		data = e.Data
+	rows, err := PartitionsTransitions(ctx, q, []PartitionStateWrite{{PartitionsSetStateParams: p, Event: e, OutboxKey: outboxKey}}, recordVersion)
+	if err != nil {
+		return Partition{}, err
 	}
-	return scanPartition(q.QueryRow(ctx, `
-		WITH upd AS (
-			UPDATE mirror_partitions SET
-				previous_state = state, state = $7, error = nullif($8, ''), retryable = $9,
-				retry_attempt = $10, next_retry_at = $11,
-				src_next = CASE WHEN $12::bigint IS NULL THEN src_next ELSE $12 END,
-				dst_next = CASE WHEN $13::bigint IS NULL THEN dst_next ELSE $13 END,
-				lost_records = lost_records + $14,
+	if rows[0].Mirror == "" {
+		return Partition{}, ErrNotFound
+	}
+	return rows[0], nil
+}
+
+// PartitionsTransitions writes state changes, each fenced by owner, epoch
+// and its From state, with their events and __mirror_state outbox rows, in
+// one statement: one round trip and one commit for all of them. A commit
+// that NOTIFYs (the outbox does) is serialized with every other such
+// commit, flush included, so partitions that started together and wrote
+// their changes one by one queued behind each other.
+//
+// The result is aligned with ws: the stored row, or the zero Partition
+// (Mirror "") where nothing was written because the lease or the state had
+// moved on. Events and outbox rows are written in the order of ws. The
+// outbox values are the stored rows' records at recordVersion.
+func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite, recordVersion int) ([]Partition, error) {
+	n := len(ws)
+	var (
+		mirrors, topics, owners, froms, tos, errs = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		kinds, messages, data, keys               = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		partitions, attempts                      = make([]int32, n), make([]int32, n)
+		epochs, lostAdds                          = make([]int64, n), make([]int64, n)
+		srcNexts, dstNexts                        = make([]*int64, n), make([]*int64, n)
+		retryables                                = make([]bool, n)
+		nextRetries                               = make([]*time.Time, n)
+	)
+	for i, w := range ws {
+		p := w.PartitionsSetStateParams
+		mirrors[i], topics[i], partitions[i], owners[i], epochs[i] = p.Mirror, p.Topic, p.Partition, p.Owner, p.Epoch
+		froms[i], tos[i], errs[i], retryables[i] = string(p.From), string(p.To), p.Error, p.Retryable
+		attempts[i], nextRetries[i], lostAdds[i] = int32(p.RetryAttempt), p.NextRetryAt, p.LostRecordsAdd
+		if p.SrcNext != nil && p.DstNext != nil {
+			srcNexts[i], dstNexts[i] = p.SrcNext, p.DstNext
+		}
+		kinds[i], messages[i], data[i], keys[i] = w.Event.Kind, w.Event.Message, string(w.Event.Data), w.OutboxKey
+	}
+	rows, err := q.Query(ctx, `
+		WITH w AS (
+			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[],
+				$7::text[], $8::text[], $9::bool[], $10::int[], $11::timestamptz[], $12::bigint[],
+				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[])
+			WITH ORDINALITY AS w (mirror, topic, partition, owner, epoch, from_state, to_state, error,
+				retryable, retry_attempt, next_retry_at, src_next, dst_next, lost_add,
+				ev_kind, ev_message, ev_data, outbox_key, ord)
+		), upd AS (
+			UPDATE mirror_partitions p SET
+				previous_state = p.state, state = w.to_state, error = nullif(w.error, ''),
+				retryable = w.retryable, retry_attempt = w.retry_attempt, next_retry_at = w.next_retry_at,
+				src_next = coalesce(w.src_next, p.src_next), dst_next = coalesce(w.dst_next, p.dst_next),
+				lost_records = p.lost_records + w.lost_add,
 				state_changed_at = now(), updated_at = now()
-			WHERE mirror = $1 AND topic = $2 AND partition = $3
-			  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
-			RETURNING *
+			FROM w
+			WHERE p.mirror = w.mirror AND p.topic = w.topic AND p.partition = w.partition
+			  AND p.lease_owner = w.owner AND p.lease_epoch = w.epoch AND coalesce(p.state, '') = w.from_state
+			RETURNING p.*, w.ord, w.ev_kind, w.ev_message, w.ev_data, w.outbox_key
 		), ev AS (
 			INSERT INTO events (kind, mirror, topic, partition, message, data)
-			SELECT $15, mirror, topic, partition, $16, $17 FROM upd
+			SELECT ev_kind, mirror, topic, partition, ev_message, nullif(ev_data, '')::jsonb FROM upd ORDER BY ord
 		), ob AS (
 			INSERT INTO outbox (mirror, key, value)
-			SELECT mirror, $18, `+partitionRecordJSON+` FROM upd
+			SELECT mirror, outbox_key, `+partitionRecordJSON+` FROM upd ORDER BY ord
 		)
-		SELECT `+partitionColumns+` FROM upd`,
-		p.Mirror, p.Topic, p.Partition, p.Owner, p.Epoch, p.From, p.To, p.Error, p.Retryable,
-		p.RetryAttempt, p.NextRetryAt, p.SrcNext, p.DstNext, p.LostRecordsAdd,
-		e.Kind, e.Message, data, outboxKey, recordVersion))
+		SELECT ord, `+partitionColumns+` FROM upd`,
+		mirrors, topics, partitions, owners, epochs, froms, tos, errs, retryables, attempts, nextRetries,
+		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := make([]Partition, n)
+	for rows.Next() {
+		var ord int64
+		p, err := scanPartition(prefixed{rows, &ord})
+		if err != nil {
+			return nil, err
+		}
+		out[ord-1] = p
+	}
+	return out, interpret(rows.Err())
 }
+
+// prefixed scans one leading column into first, then the rest as the
+// wrapped scanner would.
+type prefixed struct {
+	row   scanner
+	first any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.row.Scan(append([]any{p.first}, dest...)...) }

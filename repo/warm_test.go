@@ -37,7 +37,7 @@ func TestWarmConnPreparesAndWritesNothing(t *testing.T) {
 	prepared := func() int {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements
-			WHERE statement LIKE '%WITH upd AS%UPDATE mirror_partitions%'
+			WHERE statement LIKE '%upd AS (%UPDATE mirror_partitions%'
 			  AND statement NOT LIKE '%pg_prepared_statements%'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}

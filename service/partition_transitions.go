@@ -105,9 +105,47 @@ func PartitionRecordOf(p repo.Partition) PartitionRecord {
 // transaction. An invalid step is an *InvalidTransitionError and writes
 // nothing; a lost lease is ErrLeaseLost.
 func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition) (repo.Partition, error) {
-	if err := CheckTransition(t.From, t.To); err != nil {
-		return repo.Partition{}, err
+	rows, errs := s.TransitionPartitions(ctx, []PartitionTransition{t})
+	return rows[0], errs[0]
+}
+
+// TransitionPartitions is TransitionPartition for many partitions, in one
+// statement: results and errors are aligned with ts, and each change stands
+// or falls alone (an invalid step or a lost lease writes nothing for that
+// partition only). An error of the statement itself is every one's.
+func (s *Service) TransitionPartitions(ctx context.Context, ts []PartitionTransition) ([]repo.Partition, []error) {
+	rows, errs := make([]repo.Partition, len(ts)), make([]error, len(ts))
+	var writes []repo.PartitionStateWrite
+	var at []int // index in ts of each write
+	for i, t := range ts {
+		if err := CheckTransition(t.From, t.To); err != nil {
+			errs[i] = err
+			continue
+		}
+		writes = append(writes, partitionStateWrite(t))
+		at = append(at, i)
 	}
+	if len(writes) == 0 {
+		return rows, errs
+	}
+	stored, err := repo.PartitionsTransitions(ctx, s.pool, writes, RecordVersion)
+	for j, i := range at {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case stored[j].Mirror == "":
+			errs[i] = ErrLeaseLost
+		default:
+			rows[i] = stored[j]
+		}
+	}
+	return rows, errs
+}
+
+// partitionStateWrite is a valid state change as the repo writes it: the
+// row's new state, its event and its outbox key (the outbox value is built
+// from the stored row, repo.PartitionsTransitions).
+func partitionStateWrite(t PartitionTransition) repo.PartitionStateWrite {
 	msg := fmt.Sprintf("%s/%d: %s → %s", t.Topic, t.Partition, t.From, t.To)
 	if t.Reason != "" {
 		msg += ": " + t.Reason
@@ -117,20 +155,15 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 	data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
 		From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error), Error: t.Error,
 		Epoch: t.Epoch, Owner: t.Owner}
-	p := t.Partition
-	// One statement: the row, its event and its outbox record, built from
-	// the stored row (repo.PartitionsTransition).
-	out, err := repo.PartitionsTransition(ctx, s.pool, repo.PartitionsSetStateParams{
-		Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
-		From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
-		RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
-		DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd},
-		repo.Event{Kind: EventPartitionState, Mirror: t.Mirror, Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
-		PartitionKey(t.Mirror, t.Topic, t.Partition), RecordVersion)
-	if errors.Is(err, repo.ErrNotFound) {
-		return repo.Partition{}, ErrLeaseLost
+	return repo.PartitionStateWrite{
+		PartitionsSetStateParams: repo.PartitionsSetStateParams{
+			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
+			From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
+			RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
+			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd},
+		Event:     repo.Event{Kind: EventPartitionState, Message: msg, Data: data.raw()},
+		OutboxKey: PartitionKey(t.Mirror, t.Topic, t.Partition),
 	}
-	return out, err
 }
 
 // PartitionRealignment is an alignment of a partition without a state

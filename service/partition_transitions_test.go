@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"kmirror/service"
@@ -69,5 +70,52 @@ func TestTransitionRecordMatchesGo(t *testing.T) {
 	if _, err := svc.TransitionPartition(ctx, service.PartitionTransition{Mirror: "m1", Topic: "orders", Partition: 1,
 		Owner: "i1", Epoch: 4, From: service.StateMirroring, To: service.StatePausing}); err != service.ErrLeaseLost {
 		t.Fatalf("a transition from the wrong state: %v, want ErrLeaseLost", err)
+	}
+}
+
+// TestTransitionPartitionsEachStandsAlone: in one call, an invalid step
+// and a lost lease fail alone, and the valid changes beside them land.
+func TestTransitionPartitionsEachStandsAlone(t *testing.T) {
+	t.Parallel()
+	svc, pool := newServiceWithMirror(t)
+	ctx := t.Context()
+	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour');
+		UPDATE mirror_partitions SET lease_owner = 'i1', lease_session = 1, lease_epoch = 4
+		WHERE mirror = 'm1' AND topic = 'orders' AND partition IN (0, 1, 2)`); err != nil {
+		t.Fatal(err)
+	}
+	ts := []service.PartitionTransition{
+		{Partition: 0, Epoch: 4, From: service.StateUnknown, To: service.StatePreparing},
+		{Partition: 1, Epoch: 4, From: service.StateUnknown, To: service.StateMirroring}, // not a step
+		{Partition: 2, Epoch: 3, From: service.StateUnknown, To: service.StatePreparing}, // stale epoch
+		{Partition: 1, Epoch: 4, From: service.StateUnknown, To: service.StatePreparing},
+	}
+	for i := range ts {
+		ts[i].Mirror, ts[i].Topic, ts[i].Owner, ts[i].Retryable = "m1", "orders", "i1", true
+	}
+	rows, errs := svc.TransitionPartitions(ctx, ts)
+	var invalid *service.InvalidTransitionError
+	if errs[0] != nil || rows[0].State != service.StatePreparing || rows[0].Partition != 0 {
+		t.Errorf("valid change: %+v, %v", rows[0], errs[0])
+	}
+	if !errors.As(errs[1], &invalid) || rows[1].Mirror != "" {
+		t.Errorf("invalid step: %+v, %v; want an InvalidTransitionError", rows[1], errs[1])
+	}
+	if errs[2] != service.ErrLeaseLost {
+		t.Errorf("stale epoch: %v, want ErrLeaseLost", errs[2])
+	}
+	if errs[3] != nil || rows[3].State != service.StatePreparing || rows[3].Partition != 1 {
+		t.Errorf("valid change after an invalid one: %+v, %v", rows[3], errs[3])
+	}
+	var states string
+	if err := pool.QueryRow(ctx, `SELECT string_agg(partition || '=' || coalesce(state, '-'), ',' ORDER BY partition)
+		FROM mirror_partitions WHERE mirror = 'm1' AND topic = 'orders' AND partition < 3`).Scan(&states); err != nil {
+		t.Fatal(err)
+	}
+	if states != "0=PREPARING,1=PREPARING,2=-" {
+		t.Errorf("stored states %s", states)
 	}
 }

@@ -95,6 +95,8 @@ type Engine struct {
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
+	// states commits the workers' state changes in groups (state_writes.go).
+	states *stateWrites
 
 	mu       sync.Mutex
 	workers  map[lease.Key]*partitionWorker
@@ -138,6 +140,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.desired = newDesiredStates(cfg.Pool)
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
+	e.states = newStateWrites(cfg.Service, log)
 	return e, nil
 }
 

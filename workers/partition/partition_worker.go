@@ -260,10 +260,10 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return w.transition(ctx, service.StatePreparing, transitionOpts{})
+		return w.transition(service.StatePreparing, transitionOpts{})
 	case service.StatePreparing:
 		if want == service.DesiredStopped {
-			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
+			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
 		}
 		if desire.recreate && w.key.Partition != 0 {
 			w.awaitingRecreate = true
@@ -297,37 +297,37 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if err := w.enforceReadOnly(ctx, true); err != nil {
 			return err
 		}
-		return w.transition(ctx, service.StateMirroring, transitionOpts{checkpoint: &res.checkpoint,
+		return w.transition(service.StateMirroring, transitionOpts{checkpoint: &res.checkpoint,
 			lostAdd: res.lost, reason: res.summary, keepRetries: true})
 	case service.StateMirroring:
 		switch want {
 		case service.DesiredPaused:
-			return w.transition(ctx, service.StatePausing, transitionOpts{})
+			return w.transition(service.StatePausing, transitionOpts{})
 		case service.DesiredStopped:
-			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
+			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
 		}
 		return w.mirror(w.leaseCtx)
 	case service.StatePausing:
-		return w.transition(ctx, service.StatePaused, transitionOpts{})
+		return w.transition(service.StatePaused, transitionOpts{})
 	case service.StatePaused:
 		switch want {
 		case service.DesiredMirroring:
 			if err := w.resumeCheck(ctx); err != nil {
 				return err
 			}
-			return w.transition(ctx, service.StateMirroring, transitionOpts{reason: "resumed from the checkpoint"})
+			return w.transition(service.StateMirroring, transitionOpts{reason: "resumed from the checkpoint"})
 		case service.DesiredStopped:
-			return w.transition(ctx, service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
+			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
 		}
 		return w.idle(ctx)
 	case service.StateStopping:
 		if err := w.enforceReadOnly(ctx, false); err != nil {
 			return err
 		}
-		return w.transition(ctx, service.StateStopped, transitionOpts{reason: "last mirrored offsets saved; topic writable"})
+		return w.transition(service.StateStopped, transitionOpts{reason: "last mirrored offsets saved; topic writable"})
 	case service.StateFailed:
 		if want == service.DesiredStopped {
-			return w.transition(ctx, service.StatePreparing, transitionOpts{reason: "topic removed while FAILED"})
+			return w.transition(service.StatePreparing, transitionOpts{reason: "topic removed while FAILED"})
 		}
 		if !w.row.Retryable || w.row.RetryAttempt >= w.e.cfg.Retry.MaxAttempts {
 			return w.idle(ctx) // waits for an operator
@@ -340,7 +340,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 				return nil
 			}
 		}
-		return w.transition(ctx, service.StatePreparing, transitionOpts{
+		return w.transition(service.StatePreparing, transitionOpts{
 			reason: fmt.Sprintf("retry %d", w.row.RetryAttempt), keepRetries: true})
 	}
 	return permanent("unknown partition state %q", state)
@@ -401,8 +401,11 @@ type checkpoint struct {
 }
 
 // transition writes one state change through the service (state machine,
-// fencing, event and outbox).
-func (w *partitionWorker) transition(ctx context.Context, to service.PartitionState, o transitionOpts) error {
+// fencing, event and outbox), in a group with the other partitions'
+// changes of the moment (state_writes.go). It is written even when the
+// worker is stopping: it waits for the outcome, bounded by the write's own
+// timeout.
+func (w *partitionWorker) transition(to service.PartitionState, o transitionOpts) error {
 	t := service.PartitionTransition{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Owner: w.lease.Owner, Epoch: w.lease.Epoch, From: w.row.State, To: to,
 		Error: o.errMsg, Retryable: o.retry || to != service.StateFailed, RetryAttempt: o.retryAttempt,
@@ -413,9 +416,7 @@ func (w *partitionWorker) transition(ctx context.Context, to service.PartitionSt
 	if o.checkpoint != nil {
 		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
 	}
-	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	row, err := w.e.cfg.Service.TransitionPartition(writeCtx, t)
+	row, err := w.e.states.write(t)
 	if err != nil {
 		return err
 	}
@@ -441,7 +442,7 @@ func (w *partitionWorker) fail(ctx context.Context, f *failure) {
 		next = &t
 	}
 	w.log.Warn("partition failed", "err", f.msg, "retryable", f.retryable, "attempt", attempt)
-	if err := w.transition(ctx, service.StateFailed, transitionOpts{errMsg: f.msg, retry: f.retryable,
+	if err := w.transition(service.StateFailed, transitionOpts{errMsg: f.msg, retry: f.retryable,
 		retryAttempt: attempt, nextRetry: next}); err != nil {
 		w.log.Warn("writing FAILED failed", "err", err)
 		if !errors.Is(err, service.ErrLeaseLost) {

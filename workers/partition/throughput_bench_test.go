@@ -280,7 +280,28 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 		t.lag0 = max(t.lag0, p.ProgressedAt.Sub(start))
 	}
 	t.steady = max(t.copied-t.startup, time.Millisecond)
+	if os.Getenv("KMIRROR_BENCH_TRACE") != "" {
+		traceStartup(b, env, start)
+	}
 	return t
+}
+
+// traceStartup logs each event of the copy's start-up by its time after
+// topics:add (an event's time is its statement's start).
+func traceStartup(b *testing.B, env *engineEnv, start time.Time) {
+	rows, err := env.Pool.Query(context.Background(), `SELECT at, message FROM events WHERE at >= $1 ORDER BY at`, start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var at time.Time
+		var msg string
+		if err := rows.Scan(&at, &msg); err != nil {
+			b.Fatal(err)
+		}
+		fmt.Fprintf(os.Stderr, "%7.1f ms  %s\n", float64(at.Sub(start).Microseconds())/1000, msg)
+	}
 }
 
 // copyPlain is the reference: one consumer, one idempotent producer, no

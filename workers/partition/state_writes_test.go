@@ -1,0 +1,152 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/testdb"
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// stateWritesWorld is a topic of n partitions, each leased by "i1" at epoch
+// 1 and UNKNOWN, and the group writer over it.
+func stateWritesWorld(t *testing.T, n int) (*pgxpool.Pool, *stateWrites) {
+	t.Helper()
+	pool := testdb.Pool(t)
+	for _, sql := range []string{
+		`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:1')`,
+		`INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES ('m', 't', 'mirroring')`,
+		`INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour')`,
+		fmt.Sprintf(`INSERT INTO mirror_partitions (mirror, topic, partition, lease_owner, lease_epoch, lease_session)
+			SELECT 'm', 't', g, 'i1', 1, 1 FROM generate_series(0, %d) AS g`, n-1),
+	} {
+		if _, err := pool.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pool, newStateWrites(svc, slog.New(slog.DiscardHandler))
+}
+
+func toPreparing(p int32) service.PartitionTransition {
+	return service.PartitionTransition{Mirror: "m", Topic: "t", Partition: p, Owner: "i1", Epoch: 1,
+		From: service.StateUnknown, To: service.StatePreparing, Retryable: true}
+}
+
+// writeWhileHeld holds partition 0's row locked, so that its change's
+// statement waits; writes the others' changes, which queue behind it; and
+// lets it go once all of them are asked for. It returns each change's error.
+func writeWhileHeld(t *testing.T, pool *pgxpool.Pool, s *stateWrites, ts []service.PartitionTransition) []error {
+	t.Helper()
+	ctx := t.Context()
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(context.WithoutCancel(ctx))
+	if _, err := lock.Exec(ctx, `SELECT 1 FROM mirror_partitions WHERE partition = 0 FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, len(ts))
+	var wg sync.WaitGroup
+	for i, tr := range ts {
+		wg.Go(func() { _, errs[i] = s.write(tr) })
+		if i == 0 { // the first change's statement is the one that waits
+			waitFor(t, "the first statement waiting on the lock", func() (bool, string) {
+				var n int
+				err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'
+					  AND query LIKE '%UPDATE mirror_partitions%'`).Scan(&n)
+				return err == nil && n == 1, fmt.Sprint(n, " waiting ", err)
+			})
+		}
+	}
+	waitFor(t, "every change queued", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.queue) == len(ts)-1, fmt.Sprint(len(s.queue), " queued")
+	})
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	return errs
+}
+
+// statements counts the statements that wrote the topic's changes: the
+// rows of one share their transaction's now().
+func statements(t *testing.T, pool *pgxpool.Pool) (changed, statements int) {
+	t.Helper()
+	err := pool.QueryRow(t.Context(), `SELECT count(*), count(DISTINCT state_changed_at) FROM mirror_partitions
+		WHERE state IS NOT NULL`).Scan(&changed, &statements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return changed, statements
+}
+
+// TestStateWritesGroupChangesAskedForTogether: changes asked for while a
+// statement runs are written together by the next one.
+func TestStateWritesGroupChangesAskedForTogether(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	pool, s := stateWritesWorld(t, n)
+	ts := make([]service.PartitionTransition, n)
+	for i := range ts {
+		ts[i] = toPreparing(int32(i))
+	}
+	for i, err := range writeWhileHeld(t, pool, s, ts) {
+		if err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+	}
+	if changed, stmts := statements(t, pool); changed != n || stmts != 2 {
+		t.Fatalf("%d changes written by %d statements; want %d by 2", changed, stmts, n)
+	}
+	// The writer stops when idle, and a change alone is written at once.
+	waitFor(t, "the writer idle", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.running, "running"
+	})
+	tr := toPreparing(0)
+	tr.From, tr.To = service.StatePreparing, service.StateMirroring
+	if row, err := s.write(tr); err != nil || row.State != service.StateMirroring {
+		t.Fatalf("a change alone: %+v, %v", row, err)
+	}
+}
+
+// TestStateWritesRefusedGroupFailsOnlyItsBadChange: a group that Postgres
+// refuses because of one change is written again change by change, so the
+// others land and only that one fails; a lost lease fails alone as well.
+func TestStateWritesRefusedGroupFailsOnlyItsBadChange(t *testing.T) {
+	t.Parallel()
+	pool, s := stateWritesWorld(t, 4)
+	ts := []service.PartitionTransition{toPreparing(0), toPreparing(1), toPreparing(2), toPreparing(3)}
+	ts[2].Reason = "bad \x00 byte"
+	ts[3].Epoch = 7
+	errs := writeWhileHeld(t, pool, s, ts)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("good changes: %v, %v", errs[0], errs[1])
+	}
+	if !errors.Is(errs[2], repo.ErrInvalidText) {
+		t.Fatalf("the change Postgres cannot store: %v, want ErrInvalidText", errs[2])
+	}
+	if !errors.Is(errs[3], service.ErrLeaseLost) {
+		t.Fatalf("the change at a stale epoch: %v, want ErrLeaseLost", errs[3])
+	}
+	if changed, _ := statements(t, pool); changed != 2 {
+		t.Fatalf("%d changes written; want 2", changed)
+	}
+}
