@@ -215,13 +215,17 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
 		b.Fatal(err)
 	}
-	startServerInstance(env.Env, "bench-1")
+	in := startServerInstance(env.Env, "bench-1")
 	// The operator adds topics to an instance that is already running: wait
-	// for its lease session, then past the lease loop's first pass.
-	workertest.WaitFor(b, 10*time.Second, "the instance's lease session", func() (bool, string) {
+	// for its lease session and its data pool's connections (opened and
+	// warmed in the background at start), then past the lease loop's first
+	// pass.
+	workertest.WaitFor(b, 10*time.Second, "the instance's lease session and data pool", func() (bool, string) {
 		var n int
 		err := env.Pool.QueryRow(ctx, `SELECT count(*) FROM instances WHERE session_epoch > 0`).Scan(&n)
-		return err == nil && n == 1, fmt.Sprint(n, err)
+		st := in.DataPool.Stat()
+		open := st.TotalConns() - st.ConstructingConns()
+		return err == nil && n == 1 && open == st.MaxConns(), fmt.Sprint(n, " sessions, ", open, " connections open, ", err)
 	})
 	time.Sleep(300 * time.Millisecond)
 	// kgo caches a missing topic for MetadataMinAge (5 s by default): the
