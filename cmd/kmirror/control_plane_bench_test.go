@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,16 +72,29 @@ const (
 // answered: the most the instance serves. paced-1s sends one request a
 // second per client, 50 requests/s in all (a console refresh of a
 // 10,000-partition mirror is 11 pages), to see the cost at a steady load.
+// closed-loop-server-limits is the closed loop against the server's
+// default per-caller change limit (5 changes a second after a burst of 20;
+// the others run with it off, to measure kmirror rather than the limiter):
+// each actor calls from a loopback address of its own, so it is a caller
+// of its own, and when answered 429 it waits as Retry-After says.
 // KMIRROR_BENCH_DRAIN_PAIRS (default 4) sets how many loaded drains there
 // are. Run with -benchtime=1x (one iteration whatever b.N):
 //
 //	go test ./cmd/kmirror -run '^$' -bench ControlPlaneUnderLoad -benchtime=1x
 func BenchmarkControlPlaneUnderLoad(b *testing.B) {
-	b.Run("closed-loop", func(b *testing.B) { benchControlPlane(b, 0) })
-	b.Run("paced-1s", func(b *testing.B) { benchControlPlane(b, time.Second) })
+	b.Run("closed-loop", func(b *testing.B) { benchControlPlane(b, 0, false) })
+	b.Run("paced-1s", func(b *testing.B) { benchControlPlane(b, time.Second, false) })
+	b.Run("closed-loop-server-limits", func(b *testing.B) { benchControlPlane(b, 0, true) })
 }
 
-func benchControlPlane(b *testing.B, interval time.Duration) {
+// serverChangeRate and serverChangeBurst are the server's defaults
+// (--api-change-rate, --api-change-burst).
+const (
+	serverChangeRate  = 5
+	serverChangeBurst = 20
+)
+
+func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 	// The server logs to a file that outlives a failed run, to read when
 	// a copy stalls.
 	logFile, err := os.CreateTemp("", "kmirror-control-plane-*.log")
@@ -98,6 +113,9 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	srv := startInProcessServer(b, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		func(c *serverConfig) {
 			c.LeaseTTL, c.LeaseRenewInterval, c.DeliveryTimeout = 15*time.Second, 5*time.Second, 4*time.Second
+			if limits {
+				c.ChangeRate, c.ChangeBurst = serverChangeRate, serverChangeBurst
+			}
 		})
 	ctx := b.Context()
 	var actorTopics []string
@@ -142,7 +160,7 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	totalRows := mirrorParts + bulkPartitions
 
 	fill := newBacklogFiller(b, srv.clusters.SourceAddr(), srv.clusters.DestinationAddr())
-	load := &controlPlaneLoad{tb: b, c: c, actorTopics: actorTopics, totalRows: totalRows, interval: interval,
+	load := &controlPlaneLoad{tb: b, c: c, actorTopics: actorTopics, totalRows: totalRows, interval: interval, limits: limits,
 		walkers: make([]walker, loadReaders), latency: map[string][]time.Duration{}, lastDesired: map[string]string{}}
 	// drain pauses bench, fills its backlog, resumes it and returns the
 	// copy's records/s; loaded, the clients run from a second before the
@@ -210,8 +228,9 @@ func benchControlPlane(b *testing.B, interval time.Duration) {
 	}
 	b.ReportMetric(float64(total)/load.elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(load.conflicts), "409s")
-	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; other non-2xx: %d", float64(total)/load.elapsed.Seconds(),
-		load.walks, load.conflicts, len(load.failures))
+	b.ReportMetric(float64(load.throttled), "429s")
+	b.Logf("all: %.1f req/s; %d walks of every page; 409: %d; 429 (waited as told): %d; other non-2xx: %d",
+		float64(total)/load.elapsed.Seconds(), load.walks, load.conflicts, load.throttled, len(load.failures))
 	median := func(v []float64) float64 {
 		v = slices.Sorted(slices.Values(v))
 		return (v[(len(v)-1)/2] + v[len(v)/2]) / 2
@@ -245,6 +264,9 @@ type controlPlaneLoad struct {
 	// most. Zero is a closed loop: the next request as soon as the last
 	// answer arrives.
 	interval time.Duration
+	// limits says the server limits each caller's changes: every actor
+	// then calls from its own address and waits out a 429.
+	limits bool
 
 	walkers []walker // one per reader
 
@@ -253,6 +275,7 @@ type controlPlaneLoad struct {
 	latency   map[string][]time.Duration // per operation: page, pause, resume
 	walks     int
 	conflicts int
+	throttled int // 429 answers to actors, each waited out
 	failures  []string
 	// lastDesired is each actor topic's desired state after its last
 	// successful action; the next action asks for the other one.
@@ -307,7 +330,11 @@ func (l *controlPlaneLoad) start() (stop func()) {
 			}
 		})
 	}
-	for _, topic := range l.actorTopics {
+	for i, topic := range l.actorTopics {
+		c := l.c
+		if l.limits {
+			c = l.actorClient(i)
+		}
 		wg.Go(func() {
 			body := fmt.Sprintf(`{"topic":%q}`, topic)
 			for running() {
@@ -318,7 +345,22 @@ func (l *controlPlaneLoad) start() (stop func()) {
 				}
 				l.mu.Unlock()
 				t0 := time.Now()
-				status, out := l.c.do(http.MethodPost, "/v1/mirrors/m/topics:"+op, body)
+				status, header, out := c.doHeader(http.MethodPost, "/v1/mirrors/m/topics:"+op, body)
+				if status == http.StatusTooManyRequests && l.limits {
+					l.mu.Lock()
+					l.throttled++
+					l.mu.Unlock()
+					secs, err := strconv.Atoi(header.Get("Retry-After"))
+					if err != nil || secs < 1 {
+						l.fail("%s: 429 with Retry-After %q", op, header.Get("Retry-After"))
+						secs = 1
+					}
+					select {
+					case <-time.After(time.Duration(secs) * time.Second):
+					case <-done:
+					}
+					continue
+				}
 				if l.record(op, time.Since(t0), status, out) {
 					l.mu.Lock()
 					l.lastDesired[topic] = desired
@@ -334,6 +376,15 @@ func (l *controlPlaneLoad) start() (stop func()) {
 		l.elapsed += time.Since(start)
 		l.mu.Unlock()
 	}
+}
+
+// actorClient is a client whose connections come from 127.0.0.(2+i), so
+// that the server counts actor i as a caller of its own (callers without a
+// token are told apart by address). Linux routes all of 127/8 to loopback.
+func (l *controlPlaneLoad) actorClient(i int) apiClient {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i))}}
+	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 2}}
+	return apiClient{tb: l.tb, base: l.c.base, http: hc}
 }
 
 // walker is a reader's walk over every page of GET /v1/partitions. A walk

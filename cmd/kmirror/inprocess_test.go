@@ -180,6 +180,13 @@ func (c apiClient) states() []string {
 // transport error.
 func (c apiClient) do(method, path, body string) (int, []byte) {
 	c.tb.Helper()
+	status, _, out := c.doHeader(method, path, body)
+	return status, out
+}
+
+// doHeader is do that also returns the answer's header.
+func (c apiClient) doHeader(method, path, body string) (int, http.Header, []byte) {
+	c.tb.Helper()
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
@@ -194,9 +201,9 @@ func (c apiClient) do(method, path, body string) (int, []byte) {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		c.tb.Errorf("%s %s: %v", method, path, err)
-		return 0, nil
+		return 0, nil, nil
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
+	return resp.StatusCode, resp.Header, out
 }
