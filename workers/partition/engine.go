@@ -95,8 +95,10 @@ type Engine struct {
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
-	// states commits the workers' state changes in groups (state_writes.go).
-	states *stateWrites
+	// states commits the workers' state changes, and rows reads their
+	// partition rows, in groups (grouped_statements.go).
+	states *grouped[service.PartitionTransition, repo.Partition]
+	rows   *grouped[repo.PartitionID, repo.Partition]
 
 	mu       sync.Mutex
 	workers  map[lease.Key]*partitionWorker
@@ -141,6 +143,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, log)
+	e.rows = newRowReads(cfg.Pool, log)
 	return e, nil
 }
 

@@ -131,7 +131,7 @@ func (w *partitionWorker) start(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	row, err := w.e.rows.do(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
 	if err != nil {
 		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
 		return false
@@ -402,7 +402,7 @@ type checkpoint struct {
 
 // transition writes one state change through the service (state machine,
 // fencing, event and outbox), in a group with the other partitions'
-// changes of the moment (state_writes.go). It is written even when the
+// changes of the moment (grouped_statements.go). It is written even when the
 // worker is stopping: it waits for the outcome, bounded by the write's own
 // timeout.
 func (w *partitionWorker) transition(to service.PartitionState, o transitionOpts) error {
@@ -416,7 +416,7 @@ func (w *partitionWorker) transition(to service.PartitionState, o transitionOpts
 	if o.checkpoint != nil {
 		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
 	}
-	row, err := w.e.states.write(t)
+	row, err := w.e.states.do(t)
 	if err != nil {
 		return err
 	}

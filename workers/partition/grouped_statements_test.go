@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 // stateWritesWorld is a topic of n partitions, each leased by "i1" at epoch
 // 1 and UNKNOWN, and the group writer over it.
-func stateWritesWorld(t *testing.T, n int) (*pgxpool.Pool, *stateWrites) {
+func stateWritesWorld(t *testing.T, n int) (*pgxpool.Pool, *grouped[service.PartitionTransition, repo.Partition]) {
 	t.Helper()
 	pool := testdb.Pool(t)
 	for _, sql := range []string{
@@ -47,7 +48,7 @@ func toPreparing(p int32) service.PartitionTransition {
 // writeWhileHeld holds partition 0's row locked, so that its change's
 // statement waits; writes the others' changes, which queue behind it; and
 // lets it go once all of them are asked for. It returns each change's error.
-func writeWhileHeld(t *testing.T, pool *pgxpool.Pool, s *stateWrites, ts []service.PartitionTransition) []error {
+func writeWhileHeld(t *testing.T, pool *pgxpool.Pool, s *grouped[service.PartitionTransition, repo.Partition], ts []service.PartitionTransition) []error {
 	t.Helper()
 	ctx := t.Context()
 	lock, err := pool.Begin(ctx)
@@ -61,7 +62,7 @@ func writeWhileHeld(t *testing.T, pool *pgxpool.Pool, s *stateWrites, ts []servi
 	errs := make([]error, len(ts))
 	var wg sync.WaitGroup
 	for i, tr := range ts {
-		wg.Go(func() { _, errs[i] = s.write(tr) })
+		wg.Go(func() { _, errs[i] = s.do(tr) })
 		if i == 0 { // the first change's statement is the one that waits
 			waitFor(t, "the first statement waiting on the lock", func() (bool, string) {
 				var n int
@@ -122,7 +123,7 @@ func TestStateWritesGroupChangesAskedForTogether(t *testing.T) {
 	})
 	tr := toPreparing(0)
 	tr.From, tr.To = service.StatePreparing, service.StateMirroring
-	if row, err := s.write(tr); err != nil || row.State != service.StateMirroring {
+	if row, err := s.do(tr); err != nil || row.State != service.StateMirroring {
 		t.Fatalf("a change alone: %+v, %v", row, err)
 	}
 }
@@ -148,5 +149,52 @@ func TestStateWritesRefusedGroupFailsOnlyItsBadChange(t *testing.T) {
 	}
 	if changed, _ := statements(t, pool); changed != 2 {
 		t.Fatalf("%d changes written; want 2", changed)
+	}
+}
+
+// TestRowReadsFindEachRow: a group of reads returns each caller its own
+// row, and ErrNotFound to one that names no row.
+func TestRowReadsFindEachRow(t *testing.T) {
+	t.Parallel()
+	pool, _ := stateWritesWorld(t, 3)
+	reads := newRowReads(pool, slog.New(slog.DiscardHandler))
+	ids := []repo.PartitionID{{Mirror: "m", Topic: "t", Partition: 2}, {Mirror: "m", Topic: "t", Partition: 7},
+		{Mirror: "m", Topic: "t", Partition: 0}}
+	rows := make([]repo.Partition, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { rows[i], errs[i] = reads.do(id) })
+	}
+	wg.Wait()
+	if errs[0] != nil || rows[0].Partition != 2 || rows[0].LeaseOwner != "i1" {
+		t.Errorf("partition 2: %+v, %v", rows[0], errs[0])
+	}
+	if !errors.Is(errs[1], repo.ErrNotFound) {
+		t.Errorf("partition 7, which does not exist: %+v, %v; want ErrNotFound", rows[1], errs[1])
+	}
+	if errs[2] != nil || rows[2].Partition != 0 {
+		t.Errorf("partition 0: %+v, %v", rows[2], errs[2])
+	}
+}
+
+// TestGroupedPanicFailsOnlyItsGroup: a panic while serving a group is that
+// group's callers' error, and the next group is served.
+func TestGroupedPanicFailsOnlyItsGroup(t *testing.T) {
+	g := newGrouped("test", 10, slog.New(slog.DiscardHandler), func(reqs []int) ([]int, []error) {
+		if reqs[0] < 0 {
+			panic("negative")
+		}
+		out := make([]int, len(reqs))
+		for i, r := range reqs {
+			out[i] = 2 * r
+		}
+		return out, make([]error, len(reqs))
+	})
+	if _, err := g.do(-1); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Fatalf("the panicking group: %v", err)
+	}
+	if v, err := g.do(21); err != nil || v != 42 {
+		t.Fatalf("the next group: %d, %v", v, err)
 	}
 }
