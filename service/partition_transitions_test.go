@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"kmirror/service"
 )
 
@@ -15,14 +17,9 @@ import (
 // checkpoint and one that keeps it and sets an error.
 func TestTransitionRecordMatchesGo(t *testing.T) {
 	t.Parallel()
-	svc, pool := newServiceWithMirror(t)
+	svc, pool := leasedOrders(t, 1)
 	ctx := t.Context()
-	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour');
-		UPDATE mirror_partitions SET lease_owner = 'i1', lease_session = 1, lease_epoch = 4, lost_records = 2
-		WHERE mirror = 'm1' AND topic = 'orders' AND partition = 1`); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET lost_records = 2 WHERE partition = 1`); err != nil {
 		t.Fatal(err)
 	}
 	src, dst := int64(40), int64(38)
@@ -77,16 +74,8 @@ func TestTransitionRecordMatchesGo(t *testing.T) {
 // and a lost lease fail alone, and the valid changes beside them land.
 func TestTransitionPartitionsEachStandsAlone(t *testing.T) {
 	t.Parallel()
-	svc, pool := newServiceWithMirror(t)
+	svc, pool := leasedOrders(t, 0, 1, 2)
 	ctx := t.Context()
-	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, `INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour');
-		UPDATE mirror_partitions SET lease_owner = 'i1', lease_session = 1, lease_epoch = 4
-		WHERE mirror = 'm1' AND topic = 'orders' AND partition IN (0, 1, 2)`); err != nil {
-		t.Fatal(err)
-	}
 	ts := []service.PartitionTransition{
 		{Partition: 0, Epoch: 4, From: service.StateUnknown, To: service.StatePreparing},
 		{Partition: 1, Epoch: 4, From: service.StateUnknown, To: service.StateMirroring}, // not a step
@@ -118,4 +107,23 @@ func TestTransitionPartitionsEachStandsAlone(t *testing.T) {
 	if states != "0=PREPARING,1=PREPARING,2=-" {
 		t.Errorf("stored states %s", states)
 	}
+}
+
+// leasedOrders is mirror m1 with topic orders added, the given partitions
+// leased by instance i1 at epoch 4.
+func leasedOrders(t *testing.T, partitions ...int32) (*service.Service, *pgxpool.Pool) {
+	t.Helper()
+	svc, pool := newServiceWithMirror(t)
+	ctx := t.Context()
+	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO instances (id, session_epoch, session_expires_at) VALUES ('i1', 1, now() + interval '1 hour')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET lease_owner = 'i1', lease_session = 1, lease_epoch = 4
+		WHERE mirror = 'm1' AND topic = 'orders' AND partition = ANY($1)`, partitions); err != nil {
+		t.Fatal(err)
+	}
+	return svc, pool
 }
