@@ -142,7 +142,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.desired = newDesiredStates(cfg.Pool)
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
-	e.states = newStateWrites(cfg.Service, log)
+	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
 	e.rows = newRowReads(cfg.Pool, log)
 	return e, nil
 }

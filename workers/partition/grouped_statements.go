@@ -12,7 +12,8 @@ import (
 	"kmirror/service"
 )
 
-// stateWriteTimeout bounds one statement of state changes. Like a single
+// stateWriteTimeout bounds one statement of state changes (newStateWrites'
+// timeout in the engine). Like a single
 // change before, it runs apart from the worker's context: a worker asked to
 // stop still records the change it was making.
 const stateWriteTimeout = 5 * time.Second
@@ -26,7 +27,7 @@ const groupMax = 1000
 // partitions of a new topic wrote their first change one after another
 // over 10-20 ms before, and 10,000 partitions starting at once queued
 // 20,000 commits.
-func newStateWrites(svc *service.Service, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
+func newStateWrites(svc *service.Service, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
 	var commit func(ts []service.PartitionTransition) ([]repo.Partition, []error)
 	// commit writes a group in one statement. If Postgres refuses the
 	// statement itself (a constraint or a character it cannot store, say),
@@ -34,7 +35,7 @@ func newStateWrites(svc *service.Service, log *slog.Logger) *grouped[service.Par
 	// own partition. An error from the connection or a timeout is every
 	// change's: alone they would only wait for the same outage once each.
 	commit = func(ts []service.PartitionTransition) ([]repo.Partition, []error) {
-		ctx, cancel := context.WithTimeout(context.Background(), stateWriteTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		rows, errs := svc.TransitionPartitions(ctx, ts)
 		if err := statementError(errs); len(ts) > 1 && err != nil && !errors.Is(err, repo.ErrUnavailable) {

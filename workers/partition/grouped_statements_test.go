@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +39,7 @@ func stateWritesWorld(t *testing.T, n int) (*pgxpool.Pool, *grouped[service.Part
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pool, newStateWrites(svc, slog.New(slog.DiscardHandler))
+	return pool, newStateWrites(svc, stateWriteTimeout, slog.New(slog.DiscardHandler))
 }
 
 func toPreparing(p int32) service.PartitionTransition {
@@ -196,5 +198,63 @@ func TestGroupedPanicFailsOnlyItsGroup(t *testing.T) {
 	}
 	if v, err := g.do(21); err != nil || v != 42 {
 		t.Fatalf("the next group: %d, %v", v, err)
+	}
+}
+
+// TestStateWritesOutageFailsEachChangeOnce: when the database does not
+// answer, a group's changes all fail with ErrUnavailable after one
+// attempt: they are not tried again one by one, which would make each wait
+// for the same outage. The "database" accepts connections and never
+// answers, so every attempt is one connection that times out.
+func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			defer c.Close() // held open, unanswered, until the test ends
+		}
+	}()
+	cfg, err := pgxpool.ParseConfig("postgres://kmirror@" + ln.Addr().String() + "/none?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg) // connects lazily
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStateWrites(svc, 300*time.Millisecond, slog.New(slog.DiscardHandler))
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, errs[0] = s.do(toPreparing(0)) })
+	waitFor(t, "the first statement's connection", func() (bool, string) {
+		return accepted.Load() == 1, fmt.Sprint(accepted.Load(), " accepted")
+	})
+	for i := 1; i < 3; i++ {
+		wg.Go(func() { _, errs[i] = s.do(toPreparing(int32(i))) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, repo.ErrUnavailable) {
+			t.Errorf("change %d: %v, want ErrUnavailable", i, err)
+		}
+	}
+	// The first change alone, then the other two together: two attempts.
+	if n := accepted.Load(); n != 2 {
+		t.Errorf("%d connection attempts for three changes in two groups, want 2", n)
 	}
 }
