@@ -12,9 +12,8 @@ import (
 	"kmirror/service"
 )
 
-// stateWriteTimeout bounds one statement of state changes (newStateWrites'
-// timeout in the engine). Like a single
-// change before, it runs apart from the worker's context: a worker asked to
+// stateWriteTimeout bounds one statement of the engine's state changes.
+// The statement runs apart from the workers' contexts: a worker asked to
 // stop still records the change it was making.
 const stateWriteTimeout = 5 * time.Second
 
