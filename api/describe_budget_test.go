@@ -30,16 +30,19 @@ func fillPartitions(t *testing.T, e *env, n int) {
 // instance's describe budget and is then served, and the wait is counted.
 func TestDescribeBudgetWaitsThenServes(t *testing.T) {
 	t.Parallel()
-	// 5,000 rows at once, then 5,000 a second: the second page of 1,000
-	// waits about 200 ms.
-	e := newEnvWith(t, envOpts{describeRate: 5000, describeBurst: 5000, public: true})
+	// 5,000 rows at once, then 2,000 a second. The second page reserves
+	// 5,000 rows (its limit) and so waits about 2.5 s less the time the
+	// first page took: a slow first page on a busy machine (166 ms in one
+	// CI run) must not refill the bucket before the second asks, as it
+	// could when the second page needed only 200 ms of refill.
+	e := newEnvWith(t, envOpts{describeRate: 2000, describeBurst: 5000, public: true})
 	fillPartitions(t, e, 6000)
 	var page api.PartitionList
 	ok(t, e.do(t, "GET", "/v1/partitions?limit=5000", nil), 200, &page)
 	if len(page.Partitions) != 5000 || page.NextCursor == "" {
 		t.Fatalf("first page: %d rows, cursor %q", len(page.Partitions), page.NextCursor)
 	}
-	ok(t, e.do(t, "GET", "/v1/partitions?limit=1000&cursor="+page.NextCursor, nil), 200, &page)
+	ok(t, e.do(t, "GET", "/v1/partitions?limit=5000&cursor="+page.NextCursor, nil), 200, &page)
 	if len(page.Partitions) != 1000 {
 		t.Fatalf("second page: %d rows, want 1000", len(page.Partitions))
 	}
