@@ -237,7 +237,7 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newStateWrites(svc, 300*time.Millisecond, slog.New(slog.DiscardHandler))
+	s := newStateWrites(svc, time.Second, slog.New(slog.DiscardHandler))
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	wg.Go(func() { _, errs[0] = s.do(toPreparing(0)) })
@@ -247,6 +247,11 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 	for i := 1; i < 3; i++ {
 		wg.Go(func() { _, errs[i] = s.do(toPreparing(int32(i))) })
 	}
+	waitFor(t, "the other two changes queued behind the first", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.queue) == 2, fmt.Sprint(len(s.queue), " queued")
+	})
 	wg.Wait()
 	for i, err := range errs {
 		if !errors.Is(err, repo.ErrUnavailable) {
