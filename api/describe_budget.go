@@ -37,13 +37,12 @@ type describeBudget struct {
 	waited prometheus.Counter
 
 	mu     sync.Mutex
-	tokens float64 // may be negative: rows reserved ahead of the refill
-	at     time.Time
+	bucket // rows; negative where reserved ahead of the refill
 }
 
 func newDescribeBudget(rate float64, burst int, waited prometheus.Counter) *describeBudget {
 	b := &describeBudget{rate: rate, burst: float64(burst), now: time.Now, waited: waited}
-	b.tokens, b.at = b.burst, b.now()
+	b.bucket = bucket{tokens: b.burst, at: b.now()}
 	return b
 }
 
@@ -59,9 +58,7 @@ func (e errBudget) Error() string {
 func (b *describeBudget) reserve(n int) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := b.now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.at).Seconds()*b.rate)
-	b.at = now
+	b.refill(b.now(), b.rate, b.burst)
 	b.tokens -= float64(n)
 	if b.tokens >= 0 {
 		return 0

@@ -20,9 +20,17 @@ type rateLimiter struct {
 	buckets map[string]*bucket
 }
 
+// bucket is a token bucket's state; tokens may be negative where rows are
+// reserved ahead of the refill (describeBudget).
 type bucket struct {
 	tokens float64
 	at     time.Time
+}
+
+// refill adds what rate earned since the last refill, up to burst.
+func (b *bucket) refill(now time.Time, rate, burst float64) {
+	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
 }
 
 // maxBuckets bounds the limiter's memory: past it, buckets that have
@@ -47,8 +55,7 @@ func (l *rateLimiter) take(key string) (bool, time.Duration) {
 		b = &bucket{tokens: l.burst, at: now}
 		l.buckets[key] = b
 	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
-	b.at = now
+	b.refill(now, l.rate, l.burst)
 	if b.tokens >= 1 {
 		b.tokens--
 		return true, 0
