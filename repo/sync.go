@@ -185,12 +185,21 @@ func SyncedACLsInsert(ctx context.Context, q DBTX, mirror string, a SyncedACL) e
 	return interpret(err)
 }
 
-// SyncedACLsDelete forgets an ACL the sync created, once it is gone from the
-// destination.
-func SyncedACLsDelete(ctx context.Context, q DBTX, mirror string, a SyncedACL) error {
-	_, err := q.Exec(ctx, `DELETE FROM synced_acls WHERE mirror = $1 AND resource_type = $2
-			AND resource_name = $3 AND pattern_type = $4 AND principal = $5 AND host = $6
-			AND operation = $7 AND permission = $8`,
-		mirror, a.ResourceType, a.ResourceName, a.PatternType, a.Principal, a.Host, a.Operation, a.Permission)
+// SyncedACLsDelete forgets ACLs the sync created, once they are gone from
+// the destination, in one statement.
+func SyncedACLsDelete(ctx context.Context, q DBTX, mirror string, acls []SyncedACL) error {
+	var cols [7][]string
+	for _, a := range acls {
+		for i, v := range [7]string{a.ResourceType, a.ResourceName, a.PatternType, a.Principal, a.Host, a.Operation, a.Permission} {
+			cols[i] = append(cols[i], v)
+		}
+	}
+	_, err := q.Exec(ctx, `DELETE FROM synced_acls s
+		USING unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])
+			AS d (resource_type, resource_name, pattern_type, principal, host, operation, permission)
+		WHERE s.mirror = $1 AND s.resource_type = d.resource_type AND s.resource_name = d.resource_name
+			AND s.pattern_type = d.pattern_type AND s.principal = d.principal AND s.host = d.host
+			AND s.operation = d.operation AND s.permission = d.permission`,
+		mirror, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6])
 	return interpret(err)
 }

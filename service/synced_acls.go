@@ -59,10 +59,8 @@ func (s *Service) ForgetSyncedACLs(ctx context.Context, mirror string, acls []re
 		return nil
 	}
 	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		for _, a := range acls {
-			if err := repo.SyncedACLsDelete(ctx, tx, mirror, a); err != nil {
-				return err
-			}
+		if err := repo.SyncedACLsDelete(ctx, tx, mirror, acls); err != nil {
+			return err
 		}
 		return publishSyncedACLs(ctx, tx, mirror)
 	})
