@@ -251,10 +251,13 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.idle(ctx)
 		}
-		// In a prepare slot like the preparing itself: thousands of
-		// partitions added at once otherwise queued this write on the data
-		// pool until its timeout, and went FAILED ("database unavailable")
-		// for a moment.
+		// In a prepare slot like the preparing itself. It was added when
+		// each of thousands of partitions added at once wrote this change
+		// on its own connection and queued on the data pool until its
+		// timeout. The changes are grouped now (grouped_statements.go), and
+		// without the slot 10,000 partitions settled no faster
+		// (docs/benchmarks.md); it keeps partitions UNKNOWN until a slot
+		// could prepare them.
 		release, err := w.e.prep.acquire(ctx)
 		defer release()
 		if err != nil {
