@@ -224,11 +224,7 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 			defer c.Close() // held open, unanswered, until the test ends
 		}
 	}()
-	cfg, err := pgxpool.ParseConfig("postgres://kmirror@" + ln.Addr().String() + "/none?sslmode=disable")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg) // connects lazily
+	pool, err := pgxpool.New(t.Context(), "postgres://kmirror@"+ln.Addr().String()+"/none?sslmode=disable") // connects lazily
 	if err != nil {
 		t.Fatal(err)
 	}
