@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -197,5 +198,74 @@ func TestTopicWritesSkipUnchangedValues(t *testing.T) {
 	}
 	if _, err := repo.TopicsRecordSourceID(ctx, pool, stale, id); !errors.Is(err, repo.ErrNotFound) {
 		t.Errorf("stale fence, recorded id: %v, want ErrNotFound", err)
+	}
+}
+
+// Sibling partitions prepare at once, and each finds the topic's row
+// without the value yet: the one whose write waited on another's row lock
+// must then leave the row as that write left it, not write it again (a
+// dozen such writes used to run one after another on a new topic).
+func TestTopicWritesWaitingOnASiblingDoNotRewrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := fenceWorld(t)
+	p0 := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 0, Owner: "a", Epoch: 2}
+	p1 := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 1, Owner: "b", Epoch: 5}
+	id, other := []byte("0123456789abcdef"), []byte("fedcba9876543210")
+	for _, c := range []struct {
+		name             string
+		first, concurrent func(repo.DBTX) error
+	}{
+		{"source topic id",
+			func(q repo.DBTX) error { _, err := repo.TopicsRecordSourceID(ctx, q, p0, id); return err },
+			func(q repo.DBTX) error {
+				stored, err := repo.TopicsRecordSourceID(ctx, q, p1, other)
+				if err == nil && string(stored) != string(id) {
+					return fmt.Errorf("got id %q, want the first write's %q", stored, id)
+				}
+				return err
+			}},
+		{"read-only enforced",
+			func(q repo.DBTX) error { return repo.TopicsSetReadOnlyEnforced(ctx, q, p0, true) },
+			func(q repo.DBTX) error { return repo.TopicsSetReadOnlyEnforced(ctx, q, p1, true) }},
+	} {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.first(tx); err != nil {
+			t.Fatal(c.name, err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.concurrent(pool) }()
+		// The sibling's write waits on the first one's row lock.
+		for waiting, deadline := 0, time.Now().Add(5*time.Second); waiting != 1; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d sessions waiting on a lock after 5 s, want the sibling's", c.name, waiting)
+			}
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		// The row version the first write made (its transaction's id).
+		var first string
+		if err := tx.QueryRow(ctx, `SELECT xmin::text FROM mirror_topics`).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(c.name, err)
+		}
+		var after string
+		if err := pool.QueryRow(ctx, `SELECT xmin::text FROM mirror_topics`).Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if after != first {
+			t.Errorf("%s: the sibling rewrote the topic's row after the first write", c.name)
+		}
 	}
 }

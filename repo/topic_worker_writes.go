@@ -2,6 +2,10 @@ package repo
 
 import (
 	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
 	"kmirror/internal/states"
 )
 
@@ -73,18 +77,22 @@ func TopicsWorkerState(ctx context.Context, q DBTX, mirror, topic string) (Topic
 // first time, and returns the stored one either way. ErrNotFound means the
 // fence no longer holds (or the topic is gone): nothing was written.
 //
-// Every partition of a topic calls it as it prepares, and only the first
-// call of a topic writes: the others read the stored id without locking
-// or rewriting the topic's row.
+// Every partition of a topic calls it as it prepares, when the row it read
+// had no id yet, and only the first call of a topic writes. The others,
+// often waiting on that first write's row lock, then find the id stored
+// and neither rewrite nor hold the row: a dozen partitions preparing at
+// once used to write it one after another.
 func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) ([]byte, error) {
 	var stored []byte
-	err := q.QueryRow(ctx, `SELECT source_topic_id FROM mirror_topics
-		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&stored)
-	if err != nil || stored != nil {
+	err := q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = $6
+		WHERE mirror = $1 AND topic = $2 AND source_topic_id IS NULL AND `+fenced+`
+		RETURNING source_topic_id`, f.args(id)...).Scan(&stored)
+	if !errors.Is(err, pgx.ErrNoRows) {
 		return stored, interpret(err)
 	}
-	err = q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = coalesce(source_topic_id, $6)
-		WHERE mirror = $1 AND topic = $2 AND `+fenced+` RETURNING source_topic_id`, f.args(id)...).Scan(&stored)
+	// Recorded already, or the fence no longer holds.
+	err = q.QueryRow(ctx, `SELECT source_topic_id FROM mirror_topics
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&stored)
 	return stored, interpret(err)
 }
 
@@ -95,21 +103,15 @@ func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) 
 // As with TopicsRecordSourceID, a topic's row is written only when the
 // value changes, not by each of its partitions.
 func TopicsSetReadOnlyEnforced(ctx context.Context, q DBTX, f LeaseFence, enforced bool) error {
-	var stored *bool // NULL until first recorded
-	err := q.QueryRow(ctx, `SELECT read_only_enforced FROM mirror_topics
-		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&stored)
-	if err != nil || (stored != nil && *stored == enforced) {
-		return interpret(err)
-	}
 	tag, err := q.Exec(ctx, `UPDATE mirror_topics SET read_only_enforced = $6
-		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args(enforced)...)
-	if err != nil {
+		WHERE mirror = $1 AND topic = $2 AND read_only_enforced IS DISTINCT FROM $6 AND `+fenced, f.args(enforced)...)
+	if err != nil || tag.RowsAffected() > 0 {
 		return interpret(err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	// The value is already so, or the fence no longer holds.
+	var one int
+	return interpret(q.QueryRow(ctx, `SELECT 1 FROM mirror_topics
+		WHERE mirror = $1 AND topic = $2 AND `+fenced, f.args()...).Scan(&one))
 }
 
 // PartitionsCountStillMirrored counts the fence topic's other partitions

@@ -259,43 +259,71 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 	return runs
 }
 
+// destinationTopic is what making sure of a destination topic found.
+type destinationTopic struct {
+	// created: this engine has just created it, so it is empty.
+	created bool
+	// partitions is how many it has; -1 when someone else created it
+	// between our look and our create.
+	partitions int
+}
+
 // ensureDestinationTopic creates the destination topic with the source's
-// partition count when it is missing.
+// partition count when it is missing. The topic's partitions preparing
+// together share one look and one create: each then knows the topic is
+// new. Before, the siblings of the one that created it were told it
+// already existed, and read its offsets through metadata that did not show
+// it yet (a 20 ms wait that delayed the last partition's start).
 func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) (created bool, err error) {
-	dst, err := w.e.destinationTopic(ctx, w.key.Topic)
+	t, err := w.e.shared.dstTopics.join(ctx, w.key.Topic, func(ctx context.Context) (destinationTopic, error) {
+		return w.e.ensureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, int16(desire.replicationFactor))
+	})
 	if err != nil {
-		return false, retryable("describe destination topic: %v", err)
+		return false, err
 	}
-	if d, ok := dst[w.key.Topic]; ok && d.Err == nil {
-		if int32(len(d.Partitions)) <= w.key.Partition {
-			return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, len(d.Partitions), w.key.Partition)
-		}
-		return false, nil
+	if t.partitions >= 0 && int32(t.partitions) <= w.key.Partition {
+		return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, t.partitions, w.key.Partition)
 	}
-	st, err := src.admin.ListTopics(ctx, w.key.Topic)
+	return t.created, nil
+}
+
+func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients, mirror, topic string, replicationFactor int16) (destinationTopic, error) {
+	dst, err := e.dstAdmin.ListTopics(ctx, topic)
 	if err != nil {
-		return false, retryable("describe source topic: %v", err)
+		return destinationTopic{}, retryable("describe destination topic: %v", err)
 	}
-	sd, ok := st[w.key.Topic]
+	if d, ok := dst[topic]; ok && d.Err == nil {
+		return destinationTopic{partitions: len(d.Partitions)}, nil
+	}
+	st, err := src.admin.ListTopics(ctx, topic)
+	if err != nil {
+		return destinationTopic{}, retryable("describe source topic: %v", err)
+	}
+	sd, ok := st[topic]
 	if !ok || sd.Err != nil {
-		return false, retryable("source topic %s does not exist", w.key.Topic)
+		return destinationTopic{}, retryable("source topic %s does not exist", topic)
 	}
-	resp, err := w.e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), int16(desire.replicationFactor), nil, w.key.Topic)
+	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
+	// The admin client may hold metadata, younger than its 10 ms minimum
+	// age, that says the topic is missing: an offsets read of a partition
+	// that finds the topic created would then fail and wait.
+	e.dstAdminClient.PurgeTopicsFromClient(topic)
 	if errors.Is(err, kerr.TopicAlreadyExists) {
-		// Another partition's worker was first, and purged the producer's
-		// view of the topic then. Purging again could fail the records
-		// its worker has started to copy.
-		return false, nil
+		// Someone was first: another instance, or this engine if our look
+		// was answered from metadata older than its create. Whoever it was
+		// purged the producer's view of the topic then; purging again could
+		// fail records that workers have started to copy.
+		return destinationTopic{partitions: -1}, nil
 	}
 	if err != nil {
-		return false, retryable("create destination topic %s: %v", w.key.Topic, err)
+		return destinationTopic{}, retryable("create destination topic %s: %v", topic, err)
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
-	w.log.Info("destination topic created", "partitions", len(sd.Partitions), "replication_factor", desire.replicationFactor)
-	return true, nil
+	e.producer.PurgeTopicsFromProducing(topic)
+	e.log.Info("destination topic created", "mirror", mirror, "topic", topic, "partitions", len(sd.Partitions), "replication_factor", replicationFactor)
+	return destinationTopic{created: true, partitions: len(sd.Partitions)}, nil
 }

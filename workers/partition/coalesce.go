@@ -47,6 +47,24 @@ func (c *coalescer[K, V]) do(ctx context.Context, k K, read func(ctx context.Con
 		go c.run(k, f, prev, readCtx, read)
 	}
 	c.mu.Unlock()
+	return f.wait(ctx)
+}
+
+// join is do for an action, such as creating a topic, rather than a read:
+// a caller that arrives while the key's action runs takes its result, since
+// what the action did holds for that caller too (a second run would only
+// find it done, and say less: not that the topic is new).
+func (c *coalescer[K, V]) join(ctx context.Context, k K, act func(ctx context.Context) (V, error)) (V, error) {
+	c.mu.Lock()
+	f := c.running[k]
+	c.mu.Unlock()
+	if f == nil {
+		return c.do(ctx, k, act)
+	}
+	return f.wait(ctx)
+}
+
+func (f *flight[V]) wait(ctx context.Context) (V, error) {
 	select {
 	case <-f.done:
 		return f.v, f.err

@@ -92,3 +92,58 @@ func TestCoalescerCallerCancels(t *testing.T) {
 		t.Errorf("other caller got %d", v)
 	}
 }
+
+// join shares a running action with the callers that arrive meanwhile
+// (do would run it again for them), and a caller after it ends runs anew.
+func TestCoalescerJoinSharesRunningAction(t *testing.T) {
+	c := newCoalescer[string, int64](time.Second)
+	var runs atomic.Int64
+	release := make(chan struct{})
+	act := func(context.Context) (int64, error) {
+		n := runs.Add(1)
+		if n == 1 {
+			<-release
+		}
+		return n, nil
+	}
+	first := make(chan int64)
+	go func() {
+		v, _ := c.join(t.Context(), "k", act)
+		first <- v
+	}()
+	waitFor(t, "the first action running", func() (bool, string) { return runs.Load() == 1, fmt.Sprint(runs.Load(), " runs") })
+	const n = 20
+	var wg sync.WaitGroup
+	got := make([]int64, n)
+	waiting := &doneSpy{Context: t.Context()}
+	for i := range n {
+		wg.Go(func() { got[i], _ = c.join(waiting, "k", act) })
+	}
+	waitFor(t, "every caller waiting", func() (bool, string) {
+		return waiting.waits.Load() == n, fmt.Sprint(waiting.waits.Load(), " waiting")
+	})
+	close(release)
+	wg.Wait()
+	if v := <-first; v != 1 {
+		t.Errorf("first caller got run %d, want 1", v)
+	}
+	for i, v := range got {
+		if v != 1 {
+			t.Errorf("caller %d got run %d, want the running one (1)", i, v)
+		}
+	}
+	if v, _ := c.join(t.Context(), "k", act); v != 2 {
+		t.Errorf("a caller after the action ended got run %d, want a new one (2)", v)
+	}
+}
+
+// doneSpy counts the callers that have begun to wait on it.
+type doneSpy struct {
+	context.Context
+	waits atomic.Int64
+}
+
+func (d *doneSpy) Done() <-chan struct{} {
+	d.waits.Add(1)
+	return d.Context.Done()
+}

@@ -86,6 +86,8 @@ type Engine struct {
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
+	// dstAdminClient is dstAdmin's own kgo client (see ensureDestinationTopic).
+	dstAdminClient *kgo.Client
 	authorizer     *authorizerProbe
 	cp             *checkpointer
 	prep           prepareSlots
@@ -184,9 +186,10 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
-	if e.dstAdmin, err = e.cfg.Destination.NewAdmin(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
+	if e.dstAdminClient, err = e.cfg.Destination.NewClient(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
 	}
+	e.dstAdmin = kadm.NewClient(e.dstAdminClient)
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
 	if err := e.desired.refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)

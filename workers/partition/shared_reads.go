@@ -25,7 +25,7 @@ type sharedReads struct {
 	mirrors     *coalescer[string, repo.Mirror]
 	offsets     *coalescer[offsetsKey, kafkaconn.TopicOffsets]
 	srcTopicIDs *coalescer[clientTopic, sourceTopicMeta]
-	dstTopics   *coalescer[string, kadm.TopicDetails]
+	dstTopics   *coalescer[string, destinationTopic]
 	topicStates *coalescer[[2]string, repo.TopicWorkerState]
 	readOnly    *coalescer[string, struct{}]
 }
@@ -42,7 +42,7 @@ func newSharedReads() sharedReads {
 		mirrors:     newCoalescer[string, repo.Mirror](sharedDBTimeout),
 		offsets:     newCoalescer[offsetsKey, kafkaconn.TopicOffsets](sharedKafkaTimeout),
 		srcTopicIDs: newCoalescer[clientTopic, sourceTopicMeta](sharedKafkaTimeout),
-		dstTopics:   newCoalescer[string, kadm.TopicDetails](sharedKafkaTimeout),
+		dstTopics:   newCoalescer[string, destinationTopic](sharedKafkaTimeout),
 		topicStates: newCoalescer[[2]string, repo.TopicWorkerState](sharedDBTimeout),
 		readOnly:    newCoalescer[string, struct{}](sharedKafkaTimeout),
 	}
@@ -97,13 +97,6 @@ func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string
 			return sourceTopicMeta{}, nil
 		}
 		return sourceTopicMeta{exists: true, id: resp.Topics[0].TopicID}, nil
-	})
-}
-
-// destinationTopic describes a topic on the destination.
-func (e *Engine) destinationTopic(ctx context.Context, topic string) (kadm.TopicDetails, error) {
-	return e.shared.dstTopics.do(ctx, topic, func(ctx context.Context) (kadm.TopicDetails, error) {
-		return e.dstAdmin.ListTopics(ctx, topic)
 	})
 }
 

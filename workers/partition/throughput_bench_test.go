@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +82,9 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(km.cores, "kmirror-cores")
 				b.ReportMetric(float64(loop.faults), "loop-faults")
 				b.ReportMetric(float64(km.faults), "kmirror-faults")
+				if km.pgCores >= 0 {
+					b.ReportMetric(km.pgCores, "kmirror-pg-cores")
+				}
 				if _, err := exec.LookPath("kcat"); err == nil {
 					kc := measureCopy(b, sz, "kcat", copyWithKcat)
 					b.ReportMetric(kc.mbps(sz), "kcat-MB/s")
@@ -107,6 +112,10 @@ type copyTimes struct {
 	cores float64
 	// faults are the process's page faults during the copy.
 	faults int64
+	// pgCores is Postgres's CPU over the copy (all of its processes on
+	// this machine), or -1 when it runs elsewhere. It shares the two
+	// cores with the copy.
+	pgCores float64
 }
 
 func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
@@ -133,11 +142,15 @@ func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copy
 	b.StartTimer()
 	copySeq++
 	stopProfile := profilePhase(b, fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq))
-	cpu, faults := processCPU(), pageFaults()
+	cpu, faults, pg := processCPU(), pageFaults(), postgresCPU()
 	t := copy(b, env, topic, sz)
 	stopProfile()
 	t.cores = (processCPU() - cpu).Seconds() / t.copied.Seconds()
 	t.faults = pageFaults() - faults
+	t.pgCores = -1
+	if pg >= 0 {
+		t.pgCores = (postgresCPU() - pg).Seconds() / t.copied.Seconds()
+	}
 	return t
 }
 
@@ -157,6 +170,38 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// postgresCPU is the CPU time of the machine's Postgres processes, exited
+// backends included (the postmaster's reaped children), or -1 if none runs
+// here. The clock ticks are the kernel's USER_HZ, 100 on Linux.
+func postgresCPU() time.Duration {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	ticks, found := int64(0), false
+	for _, path := range stats {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after it.
+		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
+		if open < 0 || end < open || string(raw[open+1:end]) != "postgres" {
+			continue
+		}
+		f := strings.Fields(string(raw[end+1:]))
+		if len(f) < 15 {
+			continue
+		}
+		found = true
+		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += n
+		}
+	}
+	if !found {
+		return -1
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // fillSource writes sz.records uncompressed records with printable,
