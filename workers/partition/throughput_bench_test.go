@@ -83,6 +83,7 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(float64(loop.faults), "loop-faults")
 				b.ReportMetric(float64(km.faults), "kmirror-faults")
 				if km.pgCores >= 0 {
+					b.ReportMetric(loop.pgCores, "loop-pg-cores")
 					b.ReportMetric(km.pgCores, "kmirror-pg-cores")
 				}
 				if _, err := exec.LookPath("kcat"); err == nil {
@@ -123,14 +124,52 @@ func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.S
 // copySeq numbers the copies of a run, for their profiles' names.
 var copySeq int
 
-type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes
+type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes
+
+// copyMeter measures a copy's timed part only, from start to stop: the
+// time, the process's CPU and page faults, Postgres's CPU, and (with
+// KMIRROR_BENCH_PROFILE_DIR) a CPU profile. Until 2026-12-03 (fifth
+// session) CPU, faults and profiles covered all of kmirror's copier, so its
+// instance's start, a 300 ms wait and the checks after the copy as well.
+type copyMeter struct {
+	b           *testing.B
+	name        string
+	at          time.Time
+	cpu, pg     time.Duration
+	faults      int64
+	stopProfile func()
+	t           copyTimes
+}
+
+// start begins the timed part and returns its start.
+func (m *copyMeter) start() time.Time {
+	m.b.StartTimer()
+	m.stopProfile = profilePhase(m.b, m.name)
+	m.cpu, m.faults, m.pg = processCPU(), pageFaults(), postgresCPU()
+	m.at = time.Now()
+	return m.at
+}
+
+// stop ends the timed part and returns how long it took.
+func (m *copyMeter) stop() time.Duration {
+	copied := time.Since(m.at)
+	m.t.cores = (processCPU() - m.cpu).Seconds() / copied.Seconds()
+	m.t.faults = pageFaults() - m.faults
+	m.t.pgCores = -1
+	if m.pg >= 0 {
+		m.t.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
+	}
+	m.stopProfile()
+	m.b.StopTimer()
+	return copied
+}
 
 // measureCopy runs one copier on its own database and clusters, and closes
 // them before returning: a copier must not run beside another's 300 MB of
 // kfake data and the garbage collection it costs.
 //
-// With KMIRROR_BENCH_PROFILE_DIR set, each copy (only the copy: not the
-// fill) is CPU-profiled to <size>-<name>-<n>.cpu there.
+// With KMIRROR_BENCH_PROFILE_DIR set, each copy's timed part is
+// CPU-profiled to <size>-<name>-<n>.cpu there.
 func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copyTimes {
 	b.StopTimer()
 	defer b.StartTimer()
@@ -139,18 +178,10 @@ func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copy
 	env := &engineEnv{workertest.NewEnvTB(tb, devcluster.Config{DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
 	const topic = "bench"
 	fillSource(b, env, topic, sz)
-	b.StartTimer()
 	copySeq++
-	stopProfile := profilePhase(b, fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq))
-	cpu, faults, pg := processCPU(), pageFaults(), postgresCPU()
-	t := copy(b, env, topic, sz)
-	stopProfile()
-	t.cores = (processCPU() - cpu).Seconds() / t.copied.Seconds()
-	t.faults = pageFaults() - faults
-	t.pgCores = -1
-	if pg >= 0 {
-		t.pgCores = (postgresCPU() - pg).Seconds() / t.copied.Seconds()
-	}
+	m := &copyMeter{b: b, name: fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq)}
+	t := copy(b, env, topic, sz, m)
+	t.cores, t.faults, t.pgCores = m.t.cores, m.t.faults, m.t.pgCores
 	return t
 }
 
@@ -253,8 +284,7 @@ func destinationCopied(b *testing.B, adm *kadm.Client, topic string, sz throughp
 
 // copyWithKmirror starts an instance with a mirror of no topics, then times
 // topics:add to every record copied and to lag 0.
-func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
-	b.StopTimer()
+func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes {
 	ctx := context.Background()
 	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "bench",
 		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
@@ -288,9 +318,7 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 	if _, err := env.Svc.AddTopics(ctx, "bench", service.AddTopicsInput{Topic: topic, DryRun: true}); err != nil {
 		b.Fatal(err)
 	}
-	b.StartTimer()
-
-	start := time.Now()
+	start := m.start()
 	if _, err := env.Svc.AddTopics(ctx, "bench", service.AddTopicsInput{Topic: topic}); err != nil {
 		b.Fatal(err)
 	}
@@ -306,8 +334,7 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.copied = time.Since(start)
-	b.StopTimer()
+	t.copied = m.stop()
 	var ps []repo.Partition
 	workertest.WaitFor(b, time.Minute, "every checkpoint at the source's end", func() (bool, string) {
 		var err error
@@ -355,12 +382,12 @@ func traceStartup(b *testing.B, env *engineEnv, start time.Time) {
 
 // copyPlain is the reference: one consumer, one idempotent producer, no
 // checkpoints or checks.
-func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
+func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes {
 	offsets := map[int32]kgo.Offset{}
 	for p := range int32(throughputPartitions) {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	start := time.Now()
+	m.start()
 	src, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
@@ -394,14 +421,13 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize) co
 	if err := dst.Flush(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return copyTimes{copied: time.Since(start)}
+	return copyTimes{copied: m.stop()}
 }
 
 // copyWithKcat pipes one kcat consumer into one kcat producer, the
 // independent client's reference. Values are printable without newlines,
 // so kcat's default delimiter keeps records whole.
-func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize) copyTimes {
-	b.StopTimer()
+func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes {
 	if err := env.Clusters.Destination.CreateTopic(topic, throughputPartitions, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -414,8 +440,7 @@ func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize)
 	produce.Stdin = pipe
 	var stderr bytes.Buffer
 	consume.Stderr, produce.Stderr = &stderr, &stderr
-	b.StartTimer()
-	start := time.Now()
+	m.start()
 	if err := produce.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -428,7 +453,7 @@ func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize)
 	if err := produce.Wait(); err != nil {
 		b.Fatalf("kcat -P: %v: %s", err, stderr.String())
 	}
-	t := copyTimes{copied: time.Since(start)}
+	t := copyTimes{copied: m.stop()}
 	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()))
 	if err != nil {
 		b.Fatal(err)
