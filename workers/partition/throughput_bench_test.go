@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -82,6 +83,10 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(km.cores, "kmirror-cores")
 				b.ReportMetric(float64(loop.faults), "loop-faults")
 				b.ReportMetric(float64(km.faults), "kmirror-faults")
+				b.ReportMetric(loop.allocMB, "loop-alloc-MB")
+				b.ReportMetric(km.allocMB, "kmirror-alloc-MB")
+				b.ReportMetric(float64(loop.gcs), "loop-gcs")
+				b.ReportMetric(float64(km.gcs), "kmirror-gcs")
 				if km.pgCores >= 0 {
 					b.ReportMetric(loop.pgCores, "loop-pg-cores")
 					b.ReportMetric(km.pgCores, "kmirror-pg-cores")
@@ -117,6 +122,10 @@ type copyTimes struct {
 	// this machine), or -1 when it runs elsewhere. It shares the two
 	// cores with the copy.
 	pgCores float64
+	// allocMB is what the process allocated during the copy, gcs the
+	// garbage collections.
+	allocMB float64
+	gcs     int64
 }
 
 func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
@@ -137,6 +146,7 @@ type copyMeter struct {
 	at          time.Time
 	cpu, pg     time.Duration
 	faults      int64
+	heap        [2]uint64 // bytes allocated, GC cycles
 	stopProfile func()
 	t           copyTimes
 }
@@ -145,7 +155,7 @@ type copyMeter struct {
 func (m *copyMeter) start() time.Time {
 	m.b.StartTimer()
 	m.stopProfile = profilePhase(m.b, m.name)
-	m.cpu, m.faults, m.pg = processCPU(), pageFaults(), postgresCPU()
+	m.cpu, m.faults, m.pg, m.heap = processCPU(), pageFaults(), postgresCPU(), heapActivity()
 	m.at = time.Now()
 	return m.at
 }
@@ -155,6 +165,8 @@ func (m *copyMeter) stop() time.Duration {
 	copied := time.Since(m.at)
 	m.t.cores = (processCPU() - m.cpu).Seconds() / copied.Seconds()
 	m.t.faults = pageFaults() - m.faults
+	heap := heapActivity()
+	m.t.allocMB, m.t.gcs = float64(heap[0]-m.heap[0])/1e6, int64(heap[1]-m.heap[1])
 	m.t.pgCores = -1
 	if m.pg >= 0 {
 		m.t.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
@@ -181,7 +193,7 @@ func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copy
 	copySeq++
 	m := &copyMeter{b: b, name: fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq)}
 	t := copy(b, env, topic, sz, m)
-	t.cores, t.faults, t.pgCores = m.t.cores, m.t.faults, m.t.pgCores
+	t.cores, t.faults, t.pgCores, t.allocMB, t.gcs = m.t.cores, m.t.faults, m.t.pgCores, m.t.allocMB, m.t.gcs
 	return t
 }
 
@@ -201,6 +213,14 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapActivity is the bytes the process has allocated and the garbage
+// collections it has run so far.
+func heapActivity() [2]uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return [2]uint64{s[0].Value.Uint64(), s[1].Value.Uint64()}
 }
 
 // postgresCPU is the CPU time of the machine's Postgres processes, exited
