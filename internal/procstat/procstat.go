@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -35,22 +36,63 @@ func CPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	_, ticks, err := parseStat(b, false)
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %s: %w", path(pid, "stat"), err)
+	}
+	return ticks, nil
+}
+
+// CommandCPU returns the CPU time of every process whose command name is
+// comm, with the time of the children they have reaped: for a server that
+// forks a process per connection (PostgreSQL), the exited ones count. n is
+// how many processes were found; none is not an error.
+func CommandCPU(comm string) (cpu time.Duration, n int, err error) {
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		name, t, err := parseStat(b, true)
+		if err != nil || name != comm {
+			continue
+		}
+		cpu += t
+		n++
+	}
+	return cpu, n, nil
+}
+
+// parseStat reads the command name and the CPU time from a stat file,
+// with the reaped children's time (fields 16 and 17) if children is set.
+func parseStat(b []byte, children bool) (comm string, cpu time.Duration, err error) {
 	// The command name (field 2) is in parentheses and may hold spaces:
 	// the fields are counted from the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("procstat: unexpected %s", path(pid, "stat"))
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return "", 0, fmt.Errorf("unexpected format")
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, fmt.Errorf("procstat: short %s", path(pid, "stat"))
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 15 {
+		return "", 0, fmt.Errorf("short")
 	}
-	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
-	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("procstat: bad times in %s", path(pid, "stat"))
+	fields := f[11:13] // utime, stime: fields 14 and 15
+	if children {
+		fields = f[11:15] // and cutime, cstime
 	}
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
+	var ticks int64
+	for _, v := range fields {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", 0, fmt.Errorf("bad times")
+		}
+		ticks += n
+	}
+	return string(b[open+1 : end]), time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
 // Memory is a process's resident set: now, and its peak so far.

@@ -2,6 +2,8 @@ package procstat
 
 import (
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -26,5 +28,46 @@ func TestSelf(t *testing.T) {
 	}
 	if _, err := CPU(-1); err == nil {
 		t.Error("CPU of a pid that cannot exist succeeded")
+	}
+}
+
+// CommandCPU counts the processes of a name, and the children they reaped:
+// here this test binary, and a copy of it that burns CPU and exits.
+func TestCommandCPU(t *testing.T) {
+	if os.Getenv("PROCSTAT_BURN") != "" {
+		burn(100 * time.Millisecond)
+		os.Exit(0)
+	}
+	self, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := strings.TrimSpace(string(self))
+	before, n, err := CommandCPU(comm)
+	if err != nil || n < 1 {
+		t.Fatalf("CommandCPU(%q) = %s, %d processes, %v", comm, before, n, err)
+	}
+	child := exec.Command(os.Args[0], "-test.run", "^TestCommandCPU$")
+	child.Env = append(os.Environ(), "PROCSTAT_BURN=1")
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v: %s", err, out)
+	}
+	after, _, err := CommandCPU(comm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child used at least 100 ms, counted in 10 ms steps.
+	if after-before < 80*time.Millisecond {
+		t.Errorf("CPU of %q grew by %s over a child that burned 100 ms and was reaped", comm, after-before)
+	}
+	if _, n, err := CommandCPU("no-such-command-here"); err != nil || n != 0 {
+		t.Errorf("CommandCPU of an unknown name: %d processes, %v", n, err)
+	}
+}
+
+func burn(d time.Duration) {
+	start := time.Now()
+	for x := 0; time.Since(start) < d; x++ {
+		_ = x * x
 	}
 }

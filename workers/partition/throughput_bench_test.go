@@ -7,11 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
+	"kmirror/internal/procstat"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"
@@ -224,35 +223,13 @@ func heapActivity() [2]uint64 {
 }
 
 // postgresCPU is the CPU time of the machine's Postgres processes, exited
-// backends included (the postmaster's reaped children), or -1 if none runs
-// here. The clock ticks are the kernel's USER_HZ, 100 on Linux.
+// backends included, or -1 if none runs here.
 func postgresCPU() time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	ticks, found := int64(0), false
-	for _, path := range stats {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so split after it.
-		open, end := bytes.IndexByte(raw, '('), bytes.LastIndexByte(raw, ')')
-		if open < 0 || end < open || string(raw[open+1:end]) != "postgres" {
-			continue
-		}
-		f := strings.Fields(string(raw[end+1:]))
-		if len(f) < 15 {
-			continue
-		}
-		found = true
-		for _, i := range []int{11, 12, 13, 14} { // utime stime cutime cstime
-			n, _ := strconv.ParseInt(f[i], 10, 64)
-			ticks += n
-		}
-	}
-	if !found {
+	cpu, n, err := procstat.CommandCPU("postgres")
+	if err != nil || n == 0 {
 		return -1
 	}
-	return time.Duration(ticks) * 10 * time.Millisecond
+	return cpu
 }
 
 // fillSource writes sz.records uncompressed records with printable,
