@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
@@ -164,11 +165,31 @@ func benchReport(b *testing.B, format string, args ...any) {
 // profilePhase writes a CPU profile of one phase to
 // $KMIRROR_BENCH_PROFILE_DIR/<name>.cpu when that is set (not with
 // -cpuprofile, which profiles the whole run); stop ends it.
+//
+// It also samples where goroutines block and which mutexes they wait on,
+// and writes both profiles at the phase's start and end
+// (<name>.block.start, <name>.block, <name>.mutex.start, <name>.mutex):
+// Go keeps them cumulative, so the phase is the difference,
+// `go tool pprof -diff_base <name>.block.start <binary> <name>.block`.
 func profilePhase(b *testing.B, name string) (stop func()) {
 	dir := os.Getenv("KMIRROR_BENCH_PROFILE_DIR")
 	if dir == "" {
 		return func() {}
 	}
+	write := func(profile, file string) {
+		f, err := os.Create(filepath.Join(dir, file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup(profile).WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond)) // a sample per 10 µs blocked, on average
+	runtime.SetMutexProfileFraction(10)
+	write("block", name+".block.start")
+	write("mutex", name+".mutex.start")
 	f, err := os.Create(filepath.Join(dir, name+".cpu"))
 	if err != nil {
 		b.Fatal(err)
@@ -181,6 +202,10 @@ func profilePhase(b *testing.B, name string) (stop func()) {
 		if err := f.Close(); err != nil {
 			b.Fatal(err)
 		}
+		write("block", name+".block")
+		write("mutex", name+".mutex")
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
 	}
 }
 
