@@ -129,6 +129,22 @@ type copyTimes struct {
 
 func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
 
+// benchSourceBrokers gives the source cluster KMIRROR_BENCH_SOURCE_BROKERS
+// brokers (default one, as devcluster starts). With one, every fetch goes
+// to one broker and the copy fetches one request at a time; a real source
+// spreads partitions over several, which clients fetch from at once.
+func benchSourceBrokers(b *testing.B) []kfake.Opt {
+	v := os.Getenv("KMIRROR_BENCH_SOURCE_BROKERS")
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("KMIRROR_BENCH_SOURCE_BROKERS=%q: want a count of brokers", v)
+	}
+	return []kfake.Opt{kfake.Ports(make([]int, n)...)} // n brokers on ports of the kernel's choosing
+}
+
 // copySeq numbers the copies of a run, for their profiles' names.
 var copySeq int
 
@@ -186,7 +202,8 @@ func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copy
 	defer b.StartTimer()
 	tb := &scopedTB{TB: b}
 	defer tb.close()
-	env := &engineEnv{workertest.NewEnvTB(tb, devcluster.Config{DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
+	env := &engineEnv{workertest.NewEnvTB(tb, devcluster.Config{SourceOpts: benchSourceBrokers(b),
+		DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
 	const topic = "bench"
 	fillSource(b, env, topic, sz)
 	copySeq++
