@@ -213,7 +213,7 @@ func TestTopicWritesWaitingOnASiblingDoNotRewrite(t *testing.T) {
 	p1 := repo.LeaseFence{Mirror: "m", Topic: "t", Partition: 1, Owner: "b", Epoch: 5}
 	id, other := []byte("0123456789abcdef"), []byte("fedcba9876543210")
 	for _, c := range []struct {
-		name             string
+		name              string
 		first, concurrent func(repo.DBTX) error
 	}{
 		{"source topic id",
