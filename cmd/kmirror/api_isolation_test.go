@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,42 +11,8 @@ import (
 	"time"
 
 	"kmirror/internal/syncbuf"
+	"kmirror/internal/testnet"
 )
-
-// blackhole accepts TCP connections and never answers: a source cluster
-// that times out.
-func blackhole(t *testing.T) string { return blackholeTB(t) }
-
-// blackholeTB is blackhole for tests and benchmarks.
-func blackholeTB(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestSlowSourceRequestsDoNotStallMirroring: 20 concurrent PATCHes that
 // point a mirror at a source that times out, and 500 concurrent describe
@@ -61,7 +26,7 @@ func TestSlowSourceRequestsDoNotStallMirroring(t *testing.T) {
 	c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, clusters.SourceAddr()))
 	c.post("/v1/mirrors/m/topics:add", `{"topic":"bench"}`)
 	c.waitAll("MIRRORING", 60*time.Second)
-	slow := blackhole(t)
+	slow := testnet.NewBlackhole(t).Addr()
 	before := len(logs.String()) // what is logged from here on counts
 
 	start := time.Now()
@@ -160,7 +125,7 @@ func BenchmarkDescribeUnderSlowPatches(b *testing.B) {
 	c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, clusters.SourceAddr()))
 	c.post("/v1/mirrors/m/topics:add", `{"topic":"bench"}`)
 	c.waitAll("MIRRORING", 60*time.Second)
-	slow := blackholeTB(b)
+	slow := testnet.NewBlackhole(b).Addr()
 	b.ResetTimer()
 
 	var wg sync.WaitGroup

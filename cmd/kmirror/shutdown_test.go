@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"kmirror/internal/testnet"
 )
 
 // TestShutdownIsBounded: a SIGTERM (the server's context ending) while
@@ -22,7 +24,7 @@ func TestShutdownIsBounded(t *testing.T) {
 
 	// Point the mirror at a source that never answers, then pause and
 	// resume: the resume's source check now waits on it.
-	slow := blackhole(t)
+	slow := testnet.NewBlackhole(t).Addr()
 	if status, body := c.do("PATCH", "/v1/mirrors/m?skip_connectivity_check=true",
 		fmt.Sprintf(`{"source":{"bootstrap_servers":%q}}`, slow)); status != http.StatusOK {
 		t.Fatalf("PATCH: %d %s", status, body)

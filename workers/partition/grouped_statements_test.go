@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/testdb"
+	"kmirror/internal/testnet"
 	"kmirror/repo"
 	"kmirror/service"
 )
@@ -208,23 +207,8 @@ func TestGroupedPanicFailsOnlyItsGroup(t *testing.T) {
 // answers, so every attempt is one connection that times out.
 func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			defer c.Close() // held open, unanswered, until the test ends
-		}
-	}()
-	pool, err := pgxpool.New(t.Context(), "postgres://kmirror@"+ln.Addr().String()+"/none?sslmode=disable") // connects lazily
+	db := testnet.NewBlackhole(t)
+	pool, err := pgxpool.New(t.Context(), "postgres://kmirror@"+db.Addr()+"/none?sslmode=disable") // connects lazily
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +222,7 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _, errs[0] = s.do(toPreparing(0)) })
 	waitFor(t, "the first statement's connection", func() (bool, string) {
-		return accepted.Load() == 1, fmt.Sprint(accepted.Load(), " accepted")
+		return db.Accepted() == 1, fmt.Sprint(db.Accepted(), " accepted")
 	})
 	for i := 1; i < 3; i++ {
 		wg.Go(func() { _, errs[i] = s.do(toPreparing(int32(i))) })
@@ -255,7 +239,7 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 		}
 	}
 	// The first change alone, then the other two together: two attempts.
-	if n := accepted.Load(); n != 2 {
+	if n := db.Accepted(); n != 2 {
 		t.Errorf("%d connection attempts for three changes in two groups, want 2", n)
 	}
 }
