@@ -109,9 +109,15 @@ type throughputSize struct {
 
 func (sz throughputSize) mb() float64 { return float64(sz.records*sz.valueBytes) / 1e6 }
 
-// copyTimes: copied is the end-to-end time; the rest only kmirror reports.
+// copyTimes: copied is the end-to-end time; lag0, steady and startup only
+// kmirror reports. copyCost is the meter's.
 type copyTimes struct {
 	copied, lag0, steady, startup time.Duration
+	copyCost
+}
+
+// copyCost is what a copy's timed part cost the machine.
+type copyCost struct {
 	// cores is the process's CPU over the copy (clusters included; kcat's
 	// own processes not).
 	cores float64
@@ -163,7 +169,7 @@ type copyMeter struct {
 	faults      int64
 	heap        [2]uint64 // bytes allocated, GC cycles
 	stopProfile func()
-	t           copyTimes
+	cost        copyCost
 }
 
 // start begins the timed part and returns its start.
@@ -178,13 +184,13 @@ func (m *copyMeter) start() time.Time {
 // stop ends the timed part and returns how long it took.
 func (m *copyMeter) stop() time.Duration {
 	copied := time.Since(m.at)
-	m.t.cores = (processCPU() - m.cpu).Seconds() / copied.Seconds()
-	m.t.faults = pageFaults() - m.faults
+	m.cost.cores = (processCPU() - m.cpu).Seconds() / copied.Seconds()
+	m.cost.faults = pageFaults() - m.faults
 	heap := heapActivity()
-	m.t.allocMB, m.t.gcs = float64(heap[0]-m.heap[0])/1e6, int64(heap[1]-m.heap[1])
-	m.t.pgCores = -1
+	m.cost.allocMB, m.cost.gcs = float64(heap[0]-m.heap[0])/1e6, int64(heap[1]-m.heap[1])
+	m.cost.pgCores = -1
 	if m.pg >= 0 {
-		m.t.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
+		m.cost.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
 	}
 	m.stopProfile()
 	m.b.StopTimer()
@@ -209,7 +215,7 @@ func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copy
 	copySeq++
 	m := &copyMeter{b: b, name: fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq)}
 	t := copy(b, env, topic, sz, m)
-	t.cores, t.faults, t.pgCores, t.allocMB, t.gcs = m.t.cores, m.t.faults, m.t.pgCores, m.t.allocMB, m.t.gcs
+	t.copyCost = m.cost
 	return t
 }
 
