@@ -29,6 +29,14 @@ type Config struct {
 	SourceOpts      []kfake.Opt
 	DestinationOpts []kfake.Opt
 
+	// SourceBrokers is how many brokers the source has (0 means one; more
+	// need SourcePort 0). With one, a consumer's fetches go one at a time.
+	SourceBrokers int
+	// BlackholeDestination makes the destination discard what is produced
+	// to it (offsets still advance), so a throughput benchmark measures the
+	// copier, not kfake's storage.
+	BlackholeDestination bool
+
 	// DataDir, when set, keeps each cluster's data on disk under it, so
 	// Up can bring a cluster back with its records after Down (fault
 	// tests).
@@ -38,8 +46,8 @@ type Config struct {
 	// re-executed; its TestMain must call ServeIfChild), so that a
 	// benchmark's CPU and memory figures are kmirror's alone. The
 	// clusters are then reached only over the network: Source and
-	// Destination are nil, and Down, Up and StartDemo refuse. It takes
-	// none of the other fields.
+	// Destination are nil, and Down, Up and StartDemo refuse. Of the other
+	// fields it takes only SourceBrokers and BlackholeDestination.
 	Process bool
 }
 
@@ -72,6 +80,9 @@ func Start(cfg Config) (*Clusters, error) {
 	if cfg.SourcePort < 0 || cfg.DestinationPort < 0 {
 		return nil, errors.New("devcluster: ports must be 0 (any free port) or positive")
 	}
+	if cfg.SourceBrokers < 0 || cfg.SourceBrokers > 1 && cfg.SourcePort != 0 {
+		return nil, errors.New("devcluster: SourceBrokers must be 0 or more, and more than one needs SourcePort 0")
+	}
 	if cfg.Process {
 		return startProcess(cfg)
 	}
@@ -101,12 +112,20 @@ func (c *Clusters) Process() *Process { return c.proc }
 // errProcess is what the in-process operations say with Config.Process.
 var errProcess = errors.New("devcluster: the clusters run in a child process (Config.Process)")
 
-// opts adds the role's data directory to its options.
+// opts adds the role's data directory, brokers and blackhole to its
+// options.
 func (c Config) opts(role string, extra []kfake.Opt) []kfake.Opt {
-	if c.DataDir == "" {
-		return extra
+	var opts []kfake.Opt
+	if c.DataDir != "" {
+		opts = append(opts, kfake.DataDir(filepath.Join(c.DataDir, role)))
 	}
-	return append([]kfake.Opt{kfake.DataDir(filepath.Join(c.DataDir, role))}, extra...)
+	if role == "source" && c.SourceBrokers > 1 {
+		opts = append(opts, kfake.Ports(make([]int, c.SourceBrokers)...)) // each on a port of the kernel's choosing
+	}
+	if role == "destination" && c.BlackholeDestination {
+		opts = append(opts, kfake.BlackholeProduce())
+	}
+	return append(opts, extra...)
 }
 
 func portOf(cl *kfake.Cluster) int {
@@ -140,6 +159,9 @@ func (c *Clusters) Up(role string) error {
 	}
 	if c.cfg.DataDir == "" {
 		return errors.New("devcluster: Up needs Config.DataDir")
+	}
+	if role == "source" && c.cfg.SourceBrokers > 1 {
+		return errors.New("devcluster: Up cannot bring back a source of several brokers on its ports")
 	}
 	extra := c.cfg.SourceOpts
 	if role == "destination" {

@@ -16,7 +16,8 @@ import (
 	"kmirror/internal/procstat"
 )
 
-// processEnv marks a child started for Config.Process.
+// processEnv marks a child started for Config.Process; its value is the
+// child's Config (childConfig).
 const processEnv = "KMIRROR_DEVCLUSTER_PROCESS"
 
 // processStartTimeout bounds the wait for the child's addresses, and
@@ -40,11 +41,16 @@ func ServeIfChild() {
 	if os.Getenv(processEnv) == "" {
 		return
 	}
-	os.Exit(serveChild(os.Stdin, os.Stdout))
+	os.Exit(serveChild(os.Getenv(processEnv), os.Stdin, os.Stdout))
 }
 
-func serveChild(stdin io.Reader, stdout io.Writer) int {
-	c, err := Start(Config{})
+func serveChild(env string, stdin io.Reader, stdout io.Writer) int {
+	cfg, err := parseChildConfig(env)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	c, err := Start(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -55,6 +61,42 @@ func serveChild(stdin io.Reader, stdout io.Writer) int {
 	}
 	_, _ = io.Copy(io.Discard, stdin) // until the parent closes it or dies
 	return 0
+}
+
+// childConfig is the part of cfg the child takes, as processEnv's value:
+// "brokers=N" and "blackhole" separated by commas, or "default".
+func childConfig(cfg Config) string {
+	var parts []string
+	if cfg.SourceBrokers > 1 {
+		parts = append(parts, "brokers="+strconv.Itoa(cfg.SourceBrokers))
+	}
+	if cfg.BlackholeDestination {
+		parts = append(parts, "blackhole")
+	}
+	if len(parts) == 0 {
+		return "default"
+	}
+	return strings.Join(parts, ",")
+}
+
+func parseChildConfig(s string) (Config, error) {
+	var cfg Config
+	for _, part := range strings.Split(s, ",") {
+		n, found := strings.CutPrefix(part, "brokers=")
+		switch {
+		case part == "default":
+		case part == "blackhole":
+			cfg.BlackholeDestination = true
+		case found:
+			var err error
+			if cfg.SourceBrokers, err = strconv.Atoi(n); err != nil {
+				return Config{}, fmt.Errorf("devcluster: %s=%q: %w", processEnv, s, err)
+			}
+		default:
+			return Config{}, fmt.Errorf("devcluster: %s=%q: unknown %q", processEnv, s, part)
+		}
+	}
+	return cfg, nil
 }
 
 // Process is the child process behind clusters started with
@@ -79,7 +121,7 @@ func startProcess(cfg Config) (*Clusters, error) {
 	// The flags make a test binary without ServeIfChild run nothing and
 	// exit, which the parent reports, instead of running its tests again.
 	cmd := exec.Command(exe, "-test.run=^$", "-test.bench=^$")
-	cmd.Env = append(os.Environ(), processEnv+"=1")
+	cmd.Env = append(os.Environ(), processEnv+"="+childConfig(cfg))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
@@ -56,21 +55,26 @@ import (
 // kmirror alike. With MADV_FREE the pages stay until the kernel needs them.
 func BenchmarkThroughput(b *testing.B) {
 	sizes := []throughputSize{{"1KiB", 300_000, 1024}, {"100B", 1_000_000, 100}}
-	// The process's first copy runs into memory it never touched, and is
+	clusters, err := devcluster.Start(benchClusters(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(clusters.Close)
+	// The processes' first copy runs into memory they never touched, and is
 	// slower whoever copies: one untimed loop copy comes first.
-	measureCopy(b, sizes[0], "warm-up", copyPlain)
+	measureCopy(b, clusters, sizes[0], "warm-up", copyPlain)
 	for _, sz := range sizes {
 		b.Run(sz.name, func(b *testing.B) {
 			for range b.N {
 				if os.Getenv("KMIRROR_BENCH_PROFILE") != "" {
-					km := measureCopy(b, sz, "kmirror", copyWithKmirror)
+					km := measureCopy(b, clusters, sz, "kmirror", copyWithKmirror)
 					b.ReportMetric(km.mbps(sz), "kmirror-MB/s")
 					b.ReportMetric(km.startup.Seconds()*1000, "kmirror-startup-ms")
 					b.ReportMetric(km.cores, "kmirror-cores")
 					continue
 				}
-				loop := measureCopy(b, sz, "loop", copyPlain)
-				km := measureCopy(b, sz, "kmirror", copyWithKmirror)
+				loop := measureCopy(b, clusters, sz, "loop", copyPlain)
+				km := measureCopy(b, clusters, sz, "kmirror", copyWithKmirror)
 				b.ReportMetric(loop.mbps(sz), "loop-MB/s")
 				b.ReportMetric(km.mbps(sz), "kmirror-MB/s")
 				b.ReportMetric(km.mbps(sz)/loop.mbps(sz), "kmirror/loop")
@@ -86,12 +90,16 @@ func BenchmarkThroughput(b *testing.B) {
 				b.ReportMetric(km.allocMB, "kmirror-alloc-MB")
 				b.ReportMetric(float64(loop.gcs), "loop-gcs")
 				b.ReportMetric(float64(km.gcs), "kmirror-gcs")
+				if km.kfakeCores >= 0 {
+					b.ReportMetric(loop.kfakeCores, "loop-kfake-cores")
+					b.ReportMetric(km.kfakeCores, "kmirror-kfake-cores")
+				}
 				if km.pgCores >= 0 {
 					b.ReportMetric(loop.pgCores, "loop-pg-cores")
 					b.ReportMetric(km.pgCores, "kmirror-pg-cores")
 				}
 				if _, err := exec.LookPath("kcat"); err == nil {
-					kc := measureCopy(b, sz, "kcat", copyWithKcat)
+					kc := measureCopy(b, clusters, sz, "kcat", copyWithKcat)
 					b.ReportMetric(kc.mbps(sz), "kcat-MB/s")
 				}
 			}
@@ -118,9 +126,12 @@ type copyTimes struct {
 
 // copyCost is what a copy's timed part cost the machine.
 type copyCost struct {
-	// cores is the process's CPU over the copy (clusters included; kcat's
-	// own processes not).
+	// cores is this process's CPU over the copy: the copier's, and the
+	// clusters' too when they run in it (kcat's own processes not).
 	cores float64
+	// kfakeCores is the clusters' process's CPU over the copy, or -1 when
+	// they run in this one. It shares the two cores with the copy.
+	kfakeCores float64
 	// faults are the process's page faults during the copy.
 	faults int64
 	// pgCores is Postgres's CPU over the copy (all of its processes on
@@ -135,20 +146,27 @@ type copyCost struct {
 
 func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
 
-// benchSourceBrokers gives the source cluster KMIRROR_BENCH_SOURCE_BROKERS
-// brokers (default one, as devcluster starts). With one, every fetch goes
-// to one broker and the copy fetches one request at a time; a real source
-// spreads partitions over several, which clients fetch from at once.
-func benchSourceBrokers(b *testing.B) []kfake.Opt {
-	v := os.Getenv("KMIRROR_BENCH_SOURCE_BROKERS")
-	if v == "" {
-		return nil
+// benchClusters is each copy's cluster configuration. The clusters run in
+// a child process unless KMIRROR_BENCH_CLUSTERS=inprocess, as a broker runs
+// apart from its clients: until 2026-12-03 (sixth session) they ran in the
+// benchmark's process, where kfake's ~800 MB of live heap made every
+// garbage collection during a copy long, and the copy that happened to
+// grow the heap paid its page faults (docs/benchmarks.md).
+//
+// KMIRROR_BENCH_SOURCE_BROKERS=N gives the source N brokers (default one,
+// as devcluster starts). With one, every fetch goes to one broker and the
+// copy fetches one request at a time; a real source spreads partitions over
+// several, which clients fetch from at once.
+func benchClusters(b *testing.B) devcluster.Config {
+	cfg := devcluster.Config{BlackholeDestination: true, Process: os.Getenv("KMIRROR_BENCH_CLUSTERS") != "inprocess"}
+	if v := os.Getenv("KMIRROR_BENCH_SOURCE_BROKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("KMIRROR_BENCH_SOURCE_BROKERS=%q: want a count of brokers", v)
+		}
+		cfg.SourceBrokers = n
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("KMIRROR_BENCH_SOURCE_BROKERS=%q: want a count of brokers", v)
-	}
-	return []kfake.Opt{kfake.Ports(make([]int, n)...)} // n brokers on ports of the kernel's choosing
+	return cfg
 }
 
 // copySeq numbers the copies of a run, for their profiles' names.
@@ -157,7 +175,7 @@ var copySeq int
 type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes
 
 // copyMeter measures a copy's timed part only, from start to stop: the
-// time, the process's CPU and page faults, Postgres's CPU, and (with
+// time, the process's CPU and page faults, the clusters' and Postgres's CPU, and (with
 // KMIRROR_BENCH_PROFILE_DIR) a CPU profile. Until 2026-12-03 (fifth
 // session) CPU, faults and profiles covered all of kmirror's copier, so its
 // instance's start, a 300 ms wait and the checks after the copy as well.
@@ -168,6 +186,8 @@ type copyMeter struct {
 	cpu, pg     time.Duration
 	faults      int64
 	heap        [2]uint64 // bytes allocated, GC cycles
+	clusters    *devcluster.Process
+	kfake       time.Duration
 	stopProfile func()
 	cost        copyCost
 }
@@ -177,6 +197,7 @@ func (m *copyMeter) start() time.Time {
 	m.b.StartTimer()
 	m.stopProfile = profilePhase(m.b, m.name)
 	m.cpu, m.faults, m.pg, m.heap = processCPU(), pageFaults(), postgresCPU(), heapActivity()
+	m.kfake = m.kfakeCPU()
 	m.at = time.Now()
 	return m.at
 }
@@ -188,35 +209,53 @@ func (m *copyMeter) stop() time.Duration {
 	m.cost.faults = pageFaults() - m.faults
 	heap := heapActivity()
 	m.cost.allocMB, m.cost.gcs = float64(heap[0]-m.heap[0])/1e6, int64(heap[1]-m.heap[1])
-	m.cost.pgCores = -1
+	m.cost.pgCores, m.cost.kfakeCores = -1, -1
 	if m.pg >= 0 {
 		m.cost.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
+	}
+	if m.kfake >= 0 {
+		m.cost.kfakeCores = (m.kfakeCPU() - m.kfake).Seconds() / copied.Seconds()
 	}
 	m.stopProfile()
 	m.b.StopTimer()
 	return copied
 }
 
-// measureCopy runs one copier on its own database and clusters, and closes
-// them before returning: a copier must not run beside another's 300 MB of
-// kfake data and the garbage collection it costs.
+// measureCopy runs one copier on its own database and topic, and deletes
+// the topic before returning: a copier must not run beside another's 300 MB
+// of kfake data and the garbage collection it costs. The clusters are the
+// benchmark's, warm, as a real deployment's brokers are.
 //
 // With KMIRROR_BENCH_PROFILE_DIR set, each copy's timed part is
 // CPU-profiled to <size>-<name>-<n>.cpu there.
-func measureCopy(b *testing.B, sz throughputSize, name string, copy copier) copyTimes {
+func measureCopy(b *testing.B, clusters *devcluster.Clusters, sz throughputSize, name string, copy copier) copyTimes {
 	b.StopTimer()
 	defer b.StartTimer()
 	tb := &scopedTB{TB: b}
 	defer tb.close()
-	env := &engineEnv{workertest.NewEnvTB(tb, devcluster.Config{SourceOpts: benchSourceBrokers(b),
-		DestinationOpts: []kfake.Opt{kfake.BlackholeProduce()}})}
-	const topic = "bench"
-	fillSource(b, env, topic, sz)
+	env := &engineEnv{workertest.NewEnvOn(tb, clusters)}
 	copySeq++
-	m := &copyMeter{b: b, name: fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq)}
+	topic := fmt.Sprintf("bench-%d", copySeq)
+	fillSource(b, env, topic, sz)
+	tb.Cleanup(func() { env.DeleteTopics(topic) })
+	// The fill's garbage is no copier's to collect.
+	runtime.GC()
+	m := &copyMeter{b: b, name: fmt.Sprintf("%s-%s-%d", sz.name, name, copySeq), clusters: clusters.Process()}
 	t := copy(b, env, topic, sz, m)
 	t.copyCost = m.cost
 	return t
+}
+
+// kfakeCPU is the clusters' process's CPU so far, or -1 in this process.
+func (m *copyMeter) kfakeCPU() time.Duration {
+	if m.clusters == nil {
+		return -1
+	}
+	d, err := m.clusters.CPU()
+	if err != nil {
+		m.b.Fatalf("kfake process CPU: %v", err)
+	}
+	return d
 }
 
 // pageFaults counts the process's page faults so far. On this machine (a
@@ -260,9 +299,7 @@ func postgresCPU() time.Duration {
 // partitions.
 func fillSource(b *testing.B, env *engineEnv, topic string, sz throughputSize) {
 	b.Helper()
-	if err := env.Clusters.Source.CreateTopic(topic, throughputPartitions, nil); err != nil {
-		b.Fatal(err)
-	}
+	env.CreateSourceTopics(throughputPartitions, topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
@@ -421,10 +458,10 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize, m 
 		b.Fatal(err)
 	}
 	defer dst.Close()
-	if err := env.Clusters.Destination.CreateTopic(topic, throughputPartitions, nil); err != nil {
+	ctx := context.Background()
+	if _, err := kadm.NewClient(dst).CreateTopic(ctx, throughputPartitions, 1, nil, topic); err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
 	copied := 0
 	for copied < sz.records {
 		fs := src.PollFetches(ctx)
@@ -448,9 +485,7 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize, m 
 // independent client's reference. Values are printable without newlines,
 // so kcat's default delimiter keeps records whole.
 func copyWithKcat(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes {
-	if err := env.Clusters.Destination.CreateTopic(topic, throughputPartitions, nil); err != nil {
-		b.Fatal(err)
-	}
+	env.CreateDestinationTopics(throughputPartitions, topic)
 	consume := exec.Command("kcat", "-C", "-b", env.Clusters.SourceAddr(), "-t", topic, "-o", "beginning", "-e", "-q")
 	produce := exec.Command("kcat", "-P", "-b", env.Clusters.DestinationAddr(), "-t", topic)
 	pipe, err := consume.StdoutPipe()

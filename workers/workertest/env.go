@@ -68,12 +68,20 @@ func NewEnv(t *testing.T, cfg devcluster.Config) *Env {
 // NewEnvTB is NewEnv for benchmarks.
 func NewEnvTB(tb testing.TB, cfg devcluster.Config) *Env {
 	tb.Helper()
-	pool := testdb.Pool(tb)
 	clusters, err := devcluster.Start(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(clusters.Close)
+	return NewEnvOn(tb, clusters)
+}
+
+// NewEnvOn is NewEnvTB over clusters the caller started and closes, for
+// benchmarks whose copies each get a database of their own but share warm
+// brokers, as a real deployment's are.
+func NewEnvOn(tb testing.TB, clusters *devcluster.Clusters) *Env {
+	tb.Helper()
+	pool := testdb.Pool(tb)
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		tb.Fatal(err)

@@ -2,12 +2,14 @@ package workertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafkaconn"
@@ -111,11 +113,22 @@ func WaitEndsEqual(t testing.TB, env *Env, topic string, partitions int32, timeo
 // this process or in a child (devcluster.Config.Process).
 func (env *Env) CreateSourceTopics(partitions int32, topics ...string) {
 	env.TB.Helper()
+	createTopics(env.TB, env.Clusters.SourceAddr(), "source", partitions, topics)
+}
+
+// CreateDestinationTopics is CreateSourceTopics on the destination.
+func (env *Env) CreateDestinationTopics(partitions int32, topics ...string) {
+	env.TB.Helper()
+	createTopics(env.TB, env.Clusters.DestinationAddr(), "destination", partitions, topics)
+}
+
+func createTopics(tb testing.TB, addr, role string, partitions int32, topics []string) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	adm, err := Plain(env.Clusters.SourceAddr()).NewAdmin()
+	adm, err := Plain(addr).NewAdmin()
 	if err != nil {
-		env.TB.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer adm.Close()
 	resps, err := adm.CreateTopics(ctx, partitions, 1, nil, topics...)
@@ -123,7 +136,32 @@ func (env *Env) CreateSourceTopics(partitions int32, topics ...string) {
 		err = resps.Error()
 	}
 	if err != nil {
-		env.TB.Fatalf("create source topics: %v", err)
+		tb.Fatalf("create %s topics: %v", role, err)
+	}
+}
+
+// DeleteTopics deletes topics from both clusters, where they exist.
+func (env *Env) DeleteTopics(topics ...string) {
+	env.TB.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, addr := range []string{env.Clusters.SourceAddr(), env.Clusters.DestinationAddr()} {
+		adm, err := Plain(addr).NewAdmin()
+		if err != nil {
+			env.TB.Fatal(err)
+		}
+		resps, err := adm.DeleteTopics(ctx, topics...)
+		adm.Close()
+		if err == nil {
+			for _, r := range resps {
+				if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			env.TB.Fatalf("delete topics on %s: %v", addr, err)
+		}
 	}
 }
 
