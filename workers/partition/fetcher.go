@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,6 +59,11 @@ type mirrorFetcher struct {
 	wake    chan struct{}
 	// parkFor (under mu) is how long a removed partition stays parked.
 	parkFor time.Duration
+	// addLinger (under mu) is how long an add waits for others (apply).
+	addLinger time.Duration
+	// addCalls counts the client calls that added partitions (tests read
+	// it once an add has returned).
+	addCalls int
 	// parked and next belong to the fetch loop (see apply).
 	parked map[topicPartition]parkedPartition
 	// next is where kgo's cursor of each assigned partition stands, as far
@@ -91,7 +97,8 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, health: health, wake: make(chan struct{}, 1),
-		parked: map[topicPartition]parkedPartition{}, parkFor: defaultParkFor, next: map[topicPartition]int64{},
+		parked: map[topicPartition]parkedPartition{}, parkFor: defaultParkFor, addLinger: defaultAddLinger,
+		next: map[topicPartition]int64{},
 		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
@@ -189,8 +196,20 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 // offset its cursor stands at, a parked partition is just resumed; at any
 // other offset it is removed and added again. Partitions parked for
 // parkFor are removed in one call.
+//
+// Adds wait addLinger for others first: each call that adds partitions
+// makes kgo load metadata before it fetches them, at most once every
+// 10 ms, so a topic's partitions that reached MIRRORING a millisecond
+// apart were fetched 10-20 ms apart, the first alone in 1 MB fetches
+// meanwhile (docs/benchmarks.md, "Mirroring throughput").
 func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 	f.mu.Lock()
+	if slices.ContainsFunc(f.pending, func(c fetchCmd) bool { return c.sink != nil }) && f.addLinger > 0 {
+		linger := f.addLinger
+		f.mu.Unlock()
+		time.Sleep(linger)
+		f.mu.Lock()
+	}
 	cmds := f.pending
 	f.pending = nil
 	parkFor := f.parkFor
@@ -201,7 +220,7 @@ func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 		if b.touches(c.tp) {
 			// The same partition twice (removed, then added again): the
 			// first change must reach the client before the second.
-			b.flush(f.cl)
+			f.flush(&b)
 		}
 		if _, had := sinks[c.tp]; had {
 			delete(sinks, c.tp)
@@ -226,11 +245,24 @@ func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 		acks = append(acks, c.ack)
 	}
 	f.sweep(&b, parkFor)
-	b.flush(f.cl)
+	f.flush(&b)
 	for _, ack := range acks {
 		close(ack)
 	}
 }
+
+// flush applies a batch of changes to the client.
+func (f *mirrorFetcher) flush(b *assignBatch) {
+	if len(b.adds) > 0 {
+		f.addCalls++
+	}
+	b.flush(f.cl)
+}
+
+// defaultAddLinger is how long an add waits for the others of its burst
+// (apply): a new topic's partitions reach MIRRORING within a millisecond or
+// two of each other.
+const defaultAddLinger = 2 * time.Millisecond
 
 // defaultParkFor is how long a removed partition stays paused in the client
 // before it is taken out: long enough for a pause and resume, or a restart,

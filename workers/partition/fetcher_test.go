@@ -145,3 +145,48 @@ func TestMirrorFetcherParksRemovedPartitions(t *testing.T) {
 	f.add(p1, 12, b2.sink())
 	waitOffsets("t/1 added again after the sweep", b2, offsetRange(12, 15))
 }
+
+// TestMirrorFetcherGathersAdds: partitions added while an add lingers reach
+// the client in one call (kgo loads metadata once per call, at most every
+// 10 ms), and each is fetched from where it was added. With no linger the
+// fetch loop applies the first add alone.
+func TestMirrorFetcherGathersAdds(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, linger := range []time.Duration{time.Second, 0} {
+		f, err := newMirrorFetcher("m", kafkaconn.Config{BootstrapServers: c.ListenAddrs()}, slog.Default(),
+			kgo.FetchMaxWait(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.mu.Lock()
+		f.addLinger = linger
+		f.mu.Unlock()
+		var wg sync.WaitGroup
+		wg.Go(func() { f.add(topicPartition{"t", 0}, 0, (&recordingSink{}).sink()) })
+		waitFor(t, "the first add taken or lingering", func() (bool, string) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			// Lingering, the add stays pending; without, the loop takes it.
+			return (linger > 0) == (len(f.pending) == 1), fmt.Sprint(len(f.pending), " pending")
+		})
+		if linger == 0 {
+			wg.Wait() // applied alone
+		}
+		for p := int32(1); p < 3; p++ {
+			wg.Go(func() { f.add(topicPartition{"t", p}, 0, (&recordingSink{}).sink()) })
+		}
+		wg.Wait()
+		want := 1
+		if linger == 0 {
+			want = 2 // the first alone, then the other two (or one each)
+		}
+		if linger > 0 && f.addCalls != want || linger == 0 && f.addCalls < want {
+			t.Errorf("linger %v: %d client calls added partitions, want %d", linger, f.addCalls, want)
+		}
+		f.close()
+	}
+}

@@ -20,6 +20,11 @@ const stateWriteTimeout = 5 * time.Second
 // groupMax bounds the requests in one grouped statement.
 const groupMax = 1000
 
+// groupLinger is how long a burst's first state change or row read waits
+// for the others (grouped.linger). A lone change pays it once: it is a
+// fraction of the statement's own time.
+const groupLinger = time.Millisecond
+
 // newStateWrites commits the instance's partition state changes in groups
 // (grouped). Each change commits with a NOTIFY (the __mirror_state outbox),
 // and Postgres serializes such commits, flush included: the twelve
@@ -46,7 +51,7 @@ func newStateWrites(svc *service.Service, timeout time.Duration, log *slog.Logge
 		}
 		return rows, errs
 	}
-	return newGrouped("state changes", groupMax, log, commit)
+	return newGrouped("state changes", groupMax, groupLinger, log, commit)
 }
 
 // statementError is the error of the statement itself among a group's
@@ -67,7 +72,7 @@ func statementError(errs []error) error {
 // in one lease pass. Twelve reads at once on twelve connections finished
 // over 0.5-16 ms on two cores; grouped they are one or two statements.
 func newRowReads(pool *pgxpool.Pool, log *slog.Logger) *grouped[repo.PartitionID, repo.Partition] {
-	return newGrouped("partition reads", groupMax, log, func(ids []repo.PartitionID) ([]repo.Partition, []error) {
+	return newGrouped("partition reads", groupMax, groupLinger, log, func(ids []repo.PartitionID) ([]repo.Partition, []error) {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedDBTimeout)
 		defer cancel()
 		rows, err := repo.PartitionsGetMany(ctx, pool, ids)

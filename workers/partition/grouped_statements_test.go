@@ -182,7 +182,7 @@ func TestRowReadsFindEachRow(t *testing.T) {
 // TestGroupedPanicFailsOnlyItsGroup: a panic while serving a group is that
 // group's callers' error, and the next group is served.
 func TestGroupedPanicFailsOnlyItsGroup(t *testing.T) {
-	g := newGrouped("test", 10, slog.New(slog.DiscardHandler), func(reqs []int) ([]int, []error) {
+	g := newGrouped("test", 10, 0, slog.New(slog.DiscardHandler), func(reqs []int) ([]int, []error) {
 		if reqs[0] < 0 {
 			panic("negative")
 		}
@@ -241,5 +241,53 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 	// The first change alone, then the other two together: two attempts.
 	if n := db.Accepted(); n != 2 {
 		t.Errorf("%d connection attempts for three changes in two groups, want 2", n)
+	}
+}
+
+// TestGroupedLingerGathersABurst: a request made while the first of a burst
+// lingers (a second here, far more than the test needs to make it) joins
+// its group, so the first does not run alone. With no linger the first is
+// served alone.
+func TestGroupedLingerGathersABurst(t *testing.T) {
+	for _, c := range []struct {
+		linger time.Duration
+		groups []int
+	}{{time.Second, []int{2}}, {0, []int{1, 1}}} {
+		var mu sync.Mutex
+		var groups []int
+		release := make(chan struct{})
+		g := newGrouped("test", 10, c.linger, slog.New(slog.DiscardHandler), func(reqs []int) ([]int, []error) {
+			mu.Lock()
+			groups = append(groups, len(reqs))
+			mu.Unlock()
+			<-release
+			return reqs, make([]error, len(reqs))
+		})
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = g.do(1) })
+		if c.linger == 0 {
+			waitFor(t, "the first request served", func() (bool, string) {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(groups) == 1, fmt.Sprint(groups)
+			})
+		} else {
+			waitFor(t, "the first request queued", func() (bool, string) {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				return len(g.queue) == 1, fmt.Sprint(len(g.queue), " queued")
+			})
+		}
+		wg.Go(func() { _, _ = g.do(2) })
+		waitFor(t, "the second request queued", func() (bool, string) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.queue) == 2 || len(groups) > 0 && len(g.queue) == 1, fmt.Sprint(len(g.queue), " queued")
+		})
+		close(release)
+		wg.Wait()
+		if fmt.Sprint(groups) != fmt.Sprint(c.groups) {
+			t.Errorf("linger %v: groups %v, want %v", c.linger, groups, c.groups)
+		}
 	}
 }

@@ -5,17 +5,28 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // grouped runs requests of one kind in groups: one group at a time, with
 // every request made while the previous group ran in the next (up to max).
-// A request made alone runs at once, so grouping adds no wait; under a
-// burst, each caller waits for about two groups instead of its turn behind
-// every other caller. The partitions of a new topic, or thousands after a
-// failover, start together and make the same requests at the same moment.
+// Under a burst, each caller waits for about two groups instead of its turn
+// behind every other caller. The partitions of a new topic, or thousands
+// after a failover, start together and make the same requests at the same
+// moment.
+//
+// A request that finds the runner idle waits linger before its group is
+// taken, so that a burst's first request does not run alone: the twelve
+// workers of a new topic make each request within about half a
+// millisecond of each other, and the first one, served alone, put its
+// partition a statement ahead of the other eleven at every later step, up
+// to the fetcher, where kgo waits 10 ms before loading the metadata of
+// partitions added after another (docs/benchmarks.md, "Mirroring
+// throughput").
 type grouped[Req, Res any] struct {
-	what string // for the log
-	max  int
+	what   string // for the log
+	max    int
+	linger time.Duration
 	// run serves one group: results and errors aligned with reqs.
 	run func(reqs []Req) ([]Res, []error)
 	log *slog.Logger
@@ -32,8 +43,8 @@ type groupCall[Req, Res any] struct {
 	err  error
 }
 
-func newGrouped[Req, Res any](what string, max int, log *slog.Logger, run func([]Req) ([]Res, []error)) *grouped[Req, Res] {
-	return &grouped[Req, Res]{what: what, max: max, run: run, log: log}
+func newGrouped[Req, Res any](what string, max int, linger time.Duration, log *slog.Logger, run func([]Req) ([]Res, []error)) *grouped[Req, Res] {
+	return &grouped[Req, Res]{what: what, max: max, linger: linger, run: run, log: log}
 }
 
 // do makes one request and waits for its result. It does not take a
@@ -54,6 +65,7 @@ func (g *grouped[Req, Res]) do(req Req) (Res, error) {
 
 // loop serves what is queued, group by group, until nothing is.
 func (g *grouped[Req, Res]) loop() {
+	time.Sleep(g.linger)
 	for {
 		g.mu.Lock()
 		n := min(len(g.queue), g.max)
