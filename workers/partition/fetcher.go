@@ -98,7 +98,7 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &mirrorFetcher{mirror: mirror, cl: cl, log: log, health: health, wake: make(chan struct{}, 1),
 		parked: map[topicPartition]parkedPartition{}, parkFor: defaultParkFor, addLinger: defaultAddLinger,
-		next: map[topicPartition]int64{},
+		next:   map[topicPartition]int64{},
 		cancel: cancel, done: make(chan struct{})}
 	go f.run(ctx)
 	return f, nil
