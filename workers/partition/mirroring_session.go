@@ -380,10 +380,9 @@ func (s *mirrorSession) handleAcks() {
 		}
 	}
 	// Counted per acknowledged run, not per record. The promise publishes
-	// verifiedBytes per produced batch, before verified moves, so bytes may
-	// lag the records within a batch or lead them by a record; each batch's
-	// bytes are counted once its last record is verified (or the first
-	// failure publishes them), so the totals stay exact.
+	// verifiedBytes with verified, in runs (produceAcks), storing the bytes
+	// first, so a take between the two stores sees the bytes of a run
+	// whose records come with the next; the totals stay exact.
 	if n, b := s.taken-taken, s.acks.verifiedBytes.Load(); n > 0 || b != s.countedBytes {
 		s.mirrored.add(n, b-s.countedBytes)
 		s.countedBytes = b

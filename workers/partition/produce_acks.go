@@ -22,22 +22,31 @@ type pendingRun struct {
 // queue per record. kgo calls a partition's promises one at a time, in the
 // order the records were produced, so the k-th result belongs to the k-th
 // record produced, whose destination offset must be base+k.
+//
+// The promise counts in plain fields that only it touches and publishes
+// them to the worker (done, verified, verifiedBytes, then a wake-up) in
+// runs: every publishEvery results, at the result of the last record
+// produced so far, and at the first failure. An atomic store is a full
+// barrier on amd64, and the worker reads these fields as the promise
+// writes them, so three stores per record cost more than the rest of the
+// bookkeeping (BenchmarkAckedBatch). Between publications done may trail
+// the results by up to publishEvery-1 while later records are still in
+// flight; the last record produced always publishes, so settling waits for
+// nothing more than the results themselves.
 type produceAcks struct {
 	base int64 // destination offset of the session's first record
-	// done counts results; verified counts those before the first failure,
-	// each at the offset it was meant for.
+	// done counts published results; verified those before the first
+	// failure, each at the offset it was meant for; verifiedBytes sums
+	// their key and value bytes, stored before verified moves.
 	done, verified atomic.Int64
-	// bytes sums the key and value bytes of the verified results. Only the
-	// promise touches it (kgo calls a partition's promises in order, one at
-	// a time). It is published to the worker as verifiedBytes at the end
-	// of each produced batch and at the first failure, before verified
-	// moves, rather than per record: that saves a full-barrier atomic store
-	// per record (BenchmarkAckedBatch). producedEnd is the destination
-	// offset after the last batch the worker produced, set before it
-	// produces the batch, so the promise knows a batch's last record.
-	bytes         int64
-	verifiedBytes atomic.Int64
-	producedEnd   atomic.Int64
+	verifiedBytes  atomic.Int64
+	// producedEnd is the destination offset after the last batch the
+	// worker produced, set before it produces the batch, so the promise
+	// knows the last record produced so far.
+	producedEnd atomic.Int64
+	// results, bytes and failed are the promise's own counts.
+	results, bytes int64
+	failed         bool
 	// woken is set when notify holds a wake-up the worker has not taken,
 	// so a burst of results costs one channel send.
 	woken  atomic.Bool
@@ -50,6 +59,10 @@ type produceAcks struct {
 	// record of the session is sent (see mirrorSession.produceCtx).
 	onFailure func()
 }
+
+// publishEvery is how many results the promise counts between two
+// publications to the worker, at most.
+const publishEvery = 128
 
 // produceFailure is the first result that was not a verified copy.
 type produceFailure struct {
@@ -64,16 +77,16 @@ func newProduceAcks(base int64) *produceAcks {
 
 // promise is the produce callback of every record of the session.
 func (a *produceAcks) promise(r *kgo.Record, err error) {
-	k := a.done.Load()
-	if a.verified.Load() == k { // no failure yet
+	k := a.results
+	a.results = k + 1
+	failedNow := false
+	if !a.failed {
 		if err == nil && r.Offset == a.base+k {
 			a.bytes += int64(len(r.Key) + len(r.Value))
-			if a.base+k+1 >= a.producedEnd.Load() {
-				a.verifiedBytes.Store(a.bytes)
-			}
-			a.verified.Store(k + 1)
 		} else {
+			a.failed, failedNow = true, true
 			a.verifiedBytes.Store(a.bytes)
+			a.verified.Store(k)
 			a.mu.Lock()
 			a.failure = &produceFailure{index: k, err: err, got: r.Offset}
 			a.mu.Unlock()
@@ -82,8 +95,15 @@ func (a *produceAcks) promise(r *kgo.Record, err error) {
 			}
 		}
 	}
+	if !failedNow && (k+1)%publishEvery != 0 && a.base+k+1 < a.producedEnd.Load() {
+		return
+	}
+	if !a.failed {
+		a.verifiedBytes.Store(a.bytes)
+		a.verified.Store(k + 1)
+	}
 	a.done.Store(k + 1)
-	if !a.woken.Swap(true) {
+	if !a.woken.Load() && !a.woken.Swap(true) {
 		select {
 		case a.notify <- struct{}{}:
 		default:

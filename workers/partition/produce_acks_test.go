@@ -7,11 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestAckedBytesAreExact: the promise publishes a batch's bytes once, at its
-// last record or at the first failure, and the worker counts every verified
-// byte exactly once: when acknowledgements arrive mid-batch, when the worker
-// has produced the next batch before the last result of the previous one
-// arrives, and when a copy fails.
+// TestAckedBytesAreExact: the promise publishes results in runs, at the
+// last record produced so far, every publishEvery results and at the first
+// failure, with their bytes, and the worker counts every verified record
+// and byte exactly once: when results arrive mid-batch, when the worker has
+// produced the next batch before the last result of the previous one
+// arrives, over a long batch, and when a copy fails.
 func TestAckedBytesAreExact(t *testing.T) {
 	rec := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size)}
@@ -22,33 +23,45 @@ func TestAckedBytesAreExact(t *testing.T) {
 		s.acks.producedEnd.Store(s.produced + n)
 		s.produced += n
 	}
+	check := func(what string, taken, bytes, inFlight int64) {
+		t.Helper()
+		s.handleAcks()
+		if s.taken != taken || s.countedBytes != bytes || s.inFlight() != inFlight {
+			t.Fatalf("%s: taken %d, bytes %d, in flight %d; want %d, %d, %d", what,
+				s.taken, s.countedBytes, s.inFlight(), taken, bytes, inFlight)
+		}
+	}
 
 	produce(3) // offsets 10..12, 1+2+3 bytes
 	s.acks.promise(rec(10, 1), nil)
-	s.handleAcks() // mid-batch: the record counts, its bytes wait for the batch
-	if s.taken != 1 || s.countedBytes != 0 {
-		t.Fatalf("mid-batch: taken %d, bytes %d", s.taken, s.countedBytes)
-	}
+	check("mid-batch: nothing published yet", 0, 0, 3)
 	s.acks.promise(rec(11, 2), nil)
 	produce(2) // offsets 13..14 before the result of 12 arrives
 	s.acks.promise(rec(12, 3), nil)
-	s.handleAcks()
-	if s.taken != 3 || s.countedBytes != 0 {
-		t.Fatalf("a later batch produced: taken %d, bytes %d (published with the later batch)", s.taken, s.countedBytes)
-	}
+	check("a later batch produced: 12 is not the last record produced", 0, 0, 5)
 	s.acks.promise(rec(13, 4), nil)
 	s.acks.promise(rec(14, 5), nil)
-	s.handleAcks()
-	if s.taken != 5 || s.countedBytes != 15 {
-		t.Fatalf("every batch settled: taken %d, bytes %d, want 15", s.taken, s.countedBytes)
-	}
+	check("every batch settled", 5, 15, 0)
 
-	produce(3) // offsets 15..17: 15 lands, 16 fails, 17 is never verified
-	s.acks.promise(rec(15, 6), nil)
-	s.acks.promise(rec(16, 7), errors.New("broker down"))
-	s.acks.promise(rec(17, 8), nil)
-	s.handleAcks()
-	if s.taken != 6 || s.countedBytes != 21 || s.failure == nil {
-		t.Fatalf("after a failure: taken %d, bytes %d (want 21), failure %v", s.taken, s.countedBytes, s.failure)
+	// A long batch: the session's publishEvery-th result publishes (five
+	// came before the batch), then its last record.
+	produce(publishEvery + 1) // offsets 15..15+publishEvery, 1 byte each
+	for i := range int64(publishEvery - 5) {
+		s.acks.promise(rec(15+i, 1), nil)
 	}
+	check("the session's publishEvery-th result", publishEvery, 10+publishEvery, 6)
+	for i := int64(publishEvery - 5); i <= publishEvery; i++ {
+		s.acks.promise(rec(15+i, 1), nil)
+	}
+	check("the long batch settled", 6+publishEvery, 16+publishEvery, 0)
+
+	base := s.produced
+	produce(3) // the first lands, the second fails, the third is never verified
+	s.acks.promise(rec(base, 6), nil)
+	s.acks.promise(rec(base+1, 7), errors.New("broker down"))
+	if s.handleAcks(); s.taken != 7+publishEvery || s.countedBytes != 22+publishEvery || s.failure == nil {
+		t.Fatalf("at the failure: taken %d, bytes %d, failure %v", s.taken, s.countedBytes, s.failure)
+	}
+	s.acks.promise(rec(base+2, 8), nil)
+	check("after the failure, every result in", 7+publishEvery, 22+publishEvery, 0)
 }
