@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/devcluster"
 	"kmirror/internal/procstat"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
@@ -69,10 +70,10 @@ type cost struct {
 func (m *costMeter) start() func() cost {
 	m.b.Helper()
 	pg0 := m.stats()
-	cpu0, kf0, t0 := selfCPU(m.b), m.kfakeCPU(), time.Now()
+	cpu0, kf0, t0 := selfCPU(m.b), kfakeCPU(m.b, m.env.Clusters.Process()), time.Now()
 	return func() cost {
 		m.b.Helper()
-		cpu1, kf1, t1 := selfCPU(m.b), m.kfakeCPU(), time.Now()
+		cpu1, kf1, t1 := selfCPU(m.b), kfakeCPU(m.b, m.env.Clusters.Process()), time.Now()
 		pg1 := m.stats()
 		secs := t1.Sub(t0).Seconds()
 		c := cost{kmirror: (cpu1 - cpu0).Seconds() / secs, kfake: -1, pg: pg1.Rates(pg0)}
@@ -100,15 +101,15 @@ func (m *costMeter) stats() testdb.Stats {
 	return s
 }
 
-// kfakeCPU is the clusters' process's CPU so far, or -1 in-process.
-func (m *costMeter) kfakeCPU() time.Duration {
-	p := m.env.Clusters.Process()
+// kfakeCPU is the CPU the clusters' process p has used so far, or -1 when
+// the clusters run in this process (p is nil).
+func kfakeCPU(b *testing.B, p *devcluster.Process) time.Duration {
 	if p == nil {
 		return -1
 	}
 	d, err := p.CPU()
 	if err != nil {
-		m.b.Fatalf("kfake process CPU: %v", err)
+		b.Fatalf("kfake process CPU: %v", err)
 	}
 	return d
 }

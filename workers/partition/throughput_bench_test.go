@@ -146,7 +146,7 @@ type copyCost struct {
 
 func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.Seconds() }
 
-// benchClusters is each copy's cluster configuration. The clusters run in
+// benchClusters configures the clusters a run's copies share. They run in
 // a child process unless KMIRROR_BENCH_CLUSTERS=inprocess, as a broker runs
 // apart from its clients: until 2026-12-03 (sixth session) they ran in the
 // benchmark's process, where kfake's ~800 MB of live heap made every
@@ -175,8 +175,8 @@ var copySeq int
 type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize, m *copyMeter) copyTimes
 
 // copyMeter measures a copy's timed part only, from start to stop: the
-// time, the process's CPU and page faults, the clusters' and Postgres's CPU, and (with
-// KMIRROR_BENCH_PROFILE_DIR) a CPU profile. Until 2026-12-03 (fifth
+// time, the process's CPU and page faults, the clusters' and Postgres's
+// CPU, and (with KMIRROR_BENCH_PROFILE_DIR) a CPU profile. Until 2026-12-03 (fifth
 // session) CPU, faults and profiles covered all of kmirror's copier, so its
 // instance's start, a 300 ms wait and the checks after the copy as well.
 type copyMeter struct {
@@ -197,7 +197,7 @@ func (m *copyMeter) start() time.Time {
 	m.b.StartTimer()
 	m.stopProfile = profilePhase(m.b, m.name)
 	m.cpu, m.faults, m.pg, m.heap = processCPU(), pageFaults(), postgresCPU(), heapActivity()
-	m.kfake = m.kfakeCPU()
+	m.kfake = kfakeCPU(m.b, m.clusters)
 	m.at = time.Now()
 	return m.at
 }
@@ -214,7 +214,7 @@ func (m *copyMeter) stop() time.Duration {
 		m.cost.pgCores = (postgresCPU() - m.pg).Seconds() / copied.Seconds()
 	}
 	if m.kfake >= 0 {
-		m.cost.kfakeCores = (m.kfakeCPU() - m.kfake).Seconds() / copied.Seconds()
+		m.cost.kfakeCores = (kfakeCPU(m.b, m.clusters) - m.kfake).Seconds() / copied.Seconds()
 	}
 	m.stopProfile()
 	m.b.StopTimer()
@@ -244,18 +244,6 @@ func measureCopy(b *testing.B, clusters *devcluster.Clusters, sz throughputSize,
 	t := copy(b, env, topic, sz, m)
 	t.copyCost = m.cost
 	return t
-}
-
-// kfakeCPU is the clusters' process's CPU so far, or -1 in this process.
-func (m *copyMeter) kfakeCPU() time.Duration {
-	if m.clusters == nil {
-		return -1
-	}
-	d, err := m.clusters.CPU()
-	if err != nil {
-		m.b.Fatalf("kfake process CPU: %v", err)
-	}
-	return d
 }
 
 // pageFaults counts the process's page faults so far. On this machine (a
