@@ -22,12 +22,7 @@ func TestCoalescerSharesFreshReads(t *testing.T) {
 		return v, nil
 	}
 	// The first caller's read is running and blocked.
-	first := make(chan int64)
-	go func() {
-		v, _ := c.do(t.Context(), "k", read)
-		first <- v
-	}()
-	waitFor(t, "the first read running", func() (bool, string) { return reads.Load() == 1, fmt.Sprint(reads.Load(), " reads") })
+	first := startFirst(t, "read", &reads, func() (int64, error) { return c.do(t.Context(), "k", read) })
 
 	// The value changes; callers that ask now must not get the running
 	// read's older value.
@@ -106,12 +101,7 @@ func TestCoalescerJoinSharesRunningAction(t *testing.T) {
 		}
 		return n, nil
 	}
-	first := make(chan int64)
-	go func() {
-		v, _ := c.join(t.Context(), "k", act)
-		first <- v
-	}()
-	waitFor(t, "the first action running", func() (bool, string) { return runs.Load() == 1, fmt.Sprint(runs.Load(), " runs") })
+	first := startFirst(t, "action", &runs, func() (int64, error) { return c.join(t.Context(), "k", act) })
 	const n = 20
 	var wg sync.WaitGroup
 	got := make([]int64, n)
@@ -135,6 +125,22 @@ func TestCoalescerJoinSharesRunningAction(t *testing.T) {
 	if v, _ := c.join(t.Context(), "k", act); v != 2 {
 		t.Errorf("a caller after the action ended got run %d, want a new one (2)", v)
 	}
+}
+
+// startFirst makes the first call in a goroutine and returns once its
+// work has started (started counts one); the call's value arrives on the
+// channel returned.
+func startFirst(t *testing.T, what string, started *atomic.Int64, call func() (int64, error)) <-chan int64 {
+	t.Helper()
+	first := make(chan int64, 1)
+	go func() {
+		v, _ := call()
+		first <- v
+	}()
+	waitFor(t, "the first "+what+" running", func() (bool, string) {
+		return started.Load() == 1, fmt.Sprint(started.Load(), " started")
+	})
+	return first
 }
 
 // doneSpy counts the callers that have begun to wait on it.
