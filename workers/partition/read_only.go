@@ -3,6 +3,8 @@ package partition
 import (
 	"context"
 	"errors"
+	"fmt"
+
 	"kmirror/repo"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -50,12 +52,16 @@ func (w *partitionWorker) enforceReadOnly(ctx context.Context, on bool) error {
 		enforced = w.e.authorizer.enforces(ctx)
 	}
 	// The topic's partitions share the read of what is recorded; only a
-	// change is written (fenced).
+	// change is written (fenced), once for those that find it missing
+	// together.
+	value := enforced && on
 	state, err := w.e.topicState(ctx, w.key.Mirror, w.key.Topic)
-	if err == nil && state.ReadOnlyEnforced != nil && *state.ReadOnlyEnforced == (enforced && on) {
+	if err == nil && state.ReadOnlyEnforced != nil && *state.ReadOnlyEnforced == value {
 		return nil
 	}
-	err = repo.TopicsSetReadOnlyEnforced(ctx, w.e.cfg.Pool, w.fence(), enforced && on)
+	_, err = w.e.writeTopicRow(ctx, w.fence(), fmt.Sprint("read_only_enforced=", value), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
+		return nil, repo.TopicsSetReadOnlyEnforced(ctx, w.e.cfg.Pool, f, value)
+	})
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the lease moved on
 	}

@@ -28,6 +28,9 @@ type sharedReads struct {
 	dstTopics   *coalescer[string, destinationTopic]
 	topicStates *coalescer[[2]string, repo.TopicWorkerState]
 	readOnly    *coalescer[string, struct{}]
+	// topicWrites are the workers' writes of a topic's row (writeTopicRow):
+	// actions, shared with join.
+	topicWrites *coalescer[topicWriteKey, topicWritten]
 }
 
 // Each shared read has its own deadline, since it runs apart from the
@@ -45,6 +48,7 @@ func newSharedReads() sharedReads {
 		dstTopics:   newCoalescer[string, destinationTopic](sharedKafkaTimeout),
 		topicStates: newCoalescer[[2]string, repo.TopicWorkerState](sharedDBTimeout),
 		readOnly:    newCoalescer[string, struct{}](sharedKafkaTimeout),
+		topicWrites: newCoalescer[topicWriteKey, topicWritten](sharedDBTimeout),
 	}
 }
 

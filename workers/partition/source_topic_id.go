@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
 	"kmirror/repo"
 )
 
@@ -26,8 +27,8 @@ func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceCli
 		return nil // an old broker without topic ids: nothing to compare
 	}
 	id := meta.id
-	// The topic's partitions share the read of what is recorded; only the
-	// first one to find nothing writes (fenced).
+	// The topic's partitions share the read of what is recorded; those that
+	// find nothing share one write (fenced).
 	state, err := w.e.topicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the topic is gone
@@ -37,7 +38,9 @@ func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceCli
 	}
 	stored := state.SourceTopicID
 	if stored == nil {
-		stored, err = repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, w.fence(), id[:])
+		stored, err = w.e.writeTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
+			return repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, f, id[:])
+		})
 		if errors.Is(err, repo.ErrNotFound) {
 			return errStop // the lease moved on
 		}
