@@ -243,7 +243,7 @@ function partitionsTable(view, t, rows) {
   const shown = rows.filter((p) => !view.stateFilter || p.state === view.stateFilter)
     .sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
   return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${t.topic}`, tabindex: '0' },
-    h('table', { class: 'data partitions' },
+    h('table', { class: 'data partitions stack' },
       h('caption', { class: 'visually-hidden' }, `Partitions of ${t.topic}`),
       h('thead', {}, h('tr', {},
         ['Partition', 'Source offset', 'Destination offset', 'Lag', 'State', 'Owner', 'Retries', 'Lost', 'Progressed', 'Error']

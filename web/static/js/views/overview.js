@@ -50,7 +50,7 @@ function mirrorsSection(mirrors, lagSeries, session) {
     h('p', { class: 'summary' }, `${count(mirrors.length)} mirror(s), ${count(totals.partitions)} partitions, total lag ${count(totals.lag)}`,
       totals.failed ? h('strong', { class: 'error-text' }, ` — ${count(totals.failed)} partition(s) FAILED`) : null),
     h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Mirrors table', tabindex: '0' },
-      h('table', { class: 'data' },
+      h('table', { class: 'data stack' },
         h('thead', {}, h('tr', {},
           h('th', { scope: 'col' }, 'Mirror'), h('th', { scope: 'col' }, 'Source'), h('th', { scope: 'col', class: 'num' }, 'Topics'),
           h('th', { scope: 'col' }, 'Partitions'), h('th', { scope: 'col', class: 'num' }, 'Lag'), h('th', { scope: 'col' }, 'Lag, 10 min'),
@@ -61,15 +61,16 @@ function mirrorsSection(mirrors, lagSeries, session) {
 function mirrorRow(m, points) {
   const st = m.status || {};
   const lags = points.map((p) => p.lag);
+  // data-label names each cell where phone width stacks the columns.
   return h('tr', { class: st.states?.FAILED ? 'row-failed' : null },
-    h('th', { scope: 'row' }, h('a', { href: `#/mirrors/${seg(m.name)}`, 'data-focus-key': `mirror-${m.name}` }, m.name)),
-    h('td', { class: 'mono wrap' }, m.source.bootstrap_servers),
-    h('td', { class: 'num' }, count(st.topics)),
-    h('td', {}, stateBadges(st.states)),
-    h('td', { class: 'num' }, count(st.lag)),
-    h('td', {}, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}`)),
-    h('td', { class: 'num' }, rate(st.records_per_sec)),
-    h('td', {}, syncCell(m.last_sync)));
+    h('th', { scope: 'row', 'data-label': 'Mirror' }, h('a', { href: `#/mirrors/${seg(m.name)}`, 'data-focus-key': `mirror-${m.name}` }, m.name)),
+    h('td', { class: 'mono wrap', 'data-label': 'Source' }, m.source.bootstrap_servers),
+    h('td', { class: 'num', 'data-label': 'Topics' }, count(st.topics)),
+    h('td', { 'data-label': 'Partitions' }, stateBadges(st.states)),
+    h('td', { class: 'num', 'data-label': 'Lag' }, count(st.lag)),
+    h('td', { 'data-label': 'Lag, 10 min' }, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}`)),
+    h('td', { class: 'num', 'data-label': 'Records/s' }, rate(st.records_per_sec)),
+    h('td', { 'data-label': 'Last sync' }, syncCell(m.last_sync)));
 }
 
 /** syncCell summarises the last metadata sync: OK or failed, and when. */
@@ -88,15 +89,16 @@ function instancesSection(instances) {
     instances.length === 0
       ? h('p', { class: 'empty-state' }, 'No kmirror instance has registered yet.')
       : h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Instances table', tabindex: '0' },
-        h('table', { class: 'data' },
+        h('table', { class: 'data stack' },
           h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Instance'), h('th', { scope: 'col' }, 'Host'),
             h('th', { scope: 'col' }, 'Status'), h('th', { scope: 'col', class: 'num' }, 'Leases'),
             h('th', { scope: 'col' }, 'Last heartbeat'), h('th', { scope: 'col' }, 'Version'))),
           h('tbody', {}, instances.map((i) => h('tr', {},
-            h('th', { scope: 'row', class: 'mono' }, i.id),
-            h('td', {}, i.hostname || '—'),
-            h('td', {}, h('span', { class: `badge ${i.live ? 'ok' : 'off'}` }, i.live ? 'live' : (i.stopped_at ? 'stopped' : 'silent'))),
-            h('td', { class: 'num' }, count(i.leases ?? 0)),
-            h('td', {}, time(i.heartbeat_at), h('span', { class: 'muted' }, ` (${ago(i.heartbeat_at)})`)),
-            h('td', { class: 'mono' }, i.version || '—')))))));
+            h('th', { scope: 'row', class: 'mono', 'data-label': 'Instance' }, i.id),
+            h('td', { 'data-label': 'Host' }, i.hostname || '—'),
+            h('td', { 'data-label': 'Status' }, h('span', { class: `badge ${i.live ? 'ok' : 'off'}` }, i.live ? 'live' : (i.stopped_at ? 'stopped' : 'silent'))),
+            h('td', { class: 'num', 'data-label': 'Leases' }, count(i.leases ?? 0)),
+            // One span, so a stacked card keeps the time and its age together.
+            h('td', { 'data-label': 'Last heartbeat' }, h('span', {}, time(i.heartbeat_at), h('span', { class: 'muted' }, ` (${ago(i.heartbeat_at)})`))),
+            h('td', { class: 'mono', 'data-label': 'Version' }, i.version || '—')))))));
 }
