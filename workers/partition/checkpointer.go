@@ -62,8 +62,20 @@ func (c *checkpointer) caughtUp() {
 // save.
 const catchUpDelay = 10 * time.Millisecond
 
-// catchUpGap bounds the early saves to ten a second.
-const catchUpGap = 100 * time.Millisecond
+// catchUpShare bounds the time early saves take: after one, the next waits
+// at least catchUpShare times as long as that one took, so they take at most
+// a fifth of the time however many partitions catch up one after another.
+// It was a fixed gap of 100 ms, and a topic's partitions that caught up a
+// few ms after the first one's save showed lag 0 up to 100 ms later, a
+// sixth of a 100 B benchmark copy (docs/benchmarks.md, "Mirroring
+// throughput"); a save of a few rows takes 1-3 ms.
+const catchUpShare = 4
+
+// catchUpWait is how long a catch-up waits before its save, given when the
+// last early save started and how long it took.
+func catchUpWait(now, lastStart time.Time, lastTook time.Duration) time.Duration {
+	return max(catchUpDelay, lastStart.Add(lastTook+catchUpShare*lastTook).Sub(now))
+}
 
 // update records a partition's latest progress and the offset-map runs that
 // changed since its last update.
@@ -113,7 +125,8 @@ func (c *checkpointer) take(k lease.Key) *repo.Checkpoint {
 func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
-	var lastSoon time.Time
+	var lastStart time.Time
+	var lastTook time.Duration
 	for {
 		select {
 		case <-ctx.Done():
@@ -121,16 +134,14 @@ func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 		case <-t.C:
 			c.flush(ctx)
 		case <-c.soon:
-			// At most one early save per catchUpGap, however many
-			// partitions catch up one after another.
-			wait := max(catchUpDelay, time.Until(lastSoon.Add(catchUpGap)))
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(wait):
+			case <-time.After(catchUpWait(time.Now(), lastStart, lastTook)):
 			}
-			lastSoon = time.Now()
+			lastStart = time.Now()
 			c.flush(ctx)
+			lastTook = time.Since(lastStart)
 		}
 	}
 }
