@@ -74,7 +74,7 @@ const catchUpShare = 4
 // catchUpWait is how long a catch-up waits before its save, given when the
 // last early save started and how long it took.
 func catchUpWait(now, lastStart time.Time, lastTook time.Duration) time.Duration {
-	return max(catchUpDelay, lastStart.Add(lastTook+catchUpShare*lastTook).Sub(now))
+	return max(catchUpDelay, lastStart.Add((catchUpShare+1)*lastTook).Sub(now))
 }
 
 // update records a partition's latest progress and the offset-map runs that
