@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -58,6 +59,9 @@ type EngineConfig struct {
 	// Registerer receives the kmirror_mirrored_* metrics; nil leaves them
 	// unregistered.
 	Registerer prometheus.Registerer
+	// ProduceBuffer bounds the records produced to the destination and not
+	// yet answered, across every partition (produceGate). Default 100,000.
+	ProduceBuffer int64
 }
 
 func (c *EngineConfig) validate() error {
@@ -83,6 +87,8 @@ type Engine struct {
 	log       *slog.Logger
 	metrics   *mirrorMetrics
 	producer  *kgo.Client
+	// gate bounds the producer's buffered records instead of kgo.
+	gate *produceGate
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
@@ -127,11 +133,12 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, time.Second)
 	cfg.OffsetsInterval = cmp.Or(cfg.OffsetsInterval, 2*time.Second)
 	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 5*time.Second)
+	cfg.ProduceBuffer = cmp.Or(cfg.ProduceBuffer, 100_000)
 	cfg.Retry.Initial = cmp.Or(cfg.Retry.Initial, time.Second)
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
-	e := &Engine{cfg: cfg, log: log,
+	e := &Engine{cfg: cfg, log: log, gate: newProduceGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{}}
 	var err error
@@ -164,25 +171,13 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		}
 	}()
 	e.producerHealth = &clientHealth{}
-	e.producer, err = e.cfg.Destination.NewClient(
+	e.producer, err = e.cfg.Destination.NewClient(append(producerOpts(e.cfg.DeliveryTimeout),
 		kgo.WithHooks(e.producerHealth),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// Not RecordDeliveryTimeout: kgo measures it from the record's
-		// timestamp, which mirroring preserves. Each produce carries a
-		// context deadline instead (see mirrorSession.handleBatch).
-		kgo.ProduceRequestTimeout(e.cfg.DeliveryTimeout),
-		// No linger: records arrive in fetched batches already, and kgo
-		// batches whatever queues while a request is in flight. A 5 ms
-		// linger cost 5 ms of latency at 5,000 records/s and no throughput
-		// (docs/benchmarks.md, "Latency").
-		kgo.ProducerLinger(0),
-		kgo.MaxBufferedRecords(100_000),
 		// A newly created destination topic must be seen quickly.
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))),
 		e.metrics.produceOpt(),
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
@@ -203,6 +198,28 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	e.Go(e.refreshOffsetsLoop)
 	e.Go(e.watchHealth)
 	return nil
+}
+
+// producerOpts decide how the destination producer batches, buffers and
+// fails records.
+func producerOpts(deliveryTimeout time.Duration) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		// Not RecordDeliveryTimeout: kgo measures it from the record's
+		// timestamp, which mirroring preserves. Each produce carries a
+		// context deadline instead (see mirrorSession.handleBatch).
+		kgo.ProduceRequestTimeout(deliveryTimeout),
+		// No linger: records arrive in fetched batches already, and kgo
+		// batches whatever queues while a request is in flight. A 5 ms
+		// linger cost 5 ms of latency at 5,000 records/s and no throughput
+		// (docs/benchmarks.md, "Latency").
+		kgo.ProducerLinger(0),
+		// No limit here: produceGate bounds what is buffered, because a
+		// record kgo fails while it waits for room breaks the order of
+		// results.
+		kgo.MaxBufferedRecords(math.MaxInt32),
+	}
 }
 
 // watchHealth checks the producer's and the fetchers' health every second

@@ -38,7 +38,7 @@ func BenchmarkAckedBatch(b *testing.B) {
 			for i := range recs {
 				recs[i] = &kgo.Record{Key: make([]byte, 16), Value: make([]byte, 100)}
 			}
-			s := &mirrorSession{acks: newProduceAcks(0), mirrored: bc.mirrored(b)}
+			s := &mirrorSession{acks: newProduceAcks(0, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -113,7 +113,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.mirrored = w.e.metrics.topic(w.key.Mirror, w.key.Topic)
-	s.acks = newProduceAcks(s.dstNext)
+	s.acks = newProduceAcks(s.dstNext, w.e.gate)
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
 	s.acks.onFailure = func() { s.produceCancel(errCopyFailed) }
@@ -321,6 +321,13 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		}
 	}
 	if upTo := s.produced + n; n > 0 {
+		// Room for the whole batch first: once one record of it is handed
+		// to kgo, every later one must follow, or the destination could
+		// skip one (produceGate). If produceCtx ends meanwhile, none is.
+		if err := w.e.gate.acquire(s.produceCtx, n); err != nil {
+			s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
+			return
+		}
 		s.acks.producedEnd.Store(upTo)
 		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
 			if s.acks.base+s.acks.done.Load() < upTo {

@@ -21,7 +21,9 @@ type pendingRun struct {
 // produceAcks counts one session's produce results without a lock or a
 // queue per record. kgo calls a partition's promises one at a time, in the
 // order the records were produced, so the k-th result belongs to the k-th
-// record produced, whose destination offset must be base+k.
+// record produced, whose destination offset must be base+k. That order
+// holds because no record fails before kgo buffers it: kgo's own buffer
+// limit is off and produceGate waits instead (see there).
 //
 // The promise counts in plain fields that only it touches and publishes
 // them to the worker (done, verified, verifiedBytes, then a wake-up) in
@@ -55,6 +57,11 @@ type produceAcks struct {
 	mu      sync.Mutex
 	failure *produceFailure // the first failure, nil while none
 
+	// gate gets back the room of each published run of results; released
+	// counts those given back so far (the promise's own).
+	gate     *produceGate
+	released int64
+
 	// onFailure runs at the first failure, in the promise, so that no later
 	// record of the session is sent (see mirrorSession.produceCtx).
 	onFailure func()
@@ -71,8 +78,8 @@ type produceFailure struct {
 	got   int64 // the offset it landed at, for a foreign write
 }
 
-func newProduceAcks(base int64) *produceAcks {
-	return &produceAcks{base: base, notify: make(chan struct{}, 1)}
+func newProduceAcks(base int64, gate *produceGate) *produceAcks {
+	return &produceAcks{base: base, notify: make(chan struct{}, 1), gate: gate}
 }
 
 // promise is the produce callback of every record of the session.
@@ -103,6 +110,10 @@ func (a *produceAcks) promise(r *kgo.Record, err error) {
 		a.verified.Store(k + 1)
 	}
 	a.done.Store(k + 1)
+	if a.gate != nil {
+		a.gate.release(k + 1 - a.released)
+		a.released = k + 1
+	}
 	if !a.woken.Load() && !a.woken.Swap(true) {
 		select {
 		case a.notify <- struct{}{}:

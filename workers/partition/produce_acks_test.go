@@ -17,7 +17,7 @@ func TestAckedBytesAreExact(t *testing.T) {
 	rec := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size)}
 	}
-	s := &mirrorSession{acks: newProduceAcks(10), produced: 10}
+	s := &mirrorSession{acks: newProduceAcks(10, nil), produced: 10}
 	produce := func(n int64) { // the worker's side of handleBatch
 		s.pending = append(s.pending, pendingRun{src: s.produced, dst: s.produced, n: n})
 		s.acks.producedEnd.Store(s.produced + n)

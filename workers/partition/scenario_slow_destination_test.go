@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,8 +36,11 @@ func TestScenarioSlowDestinationKeepsOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	value := []byte(strings.Repeat("x", 100))
+	// Every value is its own, so that the record-by-record comparison at
+	// the end tells a skipped or repeated copy from its neighbours (they
+	// often share a timestamp).
 	for i := range 300_000 {
+		value := fmt.Appendf(nil, "%-100d", i)
 		cl.Produce(t.Context(), &kgo.Record{Topic: "slow", Partition: int32(i % 3), Value: value}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				t.Error(err)
@@ -57,7 +61,9 @@ func TestScenarioSlowDestinationKeepsOrder(t *testing.T) {
 		return nil, nil, false
 	})
 	env.CreateMirror("m", "slow")
-	env.StartInstance("i1")
+	// A produce buffer smaller than a stall's worth of records, so that
+	// fetched batches wait for room while their session's deadline passes.
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{ProduceBuffer: 5_000})
 	workertest.WaitEndsEqual(t, env.Env, "slow", 3, 90*time.Second)
 	env.WaitStates("m", service.StateMirroring, 30*time.Second)
 	failed := 0

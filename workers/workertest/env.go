@@ -137,6 +137,9 @@ type InstanceOpts struct {
 	Registerer prometheus.Registerer
 	// SourceOpts are extra options of the engine's source clients (hooks).
 	SourceOpts []kgo.Opt
+	// ProduceBuffer is the engine's bound on records produced and not yet
+	// answered; zero takes the engine's default.
+	ProduceBuffer int64
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -180,7 +183,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
-		Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
+		ProduceBuffer: o.ProduceBuffer, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool
 	if o.ProductionTimings {
