@@ -53,9 +53,12 @@ type mirrorSession struct {
 	partitionUnknown bool
 	// produceCtx is every record's context. It ends with the lease, at the
 	// first failed or misplaced copy, when a batch outlives the delivery
-	// timeout, and when the session ends; once it has, no record of the
-	// session still unsent can ever be sent. That one event is what keeps
-	// the destination in order: with a deadline of its own per batch, kgo
+	// timeout, and when the session ends. Once it has, kgo fails each
+	// unsent record when it reaches the head of the partition's queue, with
+	// every record queued after it, and no batch waits for produce room
+	// (produceGate); records queued behind a batch in flight may still go
+	// out, in order after it. One context for all is what keeps the
+	// destination in order: with a deadline of its own per batch, kgo
 	// failed a late batch while a later one, produced before its worker
 	// saw the failure, went out at the offsets the late one should have
 	// had, and alignment then found a destination it could not explain.
@@ -311,9 +314,9 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	}
 	// Every record of this batch must land or fail within the delivery
 	// timeout: if one is still unsettled then, produceCtx ends, and kgo
-	// fails every record it has not sent, this batch's and any later one's
-	// (and a Produce waiting for buffer space returns). upTo counts what
-	// will be produced: markers and records already copied are not.
+	// fails the records it has not sent from the first that reaches the
+	// head of the queue on. upTo counts what will be produced: markers and
+	// records already copied are not.
 	n := int64(0)
 	for _, r := range b.records {
 		if r.Offset >= s.fetchNext && !r.Attrs.IsControl() {
