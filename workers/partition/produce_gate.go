@@ -23,10 +23,12 @@ type produceGate struct {
 	mu    sync.Mutex
 	limit int64
 	held  int64
-	// freed is closed when room is given back while someone waits, and then
-	// replaced.
-	freed   chan struct{}
-	waiting bool
+	// freed is closed, and replaced, once the smallest batch waiting (need,
+	// 0 while none waits) fits: while a backlog keeps the buffer full, the
+	// fetch goroutine then wakes once a batch, not at every run of results
+	// the promise publishes.
+	freed chan struct{}
+	need  int64
 }
 
 func newProduceGate(limit int64) *produceGate {
@@ -43,7 +45,9 @@ func (g *produceGate) acquire(ctx context.Context, n int64) error {
 			g.mu.Unlock()
 			return nil
 		}
-		g.waiting = true
+		if g.need == 0 || n < g.need {
+			g.need = n
+		}
 		freed := g.freed
 		g.mu.Unlock()
 		select {
@@ -61,9 +65,9 @@ func (g *produceGate) release(n int64) {
 	}
 	g.mu.Lock()
 	g.held -= n
-	if g.waiting {
+	if g.need > 0 && (g.held == 0 || g.held+g.need <= g.limit) {
 		close(g.freed)
-		g.freed, g.waiting = make(chan struct{}), false
+		g.freed, g.need = make(chan struct{}), 0
 	}
 	g.mu.Unlock()
 }
