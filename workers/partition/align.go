@@ -135,7 +135,7 @@ func (w *partitionWorker) alignForward(ctx context.Context, src *sourceClients, 
 			w.key.Topic, w.key.Partition, k, d, len(walked), s)
 	}
 	last := walked[len(walked)-1]
-	if err := w.compareDestination(ctx, last, E-1); err != nil {
+	if err := w.compareDestinationRange(ctx, walked, d); err != nil {
 		return alignResult{}, err
 	}
 	runs := runsFor(walked, d)
@@ -237,17 +237,35 @@ func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceCli
 // compareDestination checks that destination record at dstOffset equals the
 // source record.
 func (w *partitionWorker) compareDestination(ctx context.Context, want *kgo.Record, dstOffset int64) error {
-	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, dstOffset, dstOffset+1, 1, false)
+	return w.compareDestinationRange(ctx, []*kgo.Record{want}, dstOffset)
+}
+
+// compareDestinationRange checks that the destination records from
+// dstStart on are want, one for one. Comparing only the last one passed a
+// destination that skipped a record and repeated another when neighbours
+// were equal (records often share a timestamp and a value); every record is
+// compared instead, which costs one more read of the k records that the
+// walk of the source has read already. A record the destination cannot
+// serve (compacted away) is not compared, but the last one must be there.
+func (w *partitionWorker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
+	end := dstStart + int64(len(want))
+	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, dstStart, end, len(want), false)
 	if err != nil {
-		return retryable("read destination record %d: %v", dstOffset, err)
+		return retryable("read destination records [%d, %d): %v", dstStart, end, err)
 	}
-	if len(got) != 1 || got[0].Offset != dstOffset {
-		return retryable("destination record %s/%d@%d could not be read", w.key.Topic, w.key.Partition, dstOffset)
+	if len(got) == 0 || got[len(got)-1].Offset != end-1 {
+		return retryable("destination record %s/%d@%d could not be read", w.key.Topic, w.key.Partition, end-1)
 	}
-	if err := kafkaconn.SameRecord(want, got[0]); err != nil {
-		return permanent("divergence on %s/%d: destination offset %d does not match source offset %d (%v): "+
-			"records were written to the destination by someone else; remove the topic and add it with recreate to start over",
-			w.key.Topic, w.key.Partition, dstOffset, want.Offset, err)
+	for _, g := range got {
+		i := g.Offset - dstStart
+		if i < 0 || i >= int64(len(want)) {
+			continue
+		}
+		if err := kafkaconn.SameRecord(want[i], g); err != nil {
+			return permanent("divergence on %s/%d: destination offset %d does not match source offset %d (%v): "+
+				"records were written to the destination by someone else; remove the topic and add it with recreate to start over",
+				w.key.Topic, w.key.Partition, g.Offset, want[i].Offset, err)
+		}
 	}
 	return nil
 }

@@ -235,3 +235,48 @@ func TestScenarioForeignWrite(t *testing.T) {
 		t.Fatalf("checkpoint moved past the foreign write: %s", describePartition(row))
 	}
 }
+
+// TestScenarioAlignmentComparesEveryRecord: records past the checkpoint
+// must be the next source records one for one. Here the destination skipped
+// source record 11 and holds 13 twice, so its last record still matches
+// the source's: alignment compared only that one before, and resumed on a
+// destination one record off.
+func TestScenarioAlignmentComparesEveryRecord(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "src", 10)...)
+	env.CreateMirror("m", "orders")
+	in := env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	in.Stop()
+
+	// Four more source records, and as if a previous owner had copied them
+	// past its checkpoint: 10, 12, 13, 13.
+	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "more", 4)...)
+	src := workertest.ReadAll(t, env.Clusters.SourceAddr(), "orders", 0, true)
+	if len(src) != 14 {
+		t.Fatalf("source holds %d records, want 14", len(src))
+	}
+	var copies []*kgo.Record
+	for _, i := range []int{10, 12, 13, 13} {
+		r := src[i]
+		copies = append(copies, &kgo.Record{Topic: "orders", Partition: 0, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+	}
+	workertest.ProduceRecords(t, dstConn, copies...)
+
+	env.StartInstance("i2")
+	row := env.waitPartition("m", "orders", 0, 20*time.Second, "FAILED, not retryable", func(r repo.Partition) bool {
+		return r.State == service.StateFailed && !r.Retryable
+	})
+	if !strings.Contains(row.Error, "divergence on orders/0: destination offset 11 does not match source offset 11") {
+		t.Fatalf("error does not report the skipped record: %q", row.Error)
+	}
+	if row.SrcNext == nil || *row.SrcNext != 10 || *row.DstNext != 10 {
+		t.Fatalf("checkpoint moved past the records it could not verify: %s", describePartition(row))
+	}
+}
