@@ -74,6 +74,12 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
 			replicationFactor: r.ReplicationFactor, recreate: r.Recreate}
 	}
+	d.store(m)
+	return nil
+}
+
+// store makes m the desired states and wakes the waiters if they changed.
+func (d *desiredStates) store(m map[[2]string]topicDesire) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// Waiters are woken only by a change: the fallback poll every 5 s woke
@@ -84,5 +90,4 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 		close(d.changed)
 		d.changed = make(chan struct{})
 	}
-	return nil
 }

@@ -133,6 +133,10 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	tick := time.NewTicker(sessionTick)
 	defer tick.Stop()
 	stopReason := error(nil)
+	// Taken before the state is read again, as w.desiredChanged is: a
+	// change that comes while the worker handles something else is seen
+	// at its next wait.
+	healthChanged := w.e.health.updated()
 	for stopReason == nil && !s.stopped() {
 		select {
 		case <-s.halted:
@@ -149,11 +153,13 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
-		case <-w.e.desired.updated():
+		case <-w.desiredChanged:
+			w.desiredChanged = w.e.desired.updated()
 			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
-		case <-w.e.health.updated():
+		case <-healthChanged:
+			healthChanged = w.e.health.updated()
 			s.reportTrouble(ctx, f)
 		case <-w.stopping:
 			stopReason = errStop

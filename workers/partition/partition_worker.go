@@ -36,6 +36,12 @@ type partitionWorker struct {
 	// mirroring is set while a mirroring session runs (read by the offsets
 	// refresher).
 	mirroring atomic.Bool
+	// desiredChanged is the desired-state cache's change signal, taken
+	// before the desired state the worker acts on was read: a change after
+	// that read has closed it, however busy the worker was when it came.
+	// Taken afresh at each wait, a change that came in between was missed
+	// until the next one (or the session's 30 s tick).
+	desiredChanged <-chan struct{}
 
 	stopOnce sync.Once
 	stopping chan struct{} // closed by stop(): finish gracefully
@@ -210,6 +216,7 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 // once when the topic is missing (a lease can be taken before the cache has
 // seen a new topic); errStop when the topic is gone (mirror deleted).
 func (w *partitionWorker) desire(ctx context.Context) (topicDesire, error) {
+	w.desiredChanged = w.e.desired.updated()
 	if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); ok {
 		return d, nil
 	}
@@ -357,7 +364,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 // idle waits for a desired-state change or the end of the lease.
 func (w *partitionWorker) idle(ctx context.Context) error {
 	select {
-	case <-w.e.desired.updated():
+	case <-w.desiredChanged:
 		return nil
 	case <-w.stopping:
 		return errStop
@@ -377,8 +384,9 @@ func (w *partitionWorker) waitUntil(ctx context.Context, t time.Time) error {
 		select {
 		case <-timer.C:
 			return nil
-		case <-w.e.desired.updated():
+		case <-w.desiredChanged:
 			timer.Stop()
+			w.desiredChanged = w.e.desired.updated()
 			if des, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || des.state == service.DesiredStopped {
 				return nil
 			}
