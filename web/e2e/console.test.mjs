@@ -93,8 +93,14 @@ async function waitedFor(dlg, target) {
 
 async function expand(p, topic) {
   const toggle = topicItem(p, topic).getByRole('button', { name: topic, exact: true });
-  if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
-  await topicItem(p, topic).locator('table.partitions').waitFor();
+  try {
+    if ((await toggle.getAttribute('aria-expanded', LONG)) !== 'true') await toggle.click(LONG);
+    await topicItem(p, topic).locator('table.partitions').waitFor(LONG);
+  } catch (err) {
+    // Say what the page showed: this once timed out in CI, cause unknown.
+    const shown = await p.locator('main').innerText({ timeout: 1000 }).catch(() => '(main unreadable)');
+    throw new Error(`expanding ${topic}: ${err.message}\npage main: ${shown.slice(0, 1500)}`);
+  }
 }
 
 // waitFor polls fn until it returns a truthy value or the deadline passes.
