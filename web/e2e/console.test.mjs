@@ -124,6 +124,14 @@ async function axeCheck(p, what) {
   });
   const bad = res.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   assert.deepEqual(bad, [], `${what}: axe found serious or critical violations:\n${JSON.stringify(bad, null, 2)}`);
+  // A re-render gives focus back by data-focus-key: a key on two elements
+  // sends it to the first (Remove's focus went to Pause).
+  const twice = await p.evaluate(() => {
+    const seen = new Set();
+    return [...document.querySelectorAll('[data-focus-key]')].map((el) => el.dataset.focusKey)
+      .filter((k) => seen.has(k) || !seen.add(k));
+  });
+  assert.deepEqual(twice, [], `${what}: focus keys on more than one element`);
   return res;
 }
 
@@ -365,6 +373,10 @@ test('fail over with the typed confirmation: STOPPED, then writable', async () =
   assert.deepEqual(await waitedFor(dlg, 'STOPPED'), ['3/3 STOPPED orders']);
   await dlg.getByRole('button', { name: 'Close' }).click();
   await item.getByText('STOPPED 3').waitFor(LONG);
+  // The Remove button that opened the dialog is gone: focus goes to the
+  // button that took its place (Restart), not to the page.
+  await waitFor('focus on the Restart button of orders', () => page.evaluate(() => document.activeElement?.textContent === 'Restart'
+    && document.activeElement.closest('li.topic')?.dataset.topic === 'orders'), 5_000);
   // Writable: an independent client writes to the destination topic.
   execFileSync('kcat', ['-b', env('KMIRROR_DESTINATION'), '-P', '-t', 'orders', '-p', '0'], { input: 'written after failover\n', timeout: 20_000 });
 });

@@ -5,6 +5,7 @@
 
 import { h, uid } from './dom.js';
 import { toast } from './toast.js';
+import { focusTrail, findOnTrail } from './focus.js';
 
 /**
  * modal opens a dialog titled title. It returns the parts to fill: body,
@@ -19,13 +20,12 @@ export function modal(title, { wide = false } = {}) {
     h('form', { method: 'dialog', class: 'dlg-form', onsubmit: (e) => e.preventDefault() },
       h('h2', { id: titleId }, title), body, status, footer));
   const opener = document.activeElement;
-  const openerKey = opener?.dataset?.focusKey;
+  const trail = opener?.dataset?.focusKey ? focusTrail(opener) : [];
   el.addEventListener('close', () => {
     el.remove();
     // The page may have re-rendered meanwhile: then focus the opener's
-    // successor, found by its focus key.
-    const back = opener?.isConnected ? opener
-      : openerKey && document.querySelector(`[data-focus-key="${CSS.escape(openerKey)}"]`);
+    // successor, found by its focus key, or what took its place nearby.
+    const back = opener?.isConnected ? opener : findOnTrail(document, trail);
     back?.focus();
   });
   document.body.append(el);

@@ -1,14 +1,46 @@
 // Re-rendering must not steal the keyboard user's place: remember which
-// element had focus (by its data-focus-key) and focus its successor.
+// element had focus (by its data-focus-key) and focus its successor. When
+// the successor is gone (an action removed the button), focus goes to what
+// took its place nearby rather than falling to the page.
+
+// trailDepth is how many ancestors of the focused element offer a fallback.
+const trailDepth = 4;
+
+/**
+ * focusTrail lists the focus keys to try for el, best first: its own, then
+ * for each of its nearest ancestors the first other key inside it (the
+ * neighbouring button, then the topic's toggle, ...).
+ */
+export function focusTrail(el) {
+  const keys = [];
+  const add = (k) => { if (k && !keys.includes(k)) keys.push(k); };
+  add(el?.dataset?.focusKey);
+  let a = el?.parentElement;
+  for (let i = 0; a && a !== document.body && i < trailDepth; i++, a = a.parentElement) {
+    for (const c of a.querySelectorAll('[data-focus-key]')) {
+      if (c !== el && !keys.includes(c.dataset.focusKey)) {
+        add(c.dataset.focusKey);
+        break;
+      }
+    }
+  }
+  return keys;
+}
+
+/** findOnTrail returns the first element under root that a key of trail names. */
+export function findOnTrail(root, trail) {
+  for (const k of trail) {
+    const el = root.querySelector(`[data-focus-key="${CSS.escape(k)}"]`);
+    if (el) return el;
+  }
+  return null;
+}
 
 export function keepFocus(root, render) {
   const active = document.activeElement;
-  const key = active && root.contains(active) ? active.dataset.focusKey : undefined;
+  const trail = active && root.contains(active) && active.dataset.focusKey ? focusTrail(active) : [];
   const scroll = window.scrollY;
   render();
-  if (key) {
-    const next = root.querySelector(`[data-focus-key="${CSS.escape(key)}"]`);
-    if (next) next.focus({ preventScroll: true });
-  }
+  findOnTrail(root, trail)?.focus({ preventScroll: true });
   window.scrollTo(0, scroll);
 }

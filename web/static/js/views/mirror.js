@@ -227,15 +227,18 @@ function topicItem(view, t, rows, points, win, session) {
 
 function topicButtons(view, t) {
   // Focus keys are by position: after Pause, focus stays on the first
-  // button, which is now Resume.
+  // button, which is now Resume; after Remove, focus.js's trail finds
+  // Restart in its place. Each button is added before the next is made:
+  // made in one push, both took key 0, and a re-render moved focus from
+  // Remove to Pause.
   const list = [];
-  const b = (label, fn, cls = '') => h('button', {
+  const b = (label, fn, cls = '') => list.push(h('button', {
     type: 'button', class: `btn small ${cls}`, onclick: () => fn(t), 'data-focus-key': `action-${list.length}-${t.topic}`,
-  }, label);
+  }, label));
   const a = view.actions;
-  if (t.desired_state === 'mirroring') list.push(b('Pause', a.pause), b('Remove', a.remove, 'danger'));
-  if (t.desired_state === 'paused') list.push(b('Resume', a.resume), b('Remove', a.remove, 'danger'));
-  if (t.desired_state === 'stopped') list.push(b('Restart', a.restart));
+  if (t.desired_state === 'mirroring') { b('Pause', a.pause); b('Remove', a.remove, 'danger'); }
+  if (t.desired_state === 'paused') { b('Resume', a.resume); b('Remove', a.remove, 'danger'); }
+  if (t.desired_state === 'stopped') b('Restart', a.restart);
   return h('div', { class: 'topic-actions', role: 'group', 'aria-label': `Actions for ${t.topic}` }, list);
 }
 
