@@ -16,22 +16,30 @@ import (
 	"kmirror/workers/workertest"
 )
 
+// mirroredOrders runs instance i1 mirroring a one-partition topic orders
+// whose n source records (values prefix-0…) are all on the destination.
+func mirroredOrders(t *testing.T, prefix string, n int) (env *engineEnv, src, dst kafkaconn.Config, in *workertest.Instance) {
+	t.Helper()
+	env = newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	src, dst = workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.ProduceRecords(t, src, seq("orders", 0, prefix, n)...)
+	env.CreateMirror("m", "orders")
+	in = env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	return env, src, dst, in
+}
+
 // TestScenarioRetentionLoss: retention removes source records that were
 // never mirrored (here: while paused). On resume the partition continues
 // from the source's log start, counts the lost records, and keeps
 // mirroring.
 func TestScenarioRetentionLoss(t *testing.T) {
 	t.Parallel()
-	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
-	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "a", 20)...)
-	env.CreateMirror("m", "orders")
-	env.StartInstance("i1")
-	env.WaitStates("m", service.StateMirroring, 20*time.Second)
-	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	env, srcConn, dstConn, _ := mirroredOrders(t, "a", 20)
 	ctx := context.Background()
 	if _, err := env.Svc.PauseTopics(ctx, "m", "orders"); err != nil {
 		t.Fatal(err)
@@ -202,16 +210,7 @@ func TestScenarioSourceTopicRecreated(t *testing.T) {
 // silently skipped or the mirror carrying on shifted.
 func TestScenarioForeignWrite(t *testing.T) {
 	t.Parallel()
-	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
-	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "src", 10)...)
-	env.CreateMirror("m", "orders")
-	env.StartInstance("i1")
-	env.WaitStates("m", service.StateMirroring, 20*time.Second)
-	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	env, srcConn, dstConn, _ := mirroredOrders(t, "src", 10)
 
 	workertest.ProduceRecords(t, dstConn, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("foreign")})
 	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "more", 3)...)
@@ -243,16 +242,7 @@ func TestScenarioForeignWrite(t *testing.T) {
 // destination one record off.
 func TestScenarioAlignmentComparesEveryRecord(t *testing.T) {
 	t.Parallel()
-	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	srcConn, dstConn := workertest.Plain(env.Clusters.SourceAddr()), workertest.Plain(env.Clusters.DestinationAddr())
-	workertest.ProduceRecords(t, srcConn, seq("orders", 0, "src", 10)...)
-	env.CreateMirror("m", "orders")
-	in := env.StartInstance("i1")
-	env.WaitStates("m", service.StateMirroring, 20*time.Second)
-	workertest.WaitEndsEqual(t, env.Env, "orders", 1, 20*time.Second)
+	env, srcConn, dstConn, in := mirroredOrders(t, "src", 10)
 	in.Stop()
 
 	// Four more source records, and as if a previous owner had copied them
