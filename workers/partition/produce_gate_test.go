@@ -47,6 +47,35 @@ func TestProduceGate(t *testing.T) {
 	}
 }
 
+// TestProduceGateWakesEveryWaiter: waiters of different sizes (one fetch
+// goroutine per mirror) all get room as it comes back in small runs; none
+// is left waiting because another registered a smaller need.
+func TestProduceGateWakesEveryWaiter(t *testing.T) {
+	g := newProduceGate(100)
+	if err := g.acquire(t.Context(), 100); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	got := make(chan error, 3)
+	for _, n := range []int64{60, 10, 30} {
+		go func() { got <- g.acquire(ctx, n) }()
+	}
+	time.Sleep(20 * time.Millisecond) // let them wait
+	for range 10 {
+		g.release(10) // the promise gives room back in runs
+		time.Sleep(time.Millisecond)
+	}
+	for range 3 {
+		if err := <-got; err != nil {
+			t.Fatalf("a waiter got no room after all of it came back: %v", err)
+		}
+	}
+	if g.held != 100 {
+		t.Fatalf("held %d, want 100", g.held)
+	}
+}
+
 // TestProduceGateKeepsResultsInOrder produces the way a mirroring session
 // does, with the engine's producer options: room for a batch from the gate,
 // then every record of it, under a context that ends while the buffer is
