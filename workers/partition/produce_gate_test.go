@@ -58,10 +58,20 @@ func TestProduceGateWakesEveryWaiter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	got := make(chan error, 3)
-	for _, n := range []int64{60, 10, 30} {
+	for _, n := range []int64{60, 30, 10} { // each smaller: need shows it waits
 		go func() { got <- g.acquire(ctx, n) }()
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			g.mu.Lock()
+			waiting := g.need == n
+			g.mu.Unlock()
+			if waiting {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the waiter for %d never waited", n)
+			}
+		}
 	}
-	time.Sleep(20 * time.Millisecond) // let them wait
 	for range 10 {
 		g.release(10) // the promise gives room back in runs
 		time.Sleep(time.Millisecond)

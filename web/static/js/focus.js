@@ -12,17 +12,11 @@ const trailDepth = 4;
  * neighbouring button, then the topic's toggle, ...).
  */
 export function focusTrail(el) {
-  const keys = [];
-  const add = (k) => { if (k && !keys.includes(k)) keys.push(k); };
-  add(el?.dataset?.focusKey);
+  const keys = el?.dataset?.focusKey ? [el.dataset.focusKey] : [];
   let a = el?.parentElement;
   for (let i = 0; a && a !== document.body && i < trailDepth; i++, a = a.parentElement) {
-    for (const c of a.querySelectorAll('[data-focus-key]')) {
-      if (c !== el && !keys.includes(c.dataset.focusKey)) {
-        add(c.dataset.focusKey);
-        break;
-      }
-    }
+    const near = [...a.querySelectorAll('[data-focus-key]')].find((c) => c !== el && !keys.includes(c.dataset.focusKey));
+    if (near) keys.push(near.dataset.focusKey);
   }
   return keys;
 }
