@@ -211,20 +211,24 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz godoc
 //
 //	@Summary		Readiness: the database answers
-//	@Description	200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+//	@Description	200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //	@ID				readyz
 //	@Tags			system
 //	@Produce		json
 //	@Success		200	{object}	Health
 //	@Failure		500	{object}	Problem	"internal"
-//	@Failure		503	{object}	Problem	"database-unavailable"
+//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
 //	@Router			/readyz [get]
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
-		writeProblem(w, r, kindDatabaseDown,
-			"database did not answer within "+readyTimeout.String()+": "+err.Error(), nil)
+		// The error names the database's user, name and address, and
+		// /readyz answers anyone: the detail goes to the log only.
+		logger(ctx).WarnContext(ctx, "readiness: the database did not answer",
+			"timeout", readyTimeout, slog.Any("err", err))
+		w.Header().Set("Retry-After", readyRetryAfter)
+		writeProblem(w, r, kindDatabaseDown, "database unavailable", nil)
 		return
 	}
 	writeJSON(w, http.StatusOK, Health{Status: "ready"})

@@ -14,7 +14,10 @@ import (
 )
 
 const (
-	readyTimeout      = 2 * time.Second
+	readyTimeout = 2 * time.Second
+	// readyRetryAfter is the Retry-After of a /readyz 503, in seconds, as
+	// the API's other database-unavailable answers have.
+	readyRetryAfter   = "5"
 	eventPollInterval = 500 * time.Millisecond
 	eventReplay       = 50
 	// eventWriteTimeout bounds each write of an event stream, which has no

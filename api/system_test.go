@@ -244,7 +244,7 @@ func TestReadyzDatabaseDown(t *testing.T) {
 	e := newEnv(t)
 	ok(t, e.do(t, "GET", "/readyz", nil), http.StatusOK, nil)
 	e.pool.Close()
-	wantProblem(t, e.do(t, "GET", "/readyz", nil), http.StatusServiceUnavailable, "database-unavailable", "database did not answer")
+	wantProblem(t, e.do(t, "GET", "/readyz", nil), http.StatusServiceUnavailable, "database-unavailable", "database unavailable")
 	ok(t, e.do(t, "GET", "/healthz", nil), http.StatusOK, nil)
 }
 

@@ -2013,7 +2013,7 @@ type ClientInterface interface {
 
 	// Readyz Readiness: the database answers
 	//
-	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2236,7 +2236,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness: the database answers
 //
-// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3876,7 +3876,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness: the database answers
 	//
-	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5790,7 +5790,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness: the database answers
 //
-// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable. Needs no token.
+// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //
 // Returns a wrapper object for the known response body format(s).
 //
