@@ -1,0 +1,1 @@
+ALTER TABLE mirror_partitions DROP COLUMN IF EXISTS source_end_at;
