@@ -117,6 +117,10 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			dst_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.dst_next ELSE p.dst_next END,
 			progressed_at = CASE WHEN p.src_next IS NULL OR v.src_next > p.src_next THEN now() ELSE p.progressed_at END,
 			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
+			-- Other instances take over refreshing an end that stops changing
+			-- while the source moves on (PartitionsSetForeignEnds).
+			source_end_at = CASE WHEN v.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM v.src_end
+				THEN now() ELSE p.source_end_at END,
 			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END,
 			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,
 			updated_at = now()
@@ -265,6 +269,8 @@ func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffs
 		), written AS (
 			UPDATE mirror_partitions p SET
 				source_end_offset = CASE WHEN l.src_end < 0 THEN p.source_end_offset ELSE l.src_end END,
+				source_end_at = CASE WHEN l.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM l.src_end
+					THEN now() ELSE p.source_end_at END,
 				destination_end_offset = CASE WHEN l.dst_end < 0 THEN p.destination_end_offset ELSE l.dst_end END
 			FROM locked l
 			WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
