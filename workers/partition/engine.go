@@ -196,6 +196,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		e.desired.run(ctx, e.cfg.DesiredInterval, sub)
 	})
 	e.Go(e.refreshOffsetsLoop)
+	e.Go(e.refreshForeignEndsLoop)
 	e.Go(e.watchHealth)
 	return nil
 }
