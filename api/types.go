@@ -118,7 +118,36 @@ type MirrorStatus struct {
 	// RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
+	// Source is whether the mirror's source cluster answers the holder of
+	// its metadata lease.
+	Source ClusterReachability `json:"source"`
+	// Destination is whether the destination cluster answers every live
+	// instance (unreachable when one fails to reach it).
+	Destination ClusterReachability `json:"destination"`
 } // @name MirrorStatus
+
+// ClusterReachability is whether kmirror reaches a Kafka cluster, as its
+// probes (a metadata request every few seconds) last found.
+type ClusterReachability struct {
+	// Reachable is null while unknown: no live instance has probed the
+	// cluster yet, or the one that did stopped renewing its lease.
+	Reachable *bool `json:"reachable" extensions:"x-nullable" example:"true"`
+	// Since is when the answer last changed.
+	Since *time.Time `json:"since" format:"date-time" extensions:"x-nullable" example:"2026-01-02T15:04:05Z"`
+	// Error is why the last probe failed, while unreachable.
+	Error *string `json:"error" extensions:"x-nullable" example:"dial tcp 10.0.0.7:9092: connect: connection refused"`
+} // @name ClusterReachability
+
+func clusterReachabilityView(c service.ClusterReachability) ClusterReachability {
+	if !c.Known {
+		return ClusterReachability{}
+	}
+	v := ClusterReachability{Reachable: &c.Reachable, Since: &c.Since}
+	if c.Error != "" {
+		v.Error = &c.Error
+	}
+	return v
+}
 
 // MirrorList is the body of GET /v1/mirrors.
 type MirrorList struct {
@@ -420,7 +449,8 @@ func mirrorView(m service.Mirror) Mirror {
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
-			RecordsPerSec: m.Status.RecordsPerSec},
+			RecordsPerSec: m.Status.RecordsPerSec,
+			Source:        clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
 	}

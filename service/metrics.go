@@ -11,8 +11,8 @@ import (
 	"kmirror/repo"
 )
 
-// StateCollector exports partition states, lag, lost records and the
-// outbox backlog from Postgres at scrape time, so every instance reports the whole deployment
+// StateCollector exports partition states, lag, lost records, the
+// outbox backlog and cluster reachability from Postgres at scrape time, so every instance reports the whole deployment
 // consistently, whoever holds the leases.
 type StateCollector struct {
 	pool       *pgxpool.Pool
@@ -24,6 +24,7 @@ type StateCollector struct {
 	outbox     *prometheus.Desc
 	outboxAge  *prometheus.Desc
 	partLag    *prometheus.Desc
+	reachable  *prometheus.Desc
 }
 
 // PartitionLagLimit is the most partitions whose lag is exported one series
@@ -47,6 +48,8 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 		partLag: prometheus.NewDesc("kmirror_partition_lag_records", "Source end offset minus the next source offset to mirror, per partition; exported only while the deployment has at most 1000 partitions.",
 			[]string{"mirror", "topic", "partition"}, nil),
 		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
+		reachable: prometheus.NewDesc("kmirror_cluster_reachable", "1 when kmirror's last probe reached the cluster, 0 when it failed: a mirror's source (probed by the holder of its metadata lease), or the destination (cluster=\"destination\", no mirror; 0 when any live instance fails to reach it). No series while no live instance has probed it.",
+			[]string{"cluster", "mirror"}, nil),
 	}
 }
 
@@ -60,6 +63,7 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.outbox
 	ch <- c.outboxAge
 	ch <- c.partLag
+	ch <- c.reachable
 }
 
 // stateScrapeTimeout bounds the query of one scrape.
@@ -126,9 +130,28 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.partLag, prometheus.GaugeValue, float64(p.Lag), p.Mirror, p.Topic, strconv.Itoa(int(p.Partition)))
 		}
 	}
+	reach, err := repo.ClusterReachabilityList(ctx, c.pool, "")
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	sources, dst := clusterReachability(reach)
+	for mirror, r := range sources {
+		ch <- prometheus.MustNewConstMetric(c.reachable, prometheus.GaugeValue, boolValue(r.Reachable), "source", mirror)
+	}
+	if dst.Known {
+		ch <- prometheus.MustNewConstMetric(c.reachable, prometheus.GaugeValue, boolValue(dst.Reachable), "destination", "")
+	}
 	for k, v := range lag {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, v, k.mirror, k.topic)
 		ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, lost[k], k.mirror, k.topic)
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

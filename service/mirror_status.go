@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"kmirror/repo"
 )
@@ -20,6 +22,51 @@ type MirrorStatus struct {
 	Erroring int
 	// RecordsPerSec is the latest rate the History sampled; 0 until known.
 	RecordsPerSec float64
+	// Source and Destination say whether kmirror reaches each cluster.
+	Source, Destination ClusterReachability
+}
+
+// ClusterReachability is whether kmirror reaches a Kafka cluster, as its
+// probes last found (workers/metadatasync: the holder of a mirror's
+// metadata lease probes its source, every instance the destination).
+type ClusterReachability struct {
+	// Known is false while no live prober has an answer: the mirror's
+	// metadata lease is free, or its holder stopped renewing it.
+	Known     bool
+	Reachable bool
+	// Since is when the answer last changed.
+	Since time.Time
+	// Error is why the last probe failed, while unreachable.
+	Error string
+}
+
+// clusterReachability splits the known answers into each mirror's source
+// and one answer for the destination: unreachable when any live instance
+// fails to reach it (the one failing longest, named in the error), else
+// reachable since the last instance began to reach it.
+func clusterReachability(rows []repo.ClusterReachabilityRow) (sources map[string]ClusterReachability, dst ClusterReachability) {
+	sources = map[string]ClusterReachability{}
+	for _, r := range rows {
+		c := ClusterReachability{Known: true, Reachable: r.Reachable, Since: r.Since, Error: r.Error}
+		if r.Instance == "" {
+			sources[r.Mirror] = c
+			continue
+		}
+		if !c.Reachable {
+			c.Error = fmt.Sprintf("instance %s: %s", r.Instance, c.Error)
+		}
+		switch {
+		case !dst.Known:
+			dst = c
+		case dst.Reachable && !c.Reachable:
+			dst = c
+		case dst.Reachable == c.Reachable && dst.Reachable && c.Since.After(dst.Since):
+			dst = c
+		case dst.Reachable == c.Reachable && !dst.Reachable && c.Since.Before(dst.Since):
+			dst = c
+		}
+	}
+	return sources, dst
 }
 
 func emptyStatus() MirrorStatus { return MirrorStatus{States: map[string]int{}} }
@@ -31,6 +78,11 @@ func (s *Service) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 	if err != nil {
 		return nil, err
 	}
+	reach, err := repo.ClusterReachabilityList(ctx, q, mirror)
+	if err != nil {
+		return nil, err
+	}
+	sources, dst := clusterReachability(reach)
 	out := map[string]MirrorStatus{}
 	for _, r := range rows {
 		st, seen := out[r.Mirror]
@@ -38,6 +90,7 @@ func (s *Service) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 			st = emptyStatus()
 			st.Topics = r.Topics
 			st.RecordsPerSec = s.history.Rate(r.Mirror, "")
+			st.Source, st.Destination = sources[r.Mirror], dst
 		}
 		if r.State != "" {
 			st.States[r.State] += r.Partitions

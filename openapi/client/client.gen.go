@@ -500,6 +500,25 @@ type AddTopicsRequest struct {
 	Topic string `json:"topic"`
 }
 
+// ClusterReachability defines model for ClusterReachability.
+type ClusterReachability struct {
+	// Error Error is why the last probe failed, while unreachable.
+	//
+	// Example: dial tcp 10.0.0.7:9092: connect: connection refused
+	Error *string `json:"error"`
+
+	// Reachable Reachable is null while unknown: no live instance has probed the
+	// cluster yet, or the one that did stopped renewing its lease.
+	//
+	// Example: true
+	Reachable *bool `json:"reachable"`
+
+	// Since Since is when the answer last changed.
+	//
+	// Example: 2026-01-02T15:04:05Z
+	Since *time.Time `json:"since"`
+}
+
 // CreateMirrorRequest defines model for CreateMirrorRequest.
 type CreateMirrorRequest struct {
 	// Config Config sets mirror config keys (Kafka's names; values are strings, as
@@ -717,6 +736,10 @@ type MirrorState string
 
 // MirrorStatus defines model for MirrorStatus.
 type MirrorStatus struct {
+	// Destination Destination is whether the destination cluster answers every live
+	// instance (unreachable when one fails to reach it).
+	Destination ClusterReachability `json:"destination"`
+
 	// Erroring Erroring counts partitions with an error: FAILED, or retrying in
 	// their state.
 	//
@@ -736,6 +759,10 @@ type MirrorStatus struct {
 	//
 	// Example: 120.5
 	RecordsPerSec float64 `json:"records_per_sec"`
+
+	// Source Source is whether the mirror's source cluster answers the holder of
+	// its metadata lease.
+	Source ClusterReachability `json:"source"`
 
 	// States States counts partitions by actual state (UNKNOWN included); states
 	// no partition is in are left out.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ type Config struct {
 	// the sync grows a destination topic, it is made to load the new
 	// partitions before their workers start.
 	Producer PartitionAwaiter
+	// ProbeInterval is how often the destination, and the source of each
+	// mirror synced here, are asked whether they answer; default 5s.
+	ProbeInterval time.Duration
+	// ProbeTimeout bounds each probe; default 5s.
+	ProbeTimeout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -77,7 +83,7 @@ func (c *Config) validate() error {
 		return errors.New("metadata syncer: InstanceID is required")
 	case len(c.Destination.BootstrapServers) == 0:
 		return errors.New("metadata syncer: a destination cluster is required")
-	case c.DefaultInterval < 0 || c.RequestPollInterval < 0 || c.Timeout < 0:
+	case c.DefaultInterval < 0 || c.RequestPollInterval < 0 || c.Timeout < 0 || c.ProbeInterval < 0 || c.ProbeTimeout < 0:
 		return errors.New("metadata syncer: durations must not be negative")
 	}
 	return nil
@@ -113,6 +119,8 @@ func New(cfg Config) (*Syncer, error) {
 	cfg.DefaultInterval = cmp.Or(cfg.DefaultInterval, 30*time.Second)
 	cfg.RequestPollInterval = cmp.Or(cfg.RequestPollInterval, 5*time.Second)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 10*time.Second)
+	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, 5*time.Second)
+	cfg.ProbeTimeout = cmp.Or(cfg.ProbeTimeout, 5*time.Second)
 	log := cfg.Logger.With("component", "metadata-sync")
 	metrics, err := newSyncMetrics(cfg.Registerer)
 	if err != nil {
@@ -139,6 +147,7 @@ func (s *Syncer) Start(ctx context.Context) error {
 		defer sub.Unsubscribe()
 		s.watchRequests(ctx, sub)
 	})
+	s.Go(s.probeDestination)
 	return nil
 }
 
@@ -168,7 +177,7 @@ func (s *Syncer) StartMirror(ctx context.Context, l *lease.Lease) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &mirrorSync{s: s, lease: l, name: l.Key.Mirror, cancel: cancel,
 		log:  s.log.With("mirror", l.Key.Mirror, "epoch", l.Epoch),
-		done: make(chan struct{}), wake: make(chan struct{}, 1)}
+		done: make(chan struct{}), probed: make(chan struct{}), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	old := s.mirrors[r.name]
 	s.mirrors[r.name] = r
@@ -177,6 +186,10 @@ func (s *Syncer) StartMirror(ctx context.Context, l *lease.Lease) {
 		old.stop()
 	}
 	go r.run(ctx)
+	go func() {
+		defer close(r.probed)
+		r.probeSource(ctx)
+	}()
 }
 
 // StopMirror stops a mirror's sync, waits for a pass in progress to end, and
@@ -216,6 +229,7 @@ func (s *Syncer) watchRequests(ctx context.Context, requested *notifier.Subscrip
 		case <-t.C:
 		case <-requested.C():
 		}
+		s.forgetDeleted(ctx)
 		names := s.Syncing()
 		if len(names) == 0 {
 			continue
@@ -248,6 +262,8 @@ type mirrorSync struct {
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
+	// probed is closed when the source prober has returned.
+	probed chan struct{}
 	wake   chan struct{}
 
 	mu sync.Mutex
@@ -255,8 +271,12 @@ type mirrorSync struct {
 	// clock); a pass records the one it started after as served.
 	requested time.Time
 
-	// src is the mirror's source client, used only by the run goroutine.
-	src *syncSource
+	// srcMu guards src and srcErr, which the run goroutine sets and the
+	// source prober reads.
+	srcMu sync.Mutex
+	// src is the mirror's source client; srcErr why none could be made.
+	src    *syncSource
+	srcErr error
 }
 
 // syncSource is a mirror's source cluster client, kept across passes and
@@ -271,6 +291,7 @@ type syncSource struct {
 func (r *mirrorSync) stop() {
 	r.cancel()
 	<-r.done
+	<-r.probed
 }
 
 func (r *mirrorSync) request(at time.Time) {
@@ -374,10 +395,18 @@ func (r *mirrorSync) pass(ctx context.Context, trigger string) time.Duration {
 // source returns the mirror's source client, connecting anew when the
 // mirror's connection changed since the last pass.
 func (r *mirrorSync) source(m repo.Mirror) (*syncSource, error) {
-	if r.src != nil && r.src.key.Equal(m.UpdatedAt) {
-		return r.src, nil
+	if src, _ := r.currentSource(); src != nil && src.key.Equal(m.UpdatedAt) {
+		return src, nil
 	}
 	r.closeSource()
+	src, err := r.connect(m)
+	r.srcMu.Lock()
+	r.src, r.srcErr = src, err
+	r.srcMu.Unlock()
+	return src, err
+}
+
+func (r *mirrorSync) connect(m repo.Mirror) (*syncSource, error) {
 	conn, err := r.s.cfg.Service.SourceConn(m)
 	if err != nil {
 		return nil, err
@@ -388,14 +417,23 @@ func (r *mirrorSync) source(m repo.Mirror) (*syncSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.src = &syncSource{servers: m.BootstrapServers, cl: cl, admin: kadm.NewClient(cl), key: m.UpdatedAt}
-	return r.src, nil
+	return &syncSource{servers: m.BootstrapServers, cl: cl, admin: kadm.NewClient(cl), key: m.UpdatedAt}, nil
+}
+
+// currentSource returns the source client, or why none could be made.
+func (r *mirrorSync) currentSource() (*syncSource, error) {
+	r.srcMu.Lock()
+	defer r.srcMu.Unlock()
+	return r.src, r.srcErr
 }
 
 func (r *mirrorSync) closeSource() {
-	if r.src != nil {
-		r.src.cl.Close()
-		r.src = nil
+	r.srcMu.Lock()
+	src := r.src
+	r.src, r.srcErr = nil, nil
+	r.srcMu.Unlock()
+	if src != nil {
+		src.cl.Close()
 	}
 }
 
@@ -406,6 +444,11 @@ type syncMetrics struct {
 	kindOK   *prometheus.GaugeVec
 	lastPass *prometheus.GaugeVec
 	duration *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// seen are the mirrors with series here: the pass counter stays after
+	// the lease moves on, and goes only with the mirror (forgetDeleted).
+	seen map[string]bool
 }
 
 func newSyncMetrics(reg prometheus.Registerer) (*syncMetrics, error) {
@@ -418,6 +461,7 @@ func newSyncMetrics(reg prometheus.Registerer) (*syncMetrics, error) {
 			Help: "When the last metadata sync pass of the mirror finished."}, []string{"mirror"}),
 		duration: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kmirror_metadata_sync_last_pass_duration_seconds",
 			Help: "How long the last metadata sync pass of the mirror took."}, []string{"mirror"}),
+		seen: map[string]bool{},
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.passes, m.kindOK, m.lastPass, m.duration} {
@@ -434,6 +478,9 @@ func (m *syncMetrics) observe(res *service.SyncResult) {
 	if !res.OK {
 		outcome = "error"
 	}
+	m.mu.Lock()
+	m.seen[res.Mirror] = true
+	m.mu.Unlock()
 	m.passes.WithLabelValues(res.Mirror, outcome).Inc()
 	for _, k := range kinds {
 		v := 0.0
@@ -450,5 +497,53 @@ func (m *syncMetrics) observe(res *service.SyncResult) {
 func (m *syncMetrics) forget(mirror string) {
 	for _, g := range []*prometheus.GaugeVec{m.kindOK, m.lastPass, m.duration} {
 		g.DeletePartialMatch(prometheus.Labels{"mirror": mirror})
+	}
+}
+
+// forgetMirror drops every series of a deleted mirror.
+func (m *syncMetrics) forgetMirror(mirror string) {
+	m.forget(mirror)
+	m.passes.DeletePartialMatch(prometheus.Labels{"mirror": mirror})
+	m.mu.Lock()
+	delete(m.seen, mirror)
+	m.mu.Unlock()
+}
+
+// unsynced returns the mirrors with series here that are not synced here.
+func (m *syncMetrics) unsynced(syncing []string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for name := range m.seen {
+		if !slices.Contains(syncing, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// forgetDeleted drops the series of the mirrors that were deleted, in
+// every instance that has some, not only in the one that synced them
+// last. It asks Postgres only while this instance has series of mirrors
+// it does not sync, by primary key: a mirror synced here is checked once
+// its lease ends, when its sync has stopped and cannot add to them again.
+func (s *Syncer) forgetDeleted(ctx context.Context) {
+	names := s.metrics.unsynced(s.Syncing())
+	if len(names) == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	existing, err := repo.MirrorsExisting(qctx, s.cfg.Pool, names)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("looking for deleted mirrors failed", "err", err)
+		}
+		return
+	}
+	for _, name := range names {
+		if !slices.Contains(existing, name) {
+			s.metrics.forgetMirror(name)
+		}
 	}
 }
