@@ -18,6 +18,8 @@ import (
 // interval, the fallback), so workers never query it themselves.
 type desiredStates struct {
 	pool *pgxpool.Pool
+	// metrics, when set, loses the series of mirrors that are gone.
+	metrics *mirrorMetrics
 
 	mu     sync.RWMutex
 	topics map[[2]string]topicDesire
@@ -33,6 +35,13 @@ type topicDesire struct {
 
 func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
 	return &desiredStates{pool: pool, changed: make(chan struct{})}
+}
+
+// withMetrics makes each refresh delete the series of mirrors that are
+// gone, in every instance, not only in the one whose API deleted them.
+func (d *desiredStates) withMetrics(m *mirrorMetrics) *desiredStates {
+	d.metrics = m
+	return d
 }
 
 // get returns a topic's desire; ok is false for a topic that no longer exists.
@@ -65,16 +74,20 @@ func (d *desiredStates) run(ctx context.Context, every time.Duration, changed *n
 }
 
 func (d *desiredStates) refresh(ctx context.Context) error {
+	readAt := time.Now()
 	rows, err := repo.TopicsListDesired(ctx, d.pool)
 	if err != nil {
 		return err
 	}
 	m := make(map[[2]string]topicDesire, len(rows))
+	present := map[string]bool{}
 	for _, r := range rows {
 		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
 			replicationFactor: r.ReplicationFactor, recreate: r.Recreate}
+		present[r.Mirror] = true
 	}
 	d.store(m)
+	d.metrics.forgetMirrorsExcept(present, readAt)
 	return nil
 }
 

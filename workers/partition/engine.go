@@ -148,7 +148,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
 	e.cp.saveDuration = e.metrics.checkpoint
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
-	e.desired = newDesiredStates(cfg.Pool)
+	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics)
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)

@@ -2,6 +2,8 @@ package partition
 
 import (
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,6 +23,12 @@ type mirrorMetrics struct {
 	// and of the destination producer, one observation per request.
 	fetch   *prometheus.HistogramVec
 	produce prometheus.Histogram
+
+	mu sync.Mutex
+	// touched is when each mirror's series were last looked up, so that
+	// forgetMirrorsExcept never deletes a mirror's series that were made
+	// after its list of mirrors was read.
+	touched map[string]time.Time
 }
 
 func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
@@ -40,6 +48,7 @@ func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
 		produce: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_produce_request_duration_seconds",
 			Help:    "Destination produce requests of this instance, written to answer read (acks=all).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		touched: map[string]time.Time{},
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce} {
@@ -62,6 +71,7 @@ func (m *mirrorMetrics) topic(mirror, topic string) topicMirrored {
 	if m == nil {
 		return topicMirrored{}
 	}
+	m.touch(mirror)
 	return topicMirrored{records: m.records.WithLabelValues(mirror, topic),
 		bytes: m.bytes.WithLabelValues(mirror, topic), last: m.last.WithLabelValues(mirror, topic)}
 }
@@ -114,5 +124,38 @@ func (m *mirrorMetrics) fetchOpt(mirror string) kgo.Opt {
 	if m == nil {
 		return kgo.WithHooks()
 	}
+	m.touch(mirror)
 	return kgo.WithHooks(requestTimer{fetchKey, m.fetch.WithLabelValues(mirror)})
+}
+
+func (m *mirrorMetrics) touch(mirror string) {
+	m.mu.Lock()
+	m.touched[mirror] = time.Now()
+	m.mu.Unlock()
+}
+
+// forgetMirrorsExcept deletes the series of every mirror not in present,
+// a list of mirrors read at readAt, unless they were looked up since: a
+// deleted mirror's series would otherwise stay in /metrics for as long as
+// the process runs. A mirror's topic rows go only with the mirror, and a
+// lease that moves leaves them, so a mirror missing from the list is gone.
+// Handles looked up before (a session's, a fetcher's) keep counting into
+// series that are no longer exported.
+func (m *mirrorMetrics) forgetMirrorsExcept(present map[string]bool, readAt time.Time) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for mirror, at := range m.touched {
+		if present[mirror] || at.After(readAt) {
+			continue
+		}
+		labels := prometheus.Labels{"mirror": mirror}
+		m.records.DeletePartialMatch(labels)
+		m.bytes.DeletePartialMatch(labels)
+		m.last.DeletePartialMatch(labels)
+		m.fetch.DeletePartialMatch(labels)
+		delete(m.touched, mirror)
+	}
 }

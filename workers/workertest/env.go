@@ -133,7 +133,7 @@ type InstanceOpts struct {
 	// LeaseSignals turns on the lease manager's Lost, Expired and
 	// RenewFailed test signals before it starts, so none is missed.
 	LeaseSignals bool
-	// Registerer receives the engine's metrics; nil leaves them unregistered.
+	// Registerer receives the engine's and the syncer's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
 	// SourceOpts are extra options of the engine's source clients (hooks).
 	SourceOpts []kgo.Opt
@@ -211,7 +211,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	if o.Sync {
 		syncer, err := metadatasync.New(metadatasync.Config{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 			Destination: o.Dest, Logger: log, DefaultInterval: cmp.Or(o.SyncInterval, time.Hour),
-			Notifier: notes, Timeout: SyncTimeout, Producer: eng})
+			Notifier: notes, Timeout: SyncTimeout, Producer: eng, Registerer: o.Registerer})
 		if err != nil {
 			tb.Fatal(err)
 		}
