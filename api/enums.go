@@ -135,4 +135,6 @@ const (
 	ProblemTypeDatabaseUnavailable  ProblemType = "urn:kmirror:problem:database-unavailable"   // 503: PostgreSQL did not answer (Retry-After)
 	ProblemTypeSyncUnavailable      ProblemType = "urn:kmirror:problem:sync-unavailable"       // 503: no instance runs the mirror's metadata sync
 	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"           // 504: the sync pass did not finish in time
+	ProblemTypeSecretKeyRequired    ProblemType = "urn:kmirror:problem:secret-key-required"    // 409: the request sets a source secret and the server has no key to encrypt it (nothing written)
+	ProblemTypeSecretKeyUnavailable ProblemType = "urn:kmirror:problem:secret-key-unavailable" // 503: a stored secret is sealed under a key this server has not loaded yet (Retry-After)
 )

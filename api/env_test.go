@@ -66,6 +66,12 @@ type envOpts struct {
 	describeRate   float64
 	describeBurst  int
 	requestTimeout time.Duration
+	// secrets seal source secrets; default a fresh key, as a server with
+	// KMIRROR_SECRET_KEY_FILE. noSecretKey runs without one, and
+	// insecureClearSecrets then stores secrets as given.
+	secrets              service.SecretKeys
+	noSecretKey          bool
+	insecureClearSecrets bool
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -89,8 +95,12 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 		}
 		t.Cleanup(history.Stop)
 	}
+	secrets := opts.secrets
+	if secrets == nil && !opts.noSecretKey {
+		secrets = newKeyring(t)
+	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
-		History: history})
+		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets})
 	if err != nil {
 		t.Fatal(err)
 	}

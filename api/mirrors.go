@@ -53,7 +53,7 @@ func queryBool(r *http.Request, name string, dst *bool) error {
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		403	{object}	Problem	"forbidden: the token's role is below admin"
 //	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
-//	@Failure		409						{object}	Problem	"conflict: a mirror of that name exists"
+//	@Failure		409						{object}	Problem	"conflict: a mirror of that name exists; secret-key-required: the source sets a secret and the server has no key to encrypt it (nothing written)"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
@@ -161,10 +161,11 @@ func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 //	@Failure		403	{object}	Problem	"forbidden: the token's role is below admin"
 //	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404						{object}	Problem	"not-found: no such mirror"
+//	@Failure		409						{object}	Problem	"secret-key-required: the patch sets a secret and the server has no key to encrypt it (nothing written); conflict: the mirror kept changing"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
-//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: the stored secrets are sealed under a key this server has not loaded yet (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror} [patch]
 func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 	opts, err := writeOpts(r)

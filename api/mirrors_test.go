@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
+	"kmirror/internal/secretbox"
 )
 
 // TestMirrorLifecycle walks one mirror through create, topic actions, config
@@ -272,14 +273,20 @@ func TestSecretsAreWriteOnly(t *testing.T) {
 		t.Fatalf("created %+v", m.Source)
 	}
 	e.createMirror(t, "plain")
+	var created string
+	if err := e.pool.QueryRow(t.Context(), `SELECT sasl_password FROM mirrors WHERE name = 'sec'`).Scan(&created); err != nil {
+		t.Fatal(err)
+	}
 	ok(t, e.do(t, "PATCH", "/v1/mirrors/sec?skip_connectivity_check=true", map[string]any{
 		"source": map[string]any{"sasl_password": newPassword}}), http.StatusOK, &m)
 	if !m.Source.SASLPasswordSet {
 		t.Fatalf("patched source %+v: sasl_password_set false", m.Source)
 	}
+	// Stored sealed under the server's key (TestSecretsAtRest opens it).
 	var stored string
-	if err := e.pool.QueryRow(t.Context(), `SELECT sasl_password FROM mirrors WHERE name = 'sec'`).Scan(&stored); err != nil || stored != newPassword {
-		t.Fatalf("stored password %q, %v: the patch must replace it", stored, err)
+	if err := e.pool.QueryRow(t.Context(), `SELECT sasl_password FROM mirrors WHERE name = 'sec'`).Scan(&stored); err != nil ||
+		!secretbox.Sealed(stored) || stored == created {
+		t.Fatalf("stored password %q, %v: the patch must replace it, sealed", stored, err)
 	}
 
 	exposed := map[string]string{"create response": string(r.body)}

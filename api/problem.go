@@ -51,11 +51,15 @@ var (
 	kindForbidden       = problemKind{ProblemTypeForbidden, "Forbidden", http.StatusForbidden}
 	kindRateLimited     = problemKind{ProblemTypeRateLimited, "Too many requests", http.StatusTooManyRequests}
 	kindInternal        = problemKind{ProblemTypeInternal, "Internal error", http.StatusInternalServerError}
+	// A server without a key refuses a secret rather than store it in
+	// clear: 409, as the same request succeeds on a server that has one.
+	kindSecretKeyRequired    = problemKind{ProblemTypeSecretKeyRequired, "Secret key required", http.StatusConflict}
+	kindSecretKeyUnavailable = problemKind{ProblemTypeSecretKeyUnavailable, "Secret key unavailable", http.StatusServiceUnavailable}
 )
 
 // problemKinds lists every kind, for the spec's ProblemType enum (checked
 // by TestEnumsMatchTheServer).
-var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindRateLimited, kindInternal, kindSyncUnavailable, kindSyncTimeout}
+var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindRateLimited, kindInternal, kindSyncUnavailable, kindSyncTimeout, kindSecretKeyRequired, kindSecretKeyUnavailable}
 
 func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail string, extra func(*Problem)) {
 	p := Problem{Type: k.typ, Title: k.title, Status: k.status,
@@ -100,6 +104,13 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, kindSourceDown, un.Detail, nil)
 	case errors.Is(err, service.ErrInvalidText):
 		writeProblem(w, r, kindValidation, "the request holds a NUL character or invalid UTF-8, which cannot be stored", nil)
+	case errors.Is(err, service.ErrSecretKeyRequired):
+		writeProblem(w, r, kindSecretKeyRequired, err.Error(), nil)
+	case errors.Is(err, service.ErrSecretKeyUnavailable):
+		// Passes once the server reads its key file again (checked every 5 s).
+		logger(r.Context()).WarnContext(r.Context(), "secret key unavailable", slog.Any("err", err))
+		w.Header().Set("Retry-After", "5")
+		writeProblem(w, r, kindSecretKeyUnavailable, err.Error(), nil)
 	case errors.Is(err, service.ErrDatabaseUnavailable):
 		logger(r.Context()).WarnContext(r.Context(), "database unavailable", slog.Any("err", err))
 		w.Header().Set("Retry-After", "5")

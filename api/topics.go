@@ -33,7 +33,7 @@ import (
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
-//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: the mirror's secrets are sealed under a key this server has not loaded yet (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:add [post]
 func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	var dryRun bool

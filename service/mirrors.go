@@ -58,12 +58,15 @@ type Mirror struct {
 	Status    MirrorStatus
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Incarnation tells this mirror from earlier, deleted ones of its name:
+	// each creation takes a new one, and its events carry it.
+	Incarnation int64
 }
 
 func mirrorOf(m repo.Mirror) Mirror {
 	out := Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
 		State: MirrorReady, MissingCredentials: m.MissingCredentials,
-		Status: emptyStatus(), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		Status: emptyStatus(), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Incarnation: m.Incarnation}
 	if len(m.MissingCredentials) > 0 {
 		out.State = MirrorNeedsCredentials
 	}
@@ -89,6 +92,9 @@ func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 	validateSource(&v, in.Source)
 	validateConfig(&v, in.Config)
 	if err := v.err(); err != nil {
+		return Mirror{}, err
+	}
+	if err := s.requireKey(in.Source.SASLPassword, in.Source.TLSKeyPEM); err != nil {
 		return Mirror{}, err
 	}
 	m := repo.Mirror{Name: in.Name, Config: maps.Clone(in.Config)}
@@ -214,6 +220,9 @@ func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 		}
 		m, err := patchMirror(plain, patch)
 		if err != nil {
+			return Mirror{}, err
+		}
+		if err := s.requirePatchKey(patch.Source); err != nil {
 			return Mirror{}, err
 		}
 		if patch.Source != nil && !opts.SkipConnectivityCheck {

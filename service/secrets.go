@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,8 +15,15 @@ import (
 )
 
 // Source secrets (sasl_password, tls_key_pem) are sealed with the service's
-// secretbox before they are stored, bound to their mirror and field, and
-// opened only to connect to the source or to re-validate a patched source.
+// keys before they are stored, bound to their mirror and field, and opened
+// only to connect to the source or to re-validate a patched source.
+
+// SecretKeys supplies the keys that seal and open the stored secrets: a
+// fixed *secretbox.Keyring, or a *secretbox.KeyFile that follows its file
+// so a rotation needs no restart. Keys may return nil: no key.
+type SecretKeys interface {
+	Keys() *secretbox.Keyring
+}
 
 // secretAAD binds a sealed secret to its mirror and field.
 func secretAAD(mirror, field string) string { return "kmirror/mirror/" + mirror + "/" + field }
@@ -23,22 +32,87 @@ func secretAAD(mirror, field string) string { return "kmirror/mirror/" + mirror 
 // the server has no key, or not the key that sealed it.
 var ErrSecretKey = errors.New("secret key")
 
+// ErrSecretKeyUnavailable is the ErrSecretKey of a secret sealed under a key
+// this server has not loaded: between `kmirror secrets rotate` and the
+// servers reading the new key file, say. It passes once the key is loaded,
+// so callers may try again.
+var ErrSecretKeyUnavailable = fmt.Errorf("%w unavailable", ErrSecretKey)
+
+// ErrSecretKeyRequired refuses a source secret on a server that has no key
+// and was not told to store secrets in clear: nothing is written.
+var ErrSecretKeyRequired = errors.New("secret key required")
+
+// secretKeyHelp says how to give a server a key, for errors and logs.
+const secretKeyHelp = "create a key with `kmirror secrets new-key > FILE` (chmod 600) and start every server " +
+	"with KMIRROR_SECRET_KEY_FILE=FILE (--secret-key-file)"
+
+func (s *Service) keys() *secretbox.Keyring {
+	if s.secrets == nil {
+		return nil
+	}
+	return s.secrets.Keys()
+}
+
+// requireKey refuses secrets a server could only store in clear.
+func (s *Service) requireKey(saslPassword, tlsKeyPEM string) error {
+	if s.insecureClear || s.keys() != nil {
+		return nil
+	}
+	var set []string
+	for field, v := range map[string]string{"source.sasl_password": saslPassword, "source.tls_key_pem": tlsKeyPEM} {
+		if v != "" {
+			set = append(set, field)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	slices.Sort(set)
+	return fmt.Errorf("%w: this server has no secret key, and does not store %s in clear: %s, then send the request again "+
+		"(or start the servers with --insecure-store-secrets-in-clear to store secrets as given)",
+		ErrSecretKeyRequired, strings.Join(set, " and "), secretKeyHelp)
+}
+
+// requirePatchKey is requireKey for a patch. Only the secrets it sets
+// count: a mirror whose secrets were stored in clear before keys were
+// required stays patchable, or it could not be fixed.
+func (s *Service) requirePatchKey(p *SourcePatch) error {
+	if p == nil {
+		return nil
+	}
+	var pw, key string
+	if p.SASLPassword != nil {
+		pw = *p.SASLPassword
+	}
+	if p.TLSKeyPEM != nil {
+		key = *p.TLSKeyPEM
+	}
+	return s.requireKey(pw, key)
+}
+
 func (s *Service) seal(mirror, field, v string) (string, error) {
-	if s.secrets == nil || secretbox.Sealed(v) {
+	k := s.keys()
+	if k == nil || secretbox.Sealed(v) {
 		return v, nil
 	}
-	return s.secrets.Seal(v, secretAAD(mirror, field))
+	return k.Seal(v, secretAAD(mirror, field))
 }
 
 func (s *Service) open(mirror, field, v string) (string, error) {
 	if !secretbox.Sealed(v) {
 		return v, nil
 	}
-	if s.secrets == nil {
-		return "", fmt.Errorf("%w: the %s of mirror %s is encrypted and this server has no key: set KMIRROR_SECRET_KEY_FILE",
-			ErrSecretKey, field, mirror)
+	k := s.keys()
+	if k == nil {
+		return "", fmt.Errorf("%w: the %s of mirror %s is encrypted and this server has no key: set KMIRROR_SECRET_KEY_FILE to the key it was stored with",
+			ErrSecretKeyUnavailable, field, mirror)
 	}
-	plain, err := s.secrets.Open(v, secretAAD(mirror, field))
+	plain, err := k.Open(v, secretAAD(mirror, field))
+	if errors.Is(err, secretbox.ErrKeyNotHeld) {
+		return "", fmt.Errorf("%w: the %s of mirror %s: %w; after kmirror secrets rotate, write the new key into "+
+			"KMIRROR_SECRET_KEY_FILE: servers read it again within seconds, or at once on SIGHUP",
+			ErrSecretKeyUnavailable, field, mirror, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: the %s of mirror %s: %w (is KMIRROR_SECRET_KEY_FILE the key it was stored with?)",
 			ErrSecretKey, field, mirror, err)
@@ -78,35 +152,41 @@ func (s *Service) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
 
 // CheckSecrets opens every stored secret, so a server started without the
 // key, or with another one, fails at once and says which mirror needs it,
-// rather than failing each mirror's connections later. It reports how many
-// secrets are stored in clear (written before a key was set).
-func (s *Service) CheckSecrets(ctx context.Context) (clear int, err error) {
+// rather than failing each mirror's connections later. It returns the
+// mirrors that hold a secret in clear (stored before a key was set), by
+// name.
+func (s *Service) CheckSecrets(ctx context.Context) (clear []string, err error) {
 	list, err := repo.MirrorsListSecrets(ctx, s.pool, false)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	for _, m := range list {
-		for field, v := range map[string]string{"sasl_password": m.SASLPassword, "tls_key_pem": m.TLSKeyPEM} {
-			if v == "" {
+		inClear := false
+		for _, f := range []struct{ name, v string }{{"sasl_password", m.SASLPassword}, {"tls_key_pem", m.TLSKeyPEM}} {
+			if f.v == "" {
 				continue
 			}
-			if !secretbox.Sealed(v) {
-				clear++
+			if !secretbox.Sealed(f.v) {
+				inClear = true
 				continue
 			}
-			if _, err := s.open(m.Name, field, v); err != nil {
+			if _, err := s.open(m.Name, f.name, f.v); err != nil {
 				return clear, err
 			}
 		}
+		if inClear {
+			clear = append(clear, m.Name)
+		}
 	}
+	slices.Sort(clear)
 	return clear, nil
 }
 
-// RotateSecrets re-encrypts every stored secret under next, in one
-// transaction: the service's own key opens them (secrets stored in clear
-// are sealed too), and a failure changes nothing. It returns how many
+// RotateSecrets re-encrypts every stored secret under next's sealing key,
+// in one transaction: the service's own keys open them (secrets stored in
+// clear are sealed too), and a failure changes nothing. It returns how many
 // secrets it wrote.
-func (s *Service) RotateSecrets(ctx context.Context, next *secretbox.Box) (int, error) {
+func (s *Service) RotateSecrets(ctx context.Context, next *secretbox.Keyring) (int, error) {
 	if next == nil {
 		return 0, errors.New("rotate: no new key")
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -92,15 +93,16 @@ func TestSecretsAtRest(t *testing.T) {
 	if _, err := newSecretsService(t, pool, key2).CheckSecrets(ctx); !errors.Is(err, service.ErrSecretKey) {
 		t.Fatalf("with another key: %v", err)
 	}
-	if n, err := svc.CheckSecrets(ctx); err != nil || n != 0 {
-		t.Fatalf("with the key: %d in clear, %v", n, err)
+	if clear, err := svc.CheckSecrets(ctx); err != nil || len(clear) != 0 {
+		t.Fatalf("with the key: %v in clear, %v", clear, err)
 	}
 
-	// A secret stored before encryption was set up: reported, then sealed
-	// by the rotation with the rest.
-	create(newSecretsService(t, pool, nil), "m3")
-	if n, err := svc.CheckSecrets(ctx); err != nil || n != 2 {
-		t.Fatalf("with one mirror in clear: %d in clear, %v", n, err)
+	// A secret stored before encryption was set up (or with
+	// --insecure-store-secrets-in-clear): reported by name, then sealed by
+	// the rotation with the rest.
+	create(newClearSecretsService(t, pool), "m3")
+	if clear, err := svc.CheckSecrets(ctx); err != nil || !slices.Equal(clear, []string{"m3"}) {
+		t.Fatalf("with one mirror in clear: %v in clear, %v", clear, err)
 	}
 	if n, err := svc.RotateSecrets(ctx, key2); err != nil || n != 4 {
 		t.Fatalf("rotate: %d, %v", n, err)
@@ -117,7 +119,7 @@ func TestSecretsAtRest(t *testing.T) {
 	}
 }
 
-func newBox(t *testing.T) *secretbox.Box {
+func newBox(t *testing.T) *secretbox.Keyring {
 	t.Helper()
 	key := make([]byte, secretbox.KeySize)
 	_, _ = rand.Read(key)
@@ -125,13 +127,30 @@ func newBox(t *testing.T) *secretbox.Box {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
+	k, err := secretbox.NewKeyring(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
 }
 
-func newSecretsService(t *testing.T, pool *pgxpool.Pool, box *secretbox.Box) *service.Service {
+// newSecretsService is a service with keys (none when box is nil).
+func newSecretsService(t *testing.T, pool *pgxpool.Pool, box *secretbox.Keyring) *service.Service {
 	t.Helper()
-	svc, err := service.New(service.Config{Pool: pool, Secrets: box,
-		Catalog: service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) { return nil, nil })})
+	return newSecretsServiceWith(t, service.Config{Pool: pool, Secrets: box})
+}
+
+// newClearSecretsService is a server without a key started with
+// --insecure-store-secrets-in-clear.
+func newClearSecretsService(t *testing.T, pool *pgxpool.Pool) *service.Service {
+	t.Helper()
+	return newSecretsServiceWith(t, service.Config{Pool: pool, InsecureClearSecrets: true})
+}
+
+func newSecretsServiceWith(t *testing.T, cfg service.Config) *service.Service {
+	t.Helper()
+	cfg.Catalog = service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) { return nil, nil })
+	svc, err := service.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,4 +225,90 @@ func selfSigned(t *testing.T) (certPEM, keyPEM string) {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+}
+
+// TestSecretKeyRequired: a server without a key refuses a request that sets
+// a source secret, dry run or not, and writes nothing; other requests pass,
+// and a mirror stored in clear before keys were required stays patchable.
+// --insecure-store-secrets-in-clear stores them as given.
+func TestSecretKeyRequired(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t)
+	ctx := context.Background()
+	keyless := newSecretsService(t, pool, nil)
+	sasl := service.SourceInput{BootstrapServers: "h:1", SecurityProtocol: "SASL_PLAINTEXT", SASLMechanism: "PLAIN",
+		SASLUsername: "u", SASLPassword: "pw-required-1"}
+	for _, dry := range []bool{true, false} {
+		_, err := keyless.CreateMirror(ctx, service.MirrorInput{Name: "m1", Source: sasl},
+			service.WriteOpts{DryRun: dry, SkipConnectivityCheck: true})
+		if !errors.Is(err, service.ErrSecretKeyRequired) || !strings.Contains(err.Error(), "kmirror secrets new-key") ||
+			!strings.Contains(err.Error(), "KMIRROR_SECRET_KEY_FILE") || !strings.Contains(err.Error(), "source.sasl_password") ||
+			strings.Contains(err.Error(), "pw-required-1") {
+			t.Fatalf("dry run %v: %v", dry, err)
+		}
+	}
+	if n := countRows(t, pool, "mirrors") + countRows(t, pool, "events") + countRows(t, pool, "outbox"); n != 0 {
+		t.Fatalf("a refused create wrote %d rows", n)
+	}
+
+	// A mirror stored in clear by an earlier version: still patchable
+	// without a secret, refused with one, and its secret may be removed.
+	create := func(svc *service.Service, name string) {
+		t.Helper()
+		if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: name, Source: sasl},
+			service.WriteOpts{SkipConnectivityCheck: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(newClearSecretsService(t, pool), "legacy")
+	if raw := legacyRow(t, pool); !strings.Contains(raw, "pw-required-1") {
+		t.Fatalf("--insecure-store-secrets-in-clear did not store as given: %q", raw)
+	}
+	opts := service.WriteOpts{SkipConnectivityCheck: true}
+	user, pw := "v", "pw-required-2"
+	if _, err := keyless.UpdateMirror(ctx, "legacy", service.MirrorPatch{Source: &service.SourcePatch{SASLUsername: &user}}, opts); err != nil {
+		t.Fatalf("a patch without a secret: %v", err)
+	}
+	before := legacyRow(t, pool)
+	for _, dry := range []bool{true, false} {
+		opts.DryRun = dry
+		if _, err := keyless.UpdateMirror(ctx, "legacy", service.MirrorPatch{Source: &service.SourcePatch{SASLPassword: &pw}}, opts); !errors.Is(err, service.ErrSecretKeyRequired) {
+			t.Fatalf("dry run %v: a patch that sets the password: %v", dry, err)
+		}
+	}
+	if legacyRow(t, pool) != before {
+		t.Fatal("a refused patch changed the row")
+	}
+
+	// A secret sealed under a key this server lacks: the data plane gets a
+	// clear ErrSecretKeyUnavailable, with no key at all or with another.
+	key1 := newBox(t)
+	create(newSecretsService(t, pool, key1), "sealed")
+	m, err := repo.MirrorsGet(ctx, pool, "sealed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, svc := range map[string]*service.Service{"no key": keyless, "another key": newSecretsService(t, pool, newBox(t))} {
+		if _, err := svc.SourceConn(m); !errors.Is(err, service.ErrSecretKeyUnavailable) || !strings.Contains(err.Error(), "mirror sealed") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func countRows(t *testing.T, pool *pgxpool.Pool, table string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func legacyRow(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), `SELECT m::text FROM mirrors m WHERE name = 'legacy'`).Scan(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/kafkaconn"
-	"kmirror/internal/secretbox"
 )
 
 // SourceCatalog lists a source cluster's topics with their partition counts.
@@ -51,8 +50,12 @@ type Config struct {
 	// topics and the progress history; without it they are 0 and empty.
 	History *History
 	// Secrets, when set, encrypts source secrets before they are stored
-	// (KMIRROR_SECRET_KEY_FILE); without it they are stored as given.
-	Secrets *secretbox.Box
+	// (KMIRROR_SECRET_KEY_FILE). Without it a request that sets a secret is
+	// refused (ErrSecretKeyRequired), unless InsecureClearSecrets.
+	Secrets SecretKeys
+	// InsecureClearSecrets stores source secrets as given when there is no
+	// key (--insecure-store-secrets-in-clear).
+	InsecureClearSecrets bool
 }
 
 func (c *Config) validate() error {
@@ -72,7 +75,9 @@ type Service struct {
 	log         *slog.Logger
 	instanceTTL time.Duration
 	history     *History
-	secrets     *secretbox.Box
+	secrets     SecretKeys
+	// insecureClear: without a key, store secrets as given.
+	insecureClear bool
 }
 
 // New returns a Service.
@@ -81,12 +86,13 @@ func New(cfg Config) (*Service, error) {
 		return nil, err
 	}
 	return &Service{
-		pool:        cfg.Pool,
-		catalog:     cfg.Catalog,
-		log:         cmp.Or(cfg.Logger, slog.Default()),
-		instanceTTL: cmp.Or(cfg.InstanceTTL, 15*time.Second),
-		history:     cfg.History,
-		secrets:     cfg.Secrets,
+		pool:          cfg.Pool,
+		catalog:       cfg.Catalog,
+		log:           cmp.Or(cfg.Logger, slog.Default()),
+		instanceTTL:   cmp.Or(cfg.InstanceTTL, 15*time.Second),
+		history:       cfg.History,
+		secrets:       cfg.Secrets,
+		insecureClear: cfg.InsecureClearSecrets,
 	}, nil
 }
 

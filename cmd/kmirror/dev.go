@@ -142,7 +142,7 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 // KMIRROR_SECRET_KEY_FILE's when set; else a fresh one for a throw-away
 // database, or, for a database that outlives the run (KMIRROR_DATABASE_URL),
 // one kept in the user's cache directory so the next run can open them.
-func devSecretKey(reused bool) (*secretbox.Box, error) {
+func devSecretKey(reused bool) (*secretbox.Keyring, error) {
 	if path := os.Getenv("KMIRROR_SECRET_KEY_FILE"); path != "" {
 		return secretbox.LoadKeyFile(path)
 	}
@@ -151,7 +151,11 @@ func devSecretKey(reused bool) (*secretbox.Box, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		return secretbox.New(key)
+		b, err := secretbox.New(key)
+		if err != nil {
+			return nil, err
+		}
+		return secretbox.NewKeyring(b)
 	}
 	dir, err := os.UserCacheDir()
 	if err != nil {

@@ -69,9 +69,15 @@ type serverConfig struct {
 	// KMIRROR_API_READ_TOKEN: environment only, never flags, so they stay
 	// out of process listings; and the hashes of --api-tokens-file).
 	Tokens api.Tokens
-	// Secrets encrypts source secrets at rest (KMIRROR_SECRET_KEY_FILE);
-	// nil stores them as given.
-	Secrets *secretbox.Box
+	// Secrets encrypts source secrets at rest with a fixed key (kmirror
+	// dev's). SecretKeyFile (KMIRROR_SECRET_KEY_FILE), when set, takes its
+	// place and is read again on SIGHUP and when it changes. With neither,
+	// requests that set a secret are refused unless InsecureClearSecrets.
+	Secrets       *secretbox.Keyring
+	SecretKeyFile string
+	// InsecureClearSecrets stores source secrets as given when there is no
+	// key (--insecure-store-secrets-in-clear).
+	InsecureClearSecrets bool
 	// TLSCertFile and TLSKeyFile, when set, serve the API over TLS; the pair
 	// is read again on SIGHUP and when the files change.
 	TLSCertFile, TLSKeyFile string
@@ -199,7 +205,8 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
-	secretKeyFile := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database (KMIRROR_SECRET_KEY_FILE)")
+	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database; one key a line during a rotation: the first seals, each opens. Re-read on SIGHUP and when it changes (KMIRROR_SECRET_KEY_FILE)")
+	fs.BoolVar(&cfg.InsecureClearSecrets, "insecure-store-secrets-in-clear", envBool("KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR"), "without --secret-key-file, store source SASL passwords and TLS keys in the database as given instead of refusing them (KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR)")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("KMIRROR_TLS_CERT_FILE"), "serve the API over TLS with this certificate (PEM, chain included); re-read on SIGHUP and when it changes (KMIRROR_TLS_CERT_FILE)")
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("KMIRROR_TLS_KEY_FILE"), "the TLS certificate's private key (PEM) (KMIRROR_TLS_KEY_FILE)")
 	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
@@ -226,11 +233,6 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	var err error
 	if cfg.Tokens, err = loadTokens(*tokensFile); err != nil {
 		return err
-	}
-	if *secretKeyFile != "" {
-		if cfg.Secrets, err = secretbox.LoadKeyFile(*secretKeyFile); err != nil {
-			return fmt.Errorf("--secret-key-file: %w", err)
-		}
 	}
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
@@ -365,6 +367,11 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 			return err
 		}
 	}
+	secrets, stopKeys, err := openSecretKeys(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopKeys()
 	if err := migrations.Up(cfg.DatabaseURL); err != nil {
 		return err
 	}
@@ -381,22 +388,12 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: cfg.Secrets})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
 	if err != nil {
 		return err
 	}
-	// Without the key that sealed the stored secrets nothing could connect
-	// to those sources: fail now, naming the mirror.
-	clearSecrets, err := svc.CheckSecrets(ctx)
-	if err != nil {
-		return fmt.Errorf("stored source secrets: %w", err)
-	}
-	switch {
-	case cfg.Secrets == nil:
-		log.Warn("no KMIRROR_SECRET_KEY_FILE: source SASL passwords and TLS keys are stored in the database as given")
-	case clearSecrets > 0:
-		log.Warn(fmt.Sprintf("%d source secret(s) were stored before encryption was set up; "+
-			"kmirror secrets rotate --new-key-file with this key encrypts them", clearSecrets))
+	if err := checkStoredSecrets(ctx, cfg, svc, secrets, log); err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -425,7 +422,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, Secrets: cfg.Secrets})
+		Logger: log, InstanceTTL: cfg.LeaseTTL, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 )
 
@@ -79,6 +78,11 @@ func (b *Box) Seal(plaintext, aad string) (string, error) {
 // sealed it, or it was sealed for another place (aad) or altered.
 var ErrWrongKey = errors.New("cannot decrypt")
 
+// ErrKeyNotHeld is the ErrWrongKey of a value sealed under a key that is
+// not at hand (a rotation the server has not caught up with): unlike an
+// altered value, it opens once that key is loaded.
+var ErrKeyNotHeld = fmt.Errorf("%w: the key that sealed it is not loaded", ErrWrongKey)
+
 // Open decrypts a sealed value bound to aad. A value that is not sealed is
 // returned as it is.
 func (b *Box) Open(v, aad string) (string, error) {
@@ -90,7 +94,7 @@ func (b *Box) Open(v, aad string) (string, error) {
 		return "", fmt.Errorf("%w: malformed sealed value", ErrWrongKey)
 	}
 	if id != b.id {
-		return "", fmt.Errorf("%w: sealed under key %s, the key given is %s", ErrWrongKey, id, b.id)
+		return "", fmt.Errorf("%w: sealed under key %s, the key given is %s", ErrKeyNotHeld, id, b.id)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil || len(raw) < b.aead.NonceSize() {
@@ -112,25 +116,4 @@ func NewKeyText() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(key), nil
-}
-
-// LoadKeyFile reads a key file: 64 hex digits or the base64 of 32 bytes
-// (surrounding white space ignored), or 32 raw bytes.
-func LoadKeyFile(path string) (*Box, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	text := strings.TrimSpace(string(raw))
-	var key []byte
-	if b, err := hex.DecodeString(text); err == nil && len(b) == KeySize {
-		key = b
-	} else if b, err := base64.StdEncoding.DecodeString(text); err == nil && len(b) == KeySize {
-		key = b
-	} else if len(raw) == KeySize {
-		key = raw
-	} else {
-		return nil, fmt.Errorf("%s: want a %d-byte key as 64 hex digits, base64 or raw bytes (kmirror secrets new-key writes one)", path, KeySize)
-	}
-	return New(key)
 }

@@ -274,6 +274,8 @@ const (
 	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"
 	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"
 	ProblemTypeRateLimited          ProblemType = "urn:kmirror:problem:rate-limited"
+	ProblemTypeSecretKeyRequired    ProblemType = "urn:kmirror:problem:secret-key-required"
+	ProblemTypeSecretKeyUnavailable ProblemType = "urn:kmirror:problem:secret-key-unavailable"
 	ProblemTypeSourceUnavailable    ProblemType = "urn:kmirror:problem:source-unavailable"
 	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"
 	ProblemTypeSyncUnavailable      ProblemType = "urn:kmirror:problem:sync-unavailable"
@@ -307,6 +309,10 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeNotFound:
 		return true
 	case ProblemTypeRateLimited:
+		return true
+	case ProblemTypeSecretKeyRequired:
+		return true
+	case ProblemTypeSecretKeyUnavailable:
 		return true
 	case ProblemTypeSourceUnavailable:
 		return true
@@ -2221,7 +2227,7 @@ type ClientInterface interface {
 
 	// SyncMirror Run a metadata sync pass now
 	//
-	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. No body is needed; one that is sent follows the rules of every body (application/json, at most 1 MiB) and must be an empty object. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
 	SyncMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2664,7 +2670,7 @@ func (c *Client) ResumeTopics(ctx context.Context, mirror string, params *Resume
 
 // SyncMirror Run a metadata sync pass now
 //
-// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. No body is needed; one that is sent follows the rules of every body (application/json, at most 1 MiB) and must be an empty object. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
 //
 // Corresponds with POST /v1/mirrors/{mirror}:sync (the `SyncMirror` operationId).
 func (c *Client) SyncMirror(ctx context.Context, mirror string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4104,7 +4110,7 @@ type ClientWithResponsesInterface interface {
 
 	// SyncMirrorWithResponse Run a metadata sync pass now
 	//
-	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+	// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. No body is needed; one that is sent follows the rules of every body (application/json, at most 1 MiB) and must be an empty object. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4802,6 +4808,8 @@ type UpdateMirrorResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *Problem
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -4837,6 +4845,11 @@ func (r UpdateMirrorResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateMirrorResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateMirrorResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5578,6 +5591,10 @@ type SyncMirrorResponse struct {
 	ApplicationproblemJSON403 *Problem
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *Problem
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -5611,6 +5628,16 @@ func (r SyncMirrorResponse) GetApplicationproblemJSON403() *Problem {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r SyncMirrorResponse) GetApplicationproblemJSON404() *Problem {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SyncMirrorResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -6150,7 +6177,7 @@ func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirr
 
 // SyncMirrorWithResponse Run a metadata sync pass now
 //
-// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
+// Asks the kmirror instance that holds the mirror's metadata-sync lease to run a pass at once (topic configs, partition growth, new and deleted topics, consumer group offsets, ACLs, paused topics), waits for it (up to 30s) and returns its result, which GET /v1/mirrors/{mirror} also shows as last_sync. A pass with errors is still 200: see ok and each kind's error. No body is needed; one that is sent follows the rules of every body (application/json, at most 1 MiB) and must be an empty object. 503 when no instance runs the mirror's sync (no server with a destination cluster), 504 when the pass did not finish in time.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6774,6 +6801,13 @@ func ParseUpdateMirrorResponse(rsp *http.Response) (*UpdateMirrorResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem
@@ -7430,6 +7464,20 @@ func ParseSyncMirrorResponse(rsp *http.Response) (*SyncMirrorResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest Problem

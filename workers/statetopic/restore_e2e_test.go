@@ -104,7 +104,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	control := env.Svc // the database that was not lost, for the answers only
 
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: workertest.SecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
