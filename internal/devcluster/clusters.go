@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -160,6 +161,11 @@ func (c *Clusters) Up(role string) error {
 	if c.cfg.DataDir == "" {
 		return errors.New("devcluster: Up needs Config.DataDir")
 	}
+	return c.start(role)
+}
+
+// start starts a stopped cluster again on its port.
+func (c *Clusters) start(role string) error {
 	if role == "source" && c.cfg.SourceBrokers > 1 {
 		return errors.New("devcluster: Up cannot bring back a source of several brokers on its ports")
 	}
@@ -177,6 +183,21 @@ func (c *Clusters) Up(role string) error {
 		c.Destination = cl
 	}
 	return nil
+}
+
+// UpEmpty restarts a cluster that Down stopped, on the same port but with
+// none of its data: a rebuilt cluster, or one whose disks were replaced
+// (fault tests). It works with or without Config.DataDir.
+func (c *Clusters) UpEmpty(role string) error {
+	if c.proc != nil {
+		return errProcess
+	}
+	if c.cfg.DataDir != "" {
+		if err := os.RemoveAll(filepath.Join(c.cfg.DataDir, role)); err != nil {
+			return err
+		}
+	}
+	return c.start(role)
 }
 
 func newCluster(role string, port int, logger *slog.Logger, extra []kfake.Opt) (*kfake.Cluster, error) {

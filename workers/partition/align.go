@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
+	"kmirror/service"
 )
 
 // alignResult is where mirroring resumes after PREPARING.
@@ -171,7 +174,7 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 			}
 		}
 		return alignResult{checkpoint: checkpoint{from, E},
-			summary: fmt.Sprintf("destination lost its records (end %d < checkpoint %d); re-mirroring from source offset %d", E, d, from)}, nil
+			summary: fmt.Sprintf("destination lost its records; re-mirroring from offset %d (its end is %d, the checkpoint was %d)", from, E, d)}, nil
 	}
 	run, err := repo.OffsetRunByDestination(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E-1)
 	if err != nil {
@@ -189,7 +192,7 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 		}
 	}
 	return alignResult{checkpoint: checkpoint{srcLast + 1, E},
-		summary: fmt.Sprintf("destination lost records (end %d < checkpoint %d); rewound to source offset %d", E, d, srcLast+1)}, nil
+		summary: fmt.Sprintf("destination lost its records after offset %d; re-mirroring from offset %d (the checkpoint was %d)", E-1, srcLast+1, d)}, nil
 }
 
 // verifyLastMirrored checks, when the destination ends exactly at the
@@ -328,7 +331,11 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients,
 	if !ok || sd.Err != nil {
 		return destinationTopic{}, retryable("source topic %s does not exist", topic)
 	}
-	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor, nil, topic)
+	if err := e.awaitTopicLossGrace(ctx, topic); err != nil {
+		return destinationTopic{}, retryable("wait before creating lost destination topic %s again: %v", topic, err)
+	}
+	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor,
+		e.syncedTopicConfigs(ctx, src, mirror, topic), topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -348,7 +355,46 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients,
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	e.producer.PurgeTopicsFromProducing(topic)
+	e.writeOff(topic, "the destination topic was created anew")
 	e.log.Info("destination topic created", "mirror", mirror, "topic", topic, "partitions", len(sd.Partitions), "replication_factor", replicationFactor)
 	return destinationTopic{created: true, partitions: len(sd.Partitions)}, nil
+}
+
+// syncedTopicConfigs are the configs a destination topic is created with:
+// the source topic's dynamic ones less the mirror's topic.properties.exclude,
+// as the metadata sync would set them, so that a topic created again after
+// the destination lost it has its retention and compaction from the first
+// record. When they cannot be read the topic is created with the broker's
+// defaults, and the next sync pass sets them.
+func (e *Engine) syncedTopicConfigs(ctx context.Context, src *sourceClients, mirror, topic string) map[string]*string {
+	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
+		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	})
+	var cfg service.SyncConfig
+	if err == nil {
+		cfg, err = service.ParseSyncConfig(m.Config)
+	}
+	var rcs kadm.ResourceConfigs
+	if err == nil {
+		rcs, err = src.admin.DescribeTopicConfigs(ctx, topic)
+	}
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = rcs.On(topic, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
+			"mirror", mirror, "topic", topic, "err", err)
+		return nil
+	}
+	out := map[string]*string{}
+	for _, c := range rc.Configs {
+		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil && !c.Sensitive && !cfg.PropertyExcluded(c.Key) {
+			out[c.Key] = c.Value
+		}
+	}
+	return out
 }

@@ -62,6 +62,13 @@ type EngineConfig struct {
 	// ProduceBuffer bounds the records produced to the destination and not
 	// yet answered, across every partition (produceGate). Default 100,000.
 	ProduceBuffer int64
+	// DestinationWatchInterval is how often copies in flight are checked
+	// for having gone unanswered, and the destination then asked whether it
+	// lost them (destination_watch.go). Default 1s.
+	DestinationWatchInterval time.Duration
+	// SettledWaitMax is how long copies of an ended session may go
+	// unanswered before they are written off (unsettled.go). Default 1m.
+	SettledWaitMax time.Duration
 }
 
 func (c *EngineConfig) validate() error {
@@ -114,6 +121,13 @@ type Engine struct {
 	sources  map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
 	unsettled map[lease.Key]*unsettledCopies
+	// sessions are the running mirroring sessions, for the destination
+	// watch; losses are what it found, for each partition's worker to
+	// report, and lostTopics when it found each destination topic gone
+	// (destination_watch.go).
+	sessions   map[lease.Key]*mirrorSession
+	losses     map[lease.Key]destinationLoss
+	lostTopics map[string]time.Time
 }
 
 // EngineTestHooks are points where tests inject faults.
@@ -134,13 +148,17 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.OffsetsInterval = cmp.Or(cfg.OffsetsInterval, 2*time.Second)
 	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 5*time.Second)
 	cfg.ProduceBuffer = cmp.Or(cfg.ProduceBuffer, 100_000)
+	cfg.DestinationWatchInterval = cmp.Or(cfg.DestinationWatchInterval, time.Second)
+	cfg.SettledWaitMax = cmp.Or(cfg.SettledWaitMax, time.Minute)
 	cfg.Retry.Initial = cmp.Or(cfg.Retry.Initial, time.Second)
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: newProduceGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
-		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{}}
+		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
+		sessions: map[lease.Key]*mirrorSession{}, losses: map[lease.Key]destinationLoss{},
+		lostTopics: map[string]time.Time{}}
 	var err error
 	if e.metrics, err = newMirrorMetrics(cfg.Registerer); err != nil {
 		return nil, err
@@ -224,16 +242,24 @@ func producerOpts(deliveryTimeout time.Duration) []kgo.Opt {
 }
 
 // watchHealth checks the producer's and the fetchers' health every second
-// for every mirroring session at once.
+// for every mirroring session at once, and asks the destination about
+// copies that went unanswered (destination_watch.go).
 func (e *Engine) watchHealth(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(min(time.Second, e.cfg.DestinationWatchInterval))
 	defer t.Stop()
+	stalled := map[*produceAcks]int64{}
+	lastHealth := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		e.checkDestination(ctx, e.stalledCopies(stalled))
+		if time.Since(lastHealth) < time.Second-10*time.Millisecond {
+			continue
+		}
+		lastHealth = time.Now()
 		e.mu.Lock()
 		clients := []*clientHealth{e.producerHealth}
 		for _, f := range e.fetchers {

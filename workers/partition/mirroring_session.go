@@ -51,6 +51,10 @@ type mirrorSession struct {
 	// partitionUnknown: the producer's metadata predates the partition
 	// (the topic just grew).
 	partitionUnknown bool
+	// interrupted is set when the engine ends the session from outside
+	// (the destination lost its records, or copies were written off): the
+	// worker re-aligns in place instead of failing (destination_watch.go).
+	interrupted *interruption
 	// produceCtx is every record's context. It ends with the lease, at the
 	// first failed or misplaced copy, when a batch outlives the delivery
 	// timeout, and when the session ends. Once it has, kgo fails each
@@ -87,6 +91,7 @@ var (
 	errDeliveryTimeout = errors.New("not acknowledged within the delivery timeout")
 	errCopyFailed      = errors.New("an earlier copy of the session failed")
 	errSessionOver     = errors.New("the mirroring session ended")
+	errInterrupted     = errors.New("the session was interrupted to re-align")
 )
 
 // sessionTick is how often a mirroring worker re-checks its desired state
@@ -99,9 +104,12 @@ const sessionTick = 30 * time.Second
 
 // mirror copies records until the desired state changes, the lease ends or
 // something fails. It returns after every in-flight record is settled and
-// the checkpoint reflects exactly the acknowledged copies.
-func (w *partitionWorker) mirror(ctx context.Context) error {
-	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+// the checkpoint reflects exactly the acknowledged copies. The session runs
+// under the lease's context (it settles its copies itself when asked to
+// stop); what follows it, a realignment, under stepCtx, which a stop ends.
+func (w *partitionWorker) mirror(stepCtx context.Context) error {
+	ctx := w.leaseCtx
+	if err := w.awaitSettled(stepCtx); err != nil {
 		return err
 	}
 	src, err := w.e.source(ctx, w.key.Mirror)
@@ -129,6 +137,16 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	tp := topicPartition{w.key.Topic, w.key.Partition}
 	f.add(tp, s.fetchNext, &fetchSink{deliver: func(b fetchBatch) { s.deliver(ctx, b) }})
 	defer f.remove(tp)
+	w.e.mu.Lock()
+	w.e.sessions[w.key] = s
+	w.e.mu.Unlock()
+	defer func() {
+		w.e.mu.Lock()
+		if w.e.sessions[w.key] == s {
+			delete(w.e.sessions, w.key)
+		}
+		w.e.mu.Unlock()
+	}()
 
 	tick := time.NewTicker(sessionTick)
 	defer tick.Stop()
@@ -194,10 +212,14 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 		// kgo never adopts a recreated topic's new ID: it fails every
 		// record with UNKNOWN_TOPIC_ID until the topic is purged from the
 		// client. Purge it, so that after re-alignment (the destination
-		// lost its records) the producer loads the new topic.
-		w.e.producer.PurgeTopicsFromClient(w.key.Topic)
+		// lost its records) the producer loads the new topic; the topic's
+		// other sessions here re-align too.
+		w.e.writeOff(w.key.Topic, "the destination topic was deleted or recreated under the producer")
 	}
 	s.publish()
+	if i := s.interruption(); i != nil {
+		return w.heal(stepCtx, *i, s)
+	}
 	if s.failure != nil {
 		// Save the verified progress before the FAILED write: that write
 		// returns the stored row, so a checkpoint left to the batch saver
@@ -218,7 +240,7 @@ func (w *partitionWorker) mirror(ctx context.Context) error {
 	}
 	w.syncRow(s)
 	if s.outOfRange {
-		return w.realign(ctx, "", fmt.Sprintf("source offset %d is no longer on the source", s.fetchNext))
+		return w.realign(stepCtx, "", fmt.Sprintf("source offset %d is no longer on the source", s.fetchNext))
 	}
 	if stopReason == errDesireChanged {
 		return nil
@@ -279,7 +301,7 @@ func (w *partitionWorker) syncRow(s *mirrorSession) {
 func (s *mirrorSession) deliver(ctx context.Context, b fetchBatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || s.failure != nil || s.outOfRange {
+	if s.closed || s.failure != nil || s.outOfRange || s.interrupted != nil {
 		return
 	}
 	s.handleBatch(ctx, b)
@@ -292,11 +314,40 @@ func (s *mirrorSession) deliver(ctx context.Context, b fetchBatch) {
 	}
 }
 
-// stopped reports whether a failure or a gap in the source ends the session.
+// stopped reports whether a failure, a gap in the source or an
+// interruption ends the session.
 func (s *mirrorSession) stopped() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.failure != nil || s.outOfRange
+	return s.failure != nil || s.outOfRange || s.interrupted != nil
+}
+
+// interruption is why the session was interrupted, or nil; a produce
+// failure that says the destination topic is gone or was recreated under
+// the producer is one too: re-aligning repairs it, so it is no failure.
+func (s *mirrorSession) interruption() *interruption {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.interrupted == nil && s.topicRecreated {
+		return &interruption{msg: "the destination topic was deleted or recreated under the producer"}
+	}
+	return s.interrupted
+}
+
+// interrupt ends the session from outside (destination_watch.go): no more
+// record is sent, and the worker re-aligns once the copies in flight are
+// answered or written off. The first reason is kept.
+func (s *mirrorSession) interrupt(i interruption) {
+	s.mu.Lock()
+	if s.interrupted == nil {
+		s.interrupted = &i
+	}
+	s.mu.Unlock()
+	s.produceCancel(errInterrupted)
+	select {
+	case s.halted <- struct{}{}:
+	default:
+	}
 }
 
 func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
@@ -418,7 +469,8 @@ func (s *mirrorSession) handleAcks() {
 			// The session's context ended: say why, not "context canceled".
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, context.Cause(s.produceCtx))
 		case err != nil:
-			s.topicRecreated = s.topicRecreated || errors.Is(err, kerr.UnknownTopicID)
+			s.topicRecreated = s.topicRecreated || errors.Is(err, kerr.UnknownTopicID) ||
+				errors.Is(err, kerr.UnknownTopicOrPartition)
 			s.partitionUnknown = s.partitionUnknown || strings.Contains(err.Error(), "invalid record partitioning choice")
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, err)
 		default:

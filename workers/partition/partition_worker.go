@@ -43,6 +43,10 @@ type partitionWorker struct {
 	// until the next one (or the session's 30 s tick).
 	desiredChanged <-chan struct{}
 
+	// pokes cuts a FAILED partition's wait for its next retry short: the
+	// destination watch found what failed it and a realignment repairs it.
+	pokes chan struct{}
+
 	stopOnce sync.Once
 	stopping chan struct{} // closed by stop(): finish gracefully
 	exited   chan struct{}
@@ -51,7 +55,15 @@ type partitionWorker struct {
 func newPartitionWorker(e *Engine, l *lease.Lease) *partitionWorker {
 	return &partitionWorker{e: e, lease: l, key: l.Key,
 		log:      e.log.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
-		stopping: make(chan struct{}), exited: make(chan struct{})}
+		stopping: make(chan struct{}), exited: make(chan struct{}), pokes: make(chan struct{}, 1)}
+}
+
+// poke ends a wait for the next retry (see pokes).
+func (w *partitionWorker) poke() {
+	select {
+	case w.pokes <- struct{}{}:
+	default:
+	}
 }
 
 // fence is what the worker's writes carry so that they change nothing once
@@ -128,7 +140,7 @@ func (w *partitionWorker) run(leaseCtx context.Context) {
 func (w *partitionWorker) start(ctx context.Context) bool {
 	// Before a slot: a partition waiting on a stalled destination must not
 	// hold one that others could use.
-	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+	if err := w.e.awaitSettled(ctx, w.key, nil); err != nil {
 		w.log.Warn("an earlier session's copies are unanswered; giving the lease time to move on", "err", err)
 		return false
 	}
@@ -186,7 +198,7 @@ func (w *partitionWorker) takeOver(ctx context.Context) error {
 // takeover (previous is the owner taken over from), or in place while
 // MIRRORING (cause says why).
 func (w *partitionWorker) realign(ctx context.Context, previous, cause string) error {
-	if err := w.e.awaitSettled(ctx, w.key); err != nil {
+	if err := w.awaitSettled(ctx); err != nil {
 		return err
 	}
 	desire, err := w.desire(ctx)
@@ -210,6 +222,40 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 		"state", row.State.String(), "reason", res.summary, "lost", res.lost)
 	w.row = row
 	return nil
+}
+
+// awaitSettled waits for the partition's earlier copies (unsettled.go),
+// with its row saying so while it does.
+func (w *partitionWorker) awaitSettled(ctx context.Context) error {
+	return w.e.awaitSettled(ctx, w.key, func(copies int64, since time.Time) {
+		w.noteError(ctx, w.row.State, fmt.Sprintf("waiting for the destination to answer %d copies of an earlier session "+
+			"(unanswered since %s) before aligning; they are written off after %s",
+			copies, since.UTC().Format(time.RFC3339), w.e.cfg.SettledWaitMax))
+	})
+}
+
+// heal re-aligns a MIRRORING partition in place after its session was
+// interrupted (destination_watch.go): with the verified progress saved, and,
+// when the destination lost records, the row saying so until the
+// realignment records where mirroring starts again.
+func (w *partitionWorker) heal(ctx context.Context, i interruption, s *mirrorSession) error {
+	if w.lease.Valid() {
+		if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+			w.log.Warn("saving the checkpoint before re-aligning", "err", err)
+		}
+	}
+	w.syncRow(s)
+	msg := ""
+	if l, ok := w.e.takeLoss(w.key); ok {
+		msg = l.msg
+	} else if i.lost {
+		msg = i.msg
+	}
+	if msg != "" {
+		w.noteError(ctx, service.StateMirroring, msg)
+	}
+	w.log.Warn("re-aligning in place", "why", i.msg)
+	return w.realign(ctx, "", i.msg)
 }
 
 // desire returns the topic's desired state from the cache, re-reading it
@@ -282,8 +328,11 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		// Not while idle above: a slot held there could keep partition 0
 		// from the recreate the others wait for. Nor while an earlier
 		// session's copies are in flight (unsettled.go).
-		if err := w.e.awaitSettled(ctx, w.key); err != nil {
+		if err := w.awaitSettled(ctx); err != nil {
 			return err
+		}
+		if l, ok := w.e.takeLoss(w.key); ok {
+			w.noteError(ctx, service.StatePreparing, l.msg)
 		}
 		release, err := w.e.prep.acquire(ctx)
 		defer release()
@@ -321,7 +370,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		case service.DesiredStopped:
 			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed (failover)"})
 		}
-		return w.mirror(w.leaseCtx)
+		return w.mirror(ctx)
 	case service.StatePausing:
 		return w.transition(service.StatePaused, transitionOpts{})
 	case service.StatePaused:
@@ -383,6 +432,9 @@ func (w *partitionWorker) waitUntil(ctx context.Context, t time.Time) error {
 		timer := time.NewTimer(d)
 		select {
 		case <-timer.C:
+			return nil
+		case <-w.pokes:
+			timer.Stop()
 			return nil
 		case <-w.desiredChanged:
 			timer.Stop()

@@ -35,10 +35,10 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 	if !ok || sd.Err != nil {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
-	if resp, err := w.e.dstAdmin.DeleteTopic(ctx, w.key.Topic); err == nil && resp.Err != nil &&
-		!errors.Is(resp.Err, kerr.UnknownTopicOrPartition) {
-		return retryable("delete destination topic %s: %v", w.key.Topic, resp.Err)
-	} else if err != nil {
+	// A topic that is already gone (deleted by hand, a destination rebuilt
+	// empty, or never created) counts as deleted. kadm returns the topic's
+	// own error as err too.
+	if _, err := w.e.dstAdmin.DeleteTopic(ctx, w.key.Topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return retryable("delete destination topic %s: %v", w.key.Topic, err)
 	}
 	// Deletion completes asynchronously on a real cluster.
@@ -59,7 +59,7 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 		}
 	}
 	// The producer must forget the old topic's id and sequence numbers.
-	w.e.producer.PurgeTopicsFromProducing(w.key.Topic)
+	w.e.writeOff(w.key.Topic, "the destination topic was recreated")
 	err = repo.WithTx(ctx, w.e.cfg.Pool, func(tx pgx.Tx) error {
 		return repo.TopicsResetForRecreate(ctx, tx, w.fence())
 	})

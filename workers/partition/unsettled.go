@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"kmirror/workers/lease"
@@ -16,30 +17,36 @@ import (
 type unsettledCopies struct {
 	acks *produceAcks
 	end  int64 // destination offset after the session's last produced record
+	// since is when the session ended; writtenOff is set once the copies
+	// were written off (under the engine's mu).
+	since      time.Time
+	writtenOff bool
 }
 
 func (u *unsettledCopies) pending() int64 { return u.end - u.acks.base - u.acks.done.Load() }
 
-// settledWaitMax bounds how long a partition waits for an earlier
-// session's copies before it fails (and retries later) instead.
-const settledWaitMax = time.Minute
-
 // Settled says whether every copy of the partition's ended sessions has
 // been answered; the lease manager releases a lease only then
 // (lease.PartitionSettler), so another instance cannot align under copies
-// that may yet land.
+// that may yet land. Copies unanswered for SettledWaitMax are written off
+// (writeOffStale): a lease is given back within that bound, whatever the
+// destination does, and is never left held by an instance that no longer
+// runs its partition.
 func (e *Engine) Settled(k lease.Key) bool {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	u := e.unsettled[k]
 	if u == nil {
+		e.mu.Unlock()
 		return true
 	}
-	if u.pending() > 0 {
-		return false
+	if u.pending() <= 0 {
+		delete(e.unsettled, k)
+		e.mu.Unlock()
+		return true
 	}
-	delete(e.unsettled, k)
-	return true
+	e.mu.Unlock()
+	e.writeOffStale(k, u)
+	return false
 }
 
 // keepUnsettled records a session that ended with copies in flight.
@@ -51,24 +58,46 @@ func (e *Engine) keepUnsettled(k lease.Key, acks *produceAcks, end int64) {
 			delete(e.unsettled, key)
 		}
 	}
-	e.unsettled[k] = &unsettledCopies{acks: acks, end: end}
+	e.unsettled[k] = &unsettledCopies{acks: acks, end: end, since: time.Now()}
+}
+
+// writeOffStale writes off the partition's unsettled copies once they have
+// gone unanswered for SettledWaitMax. By then each was retried for far
+// longer than a broker holds a produce request, so a late landing is not
+// to be expected; and should one land all the same, the next alignment
+// compares every record past the checkpoint with the source, so it is
+// found (a divergence), never copied over.
+func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
+	e.mu.Lock()
+	due := !u.writtenOff && time.Since(u.since) >= e.cfg.SettledWaitMax
+	if due {
+		u.writtenOff = true
+	}
+	e.mu.Unlock()
+	if !due {
+		return
+	}
+	e.log.Warn("an ended session's copies are still unanswered by the destination; writing them off",
+		"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending(), "after", e.cfg.SettledWaitMax)
+	e.writeOff(k.Topic, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
+		k.Topic, k.Partition, e.cfg.SettledWaitMax))
 }
 
 // awaitSettled returns once every copy of the partition's earlier sessions
-// on this instance has landed or failed. Alignment reads the destination's
-// end and a new session copies from there: a copy landing after that read
-// would put the same source records in the destination twice, and
-// alignment could only call the result a divergence
-// (TestScenarioStalledProduceOutlivesSession).
-func (e *Engine) awaitSettled(ctx context.Context, k lease.Key) error {
+// on this instance has landed, failed or been written off. Alignment reads
+// the destination's end and a new session copies from there: a copy landing
+// after that read would put the same source records in the destination
+// twice, and alignment could only call the result a divergence
+// (TestScenarioStalledProduceOutlivesSession). waiting, when set, is told
+// once that the wait began, so the partition's row can say why nothing
+// moves.
+func (e *Engine) awaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
 	e.mu.Lock()
 	u := e.unsettled[k]
 	e.mu.Unlock()
 	if u == nil {
 		return nil
 	}
-	deadline := time.NewTimer(settledWaitMax)
-	defer deadline.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	logged := false
@@ -77,16 +106,17 @@ func (e *Engine) awaitSettled(ctx context.Context, k lease.Key) error {
 			e.log.Warn("waiting for the destination to answer an earlier session's copies before aligning",
 				"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending())
 			logged = true
+			if waiting != nil {
+				waiting(u.pending(), u.since)
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-deadline.C:
-			return retryable("%d copies of an earlier session are still unanswered by the destination after %s; "+
-				"they may yet land, so alignment waits for them", u.pending(), settledWaitMax)
 		case <-u.acks.notify:
 			u.acks.woken.Store(false)
 		case <-tick.C:
+			e.writeOffStale(k, u)
 		}
 	}
 	e.mu.Lock()

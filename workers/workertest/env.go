@@ -22,6 +22,7 @@ import (
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
+	"kmirror/internal/secretbox"
 	"kmirror/internal/testdb"
 	"kmirror/repo"
 	"kmirror/service"
@@ -82,12 +83,27 @@ func NewEnvTB(tb testing.TB, cfg devcluster.Config) *Env {
 func NewEnvOn(tb testing.TB, clusters *devcluster.Clusters) *Env {
 	tb.Helper()
 	pool := testdb.Pool(tb)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: SecretKeys})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return &Env{TB: tb, Pool: pool, Svc: svc, Clusters: clusters}
 }
+
+// SecretKeys seal the source secrets of every env's services, as one key
+// file serves all of a deployment's servers: without a key a server refuses
+// to store them.
+var SecretKeys = func() *secretbox.Keyring {
+	text, err := secretbox.NewKeyText()
+	if err != nil {
+		panic(err)
+	}
+	k, err := secretbox.ParseKeys([]byte(text))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // Logger logs warnings to stderr, or everything when KMIRROR_TEST_LOG is
 // set.
@@ -140,6 +156,9 @@ type InstanceOpts struct {
 	// ProduceBuffer is the engine's bound on records produced and not yet
 	// answered; zero takes the engine's default.
 	ProduceBuffer int64
+	// SettledWaitMax is how long an ended session's copies may go
+	// unanswered before they are written off; zero takes the default.
+	SettledWaitMax time.Duration
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -175,7 +194,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(dp.Close)
-		if dataSvc, err = service.New(service.Config{Pool: dp, Catalog: service.KafkaCatalog(3 * time.Second)}); err != nil {
+		if dataSvc, err = service.New(service.Config{Pool: dp, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: SecretKeys}); err != nil {
 			tb.Fatal(err)
 		}
 		in.DataPool = dp
@@ -183,7 +202,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
-		ProduceBuffer: o.ProduceBuffer, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
+		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool
 	if o.ProductionTimings {

@@ -1,0 +1,266 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+)
+
+// The destination watch finds a destination that lost what kmirror wrote:
+// a cluster rebuilt empty, disks replaced, a topic deleted by hand. kgo
+// cannot tell: the idempotent producer retries a record whose request was
+// in flight when the broker went away until it learns the outcome, and a
+// topic that no longer exists never gives one (UNKNOWN_TOPIC_OR_PARTITION
+// without end). The partitions then read MIRRORING with no error while
+// nothing moves. So the engine asks the destination itself, but only about
+// copies that stopped being answered: a healthy instance sends nothing.
+
+// destinationCheckTimeout bounds one listing of the destination's ends.
+const destinationCheckTimeout = 2 * time.Second
+
+// interruption ends a mirroring session for something the engine found
+// outside it; the worker re-aligns in place instead of failing.
+type interruption struct {
+	// msg says why, for the row's error and the realignment's event.
+	msg string
+	// lost: the destination lost records this partition had copied, so
+	// the row's error says so until the partition is re-aligned.
+	lost bool
+}
+
+// destinationLoss is a loss the watch found for one partition, for the
+// worker to report and heal.
+type destinationLoss struct {
+	msg string
+	at  time.Time
+}
+
+// stallCheck is a partition whose copies are in flight and unanswered for
+// a whole watch interval.
+type stallCheck struct {
+	key lease.Key
+	// verified is the destination offset below which every copy was
+	// acknowledged, read before the destination's end is listed: that end
+	// can only be lower if the destination lost acknowledged records.
+	verified int64
+}
+
+// stalledCopies returns the partitions whose in-flight copies (of a
+// running session or of an ended one's, unsettled.go) got no result since
+// the last call; last carries the result counts from call to call.
+func (e *Engine) stalledCopies(last map[*produceAcks]int64) []stallCheck {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	seen := make(map[*produceAcks]int64, len(last))
+	var out []stallCheck
+	consider := func(k lease.Key, a *produceAcks, end int64) {
+		done := a.done.Load()
+		if a.base+done >= end {
+			return // nothing in flight
+		}
+		seen[a] = done
+		if prev, ok := last[a]; ok && prev == done {
+			out = append(out, stallCheck{key: k, verified: a.base + a.verified.Load()})
+		}
+	}
+	for k, s := range e.sessions {
+		consider(k, s.acks, s.acks.producedEnd.Load())
+	}
+	for k, u := range e.unsettled {
+		consider(k, u.acks, u.end)
+	}
+	clear(last)
+	for a, n := range seen {
+		last[a] = n
+	}
+	return out
+}
+
+// checkDestination lists the destination's ends of the stalled partitions'
+// topics and treats each partition whose topic is gone, or whose end fell
+// below what it had acknowledged, as lost. An unreachable destination
+// tells nothing: the outage is reported as it is, by the producer's health.
+func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
+	if len(checks) == 0 {
+		return
+	}
+	topicSet := map[string]bool{}
+	for _, c := range checks {
+		topicSet[c.key.Topic] = true
+	}
+	topics := make([]string, 0, len(topicSet))
+	for t := range topicSet {
+		topics = append(topics, t)
+	}
+	ctx, cancel := context.WithTimeout(ctx, destinationCheckTimeout)
+	defer cancel()
+	ends, err := e.dstAdmin.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return
+	}
+	missing := map[string]bool{}
+	for _, c := range checks {
+		if reason := lossOf(ends, c.key, c.verified); reason != "" {
+			if strings.HasPrefix(reason, "topic") {
+				missing[c.key.Topic] = true
+				continue // every partition of the topic, below
+			}
+			e.destinationLost(c.key, reason)
+		}
+	}
+	for topic := range missing {
+		e.topicLost(topic)
+	}
+}
+
+// lossOf says what the destination lost of partition k, given its listed
+// ends and the offset below which copies were acknowledged; "" if nothing.
+func lossOf(ends kadm.ListedOffsets, k lease.Key, verified int64) string {
+	parts, listed := ends[k.Topic]
+	if o, ok := parts[-1]; ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+		return fmt.Sprintf("topic %s is missing on the destination", k.Topic)
+	}
+	o, ok := parts[k.Partition]
+	switch {
+	case !listed:
+		return ""
+	case !ok || errors.Is(o.Err, kerr.UnknownTopicOrPartition):
+		return fmt.Sprintf("partition %d of topic %s is missing on the destination", k.Partition, k.Topic)
+	case o.Err == nil && o.Offset < verified:
+		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified)
+	}
+	return ""
+}
+
+// destinationLost records a loss for partition k and interrupts its
+// session, so that its worker reports it and re-aligns: alignment then
+// rewinds to what the destination still has.
+func (e *Engine) destinationLost(k lease.Key, reason string) {
+	msg := "the destination lost this partition's records (" + reason + "); re-mirroring from what it still holds"
+	e.mu.Lock()
+	e.losses[k] = destinationLoss{msg: msg, at: time.Now()}
+	s, w := e.sessions[k], e.workers[k]
+	e.mu.Unlock()
+	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
+	if s != nil {
+		s.interrupt(interruption{msg: msg, lost: true})
+	}
+	if w != nil {
+		w.poke()
+	}
+}
+
+// topicLost handles a destination topic that is gone: every partition of
+// it held here is lost, and the copies in flight to it are written off,
+// since no broker will ever answer them. The topic is not created again
+// before topicLossGrace has passed, so that other instances, which notice
+// within a watch interval or two, write off theirs first: with a broker
+// that takes produce requests by topic name (before Produce v13), a copy
+// still retried could otherwise land in the new topic.
+func (e *Engine) topicLost(topic string) {
+	e.mu.Lock()
+	var keys []lease.Key
+	for k := range e.workers {
+		if k.Topic == topic {
+			keys = append(keys, k)
+		}
+	}
+	// Ended sessions' copies without a worker need only the write-off.
+	e.lostTopics[topic] = time.Now()
+	e.mu.Unlock()
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Partition < keys[j].Partition })
+	for _, k := range keys {
+		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic))
+	}
+	e.writeOff(topic, "")
+}
+
+// writeOff makes kgo fail every record of the topic it holds, in flight or
+// not, so that no partition waits on copies that will never be answered.
+// Running sessions of the topic are interrupted first (with why, unless
+// they already were): their failed copies are a reason to re-align, not a
+// failure.
+func (e *Engine) writeOff(topic, why string) {
+	if why != "" {
+		e.mu.Lock()
+		var ss []*mirrorSession
+		for k, s := range e.sessions {
+			if k.Topic == topic {
+				ss = append(ss, s)
+			}
+		}
+		e.mu.Unlock()
+		for _, s := range ss {
+			s.interrupt(interruption{msg: why})
+		}
+		if len(ss) > 0 {
+			e.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
+				"topic", topic, "sessions", len(ss), "why", why)
+		}
+	}
+	e.producer.PurgeTopicsFromProducing(topic)
+}
+
+// takeLoss returns (and forgets) the loss the watch recorded for k.
+func (e *Engine) takeLoss(k lease.Key) (destinationLoss, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l, ok := e.losses[k]
+	delete(e.losses, k)
+	// One a worker of an earlier lease never took is history by now.
+	return l, ok && time.Since(l.at) < lossMemory
+}
+
+// lossMemory is how long a loss waits for its partition's worker to take it.
+const lossMemory = time.Minute
+
+// topicLossGrace is how long a destination topic found missing is not
+// created again (see topicLost).
+func (e *Engine) topicLossGrace() time.Duration { return 3 * e.cfg.DestinationWatchInterval }
+
+// awaitTopicLossGrace waits until a topic found missing may be created.
+func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
+	e.mu.Lock()
+	at, ok := e.lostTopics[topic]
+	e.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	wait := time.Until(at.Add(e.topicLossGrace()))
+	if wait <= 0 {
+		e.mu.Lock()
+		if e.lostTopics[topic] == at {
+			delete(e.lostTopics, topic)
+		}
+		e.mu.Unlock()
+		return nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// noteError puts msg in the partition's row while it stays in state, fenced
+// by the lease, so describe says what the worker is about to repair.
+func (w *partitionWorker) noteError(ctx context.Context, state service.PartitionState, msg string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := repo.PartitionsSetError(wctx, w.e.cfg.Pool, w.fence(), state, msg); err != nil {
+		w.log.Warn("recording the destination's loss failed", "err", err)
+	}
+}
