@@ -40,6 +40,11 @@ type eventHeader struct {
 	// RequestID is the change's API request id (X-Request-Id, and the
 	// request_id of the server's log line).
 	RequestID string `json:"request_id,omitempty" example:"4bf92f3577b34da6"`
+	// MirrorIncarnation is the incarnation of the mirror the event is about
+	// (the mirror's incarnation), which tells it from an earlier, deleted
+	// mirror of the same name; absent for events without a mirror, and for
+	// those recorded before incarnations were.
+	MirrorIncarnation int64 `json:"mirror_incarnation,omitempty" example:"7"`
 }
 
 // PartitionStateEvent is a partition state change.
@@ -127,7 +132,7 @@ type PlainEvent struct {
 // stored data does not parse is sent with the data it could read.
 func eventView(e service.Event) any {
 	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, Partition: e.Partition, Message: e.Message,
-		Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID}
+		Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID, MirrorIncarnation: e.Incarnation}
 	var d service.PartitionEventData
 	if len(e.Data) > 0 { // only partition events carry data
 		_ = json.Unmarshal(e.Data, &d)

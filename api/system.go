@@ -84,16 +84,18 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 //	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 //	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 //	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
+//	@Description	A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //	@ID				streamEvents
 //	@Tags			system
 //	@Produce		text/event-stream
 //	@Param			mirror			query		string	false	"Only this mirror's events"
 //	@Param			actor			query		string	false	"Only the changes this API token (by name) made: the audit trail of one actor"
+//	@Param			incarnation		query		string	false	"With mirror: the events of this incarnation of it (a positive integer), or of every mirror of that name (all), instead of the current one's"
 //	@Param			since			query		int		false	"Start after this event id"	minimum(0)
 //	@Param			Last-Event-ID	header		string	false	"Resume after this event id (a non-negative integer), as EventSource sends it on a reconnect"
 //	@Success		200				{object}	EventStreamMessage	"the stream: the schema is that of each message"
-//	@Failure		400				{object}	Problem	"validation: Last-Event-ID or since is not a non-negative integer"
+//	@Failure		400				{object}	Problem	"validation: Last-Event-ID or since is not a non-negative integer, or incarnation is neither a positive integer nor all, or is given without mirror"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		429	{object}	Problem	"rate-limited: this token already holds the most event streams it may (with Retry-After)"
@@ -114,6 +116,23 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 		break
+	}
+	filter := service.EventsFilter{Mirror: r.URL.Query().Get("mirror"), Actor: r.URL.Query().Get("actor")}
+	// Checked before the stream starts: afterwards a problem cannot be sent.
+	switch raw := r.URL.Query().Get("incarnation"); {
+	case raw == "":
+	case filter.Mirror == "":
+		writeProblem(w, r, kindValidation, "incarnation needs a mirror", nil)
+		return
+	case raw == "all":
+		filter.AllIncarnations = true
+	default:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n <= 0 {
+			writeProblem(w, r, kindValidation, fmt.Sprintf("incarnation %q is neither a positive integer nor all", raw), nil)
+			return
+		}
+		filter.Incarnation = n
 	}
 	if after < 0 {
 		last, err := s.svc.LastEventID(ctx)
@@ -140,8 +159,8 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	for {
-		events, err := s.svc.ListEvents(ctx, service.EventsFilter{AfterID: after, Mirror: r.URL.Query().Get("mirror"),
-			Actor: r.URL.Query().Get("actor")})
+		filter.AfterID = after
+		events, err := s.svc.ListEvents(ctx, filter)
 		if err != nil {
 			if ctx.Err() == nil {
 				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)

@@ -101,6 +101,10 @@ type Mirror struct {
 	Status    MirrorStatus `json:"status"`
 	CreatedAt time.Time    `json:"created_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	UpdatedAt time.Time    `json:"updated_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	// Incarnation tells this mirror from earlier, deleted mirrors of the
+	// same name: each creation takes a new, greater one. Its events carry
+	// it as mirror_incarnation.
+	Incarnation int64 `json:"incarnation" example:"7"`
 } // @name Mirror
 
 // MirrorStatus summarizes a mirror's topics and partitions.
@@ -452,7 +456,7 @@ func mirrorView(m service.Mirror) Mirror {
 			RecordsPerSec: m.Status.RecordsPerSec,
 			Source:        clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
-		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt,
+		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Incarnation: m.Incarnation,
 	}
 	for state, n := range m.Status.States {
 		v.Status.States.add(state, n)

@@ -21,6 +21,10 @@ type Event struct {
 	Actor      string
 	RemoteAddr string
 	RequestID  string
+	// Incarnation is the incarnation of the mirror the event is about; 0
+	// when it has none. Left 0 on insert, it is the mirror's current one
+	// (a trigger reads it).
+	Incarnation int64
 }
 
 // EventsInsert appends an event; call it in the transaction of the change it
@@ -31,9 +35,10 @@ func EventsInsert(ctx context.Context, q DBTX, e Event) error {
 		data = e.Data
 	}
 	_, err := q.Exec(ctx, `INSERT INTO events (kind, mirror, topic, partition, message, data,
-			actor, remote_addr, request_id)
-		VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''))`,
-		e.Kind, e.Mirror, e.Topic, e.Partition, e.Message, data, e.Actor, e.RemoteAddr, e.RequestID)
+			actor, remote_addr, request_id, mirror_incarnation)
+		VALUES ($1, nullif($2, ''), nullif($3, ''), $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, ''),
+			nullif($10::bigint, 0))`,
+		e.Kind, e.Mirror, e.Topic, e.Partition, e.Message, data, e.Actor, e.RemoteAddr, e.RequestID, e.Incarnation)
 	return interpret(err)
 }
 
@@ -41,9 +46,15 @@ func EventsInsert(ctx context.Context, q DBTX, e Event) error {
 // Mirror or Actor matches any.
 type EventsListParams struct {
 	AfterID int64
-	Mirror  string
-	Actor   string
-	Limit   int
+	// Mirror selects the events of one incarnation of the mirror of that
+	// name: Incarnation, or when 0 the current one (the mirror's, or after
+	// its delete the deleted one's), so that an earlier mirror of the same
+	// name is not replayed as this one's. AllIncarnations selects them all.
+	Mirror          string
+	Incarnation     int64
+	AllIncarnations bool
+	Actor           string
+	Limit           int
 }
 
 // EventsList returns events with id > AfterID.
@@ -51,10 +62,16 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	if p.Limit <= 0 {
 		p.Limit = 500
 	}
+	// The current incarnation is computed once per statement (an InitPlan);
+	// the latest event of the name stands for a mirror already deleted.
 	rows, err := q.Query(ctx, `SELECT id, at, kind, coalesce(mirror, ''), coalesce(topic, ''),
-			partition, message, data, coalesce(actor, ''), coalesce(remote_addr, ''), coalesce(request_id, '')
+			partition, message, data, coalesce(actor, ''), coalesce(remote_addr, ''), coalesce(request_id, ''),
+			coalesce(mirror_incarnation, 0)
 		FROM events WHERE id > $1 AND ($2 = '' OR mirror = $2) AND ($4 = '' OR actor = $4)
-		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit, p.Actor)
+		  AND ($2 = '' OR $6::bool OR mirror_incarnation IS NOT DISTINCT FROM CASE WHEN $5::bigint > 0 THEN $5::bigint ELSE coalesce(
+				(SELECT incarnation FROM mirrors WHERE name = $2),
+				(SELECT mirror_incarnation FROM events WHERE mirror = $2 ORDER BY id DESC LIMIT 1)) END)
+		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit, p.Actor, p.Incarnation, p.AllIncarnations)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -63,7 +80,7 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	for rows.Next() {
 		var e Event
 		if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.Mirror, &e.Topic, &e.Partition,
-			&e.Message, &e.Data, &e.Actor, &e.RemoteAddr, &e.RequestID); err != nil {
+			&e.Message, &e.Data, &e.Actor, &e.RemoteAddr, &e.RequestID, &e.Incarnation); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, e)

@@ -26,12 +26,15 @@ type Mirror struct {
 	MissingCredentials []string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	// Incarnation tells this mirror from earlier, deleted ones of its name:
+	// each creation takes a new one.
+	Incarnation int64
 }
 
 const mirrorColumns = `name, bootstrap_servers, security_protocol,
 	coalesce(sasl_mechanism, ''), coalesce(sasl_username, ''), coalesce(sasl_password, ''),
 	coalesce(tls_ca_pem, ''), coalesce(tls_cert_pem, ''), coalesce(tls_key_pem, ''),
-	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at`
+	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at, incarnation`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -39,7 +42,7 @@ func scanMirror(row scanner) (Mirror, error) {
 	var m Mirror
 	err := row.Scan(&m.Name, &m.BootstrapServers, &m.SecurityProtocol, &m.SASLMechanism,
 		&m.SASLUsername, &m.SASLPassword, &m.TLSCAPEM, &m.TLSCertPEM, &m.TLSKeyPEM,
-		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt)
+		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt, &m.Incarnation)
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}

@@ -88,8 +88,12 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 			  AND p.lease_owner = w.owner AND p.lease_epoch = w.epoch AND coalesce(p.state, '') = w.from_state
 			RETURNING p.*, w.ord, w.ev_kind, w.ev_message, w.ev_data, w.outbox_key
 		), ev AS (
-			INSERT INTO events (kind, mirror, topic, partition, message, data)
-			SELECT ev_kind, mirror, topic, partition, ev_message, nullif(ev_data, '')::jsonb FROM upd ORDER BY ord
+			-- The incarnation here rather than by the events trigger: one
+			-- statement may write thousands of events.
+			INSERT INTO events (kind, mirror, topic, partition, message, data, mirror_incarnation)
+			SELECT ev_kind, mirror, topic, partition, ev_message, nullif(ev_data, '')::jsonb,
+				(SELECT m.incarnation FROM mirrors m WHERE m.name = upd.mirror)
+			FROM upd ORDER BY ord
 		), ob AS (
 			INSERT INTO outbox (mirror, key, value)
 			SELECT mirror, outbox_key, `+partitionRecordJSON+` FROM upd ORDER BY ord
