@@ -705,6 +705,13 @@ type Mirror struct {
 	// Example: {"mirror.metadata.refresh.interval.ms":"10000"}
 	EffectiveConfig map[string]string `json:"effective_config"`
 
+	// Incarnation Incarnation tells this mirror from earlier, deleted mirrors of the
+	// same name: each creation takes a new, greater one. Its events carry
+	// it as mirror_incarnation.
+	//
+	// Example: 7
+	Incarnation int `json:"incarnation"`
+
 	// LastSync LastSync is the result of the last metadata sync pass, if any.
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
@@ -852,6 +859,14 @@ type PartitionOwnerEvent struct {
 	// Example: m1
 	Mirror *string `json:"mirror,omitempty"`
 
+	// MirrorIncarnation MirrorIncarnation is the incarnation of the mirror the event is about
+	// (the mirror's incarnation), which tells it from an earlier, deleted
+	// mirror of the same name; absent for events without a mirror, and for
+	// those recorded before incarnations were.
+	//
+	// Example: 7
+	MirrorIncarnation *int `json:"mirror_incarnation,omitempty"`
+
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
 
@@ -933,6 +948,14 @@ type PartitionRealignedEvent struct {
 	//
 	// Example: m1
 	Mirror *string `json:"mirror,omitempty"`
+
+	// MirrorIncarnation MirrorIncarnation is the incarnation of the mirror the event is about
+	// (the mirror's incarnation), which tells it from an earlier, deleted
+	// mirror of the same name; absent for events without a mirror, and for
+	// those recorded before incarnations were.
+	//
+	// Example: 7
+	MirrorIncarnation *int `json:"mirror_incarnation,omitempty"`
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
@@ -1138,6 +1161,14 @@ type PartitionStateEvent struct {
 	// Example: m1
 	Mirror *string `json:"mirror,omitempty"`
 
+	// MirrorIncarnation MirrorIncarnation is the incarnation of the mirror the event is about
+	// (the mirror's incarnation), which tells it from an earlier, deleted
+	// mirror of the same name; absent for events without a mirror, and for
+	// those recorded before incarnations were.
+	//
+	// Example: 7
+	MirrorIncarnation *int `json:"mirror_incarnation,omitempty"`
+
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
 
@@ -1188,6 +1219,14 @@ type PlainEvent struct {
 	//
 	// Example: m1
 	Mirror *string `json:"mirror,omitempty"`
+
+	// MirrorIncarnation MirrorIncarnation is the incarnation of the mirror the event is about
+	// (the mirror's incarnation), which tells it from an earlier, deleted
+	// mirror of the same name; absent for events without a mirror, and for
+	// those recorded before incarnations were.
+	//
+	// Example: 7
+	MirrorIncarnation *int `json:"mirror_incarnation,omitempty"`
 
 	// Partition Example: 0
 	Partition *int `json:"partition,omitempty"`
@@ -1694,6 +1733,9 @@ type StreamEventsParams struct {
 	// Actor Only the changes this API token (by name) made: the audit trail of one actor
 	Actor *string `form:"actor,omitempty" json:"actor,omitempty"`
 
+	// Incarnation With mirror: the events of this incarnation of it (a positive integer), or of every mirror of that name (all), instead of the current one's
+	Incarnation *string `form:"incarnation,omitempty" json:"incarnation,omitempty"`
+
 	// Since Start after this event id
 	Since *int `form:"since,omitempty" json:"since,omitempty"`
 
@@ -2056,6 +2098,7 @@ type ClientInterface interface {
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
+	// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -2289,6 +2332,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
+// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Corresponds with GET /v1/events (the `StreamEvents` operationId).
@@ -2819,6 +2863,18 @@ func NewStreamEventsRequest(server string, params *StreamEventsParams) (*http.Re
 		if params.Actor != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "actor", *params.Actor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Incarnation != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "incarnation", *params.Incarnation, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3921,6 +3977,7 @@ type ClientWithResponsesInterface interface {
 	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
+	// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 	// Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -5862,6 +5919,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
+// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 // Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
 //
 // Returns a wrapper object for the known response body format(s).
