@@ -63,7 +63,10 @@ func TestMetricsLint(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		body = scrape(t, base)
-		if bytes.Contains(body, []byte("kmirror_mirrored_records_total{")) || time.Now().After(deadline) {
+		// The probes record reachability once a lease is held.
+		if bytes.Contains(body, []byte("kmirror_mirrored_records_total{")) &&
+			bytes.Contains(body, []byte(`kmirror_cluster_reachable{cluster="source",mirror="m"}`)) &&
+			bytes.Contains(body, []byte(`kmirror_cluster_reachable{cluster="destination"`)) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -91,6 +94,8 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_fetch_request_duration_seconds_count{mirror="m"}`,
 		`kmirror_lease_renewal_duration_seconds_count `,
 		`kmirror_lease_renewal_failures_total{kind="partition"} 0`,
+		`kmirror_cluster_reachable{cluster="source",mirror="m"} 1`,
+		`kmirror_cluster_reachable{cluster="destination",mirror=""} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %s", want)
