@@ -11,10 +11,14 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags "-X main.version=${VERSION}" -o /o
 
 FROM debian:bookworm-slim
 # TLS to a cluster signed by a public CA needs the system's roots.
+# /var/lib/kmirror is the secret key's home (KMIRROR_SECRET_KEY_FILE). An empty
+# named volume mounted there takes this directory's owner, so kmirror can
+# write the key into it (docker-compose.yml's secret-key service).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
     && rm -rf /var/lib/apt/lists/* \
-    && useradd --system --uid 10001 kmirror
+    && useradd --system --uid 10001 kmirror \
+    && install -d -o kmirror -g kmirror -m 700 /var/lib/kmirror
 COPY --from=build /out/kmirror /usr/local/bin/kmirror
 USER kmirror
 # Reachable through `docker run -p`. Without API tokens (KMIRROR_API_TOKENS_FILE

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ func TestDeployFiles(t *testing.T) {
 			Profiles    []string          `yaml:"profiles"`
 			Ports       []string          `yaml:"ports"`
 			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
+			Command     []string          `yaml:"command"`
+			Restart     string            `yaml:"restart"`
 			Healthcheck struct {
 				Test []string `yaml:"test"`
 			} `yaml:"healthcheck"`
@@ -38,9 +42,22 @@ func TestDeployFiles(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
 		t.Fatal(err)
 	}
+	if bytes.Contains(raw, []byte("kmirror:kmirror@")) || bytes.Contains(raw, []byte("POSTGRES_PASSWORD: kmirror")) {
+		t.Error("docker-compose.yml hard-codes the database password")
+	}
+	if pw := compose.Services["postgres"].Environment["POSTGRES_PASSWORD"]; !strings.HasPrefix(pw, "${KMIRROR_DB_PASSWORD:?") {
+		t.Errorf("postgres does not require KMIRROR_DB_PASSWORD: %q", pw)
+	}
+	// The one-shot service that writes the secret key, only when absent.
+	keyWriter := compose.Services["secret-key"]
+	writes := strings.Join(keyWriter.Command, " ")
+	if !strings.Contains(writes, "kmirror secrets new-key") || !strings.Contains(writes, "test -s /var/lib/kmirror/secret.key ||") ||
+		keyWriter.Restart != "no" || !slices.Contains(keyWriter.Volumes, "secret-key:/var/lib/kmirror") {
+		t.Errorf("secret-key does not write a key once into its volume: %+v", keyWriter)
+	}
 	var kmirrors, kafkas int
 	for name, s := range compose.Services {
-		if len(s.Healthcheck.Test) == 0 {
+		if len(s.Healthcheck.Test) == 0 && name != "secret-key" {
 			t.Errorf("service %s has no health check", name)
 		}
 		switch {
@@ -56,6 +73,17 @@ func TestDeployFiles(t *testing.T) {
 			}
 			if s.Environment["KMIRROR_INSTANCE_ID"] == "" || s.DependsOn["postgres"].Condition != "service_healthy" {
 				t.Errorf("%s: %+v", name, s)
+			}
+			if url := s.Environment["KMIRROR_DATABASE_URL"]; !strings.Contains(url, ":${KMIRROR_DB_PASSWORD:?") {
+				t.Errorf("%s does not take the database password from KMIRROR_DB_PASSWORD: %q", name, url)
+			}
+			if s.Environment["KMIRROR_SECRET_KEY_FILE"] != "/var/lib/kmirror/secret.key" ||
+				!slices.Contains(s.Volumes, "secret-key:/var/lib/kmirror:ro") ||
+				s.DependsOn["secret-key"].Condition != "service_completed_successfully" {
+				t.Errorf("%s does not read the generated secret key: %+v", name, s)
+			}
+			if _, ok := s.Environment["KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR"]; ok {
+				t.Errorf("%s stores source secrets in clear", name)
 			}
 		case strings.HasPrefix(name, "kafka"):
 			kafkas++
@@ -74,7 +102,9 @@ func TestDeployFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"ENV KMIRROR_LISTEN=0.0.0.0:8080", "ca-certificates", `-X main.version=${VERSION}`,
-		"HEALTHCHECK", `"/usr/local/bin/kmirror", "health"`, "USER kmirror"} {
+		"HEALTHCHECK", `"/usr/local/bin/kmirror", "health"`, "USER kmirror",
+		// The compose file's key volume is written by kmirror, not root.
+		"install -d -o kmirror -g kmirror -m 700 /var/lib/kmirror"} {
 		if !bytes.Contains(docker, []byte(want)) {
 			t.Errorf("Dockerfile lacks %s", want)
 		}
