@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
+	"kmirror/internal/secretbox"
 	"kmirror/internal/testdb"
 	"kmirror/openapi"
 	"kmirror/openapi/client"
@@ -52,7 +53,17 @@ func newMirrorsEnvWith(t *testing.T, tokens api.Tokens) mirrorsEnv {
 
 	pool := testdb.Pool(t)
 	log := slog.New(slog.DiscardHandler)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log})
+	// A server with a secret key, as deployed: without one it refuses
+	// source secrets before it checks the source.
+	keyText, err := secretbox.NewKeyText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := secretbox.ParseKeys([]byte(keyText))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log, Secrets: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
