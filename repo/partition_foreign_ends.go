@@ -5,6 +5,22 @@ import (
 	"time"
 )
 
+// staleForeignEndsSQL lists the stale ends of the partitions that
+// instances other than $1 lease. Only instances whose session is live or
+// expired within a minute can hold a lease that nobody took over yet; when
+// there is none (one instance holds everything, and the stopped or long
+// dead ones are left), the one-time EXISTS filter ends the statement
+// before mirror_partitions is read at all.
+const staleForeignEndsSQL = `
+	SELECT p.mirror, p.topic, p.partition, coalesce(p.source_end_offset, -1)
+	FROM mirror_partitions p
+	WHERE EXISTS (SELECT FROM instances i
+			WHERE i.id <> $1 AND i.session_expires_at > now() - interval '1 minute')
+	  AND p.lease_owner IN (SELECT i.id FROM instances i
+			WHERE i.id <> $1 AND i.session_expires_at > now() - interval '1 minute')
+	  AND (p.source_end_at IS NULL OR p.source_end_at < now() - $2::bigint * interval '1 microsecond')
+	ORDER BY p.mirror, p.topic, p.partition`
+
 // StaleEnd is a partition leased by another instance whose stored source
 // end has not changed for a while, with that end (-1 unknown).
 type StaleEnd struct {
@@ -17,21 +33,9 @@ type StaleEnd struct {
 // staleAfter, in primary-key order. Their owner may be dead with its lease
 // not yet expired, and nobody else would refresh their lag.
 //
-// It walks the instances and, for each other one, its partitions through
-// the lease_owner index: an instance that holds every partition reads no
-// partition row at all.
+// An instance that holds every partition reads no partition row.
 func PartitionsListStaleForeignEnds(ctx context.Context, q DBTX, owner string, staleAfter time.Duration) ([]StaleEnd, error) {
-	rows, err := q.Query(ctx, `
-		SELECT p.mirror, p.topic, p.partition, coalesce(p.source_end_offset, -1)
-		FROM instances i
-		CROSS JOIN LATERAL (
-			SELECT p.mirror, p.topic, p.partition, p.source_end_offset
-			FROM mirror_partitions p
-			WHERE p.lease_owner = i.id
-			  AND (p.source_end_at IS NULL OR p.source_end_at < now() - $2::bigint * interval '1 microsecond')
-		) p
-		WHERE i.id <> $1
-		ORDER BY p.mirror, p.topic, p.partition`, owner, staleAfter.Microseconds())
+	rows, err := q.Query(ctx, staleForeignEndsSQL, owner, staleAfter.Microseconds())
 	if err != nil {
 		return nil, interpret(err)
 	}
