@@ -399,10 +399,6 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 	if err != nil {
 		return nil, fmt.Errorf("load mirror %s: %w", mirror, err)
 	}
-	conn, err := e.cfg.Service.SourceConn(m)
-	if err != nil {
-		return nil, err
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if s := e.sources[mirror]; s != nil {
@@ -411,6 +407,12 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 		}
 		s.close()
 		delete(e.sources, mirror)
+	}
+	// Opened only for a new client: a server waiting for a rotated secret
+	// key keeps its partitions going on the clients it has.
+	conn, err := e.cfg.Service.SourceConn(m)
+	if err != nil {
+		return nil, err
 	}
 	cl, err := conn.NewClient(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
 	if err != nil {

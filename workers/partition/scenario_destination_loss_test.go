@@ -122,3 +122,106 @@ func assertLossEvents(t *testing.T, env *engineEnv, topic string, partitions int
 		}
 	}
 }
+
+// TestScenarioRecreateWhenDestinationTopicIsGone: a restart with recreate
+// on a topic whose destination topic was deleted meanwhile, and a first add
+// with recreate of a topic the destination never had. A topic that is
+// already gone counts as deleted: both mirror from the source's start, with
+// no failed step (before, recreate failed on UNKNOWN_TOPIC_OR_PARTITION and
+// retried without end).
+func TestScenarioRecreateWhenDestinationTopicIsGone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := newEngineEnv(t, devcluster.Config{})
+	for _, topic := range []string{"inventory", "fresh"} {
+		if err := env.Clusters.Source.CreateTopic(topic, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < 2; p++ {
+			workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq(topic, p, "r", 10)...)
+		}
+	}
+	env.CreateMirror("m", "inventory")
+	env.StartInstance("i1")
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "inventory", 2, 20*time.Second)
+	if _, err := env.Svc.RemoveTopics(ctx, "m", "inventory"); err != nil {
+		t.Fatal(err)
+	}
+	env.WaitStates("m", service.StateStopped, 20*time.Second)
+	if err := env.Clusters.Destination.DeleteTopic("inventory"); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"inventory", "fresh"} {
+		if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: topic, Recreate: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	for _, topic := range []string{"inventory", "fresh"} {
+		workertest.WaitMirrored(t, env.Env, topic, 2, 20*time.Second)
+		for p := int32(0); p < 2; p++ {
+			steps, msgs := env.stateEvents("m", topic, p)
+			for i, st := range steps {
+				if strings.Contains(st, "FAILED") {
+					t.Errorf("%s/%d: %s: %s", topic, p, st, msgs[i])
+				}
+			}
+		}
+	}
+}
+
+// TestScenarioHandBackWithUnansweredCopies: a partition is handed back (a
+// second instance takes its share) while the destination is down with its
+// last copies in flight, which kgo retries until it learns their outcome.
+// The lease stays this instance's while they may still land, but not
+// forever: once they have gone unanswered for SettledWaitMax they are
+// written off and the lease is released, so the other instance takes the
+// partition, still during the outage, and mirrors it exactly once the
+// destination is back. Before, the row kept naming the first instance's
+// live session while no worker of it ran the partition, for as long as the
+// copies went unanswered.
+func TestScenarioHandBackWithUnansweredCopies(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{DataDir: t.TempDir()})
+	if err := env.Clusters.Source.CreateTopic("handback", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m", "handback")
+	const settledWaitMax = 3 * time.Second
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{SettledWaitMax: settledWaitMax})
+	produce := func(prefix string, n int) {
+		t.Helper()
+		for p := range int32(2) {
+			workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq("handback", p, prefix, n)...)
+		}
+	}
+	produce("a", 50)
+	workertest.WaitEndsEqual(t, env.Env, "handback", 2, 30*time.Second)
+
+	// The destination takes i1's next produce request and goes down before
+	// answering it: kgo cannot know whether those copies landed, so it
+	// retries them until the destination answers.
+	waitHeld := holdNextProduce(env, time.Hour)
+	produce("b", 20)
+	waitHeld(t)
+	if err := env.Clusters.Down("destination"); err != nil {
+		t.Fatal(err)
+	}
+	env.StartInstanceOpts("i2", workertest.InstanceOpts{SettledWaitMax: settledWaitMax})
+	workertest.WaitFor(t, 30*time.Second, "a partition's lease to move to i2 while the destination is down", func() (bool, string) {
+		var desc []string
+		moved := false
+		for _, p := range env.Partitions("m") {
+			desc = append(desc, fmt.Sprintf("%s owner=%s", describePartition(p), p.LeaseOwner))
+			moved = moved || p.LeaseOwner == "i2"
+		}
+		return moved, strings.Join(desc, "; ")
+	})
+	if err := env.Clusters.Up("destination"); err != nil {
+		t.Fatal(err)
+	}
+	produce("c", 20)
+	workertest.WaitEndsEqual(t, env.Env, "handback", 2, 60*time.Second)
+	env.WaitStates("m", service.StateMirroring, 30*time.Second)
+}
