@@ -2,11 +2,13 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafkaconn"
@@ -88,6 +90,11 @@ func newMirrorFetcher(mirror string, conn kafkaconn.Config, log *slog.Logger, ex
 		// records. Alignment then counts them as lost, visibly.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxWait(defaultFetchMaxWait),
+		// kgo retries a partition error such as UNKNOWN_TOPIC_ID silently;
+		// kept, the run loop passes on the ones that say the source lost
+		// the topic (a cluster rebuilt, a topic recreated), so that is
+		// said within seconds, and counts the rest in the fetcher's health.
+		kgo.KeepRetryableFetchErrors(),
 	}, extra...)
 	health := &clientHealth{}
 	opts = append(opts, kgo.WithHooks(health))
@@ -167,6 +174,12 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
 				return
 			}
+			if p.Err != nil && !sourceLost(p.Err) && kerr.IsRetriable(p.Err) {
+				// kgo retries it (a leader moving, a broker restarting);
+				// only a lasting run shows, as the fetcher's trouble.
+				f.health.failed(p.Err)
+				return
+			}
 			tp := topicPartition{p.Topic, p.Partition}
 			f.track(tp, p)
 			sink := sinks[tp]
@@ -179,6 +192,12 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 		// pending first. Re-sending one on every turn cancelled each poll at
 		// once, and an idle fetcher spun on a core.
 	}
+}
+
+// sourceLost says whether a fetch error means the source no longer has the
+// partition as it was mirrored: the session ends, and alignment says why.
+func sourceLost(err error) bool {
+	return errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
 // apply runs the queued add/remove commands against the client, in as few

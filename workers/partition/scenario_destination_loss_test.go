@@ -225,3 +225,34 @@ func TestScenarioHandBackWithUnansweredCopies(t *testing.T) {
 	workertest.WaitEndsEqual(t, env.Env, "handback", 2, 60*time.Second)
 	env.WaitStates("m", service.StateMirroring, 30*time.Second)
 }
+
+// TestScenarioSourceComesBackEmpty: the source cluster goes away and comes
+// back empty, its topic created again. What was mirrored is no longer on
+// it: that is said within seconds (FAILED, not retried, naming the
+// recreated source), not shown as MIRRORING at lag 0 while nothing can be
+// copied.
+func TestScenarioSourceComesBackEmpty(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	env.startMirrored("orders", 2, 30)
+	if err := env.Clusters.Down("source"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Clusters.UpEmpty("source"); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	if err := env.Clusters.Source.CreateTopic("orders", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	workertest.WaitFor(t, 10*time.Second, "every partition to say the source lost what was mirrored", func() (bool, string) {
+		var desc []string
+		ok := true
+		for _, r := range env.Partitions("m") {
+			ok = ok && r.State == service.StateFailed && !r.Retryable && strings.Contains(r.Error, "recreated")
+			desc = append(desc, describePartition(r))
+		}
+		return ok, strings.Join(desc, "; ")
+	})
+	t.Logf("said %s after the source came back", time.Since(back).Round(time.Millisecond))
+}
