@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -69,7 +70,7 @@ func (b *publishBatch) flush(ctx context.Context) error {
 	if len(b.recs) == 0 {
 		return nil
 	}
-	if err := b.producer.ProduceSync(ctx, b.recs...).FirstErr(); err != nil {
+	if err := produceAll(ctx, b.producer, b.recs); err != nil {
 		return fmt.Errorf("publish %s to %s: %w", b.what, service.StateTopic, err)
 	}
 	for _, u := range b.maps {
@@ -77,6 +78,45 @@ func (b *publishBatch) flush(ctx context.Context) error {
 	}
 	b.recs, b.maps, b.bytes = b.recs[:0], b.maps[:0], 0
 	return nil
+}
+
+// errPublishTimeout ends a publish whose records were not all acknowledged
+// within publishTimeout.
+var errPublishTimeout = fmt.Errorf("not acknowledged within %s", publishTimeout)
+
+// produceAll produces recs and waits for every acknowledgement, at most
+// publishTimeout: unlike ProduceSync, it returns when ctx ends even while
+// kgo still retries records already sent. The relay then abandons the
+// producer, which fails what it still holds.
+func produceAll(ctx context.Context, producer *kgo.Client, recs []*kgo.Record) error {
+	wait, cancel := context.WithTimeoutCause(ctx, publishTimeout, errPublishTimeout)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		first error
+		left  = len(recs)
+		done  = make(chan struct{})
+	)
+	for _, rec := range recs {
+		producer.Produce(wait, rec, func(_ *kgo.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if left--; left == 0 {
+				close(done)
+			}
+		})
+	}
+	select {
+	case <-done:
+		mu.Lock()
+		defer mu.Unlock()
+		return first
+	case <-wait.Done():
+		return context.Cause(wait)
+	}
 }
 
 // offsetMapUpdates builds, for each of parts (current rows), the records

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/notifier"
@@ -44,7 +46,40 @@ type RelayConfig struct {
 	// one partition; default 5s.
 	CheckpointInterval time.Duration
 	Logger             *slog.Logger
+	// Registerer receives kmirror_state_topic_recreated_total; nil leaves
+	// it unregistered.
+	Registerer prometheus.Registerer
 }
+
+// Bounds of the relay's waits on the destination, each named in the error
+// it ends with. kgo retries a produce whose outcome it cannot know (a broker
+// that died mid-request, a topic that vanished) for as long as it is asked
+// to wait, so the relay stops waiting, abandons its producer (closing it
+// fails what it holds) and leads again: rows not yet marked published go
+// out again, and publishing a record twice is harmless.
+const (
+	// publishTimeout bounds the wait for the acknowledgement of one batch.
+	publishTimeout = 15 * time.Second
+	// adminTimeout bounds each admin request (describe, create).
+	adminTimeout = 10 * time.Second
+	// finalTimeout bounds what a stopping relay publishes.
+	finalTimeout = 5 * time.Second
+	// unlockTimeout bounds the release of the relay lock.
+	unlockTimeout = 5 * time.Second
+)
+
+// A leading relay checks every topicCheckInterval that __mirror_state
+// still exists, and gives up leading once topicMissingChecks checks in a
+// row found it missing (one could be a broker's metadata that has not
+// caught up with a creation). An idle relay produces nothing that would
+// fail, and a busy one waits on records kgo retries without end, so
+// neither would otherwise notice a destination that came back empty.
+const (
+	topicCheckInterval = 2 * time.Second
+	topicMissingChecks = 2
+)
+
+var errStateTopicMissing = fmt.Errorf("%s is missing on the destination", service.StateTopic)
 
 // Relay publishes outbox rows to __mirror_state in commit order with an
 // idempotent producer and marks them published after the acknowledgement. A
@@ -60,7 +95,12 @@ type Relay struct {
 	maps map[repo.PartitionID]*publishedMap
 	// batchBytes is publishBatchBytes; tests make it small.
 	batchBytes int
-	log        *slog.Logger
+	// pendingSnapshot is the state snapshot this relay queued for a
+	// missing __mirror_state and has not yet seen published: a create that
+	// keeps failing must not queue the whole state at every retry.
+	pendingSnapshot *service.StateSnapshotQueued
+	recreated       prometheus.Counter
+	log             *slog.Logger
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -72,7 +112,15 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.ReplicationFactor = cmp.Or(cfg.ReplicationFactor, -1)
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Second)
 	cfg.CheckpointInterval = cmp.Or(cfg.CheckpointInterval, 5*time.Second)
-	return &Relay{cfg: cfg, batchBytes: publishBatchBytes,
+	recreated := prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_state_topic_recreated_total",
+		Help: "Times the outbox relay found " + service.StateTopic + " missing on the destination while the database held mirrors, " +
+			"and queued the whole state to republish into the topic it creates again."})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(recreated); err != nil {
+			return nil, fmt.Errorf("outbox relay: register metrics: %w", err)
+		}
+	}
+	return &Relay{cfg: cfg, batchBytes: publishBatchBytes, recreated: recreated,
 		log: cmp.Or(cfg.Logger, slog.Default()).With("component", "outbox-relay")}, nil
 }
 
@@ -124,7 +172,10 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 		return nil // another instance relays
 	}
 	defer func() {
-		_ = repo.AdvisoryUnlock(context.WithoutCancel(ctx), conn, outboxRelayLock)
+		unlock, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), unlockTimeout,
+			fmt.Errorf("release the relay lock: timed out after %s", unlockTimeout))
+		defer cancel()
+		_ = repo.AdvisoryUnlock(unlock, conn, outboxRelayLock)
 	}()
 	producer, err := r.cfg.Destination.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(250*time.Millisecond))
@@ -132,40 +183,81 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 		return err
 	}
 	defer producer.Close()
-	if err := r.ensureTopic(ctx, kadm.NewClient(producer)); err != nil {
+	if err := r.ensureTopic(ctx, producer); err != nil {
 		return err
 	}
 	r.log.Info("relaying the outbox", "topic", service.StateTopic, "partitions", r.statePartitions)
+	// work ends when the relay stops or when watchTopic finds the topic
+	// gone; ending it also ends a publish waiting on the producer.
+	work, stopWork := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		r.watchTopic(work, producer, stopWork)
+	}()
+	defer func() {
+		stopWork(nil)
+		<-watched
+	}()
+	// A relay that starts leading publishes every partition's record with
+	// its whole offset map (since is zero and maps empty), which is also
+	// what a recreated __mirror_state needs of them.
 	var since time.Time // database time of the last checkpoint pass
 	r.maps = map[repo.PartitionID]*publishedMap{}
 	lastPass := time.Time{}
 	for {
-		n, err := r.publishOutbox(ctx, producer)
+		n, err := r.publishOutbox(work, producer)
 		if err == nil && time.Since(lastPass) >= r.cfg.CheckpointInterval {
-			if since, err = r.publishCheckpoints(ctx, producer, since); err == nil {
+			if since, err = r.publishCheckpoints(work, producer, since); err == nil {
 				lastPass = time.Now()
 			}
 		}
-		if err != nil && ctx.Err() != nil {
-			return r.publishFinal(ctx, producer, since) // stopped in the middle of a pass
-		} else if err != nil {
-			return err
+		if err == nil && n == 0 {
+			r.snapshotPublished()
+			// The lock lives on conn: check it is still there.
+			if err = conn.Ping(work); err != nil && work.Err() == nil {
+				return fmt.Errorf("relay lock connection: %w", err)
+			}
 		}
-		if n > 0 {
+		switch {
+		case ctx.Err() != nil:
+			return r.publishFinal(ctx, producer, since) // stopped, maybe in the middle of a pass
+		case work.Err() != nil:
+			return context.Cause(work)
+		case err != nil:
+			return err
+		case n > 0:
 			continue
 		}
-		// The lock lives on conn: check it is still there.
-		if err := conn.Ping(ctx); err != nil {
-			if ctx.Err() != nil {
-				return r.publishFinal(ctx, producer, since)
-			}
-			return fmt.Errorf("relay lock connection: %w", err)
-		}
 		select {
-		case <-ctx.Done():
-			return r.publishFinal(ctx, producer, since)
+		case <-work.Done():
 		case <-inserted.C():
 		case <-time.After(r.cfg.Interval):
+		}
+	}
+}
+
+// watchTopic ends work with errStateTopicMissing once __mirror_state has
+// been missing for topicMissingChecks checks in a row. A destination that
+// does not answer is not a missing topic: the publish timeout covers it.
+func (r *Relay) watchTopic(work context.Context, producer *kgo.Client, stop context.CancelCauseFunc) {
+	t := time.NewTicker(topicCheckInterval)
+	defer t.Stop()
+	missing := 0
+	for {
+		select {
+		case <-work.Done():
+			return
+		case <-t.C:
+		}
+		n, err := r.statePartitionCount(work, producer)
+		if err != nil || n > 0 {
+			missing = 0
+			continue
+		}
+		if missing++; missing >= topicMissingChecks {
+			stop(errStateTopicMissing)
+			return
 		}
 	}
 }
@@ -174,7 +266,8 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 // wrote (the last state changes), then the last checkpoints and offset
 // maps, so a clean shutdown leaves __mirror_state exact.
 func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since time.Time) error {
-	final, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	final, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), finalTimeout,
+		fmt.Errorf("final publish to %s: timed out after %s", service.StateTopic, finalTimeout))
 	defer cancel()
 	for {
 		n, err := r.publishOutbox(final, producer)
@@ -188,27 +281,127 @@ func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since ti
 	}
 }
 
-func (r *Relay) ensureTopic(ctx context.Context, adm *kadm.Client) error {
+// statePartitionCount is __mirror_state's partition count, 0 when the
+// topic does not exist; an error means the destination did not say. It
+// asks a broker each time: kadm's cached metadata could still say
+// "missing" about a topic created a moment ago.
+func (r *Relay) statePartitionCount(ctx context.Context, producer *kgo.Client) (int32, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, adminTimeout,
+		fmt.Errorf("describe %s: timed out after %s", service.StateTopic, adminTimeout))
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(service.StateTopic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, producer)
+	if err != nil {
+		return 0, fmt.Errorf("describe %s: %w", service.StateTopic, cmp.Or(context.Cause(ctx), err))
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != service.StateTopic {
+			continue
+		}
+		switch err := kerr.ErrorForCode(t.ErrorCode); {
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("describe %s: %w", service.StateTopic, err)
+		}
+		return int32(len(t.Partitions)), nil
+	}
+	return 0, nil
+}
+
+// ensureTopic creates __mirror_state when it is missing and learns its
+// partition count. A missing topic while the database holds mirrors is a
+// destination that lost it (rebuilt, or its disks replaced): rows already
+// marked published would never reach the new topic, so the whole state is
+// queued again first. Queueing before creating means a relay that fails in
+// between finds the topic still missing at its next lead; queueing after
+// could leave a created topic without the state.
+func (r *Relay) ensureTopic(ctx context.Context, producer *kgo.Client) error {
+	n, err := r.statePartitionCount(ctx, producer)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		if err := r.queueSnapshot(ctx); err != nil {
+			return err
+		}
+		if err := r.createTopic(ctx, kadm.NewClient(producer)); err != nil {
+			return err
+		}
+		// An existing topic keeps its partition count: records must go
+		// where earlier ones of the same mirror went.
+		if n, err = r.statePartitionCount(ctx, producer); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("describe %s: not found after it was created", service.StateTopic)
+		}
+	}
+	r.statePartitions = n
+	return nil
+}
+
+// createTopic creates __mirror_state compacted with the configured
+// partitions; one that already exists is not an error.
+func (r *Relay) createTopic(ctx context.Context, adm *kadm.Client) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, adminTimeout,
+		fmt.Errorf("create %s: timed out after %s", service.StateTopic, adminTimeout))
+	defer cancel()
 	resp, err := adm.CreateTopic(ctx, r.cfg.Partitions, r.cfg.ReplicationFactor,
 		map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, service.StateTopic)
-	if err == nil {
+	if err != nil {
+		err = cmp.Or(context.Cause(ctx), err)
+	} else {
 		err = resp.Err
 	}
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("create %s: %w", service.StateTopic, err)
 	}
-	// An existing topic keeps its partition count: records must go where
-	// earlier ones of the same mirror went.
-	topics, err := adm.ListTopics(ctx, service.StateTopic)
-	if err != nil {
-		return fmt.Errorf("describe %s: %w", service.StateTopic, err)
-	}
-	d, ok := topics[service.StateTopic]
-	if !ok || d.Err != nil || len(d.Partitions) == 0 {
-		return fmt.Errorf("describe %s: topic not found", service.StateTopic)
-	}
-	r.statePartitions = int32(len(d.Partitions))
 	return nil
+}
+
+// queueSnapshot queues the whole state for a missing __mirror_state,
+// unless a snapshot this relay queued earlier is still wholly unpublished
+// (a create that failed): that one reaches the new topic. One published
+// even in part, maybe to a topic that went missing again, or by another
+// instance's relay, is queued again.
+func (r *Relay) queueSnapshot(ctx context.Context) error {
+	if q := r.pendingSnapshot; q != nil {
+		waiting, err := repo.OutboxUnpublished(ctx, r.cfg.Pool, q.FirstID)
+		if err != nil {
+			return err
+		}
+		if waiting {
+			return nil
+		}
+	}
+	r.pendingSnapshot = nil
+	q, err := service.QueueStateSnapshot(ctx, r.cfg.Pool)
+	if err != nil {
+		return fmt.Errorf("queue the state for the missing %s: %w", service.StateTopic, err)
+	}
+	if q.Records() > 0 {
+		r.pendingSnapshot = &q
+		r.recreated.Inc()
+	}
+	return nil
+}
+
+// snapshotPublished reports the pending snapshot once the outbox has been
+// drained past it; by then the leading relay's first checkpoint pass has
+// republished every partition's record and offset map too.
+func (r *Relay) snapshotPublished() {
+	q := r.pendingSnapshot
+	if q == nil {
+		return
+	}
+	r.pendingSnapshot = nil
+	r.log.Warn(fmt.Sprintf("%s was missing on the destination; recreated it and republished %d records",
+		service.StateTopic, q.Records()+q.Partitions),
+		"mirrors", q.Mirrors, "topics", q.Topics, "acl_sets", q.ACLSets, "partitions", q.Partitions,
+		"state_partitions", r.statePartitions)
 }
 
 // StatePartition is the __mirror_state partition of a mirror's records:
