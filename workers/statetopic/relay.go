@@ -282,9 +282,10 @@ func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since ti
 }
 
 // statePartitionCount is __mirror_state's partition count, 0 when the
-// topic does not exist; an error means the destination did not say. It
-// asks a broker each time: kadm's cached metadata could still say
-// "missing" about a topic created a moment ago.
+// destination says the topic does not exist; an error means it did not
+// say, or that the topic has no partitions yet. It asks a broker each
+// time: kadm's cached metadata could still say "missing" about a topic
+// created a moment ago.
 func (r *Relay) statePartitionCount(ctx context.Context, producer *kgo.Client) (int32, error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, adminTimeout,
 		fmt.Errorf("describe %s: timed out after %s", service.StateTopic, adminTimeout))
@@ -306,6 +307,8 @@ func (r *Relay) statePartitionCount(ctx context.Context, producer *kgo.Client) (
 			return 0, nil
 		case err != nil:
 			return 0, fmt.Errorf("describe %s: %w", service.StateTopic, err)
+		case len(t.Partitions) == 0:
+			return 0, fmt.Errorf("describe %s: no partitions yet", service.StateTopic)
 		}
 		return int32(len(t.Partitions)), nil
 	}
@@ -398,8 +401,8 @@ func (r *Relay) snapshotPublished() {
 		return
 	}
 	r.pendingSnapshot = nil
-	r.log.Warn(fmt.Sprintf("%s was missing on the destination; recreated it and republished %d records",
-		service.StateTopic, q.Records()+q.Partitions),
+	r.log.Warn(fmt.Sprintf("%s was missing on the destination; recreated it and republished %d records "+
+		"(every mirror, topic, synced-ACL set and partition) with the offset maps", service.StateTopic, q.Records()+q.Partitions),
 		"mirrors", q.Mirrors, "topics", q.Topics, "acl_sets", q.ACLSets, "partitions", q.Partitions,
 		"state_partitions", r.statePartitions)
 }
