@@ -57,6 +57,13 @@ type OpenParams struct {
 	Warm bool
 }
 
+// connectTimeout and pingTimeout bound a new connection and the health
+// check of an idle one when the caller's context has no deadline.
+const (
+	connectTimeout = 10 * time.Second
+	pingTimeout    = 5 * time.Second
+)
+
 // DataPoolConns is the default size of an instance's data-plane pool
 // (partition workers, metadata sync, relay, notifier). pgx's default, four
 // on a small machine, made the pool the bottleneck of 10,000 partitions
@@ -83,6 +90,13 @@ func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.P
 		cfg.MaxConns = p.MaxConns
 		cfg.MinConns = min(cfg.MinConns, p.MaxConns)
 	}
+	// A Postgres that hangs (a network that drops packets) must not hold a
+	// connect or a health ping, and with them the pool's Close, for ever:
+	// the URL's connect_timeout wins when it sets one.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = connectTimeout
+	}
+	cfg.PingTimeout = pingTimeout
 	if p.Warm {
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 			WarmConn(ctx, c)

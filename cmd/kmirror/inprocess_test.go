@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -97,7 +98,9 @@ func startInProcessServer(tb testing.TB, log *slog.Logger, tune ...func(*serverC
 					tb.Errorf("server: %v", err)
 				}
 			case <-time.After(60 * time.Second):
-				tb.Error("server did not stop within 60s")
+				var stacks bytes.Buffer
+				_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+				tb.Errorf("server did not stop within 60s; goroutines:\n%s", stacks.String())
 			}
 			took = time.Since(start)
 		})

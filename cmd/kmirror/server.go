@@ -48,7 +48,11 @@ type serverConfig struct {
 	LeaseTTL           time.Duration
 	LeaseRenewInterval time.Duration
 	SourceTimeout      time.Duration
-	ShutdownTimeout    time.Duration
+	// ShutdownTimeout is the whole shutdown's budget, every step included
+	// (startstop.Budget); default 5s.
+	ShutdownTimeout time.Duration
+	// budget is that budget, shared by the components (set by runServer).
+	budget *startstop.Budget
 	// DeliveryTimeout bounds a produced record's flight; it must be shorter
 	// than the lease margin (TTL/3).
 	DeliveryTimeout time.Duration
@@ -197,6 +201,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", 5*time.Second), "how long a shutdown may take, every step included, whatever is down; past it (plus a second) the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
 	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
 	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
@@ -237,6 +242,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
 	}
+	defer shutdownBackstop(ctx, cfg.ShutdownTimeout+time.Second, cfg.Logger, os.Exit)()
 	return runServer(ctx, cfg)
 }
 
@@ -303,23 +309,23 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	pool := pools.data
 	host, _ := os.Hostname()
 	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
-		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log})
+		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log, StopBudget: cfg.budget})
 	if err != nil {
 		return nil, err
 	}
 	if len(cfg.Destination.BootstrapServers) == 0 {
 		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
-		return []startstop.Service{notes, hb}, nil
+		return nameAll(log, []startstop.Service{notes, hb}, "notifier", "heartbeat"), nil
 	}
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor),
-		Notifier: notes, Logger: log})
+		Notifier: notes, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, err
 	}
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
-		Notifier: notes, Registerer: reg})
+		Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
 	if err != nil {
 		return nil, err
 	}
@@ -331,11 +337,13 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
-		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg})
+		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
 	if err != nil {
 		return nil, err
 	}
-	return []startstop.Service{notes, hb, relay, startstop.Parallel(eng, syncer), leases}, nil
+	data := startstop.Parallel(nameAll(log, []startstop.Service{eng, syncer}, "engine", "metadata syncer")...)
+	return nameAll(log, []startstop.Service{notes, hb, relay, data, leases},
+		"notifier", "heartbeat", "outbox relay", "engine and metadata syncer", "lease manager"), nil
 }
 
 // workerPools are the data plane's own database pools.
@@ -348,7 +356,8 @@ type workerPools struct {
 // until ctx ends, then shuts down in order: HTTP, then the workers.
 func runServer(ctx context.Context, cfg serverConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 10*time.Second)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 5*time.Second)
+	cfg.budget = &startstop.Budget{}
 	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, min(4*time.Second, cfg.LeaseTTL/4))
 	if err := cfg.validate(); err != nil {
 		return err
@@ -379,7 +388,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool, cfg.budget, log)
 
 	// The progress history behind GET /v1/history and the records-per-second
 	// rates reads through the API's pool: it serves the API, not the data plane.
@@ -403,11 +412,11 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if pools.leases, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{MaxConns: 2}); err != nil {
 		return err
 	}
-	defer pools.leases.Close()
+	defer closePool(pools.leases, cfg.budget, log)
 	if pools.data, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{DefaultMaxConns: repo.DataPoolConns, Warm: true}); err != nil {
 		return err
 	}
-	defer pools.data.Close()
+	defer closePool(pools.data, cfg.budget, log)
 	// The one LISTEN connection: it wakes the workers, and the API's topic
 	// actions waiting for their partitions (?wait).
 	notes, err := notifier.New(notifier.Config{Pool: pools.data, Logger: log})
@@ -443,6 +452,12 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	srv := api.NewHTTPServer(handler, api.HTTPServerConfig{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	// Requests' contexts end when the shutdown begins: an open event
+	// stream (every console's) or a topic action's ?wait would otherwise
+	// hold the HTTP shutdown for as long as it may wait.
+	requests, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	srv.BaseContext = func(net.Listener) context.Context { return requests }
 	scheme := "http"
 	if certs != nil {
 		hup := make(chan os.Signal, 1)
@@ -474,11 +489,13 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	log.Info("shutting down", "budget", cfg.ShutdownTimeout)
+	cfg.budget.Begin(cfg.ShutdownTimeout)
+	endRequests()
+	shutdownCtx, cancel := cfg.budget.Context(context.Background(), httpShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("http shutdown timed out after "+cfg.ShutdownTimeout.String(), "err", err)
+		log.Warn("http shutdown timed out after "+httpShutdownTimeout.String(), "err", err)
 	}
 	return nil
 }

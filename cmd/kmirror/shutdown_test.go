@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devcluster"
 	"kmirror/internal/testnet"
 )
 
@@ -39,5 +45,106 @@ func TestShutdownIsBounded(t *testing.T) {
 	t.Logf("shut down in %s (lease margin %s)", took.Round(time.Millisecond), margin)
 	if took > margin {
 		t.Errorf("shutdown took %s, longer than the lease margin %s", took.Round(time.Millisecond), margin)
+	}
+}
+
+// shutdownBudget is how long a server told to stop may take, whatever is
+// down (issue 25: at most 5 s).
+const shutdownBudget = 5 * time.Second
+
+// TestShutdownIsBoundedOnABadDay: a SIGTERM under traffic while the
+// destination came back empty, while the destination and Postgres are both
+// gone, and while Postgres hangs, at the server's default lease and
+// delivery timings: each time the server is down within shutdownBudget, with
+// an open event stream, a console's, that must not hold it either.
+func TestShutdownIsBoundedOnABadDay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// fault runs once the partitions mirror under traffic.
+		fault func(t *testing.T, clusters *devcluster.Clusters, db *testnet.Proxy)
+	}{
+		{"destination back empty", func(t *testing.T, clusters *devcluster.Clusters, _ *testnet.Proxy) {
+			if err := clusters.Down("destination"); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Second) // copies in flight that no broker will answer
+			if err := clusters.UpEmpty("destination"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"destination and Postgres gone", func(t *testing.T, clusters *devcluster.Clusters, db *testnet.Proxy) {
+			if err := clusters.Down("destination"); err != nil {
+				t.Fatal(err)
+			}
+			db.Cut(testnet.Refuse)
+		}},
+		{"destination gone and Postgres hanging", func(t *testing.T, clusters *devcluster.Clusters, db *testnet.Proxy) {
+			if err := clusters.Down("destination"); err != nil {
+				t.Fatal(err)
+			}
+			db.Cut(testnet.Hang)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var db *testnet.Proxy
+			s := startInProcessServer(t, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("case", tc.name), func(cfg *serverConfig) {
+				u, err := url.Parse(cfg.DatabaseURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db = testnet.NewProxy(t, u.Host)
+				u.Host = db.Addr()
+				cfg.DatabaseURL = u.String()
+				// The server's own defaults, not the tests' short ones.
+				cfg.LeaseTTL, cfg.LeaseRenewInterval, cfg.DeliveryTimeout = 15*time.Second, 5*time.Second, 4*time.Second
+			})
+			c := apiClient{tb: t, base: s.base, http: &http.Client{Timeout: 60 * time.Second}}
+			c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, s.clusters.SourceAddr()))
+			c.post("/v1/mirrors/m/topics:add", `{"topic":"bench"}`)
+			c.waitAll("MIRRORING", 60*time.Second)
+			stopTraffic := benchTraffic(t, s.clusters.SourceAddr())
+			defer stopTraffic()
+			stream, err := http.Get(s.base + "/v1/events")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stream.Body.Close()
+			time.Sleep(time.Second) // copies in flight
+			tc.fault(t, s.clusters, db)
+			took := s.stop()
+			t.Logf("shut down in %s", took.Round(time.Millisecond))
+			if took > shutdownBudget {
+				t.Errorf("shutdown took %s, more than %s", took.Round(time.Millisecond), shutdownBudget)
+			}
+		})
+	}
+}
+
+// benchTraffic produces to every partition of the source topic bench until
+// the returned function is called.
+func benchTraffic(t *testing.T, addr string) func() {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			var rs []*kgo.Record
+			for p := int32(0); p < 3; p++ {
+				rs = append(rs, &kgo.Record{Topic: "bench", Partition: p, Value: []byte(fmt.Sprintf("r%d", i))})
+			}
+			_ = cl.ProduceSync(ctx, rs...).FirstErr()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		cl.Close()
 	}
 }

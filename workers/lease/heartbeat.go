@@ -23,6 +23,9 @@ type HeartbeatConfig struct {
 	// Interval between heartbeats; default 5s.
 	Interval time.Duration
 	Logger   *slog.Logger
+	// StopBudget, when set, bounds Stop's last write by the instance's
+	// shutdown budget.
+	StopBudget *startstop.Budget
 }
 
 // Heartbeat registers this instance and keeps its heartbeat fresh, so other
@@ -90,7 +93,7 @@ func (h *Heartbeat) Stop() {
 		return
 	}
 	h.Halt()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StopBudget.Bound(5*time.Second, time.Second))
 	defer cancel()
 	if err := repo.InstancesStop(ctx, h.cfg.Pool, h.cfg.InstanceID); err != nil {
 		h.log.Warn("marking instance stopped failed", "err", err)

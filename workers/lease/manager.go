@@ -82,6 +82,9 @@ type ManagerConfig struct {
 	// Registerer receives the kmirror_lease_renewal_* metrics; nil leaves
 	// them unregistered.
 	Registerer prometheus.Registerer
+	// StopBudget, when set, bounds Stop's statements and its wait for
+	// unsettled leases by the instance's shutdown budget.
+	StopBudget *startstop.Budget
 }
 
 func (c *ManagerConfig) validate() error {
@@ -129,6 +132,9 @@ type Manager struct {
 	// pass could not renew it. Only the loop, or Stop after it, uses them.
 	session   int64
 	sessionAt time.Time
+	// releaseFailed: the last release statement failed; a stop then waits
+	// no more for the database and leaves the leases to expire.
+	releaseFailed bool
 }
 
 // ManagerTestSignals are the Manager's points of interest for tests.
@@ -205,18 +211,34 @@ func (m *Manager) Stop() {
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
-	m.awaitReleases()
-	m.closeSession()
+	if m.awaitReleases() {
+		m.closeSession()
+	}
 }
 
+// stopStatementTimeout bounds each statement of a stop, within the
+// shutdown's budget: a database that does not answer then is left to the
+// leases' expiry.
+const stopStatementTimeout = time.Second
+
+// stopReleaseWait bounds, within a shutdown's budget, the wait for leases
+// whose copies are unanswered: what is left goes to the steps after it.
+const stopReleaseWait = time.Second
+
 // awaitReleases gives leases held back by writes in flight (see
-// PartitionSettler) until the session stops being trusted to be answered
-// and released: closing the session frees them for other instances.
-func (m *Manager) awaitReleases() {
+// PartitionSettler) until the session stops being trusted, or the shutdown
+// budget is spent, to be answered and released. It reports whether every
+// lease was released: if not, the session is left to expire rather than
+// closed, since closing it would free at once a lease whose copies may
+// still land.
+func (m *Manager) awaitReleases() bool {
 	if m.sessionAt.IsZero() {
-		return
+		return true
 	}
 	deadline := m.sessionAt.Add(m.cfg.TTL - m.cfg.Margin)
+	if left := time.Now().Add(m.cfg.StopBudget.Bound(m.cfg.TTL, stopReleaseWait)); left.Before(deadline) {
+		deadline = left
+	}
 	for {
 		waiting := 0
 		for _, s := range m.sets {
@@ -224,12 +246,12 @@ func (m *Manager) awaitReleases() {
 			waiting += len(s.unreleased)
 		}
 		if waiting == 0 {
-			return
+			return true
 		}
-		if time.Now().After(deadline) {
-			m.log.Warn("stopping with leases whose writes are still in flight; they are freed with the session",
-				"leases", waiting)
-			return
+		if m.releaseFailed || time.Now().After(deadline) {
+			m.log.Warn("stopping with leases not released (writes still in flight, or the database did not answer); "+
+				"they are free for other instances when the session expires", "leases", waiting, "ttl", m.cfg.TTL)
+			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -550,6 +572,7 @@ func (m *Manager) flushReleases(s *leaseSet) {
 		err := m.within(s.kind+" lease release", func(ctx context.Context) error {
 			return s.release(ctx, m.cfg.InstanceID, ready)
 		})
+		m.releaseFailed = err != nil
 		if err != nil {
 			m.log.Warn("lease release failed; the leases will expire", "kind", s.kind, "leases", len(s.unreleased), "err", err)
 			return
@@ -558,10 +581,11 @@ func (m *Manager) flushReleases(s *leaseSet) {
 	s.unreleased = waiting
 }
 
-// within runs fn under Timeout; a timeout's error names the operation, as
-// in "partition lease renew timed out after 5s".
+// within runs fn under Timeout, or what is left of the shutdown budget; a
+// timeout's error names the operation, as in "partition lease renew timed
+// out after 5s".
 func (m *Manager) within(what string, fn func(ctx context.Context) error) error {
-	d := m.cfg.Timeout
+	d := m.cfg.StopBudget.Bound(m.cfg.Timeout, stopStatementTimeout)
 	ctx, cancel := context.WithTimeoutCause(m.base, d, fmt.Errorf("%s timed out after %s", what, d))
 	defer cancel()
 	err := fn(ctx)

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"kmirror/internal/startstop"
 	"kmirror/repo"
 	"kmirror/workers/lease"
 )
@@ -18,12 +20,24 @@ import (
 // checkpointer saves the checkpoints of every partition of this instance
 // that changed, about once a second, in one fenced statement; workers only
 // update memory on the hot path.
+// checkpointSaveTimeout bounds one save of checkpoints; stopSaveTimeout one
+// during a shutdown, within its budget.
+const (
+	checkpointSaveTimeout = 5 * time.Second
+	stopSaveTimeout       = time.Second
+)
+
 type checkpointer struct {
 	pool  *pgxpool.Pool
 	owner string
 	log   *slog.Logger
 	// saveDuration observes each flush's save; nil observes nothing.
 	saveDuration prometheus.Observer
+	// budget bounds saves by what is left of a shutdown (nil: 5 s each);
+	// stopFailed is set when a save failed during a shutdown: the database
+	// does not answer, and the saves after it are not tried.
+	budget     *startstop.Budget
+	stopFailed atomic.Bool
 
 	// saveMu runs saves one at a time, in the order their checkpoints were
 	// taken: a partition's checkpoint saved by flushKey must not commit
@@ -146,6 +160,25 @@ func (c *checkpointer) run(ctx context.Context, every time.Duration) {
 	}
 }
 
+// errStopSaveSkipped is a save not tried during a shutdown after another
+// failed.
+var errStopSaveSkipped = errors.New("checkpoint save skipped: the database did not answer an earlier save of this shutdown")
+
+// save saves checkpoints; during a shutdown, only until one save fails, so
+// that a database that does not answer costs the shutdown one timeout, not
+// one per partition (the saves are serialized).
+func (c *checkpointer) save(ctx context.Context, cps []repo.Checkpoint) (map[repo.PartitionID]bool, error) {
+	stopping := c.budget.Begun()
+	if stopping && c.stopFailed.Load() {
+		return nil, errStopSaveSkipped
+	}
+	saved, err := saveCheckpoints(ctx, c.pool, c.owner, cps)
+	if err != nil && stopping {
+		c.stopFailed.Store(true)
+	}
+	return saved, err
+}
+
 // flush saves every pending checkpoint; ones that fail to save for a
 // transient reason are put back for the next round.
 func (c *checkpointer) flush(ctx context.Context) {
@@ -163,10 +196,10 @@ func (c *checkpointer) flush(ctx context.Context) {
 	for _, cp := range batch {
 		cps = append(cps, *cp)
 	}
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.budget.Bound(checkpointSaveTimeout, stopSaveTimeout))
 	defer cancel()
 	start := time.Now()
-	saved, err := saveCheckpoints(saveCtx, c.pool, c.owner, cps)
+	saved, err := c.save(saveCtx, cps)
 	if c.saveDuration != nil {
 		c.saveDuration.Observe(time.Since(start).Seconds())
 	}
@@ -201,9 +234,9 @@ func (c *checkpointer) flushKey(ctx context.Context, k lease.Key) error {
 	if cp == nil {
 		return nil
 	}
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.budget.Bound(checkpointSaveTimeout, stopSaveTimeout))
 	defer cancel()
-	saved, err := saveCheckpoints(saveCtx, c.pool, c.owner, []repo.Checkpoint{*cp})
+	saved, err := c.save(saveCtx, []repo.Checkpoint{*cp})
 	if err != nil {
 		c.update(k, *cp)
 		return err

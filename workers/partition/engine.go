@@ -69,6 +69,10 @@ type EngineConfig struct {
 	// SettledWaitMax is how long copies of an ended session may go
 	// unanswered before they are written off (unsettled.go). Default 1m.
 	SettledWaitMax time.Duration
+	// StopBudget, when set, bounds what stopping waits for (sessions
+	// settling, the last checkpoints, the producer's flush) by the
+	// instance's shutdown budget.
+	StopBudget *startstop.Budget
 }
 
 func (c *EngineConfig) validate() error {
@@ -165,6 +169,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
 	e.cp.saveDuration = e.metrics.checkpoint
+	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics)
 	e.health = newHealthChanges()
@@ -288,7 +293,9 @@ func (e *Engine) Stop() {
 	}
 	e.Halt()
 	e.cp.flush(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.DeliveryTimeout)
+	// Sessions settled their copies; what is left is unanswered copies,
+	// which closing the client fails.
+	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.StopBudget.Bound(e.cfg.DeliveryTimeout, 500*time.Millisecond))
 	defer cancel()
 	_ = e.producer.Flush(ctx)
 	e.closeClients()

@@ -513,9 +513,16 @@ func (s *mirrorSession) extendRun(src, dst, n int64) {
 	}
 }
 
+// stopSettleMax bounds a session's wait for its copies when the instance
+// shuts down: a live destination answers within milliseconds, and copies
+// unanswered by then keep their lease held until its session expires.
+const stopSettleMax = time.Second
+
 // settle waits until every produced record is acknowledged or failed.
 func (s *mirrorSession) settle(ctx context.Context) {
-	deadline := time.NewTimer(s.w.e.cfg.DeliveryTimeout + 2*time.Second)
+	// Within what is left of a shutdown, too: copies still unanswered then
+	// keep the lease from being released (unsettled.go).
+	deadline := time.NewTimer(s.w.e.cfg.StopBudget.Bound(s.w.e.cfg.DeliveryTimeout+2*time.Second, stopSettleMax))
 	defer deadline.Stop()
 	for {
 		last := s.inFlight() == 0
