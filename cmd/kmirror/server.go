@@ -49,7 +49,7 @@ type serverConfig struct {
 	LeaseRenewInterval time.Duration
 	SourceTimeout      time.Duration
 	// ShutdownTimeout is the whole shutdown's budget, every step included
-	// (startstop.Budget); default 5s.
+	// (startstop.Budget); default defaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// budget is that budget, shared by the components (set by runServer).
 	budget *startstop.Budget
@@ -201,7 +201,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
-	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", 5*time.Second), "how long a shutdown may take, every step included, whatever is down; past it (plus a second) the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", defaultShutdownTimeout), "how long the steps of a shutdown may wait in all, whatever is down; a second past it the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
 	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
 	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
@@ -319,7 +319,7 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor),
-		Notifier: notes, Logger: log, Registerer: reg})
+		Notifier: notes, Logger: log, Registerer: reg, StopBudget: cfg.budget})
 	if err != nil {
 		return nil, err
 	}
@@ -356,7 +356,7 @@ type workerPools struct {
 // until ctx ends, then shuts down in order: HTTP, then the workers.
 func runServer(ctx context.Context, cfg serverConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
-	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, 5*time.Second)
+	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)
 	cfg.budget = &startstop.Budget{}
 	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, min(4*time.Second, cfg.LeaseTTL/4))
 	if err := cfg.validate(); err != nil {

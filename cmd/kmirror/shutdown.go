@@ -88,3 +88,8 @@ func closePool(pool *pgxpool.Pool, budget *startstop.Budget, log *slog.Logger) {
 		log.Warn("a database pool did not close within the shutdown budget; its connections end with the process")
 	}
 }
+
+// defaultShutdownTimeout is the shutdown budget: the steps' waits add up to
+// at most this, so that with the scheduling around them a server told to
+// stop is gone within 5 s whatever is down.
+const defaultShutdownTimeout = 4 * time.Second

@@ -49,7 +49,7 @@ func TestShutdownIsBounded(t *testing.T) {
 }
 
 // shutdownBudget is how long a server told to stop may take, whatever is
-// down (issue 25: at most 5 s).
+// down (issue 25: at most 5 s), at the default --shutdown-timeout.
 const shutdownBudget = 5 * time.Second
 
 // TestShutdownIsBoundedOnABadDay: a SIGTERM under traffic while the
@@ -146,5 +146,35 @@ func benchTraffic(t *testing.T, addr string) func() {
 		cancel()
 		<-done
 		cl.Close()
+	}
+}
+
+// TestShutdownBackstop: a process whose graceful shutdown overruns its
+// grace period exits anyway, with status 1; one that finishes in time is
+// left alone.
+func TestShutdownBackstop(t *testing.T) {
+	exits := make(chan int, 2)
+	exit := func(code int) { exits <- code }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := shutdownBackstop(ctx, 50*time.Millisecond, slog.New(slog.DiscardHandler), exit)
+	cancel()
+	select {
+	case code := <-exits:
+		if code != 1 {
+			t.Fatalf("exit status %d, want 1", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an overrunning shutdown was not ended")
+	}
+	done()
+
+	ctx, cancel = context.WithCancel(context.Background())
+	done = shutdownBackstop(ctx, 200*time.Millisecond, slog.New(slog.DiscardHandler), exit)
+	cancel()
+	done() // the shutdown finished in time
+	select {
+	case code := <-exits:
+		t.Fatalf("a shutdown that finished in time was ended with status %d", code)
+	case <-time.After(400 * time.Millisecond):
 	}
 }

@@ -132,6 +132,12 @@ type Manager struct {
 	// pass could not renew it. Only the loop, or Stop after it, uses them.
 	session   int64
 	sessionAt time.Time
+	// passes is the loop's statements' context: Stop cuts it once the pass
+	// in progress has had a stop statement's time (base is the statements'
+	// context otherwise).
+	passes    context.Context
+	cutPasses context.CancelFunc
+	halted    bool
 	// releaseFailed: the last release statement failed; a stop then waits
 	// no more for the database and leaves the leases to expire.
 	releaseFailed bool
@@ -191,6 +197,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return startstop.ErrStarted
 	}
 	m.base = context.WithoutCancel(ctx)
+	m.passes, m.cutPasses = context.WithCancel(m.base)
 	desired := m.cfg.Notifier.Subscribe(repo.ChannelDesired)
 	demand := m.cfg.Notifier.Subscribe(repo.ChannelLeaseDemand)
 	m.Go(func(ctx context.Context) {
@@ -207,7 +214,15 @@ func (m *Manager) Stop() {
 	if !m.StopInit() {
 		return
 	}
+	// A pass's statement is not cut in normal running (its result is
+	// needed), but a shutdown does not wait out a database that hangs: the
+	// pass in progress gets what a stop's statement gets.
+	cut := time.AfterFunc(m.cfg.StopBudget.Bound(m.cfg.Timeout, stopStatementTimeout), m.cutPasses)
 	m.Halt()
+	cut.Stop()
+	m.halted = true // the loop has ended: Stop's own statements from here
+	m.cutPasses()
+
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
@@ -555,8 +570,8 @@ func (m *Manager) handBack(s *leaseSet, leases []*Lease) {
 // exited but which the database may still attribute to this instance.
 // Owner and epoch must match, so a lease someone else took is untouched.
 func (m *Manager) flushReleases(s *leaseSet) {
-	if len(s.unreleased) == 0 {
-		return
+	if len(s.unreleased) == 0 || m.halted && m.releaseFailed {
+		return // a stopping manager tries a database that failed it once only
 	}
 	// Leases whose partitions still have writes in flight wait (see
 	// PartitionSettler).
@@ -586,7 +601,11 @@ func (m *Manager) flushReleases(s *leaseSet) {
 // out after 5s".
 func (m *Manager) within(what string, fn func(ctx context.Context) error) error {
 	d := m.cfg.StopBudget.Bound(m.cfg.Timeout, stopStatementTimeout)
-	ctx, cancel := context.WithTimeoutCause(m.base, d, fmt.Errorf("%s timed out after %s", what, d))
+	base := m.passes
+	if m.halted {
+		base = m.base
+	}
+	ctx, cancel := context.WithTimeoutCause(base, d, fmt.Errorf("%s timed out after %s", what, d))
 	defer cancel()
 	err := fn(ctx)
 	if err != nil && ctx.Err() != nil {

@@ -49,6 +49,9 @@ type RelayConfig struct {
 	// Registerer receives kmirror_state_topic_recreated_total; nil leaves
 	// it unregistered.
 	Registerer prometheus.Registerer
+	// StopBudget, when set, bounds the final publish and the lock's
+	// release by what is left of the instance's shutdown budget.
+	StopBudget *startstop.Budget
 }
 
 // Bounds of the relay's waits on the destination, each named in the error
@@ -66,6 +69,10 @@ const (
 	finalTimeout = 5 * time.Second
 	// unlockTimeout bounds the release of the relay lock.
 	unlockTimeout = 5 * time.Second
+	// stopStepTimeout bounds the final publish and the unlock within an
+	// instance's shutdown budget: what it does not publish, the next
+	// relay does.
+	stopStepTimeout = time.Second
 )
 
 // A leading relay checks every topicCheckInterval that __mirror_state
@@ -172,8 +179,9 @@ func (r *Relay) lead(ctx context.Context, inserted *notifier.Subscription) error
 		return nil // another instance relays
 	}
 	defer func() {
-		unlock, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), unlockTimeout,
-			fmt.Errorf("release the relay lock: timed out after %s", unlockTimeout))
+		d := r.cfg.StopBudget.Bound(unlockTimeout, stopStepTimeout)
+		unlock, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), d,
+			fmt.Errorf("release the relay lock: timed out after %s", d))
 		defer cancel()
 		_ = repo.AdvisoryUnlock(unlock, conn, outboxRelayLock)
 	}()
@@ -266,8 +274,9 @@ func (r *Relay) watchTopic(work context.Context, producer *kgo.Client, stop cont
 // wrote (the last state changes), then the last checkpoints and offset
 // maps, so a clean shutdown leaves __mirror_state exact.
 func (r *Relay) publishFinal(ctx context.Context, producer *kgo.Client, since time.Time) error {
-	final, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), finalTimeout,
-		fmt.Errorf("final publish to %s: timed out after %s", service.StateTopic, finalTimeout))
+	d := r.cfg.StopBudget.Bound(finalTimeout, stopStepTimeout)
+	final, cancel := context.WithTimeoutCause(context.WithoutCancel(ctx), d,
+		fmt.Errorf("final publish to %s: timed out after %s", service.StateTopic, d))
 	defer cancel()
 	for {
 		n, err := r.publishOutbox(final, producer)
