@@ -23,6 +23,9 @@ type mirrorMetrics struct {
 	// and of the destination producer, one observation per request.
 	fetch   *prometheus.HistogramVec
 	produce prometheus.Histogram
+	// losses counts the partitions this instance found the destination to
+	// have lost (destination_watch.go).
+	losses *prometheus.CounterVec
 
 	mu sync.Mutex
 	// touched is when each mirror's series were last looked up, so that
@@ -48,10 +51,12 @@ func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
 		produce: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_produce_request_duration_seconds",
 			Help:    "Destination produce requests of this instance, written to answer read (acks=all).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
+		losses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_destination_losses_total",
+			Help: "Partitions this instance found the destination to have lost records of (a topic gone, or its end below what was acknowledged), by mirror and topic; each is re-mirrored from what the destination still holds."}, []string{"mirror", "topic"}),
 		touched: map[string]time.Time{},
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce} {
+		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce, m.losses} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("partition engine: register metrics: %w", err)
 			}
@@ -72,6 +77,9 @@ func (m *mirrorMetrics) topic(mirror, topic string) topicMirrored {
 		return topicMirrored{}
 	}
 	m.touch(mirror)
+	// The topic's loss count starts at 0, so an alert on its increase
+	// sees the first loss.
+	m.losses.WithLabelValues(mirror, topic)
 	return topicMirrored{records: m.records.WithLabelValues(mirror, topic),
 		bytes: m.bytes.WithLabelValues(mirror, topic), last: m.last.WithLabelValues(mirror, topic)}
 }
@@ -89,6 +97,15 @@ func (t topicMirrored) add(n, b int64) {
 	if b > 0 {
 		t.bytes.Add(float64(b))
 	}
+}
+
+// lost counts a partition found lost on the destination.
+func (m *mirrorMetrics) lost(mirror, topic string) {
+	if m == nil {
+		return
+	}
+	m.touch(mirror)
+	m.losses.WithLabelValues(mirror, topic).Inc()
 }
 
 // Kafka API keys of the requests timed.
@@ -156,6 +173,7 @@ func (m *mirrorMetrics) forgetMirrorsExcept(present map[string]bool, readAt time
 		m.bytes.DeletePartialMatch(labels)
 		m.last.DeletePartialMatch(labels)
 		m.fetch.DeletePartialMatch(labels)
+		m.losses.DeletePartialMatch(labels)
 		delete(m.touched, mirror)
 	}
 }
