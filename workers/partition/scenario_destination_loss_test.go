@@ -32,8 +32,20 @@ func TestScenarioDestinationComesBackEmpty(t *testing.T) {
 	}
 	stopTraffic := startTraffic(t, env.Clusters.SourceAddr(), []string{"orders"}, 3)
 	env.CreateMirror("m", "orders")
+	// Two instances share the topic: each writes off its own copies in
+	// flight, and neither creates the topic again before the other has.
 	env.StartInstance("i1")
+	env.StartInstance("i2")
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitFor(t, 20*time.Second, "both instances to hold partitions", func() (bool, string) {
+		owners := map[string]int{}
+		for _, r := range env.Partitions("m") {
+			if r.State == service.StateMirroring {
+				owners[r.LeaseOwner]++
+			}
+		}
+		return owners["i1"] > 0 && owners["i2"] > 0, fmt.Sprint(owners)
+	})
 	workertest.WaitFor(t, 20*time.Second, "every partition to copy records", func() (bool, string) {
 		for _, r := range env.Partitions("m") {
 			if r.DstNext == nil || *r.DstNext < 20 {

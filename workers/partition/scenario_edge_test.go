@@ -111,7 +111,8 @@ func TestScenarioRetentionLoss(t *testing.T) {
 
 // TestScenarioDestinationTopicDeleted: the destination topic is deleted
 // under a mirroring partition; it is recreated and re-mirrored from the
-// source, which still has every record. Then it is deleted and recreated
+// source, which still has every record, in place: an event says the
+// destination lost its records, and no partition goes through FAILED. Then it is deleted and recreated
 // empty by someone else before kmirror notices, with the same outcome.
 func TestScenarioDestinationTopicDeleted(t *testing.T) {
 	t.Parallel()
@@ -125,6 +126,17 @@ func TestScenarioDestinationTopicDeleted(t *testing.T) {
 	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
 	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
 	env.WaitStates("m", service.StateMirroring, 10*time.Second)
+	// Said and repaired in place: an event names the loss, and no step
+	// went through FAILED.
+	assertLossEvents(t, env, "orders", 2)
+	for p := int32(0); p < 2; p++ {
+		steps, msgs := env.stateEvents("m", "orders", p)
+		for i, st := range steps {
+			if strings.Contains(st, "FAILED") {
+				t.Errorf("orders/%d: %s: %s", p, st, msgs[i])
+			}
+		}
+	}
 	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 5, kgo.NoCompression())
 	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 20*time.Second)
 
