@@ -31,8 +31,9 @@ const destinationCheckTimeout = 2 * time.Second
 // interruption ends a mirroring session for something the engine found
 // outside it; the worker re-aligns in place instead of failing.
 type interruption struct {
-	// msg says why, for the row's error and the realignment's event.
-	msg string
+	// msg says why, for the row's error; cause, when set, is the shorter
+	// reason the realignment's event gives (msg otherwise).
+	msg, cause string
 	// lost: the destination lost records this partition had copied, so
 	// the row's error says so until the partition is re-aligned.
 	lost bool
@@ -154,7 +155,7 @@ func (e *Engine) destinationLost(k lease.Key, reason string) {
 	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
 	e.metrics.lost(k.Mirror, k.Topic)
 	if s != nil {
-		s.interrupt(interruption{msg: msg, lost: true})
+		s.interrupt(interruption{msg: msg, cause: reason, lost: true})
 	}
 	if w != nil {
 		w.poke()

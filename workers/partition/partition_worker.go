@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -255,7 +256,7 @@ func (w *partitionWorker) heal(ctx context.Context, i interruption, s *mirrorSes
 		w.noteError(ctx, service.StateMirroring, msg)
 	}
 	w.log.Warn("re-aligning in place", "why", i.msg)
-	return w.realign(ctx, "", i.msg)
+	return w.realign(ctx, "", cmp.Or(i.cause, i.msg))
 }
 
 // desire returns the topic's desired state from the cache, re-reading it
