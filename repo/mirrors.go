@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Mirror is one row of mirrors: a named link from a source cluster.
@@ -99,7 +101,11 @@ func MirrorsGetForUpdate(ctx context.Context, q DBTX, name string) (Mirror, erro
 
 // MirrorsList returns every mirror by name.
 func MirrorsList(ctx context.Context, q DBTX) ([]Mirror, error) {
-	rows, err := q.Query(ctx, `SELECT `+mirrorColumns+` FROM mirrors ORDER BY name`)
+	return collectMirrors(q.Query(ctx, `SELECT `+mirrorColumns+` FROM mirrors ORDER BY name`))
+}
+
+// collectMirrors scans the mirrors a query returned.
+func collectMirrors(rows pgx.Rows, err error) ([]Mirror, error) {
 	if err != nil {
 		return nil, interpret(err)
 	}

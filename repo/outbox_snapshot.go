@@ -14,38 +14,12 @@ import "context"
 // holds off the next ones until the snapshot's rows are queued. Rows are
 // locked in primary-key order, as every statement that locks many does.
 func MirrorsListForShare(ctx context.Context, q DBTX) ([]Mirror, error) {
-	rows, err := q.Query(ctx, `SELECT `+mirrorColumns+` FROM mirrors ORDER BY name FOR SHARE`)
-	if err != nil {
-		return nil, interpret(err)
-	}
-	defer rows.Close()
-	var out []Mirror
-	for rows.Next() {
-		m, err := scanMirror(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, interpret(rows.Err())
+	return collectMirrors(q.Query(ctx, `SELECT `+mirrorColumns+` FROM mirrors ORDER BY name FOR SHARE`))
 }
 
 // TopicsListAll returns every mirror's topics by mirror and name.
 func TopicsListAll(ctx context.Context, q DBTX) ([]Topic, error) {
-	rows, err := q.Query(ctx, topicSelect+` ORDER BY t.mirror, t.topic`)
-	if err != nil {
-		return nil, interpret(err)
-	}
-	defer rows.Close()
-	var out []Topic
-	for rows.Next() {
-		t, err := scanTopic(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, interpret(rows.Err())
+	return collectTopics(q.Query(ctx, topicSelect+` ORDER BY t.mirror, t.topic`))
 }
 
 // SyncedACLsLockListAll locks synced_acls against writes until the

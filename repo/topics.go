@@ -2,8 +2,11 @@ package repo
 
 import (
 	"context"
-	"kmirror/internal/states"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"kmirror/internal/states"
 )
 
 // Topic is one row of mirror_topics, with its partition count.
@@ -36,7 +39,11 @@ func scanTopic(row scanner) (Topic, error) {
 
 // TopicsList returns a mirror's topics by name.
 func TopicsList(ctx context.Context, q DBTX, mirror string) ([]Topic, error) {
-	rows, err := q.Query(ctx, topicSelect+` WHERE t.mirror = $1 ORDER BY t.topic`, mirror)
+	return collectTopics(q.Query(ctx, topicSelect+` WHERE t.mirror = $1 ORDER BY t.topic`, mirror))
+}
+
+// collectTopics scans the topics a query returned.
+func collectTopics(rows pgx.Rows, err error) ([]Topic, error) {
 	if err != nil {
 		return nil, interpret(err)
 	}
