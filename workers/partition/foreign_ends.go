@@ -43,21 +43,28 @@ func (e *Engine) foreignEndsEvery() time.Duration { return e.cfg.OffsetsInterval
 func (e *Engine) refreshForeignEndsLoop(ctx context.Context) {
 	t := time.NewTicker(e.foreignEndsEvery())
 	defer t.Stop()
+	quiet := map[repo.PartitionID]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		e.refreshForeignEnds(ctx)
+		e.refreshForeignEnds(ctx, quiet)
 	}
 }
+
+// foreignQuietFor is how long a stale end found unchanged at the source is
+// not listed again: an idle partition's end stays stale for good, and
+// listing every idle partition of every other instance each second cost
+// each instance a listing of most of the deployment's partitions.
+const foreignQuietFor = 10 * time.Second
 
 // refreshForeignEnds runs one pass: one statement finds the stale ends
 // (none, reading no partition row, when this instance holds everything),
 // one listing per mirror asks the source, and one statement writes the
 // ends that moved.
-func (e *Engine) refreshForeignEnds(ctx context.Context) {
+func (e *Engine) refreshForeignEnds(ctx context.Context, quiet map[repo.PartitionID]time.Time) {
 	staleAfter := e.foreignStaleAfter()
 	stale, err := repo.PartitionsListStaleForeignEnds(ctx, e.cfg.Pool, e.cfg.InstanceID, staleAfter)
 	if err != nil {
@@ -66,12 +73,23 @@ func (e *Engine) refreshForeignEnds(ctx context.Context) {
 		}
 		return
 	}
-	if len(stale) == 0 {
-		return
-	}
+	now := time.Now()
+	listed := make(map[repo.PartitionID]bool, len(stale))
 	byMirror := map[string][]repo.StaleEnd{}
 	for _, s := range stale {
+		listed[s.ID] = true
+		if now.Before(quiet[s.ID]) {
+			continue
+		}
 		byMirror[s.ID.Mirror] = append(byMirror[s.ID.Mirror], s)
+	}
+	for id := range quiet {
+		if !listed[id] {
+			delete(quiet, id) // written again by its owner, or gone
+		}
+	}
+	if len(byMirror) == 0 {
+		return
 	}
 	// One mirror's unreachable source must not hold up the others'.
 	var mu sync.Mutex
@@ -86,6 +104,17 @@ func (e *Engine) refreshForeignEnds(ctx context.Context) {
 		})
 	}
 	wg.Wait()
+	movedIDs := make(map[repo.PartitionID]bool, len(moved))
+	for _, m := range moved {
+		movedIDs[m.ID] = true
+	}
+	for _, parts := range byMirror {
+		for _, p := range parts {
+			if !movedIDs[p.ID] {
+				quiet[p.ID] = now.Add(foreignQuietFor)
+			}
+		}
+	}
 	if len(moved) == 0 {
 		return
 	}
