@@ -98,3 +98,11 @@ func OutboxUnpublished(ctx context.Context, q DBTX, id int64) (bool, error) {
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE id = $1 AND published_at IS NULL)`, id).Scan(&waiting)
 	return waiting, interpret(err)
 }
+
+// OutboxAnyPublished says whether the relay ever published a row: whether
+// __mirror_state existed before, when it is found missing.
+func OutboxAnyPublished(ctx context.Context, q DBTX) (bool, error) {
+	var any bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE published_at IS NOT NULL)`).Scan(&any)
+	return any, interpret(err)
+}

@@ -87,6 +87,22 @@ func (e *Engine) stalledCopies(last map[*produceAcks]int64) []stallCheck {
 	return out
 }
 
+// destinationSweepEvery is how often every session's destination is
+// checked, stalled or not: a partition that copies nothing has no copy to
+// go unanswered, and its destination topic may be gone all the same.
+const destinationSweepEvery = 10 * time.Second
+
+// sessionChecks returns a check of every running session.
+func (e *Engine) sessionChecks() []stallCheck {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]stallCheck, 0, len(e.sessions))
+	for k, s := range e.sessions {
+		out = append(out, stallCheck{key: k, verified: s.acks.base + s.acks.verified.Load()})
+	}
+	return out
+}
+
 // checkDestination lists the destination's ends of the stalled partitions'
 // topics and treats each partition whose topic is gone, or whose end fell
 // below what it had acknowledged, as lost. An unreachable destination
@@ -110,7 +126,12 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 		return
 	}
 	missing := map[string]bool{}
+	seen := make(map[lease.Key]bool, len(checks))
 	for _, c := range checks {
+		if seen[c.key] {
+			continue // stalled, and swept too
+		}
+		seen[c.key] = true
 		if reason := lossOf(ends, c.key, c.verified); reason != "" {
 			if strings.HasPrefix(reason, "topic") {
 				missing[c.key.Topic] = true

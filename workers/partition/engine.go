@@ -253,14 +253,19 @@ func (e *Engine) watchHealth(ctx context.Context) {
 	t := time.NewTicker(min(time.Second, e.cfg.DestinationWatchInterval))
 	defer t.Stop()
 	stalled := map[*produceAcks]int64{}
-	lastHealth := time.Now()
+	lastHealth, lastSweep := time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		e.checkDestination(ctx, e.stalledCopies(stalled))
+		checks := e.stalledCopies(stalled)
+		if time.Since(lastSweep) >= destinationSweepEvery {
+			lastSweep = time.Now()
+			checks = append(checks, e.sessionChecks()...)
+		}
+		e.checkDestination(ctx, checks)
 		if time.Since(lastHealth) < time.Second-10*time.Millisecond {
 			continue
 		}

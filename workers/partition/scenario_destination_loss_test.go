@@ -268,3 +268,24 @@ func TestScenarioSourceComesBackEmpty(t *testing.T) {
 	})
 	t.Logf("said %s after the source came back", time.Since(back).Round(time.Millisecond))
 }
+
+// TestScenarioIdleDestinationComesBackEmpty: the destination comes back
+// empty while its partitions copy nothing, so no copy goes unanswered. The
+// engine's sweep of every session still finds the topic gone within
+// destinationSweepEvery (10 s): the topic is recreated and its records
+// mirrored again, with an event naming the loss.
+func TestScenarioIdleDestinationComesBackEmpty(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	env.startMirrored("orders", 2, 20)
+	if err := env.Clusters.Down("destination"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Clusters.UpEmpty("destination"); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
+	t.Logf("exact again %s after the destination came back", time.Since(back).Round(time.Millisecond))
+	assertLossEvents(t, env, "orders", 2)
+}

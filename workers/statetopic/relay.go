@@ -106,6 +106,8 @@ type Relay struct {
 	// missing __mirror_state and has not yet seen published: a create that
 	// keeps failing must not queue the whole state at every retry.
 	pendingSnapshot *service.StateSnapshotQueued
+	// pendingLost: the topic had been published to before it went missing.
+	pendingLost bool
 	recreated       prometheus.Counter
 	log             *slog.Logger
 }
@@ -390,13 +392,23 @@ func (r *Relay) queueSnapshot(ctx context.Context) error {
 		}
 	}
 	r.pendingSnapshot = nil
+	// A topic that nothing was ever published to is new, not lost: the
+	// snapshot is harmless then (and needed by a restored database, which
+	// has no outbox rows), but no loss is counted or reported.
+	lost, err := repo.OutboxAnyPublished(ctx, r.cfg.Pool)
+	if err != nil {
+		return err
+	}
 	q, err := service.QueueStateSnapshot(ctx, r.cfg.Pool)
 	if err != nil {
 		return fmt.Errorf("queue the state for the missing %s: %w", service.StateTopic, err)
 	}
 	if q.Records() > 0 {
 		r.pendingSnapshot = &q
-		r.recreated.Inc()
+		r.pendingLost = lost
+		if lost {
+			r.recreated.Inc()
+		}
 	}
 	return nil
 }
@@ -410,6 +422,10 @@ func (r *Relay) snapshotPublished() {
 		return
 	}
 	r.pendingSnapshot = nil
+	if !r.pendingLost {
+		r.log.Info(fmt.Sprintf("created %s and published the state (%d records)", service.StateTopic, q.Records()+q.Partitions))
+		return
+	}
 	r.log.Warn(fmt.Sprintf("%s was missing on the destination; recreated it and republished %d records "+
 		"(every mirror, topic, synced-ACL set and partition) with the offset maps", service.StateTopic, q.Records()+q.Partitions),
 		"mirrors", q.Mirrors, "topics", q.Topics, "acl_sets", q.ACLSets, "partitions", q.Partitions,
