@@ -108,8 +108,8 @@ type Relay struct {
 	pendingSnapshot *service.StateSnapshotQueued
 	// pendingLost: the topic had been published to before it went missing.
 	pendingLost bool
-	recreated       prometheus.Counter
-	log             *slog.Logger
+	recreated   prometheus.Counter
+	log         *slog.Logger
 }
 
 // NewRelay returns a relay; Start runs it.
