@@ -73,6 +73,12 @@ type PartitionStateData struct {
 	// Owner is the instance that held the partition's lease; null when
 	// none did.
 	Owner *string `json:"owner" extensions:"x-nullable" example:"kmirror-0-4211"`
+	// LastMirroredSourceOffset is, when To is STOPPED, the source offset of
+	// the last record copied; null otherwise, or when nothing was copied.
+	LastMirroredSourceOffset *int64 `json:"last_mirrored_source_offset" extensions:"x-nullable" example:"1234"`
+	// LastMirroredDestinationOffset is the destination offset of that
+	// record; null with LastMirroredSourceOffset.
+	LastMirroredDestinationOffset *int64 `json:"last_mirrored_destination_offset" extensions:"x-nullable" example:"1230"`
 } // @name PartitionStateData
 
 // PartitionOwnerEvent is a new owner taking over a partition that its
@@ -139,10 +145,14 @@ func eventView(e service.Event) any {
 	}
 	switch e.Kind {
 	case service.EventPartitionState:
-		return PartitionStateEvent{eventHeader: h, Kind: e.Kind, Data: PartitionStateData{
+		data := PartitionStateData{
 			Mirror: d.Mirror, Topic: d.Topic, Partition: d.Partition,
 			From: PartitionState(d.From), To: PartitionState(d.To), Reason: nonEmpty(d.Reason),
-			Error: nonEmpty(d.Error), Epoch: d.Epoch, Owner: nonEmpty(d.Owner)}}
+			Error: nonEmpty(d.Error), Epoch: d.Epoch, Owner: nonEmpty(d.Owner)}
+		if l := d.LastMirrored; l != nil {
+			data.LastMirroredSourceOffset, data.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset
+		}
+		return PartitionStateEvent{eventHeader: h, Kind: e.Kind, Data: data}
 	case service.EventPartitionOwner:
 		return PartitionOwnerEvent{eventHeader: h, Kind: e.Kind, Data: PartitionOwnerData{
 			Mirror: d.Mirror, Topic: d.Topic, Partition: d.Partition, State: PartitionState(d.State),

@@ -298,6 +298,15 @@ type PartitionRow struct {
 	// ProgressedAt is when the checkpoint last moved forward; null before
 	// it first does.
 	ProgressedAt *time.Time `json:"progressed_at" format:"date-time" extensions:"x-nullable" example:"2026-01-02T15:04:05Z"`
+	// LastMirroredSourceOffset is the source offset of the last record
+	// copied, kept once the partition is STOPPED (after a failover, where a
+	// failback continues from); current while it mirrors. Not source_offset
+	// − 1 nor the checkpoint: transaction markers are never copied. Null
+	// while nothing was copied.
+	LastMirroredSourceOffset *int64 `json:"last_mirrored_source_offset" extensions:"x-nullable" example:"1234"`
+	// LastMirroredDestinationOffset is the destination offset of that
+	// record; null with LastMirroredSourceOffset.
+	LastMirroredDestinationOffset *int64 `json:"last_mirrored_destination_offset" extensions:"x-nullable" example:"1230"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -477,6 +486,9 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
 	v.Error = nonEmpty(p.Error)
+	if l := p.LastMirrored; l != nil {
+		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset
+	}
 	return v
 }
 

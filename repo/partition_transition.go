@@ -12,7 +12,17 @@ import (
 const partitionRecordJSON = `jsonb_build_object('version', $19::int, 'mirror', mirror, 'topic', topic,
 	'partition', partition, 'state', coalesce(state, ''), 'previous_state', previous_state,
 	'error', error, 'src_next', src_next, 'dst_next', dst_next, 'lost_records', lost_records,
+	'last_mirrored_src', last_mirrored_src, 'last_mirrored_dst', last_mirrored_dst,
 	'updated_at', updated_at)`
+
+// lastMirroredNote is what a state change that asks for it
+// (PartitionStateWrite.EventLastMirrored) adds to its event, from the row
+// it stored: to the message, and to the data as last_mirrored (null when
+// nothing was copied).
+const lastMirroredNote = `CASE WHEN last_mirrored_src IS NULL THEN '; nothing was mirrored'
+	ELSE format('; last mirrored source offset %s → destination offset %s', last_mirrored_src, last_mirrored_dst) END`
+const lastMirroredData = `jsonb_build_object('last_mirrored', CASE WHEN last_mirrored_src IS NULL THEN NULL
+	ELSE jsonb_build_object('source_offset', last_mirrored_src, 'destination_offset', last_mirrored_dst) END)`
 
 // PartitionStateWrite is one fenced state change with its event (Kind,
 // Message and Data are used; the partition is the row's) and the key of
@@ -21,6 +31,9 @@ type PartitionStateWrite struct {
 	PartitionsSetStateParams
 	Event     Event
 	OutboxKey string
+	// EventLastMirrored adds the stored last mirrored offsets to the
+	// event's message and data.
+	EventLastMirrored bool
 }
 
 // PartitionsTransition writes one state change (see PartitionsTransitions);
@@ -47,6 +60,11 @@ func PartitionsTransition(ctx context.Context, q DBTX, p PartitionsSetStateParam
 // (Mirror "") where nothing was written because the lease or the state had
 // moved on. Events and outbox rows are written in the order of ws. The
 // outbox values are the stored rows' records at recordVersion.
+//
+// Each change also stores the last mirrored offsets, the end of the
+// partition's offset map (one primary-key lookup): a state change comes
+// after the session's last checkpoint, or after alignment cut or rebuilt
+// the map, so the row then says what the destination holds.
 func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite, recordVersion int) ([]Partition, error) {
 	n := len(ws)
 	var (
@@ -55,7 +73,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		partitions, attempts                      = make([]int32, n), make([]int32, n)
 		epochs, lostAdds                          = make([]int64, n), make([]int64, n)
 		srcNexts, dstNexts                        = make([]*int64, n), make([]*int64, n)
-		retryables                                = make([]bool, n)
+		retryables, notes                         = make([]bool, n), make([]bool, n)
 		nextRetries                               = make([]*time.Time, n)
 	)
 	for i, w := range ws {
@@ -67,31 +85,40 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 			srcNexts[i], dstNexts[i] = p.SrcNext, p.DstNext
 		}
 		kinds[i], messages[i], data[i], keys[i] = w.Event.Kind, w.Event.Message, string(w.Event.Data), w.OutboxKey
+		notes[i] = w.EventLastMirrored
 	}
 	rows, err := q.Query(ctx, `
 		WITH w AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[],
 				$7::text[], $8::text[], $9::bool[], $10::int[], $11::timestamptz[], $12::bigint[],
-				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[])
+				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $20::bool[])
 			WITH ORDINALITY AS w (mirror, topic, partition, owner, epoch, from_state, to_state, error,
 				retryable, retry_attempt, next_retry_at, src_next, dst_next, lost_add,
-				ev_kind, ev_message, ev_data, outbox_key, ord)
+				ev_kind, ev_message, ev_data, outbox_key, ev_note, ord)
 		), upd AS (
 			UPDATE mirror_partitions p SET
 				previous_state = p.state, state = w.to_state, error = nullif(w.error, ''),
 				retryable = w.retryable, retry_attempt = w.retry_attempt, next_retry_at = w.next_retry_at,
 				src_next = coalesce(w.src_next, p.src_next), dst_next = coalesce(w.dst_next, p.dst_next),
 				lost_records = p.lost_records + w.lost_add,
+				last_mirrored_src = e.src, last_mirrored_dst = e.dst,
 				state_changed_at = now(), updated_at = now()
-			FROM w
+			FROM w LEFT JOIN LATERAL (
+				SELECT r.src_start + r.count - 1 AS src, r.dst_start + r.count - 1 AS dst
+				FROM offset_map_runs r
+				WHERE r.mirror = w.mirror AND r.topic = w.topic AND r.partition = w.partition
+				ORDER BY r.src_start DESC LIMIT 1) e ON true
 			WHERE p.mirror = w.mirror AND p.topic = w.topic AND p.partition = w.partition
 			  AND p.lease_owner = w.owner AND p.lease_epoch = w.epoch AND coalesce(p.state, '') = w.from_state
-			RETURNING p.*, w.ord, w.ev_kind, w.ev_message, w.ev_data, w.outbox_key
+			RETURNING p.*, w.ord, w.ev_kind, w.ev_message, w.ev_data, w.ev_note, w.outbox_key
 		), ev AS (
 			-- The incarnation here rather than by the events trigger: one
 			-- statement may write thousands of events.
 			INSERT INTO events (kind, mirror, topic, partition, message, data, mirror_incarnation)
-			SELECT ev_kind, mirror, topic, partition, ev_message, nullif(ev_data, '')::jsonb,
+			SELECT ev_kind, mirror, topic, partition,
+				CASE WHEN ev_note THEN ev_message || `+lastMirroredNote+` ELSE ev_message END,
+				CASE WHEN ev_note THEN coalesce(nullif(ev_data, '')::jsonb, '{}') || `+lastMirroredData+`
+					ELSE nullif(ev_data, '')::jsonb END,
 				(SELECT m.incarnation FROM mirrors m WHERE m.name = upd.mirror)
 			FROM upd ORDER BY ord
 		), ob AS (
@@ -100,7 +127,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		)
 		SELECT ord, `+partitionColumns+` FROM upd`,
 		mirrors, topics, partitions, owners, epochs, froms, tos, errs, retryables, attempts, nextRetries,
-		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion)
+		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion, notes)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -39,11 +39,17 @@ type PartitionsRecordRealignmentParams struct {
 
 // PartitionsRecordRealignment stores the checkpoint a partition re-aligned
 // to (after a takeover, or in place), adds the records lost to retention,
-// and keeps its state. ErrNotFound means the lease or the state moved on.
+// and keeps its state, with the last mirrored offsets of the map alignment
+// left (it may have cut it). ErrNotFound means the lease or the state moved
+// on.
 func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecordRealignmentParams) (Partition, error) {
 	f := p.Fence
 	return scanPartition(q.QueryRow(ctx, `
 		UPDATE mirror_partitions SET src_next = $7, dst_next = $8, lost_records = lost_records + $9,
+			(last_mirrored_src, last_mirrored_dst) = (SELECT max(r.src_start + r.count - 1), max(r.dst_start + r.count - 1)
+				FROM (SELECT src_start, dst_start, count FROM offset_map_runs
+					WHERE mirror = $1 AND topic = $2 AND partition = $3
+					ORDER BY src_start DESC LIMIT 1) r),
 			error = NULL, updated_at = now()
 		WHERE mirror = $1 AND topic = $2 AND partition = $3
 		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
@@ -85,7 +91,9 @@ type Checkpoint struct {
 	// SourceEnd and DestinationEnd are the latest known end offsets (-1 unknown).
 	SourceEnd      int64
 	DestinationEnd int64
-	// Runs are offset-map runs to insert or extend (keyed by SrcStart).
+	// Runs are offset-map runs to insert or extend (keyed by SrcStart). The
+	// map grows at its end, so the one that starts last ends the map: its
+	// last record is the row's last mirrored one.
 	Runs []OffsetRun
 	// ResetRetries clears retry_attempt: mirroring has made progress again.
 	ResetRetries bool
@@ -100,21 +108,33 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	mirrors, topics := make([]string, n), make([]string, n)
 	parts := make([]int32, n)
 	epochs, src, dst, srcEnd, dstEnd := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	lastSrc, lastDst := make([]int64, n), make([]int64, n)
 	reset := make([]bool, n)
 	for i, c := range cps {
 		mirrors[i], topics[i], parts[i], epochs[i] = c.Mirror, c.Topic, c.Partition, c.Epoch
 		src[i], dst[i], srcEnd[i], dstEnd[i] = c.SrcNext, c.DstNext, c.SourceEnd, c.DestinationEnd
 		reset[i] = c.ResetRetries
+		lastSrc[i], lastDst[i] = -1, -1
+		for _, r := range c.Runs {
+			if end := r.SrcStart + r.Count - 1; end > lastSrc[i] {
+				lastSrc[i], lastDst[i] = end, r.DstStart+r.Count-1
+			}
+		}
 	}
 	rows, err := q.Query(ctx, `
 		WITH v AS (
-			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[])
-				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset)
+			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[],
+				$11::bigint[], $12::bigint[])
+				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst)
 		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			-- A slower save of an older checkpoint must not move it back.
 			src_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.src_next ELSE p.src_next END,
 			dst_next = CASE WHEN p.dst_next IS NULL OR v.dst_next >= p.dst_next THEN v.dst_next ELSE p.dst_next END,
+			last_mirrored_src = CASE WHEN v.last_src >= 0 AND (p.dst_next IS NULL OR v.dst_next >= p.dst_next)
+				THEN v.last_src ELSE p.last_mirrored_src END,
+			last_mirrored_dst = CASE WHEN v.last_src >= 0 AND (p.dst_next IS NULL OR v.dst_next >= p.dst_next)
+				THEN v.last_dst ELSE p.last_mirrored_dst END,
 			progressed_at = CASE WHEN p.src_next IS NULL OR v.src_next > p.src_next THEN now() ELSE p.progressed_at END,
 			source_end_offset = CASE WHEN v.src_end < 0 THEN p.source_end_offset ELSE v.src_end END,
 			-- Other instances take over refreshing an end that stops changing
@@ -128,7 +148,7 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
 		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition
 		RETURNING p.mirror, p.topic, p.partition`,
-		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset)
+		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -308,6 +328,9 @@ type PartitionsRestoreParams struct {
 	SrcNext       *int64
 	DstNext       *int64
 	LostRecords   int64
+	// LastMirroredSrc and LastMirroredDst, both set or both nil, are the
+	// last mirrored offsets.
+	LastMirroredSrc, LastMirroredDst *int64
 }
 
 // PartitionsRestore overwrites a partition's state and checkpoint. Unlike
@@ -317,9 +340,11 @@ type PartitionsRestoreParams struct {
 func PartitionsRestore(ctx context.Context, q DBTX, p PartitionsRestoreParams) (int64, error) {
 	tag, err := q.Exec(ctx, `UPDATE mirror_partitions SET state = nullif($4, ''),
 			previous_state = nullif($5, ''), error = nullif($6, ''), src_next = $7, dst_next = $8,
-			lost_records = $9, state_changed_at = now(), updated_at = now()
+			lost_records = $9, last_mirrored_src = $10, last_mirrored_dst = $11,
+			state_changed_at = now(), updated_at = now()
 		WHERE mirror = $1 AND topic = $2 AND partition = $3`,
-		p.Mirror, p.Topic, p.Partition, p.State, p.PreviousState, p.Error, p.SrcNext, p.DstNext, p.LostRecords)
+		p.Mirror, p.Topic, p.Partition, p.State, p.PreviousState, p.Error, p.SrcNext, p.DstNext, p.LostRecords,
+		p.LastMirroredSrc, p.LastMirroredDst)
 	if err != nil {
 		return 0, interpret(err)
 	}

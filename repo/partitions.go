@@ -34,6 +34,10 @@ type Partition struct {
 	UpdatedAt            time.Time
 	// ProgressedAt is when the checkpoint last moved forward.
 	ProgressedAt *time.Time
+	// LastMirroredSrc and LastMirroredDst are the source and destination
+	// offsets of the last record copied (the end of the offset map, as of
+	// the row's last state change or checkpoint save); nil before any.
+	LastMirroredSrc, LastMirroredDst *int64
 	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
 	// the owner's session still holds the lease, and when the owner last
 	// renewed its session.
@@ -44,14 +48,16 @@ type Partition struct {
 const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesce(previous_state, ''),
 	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
 	lease_epoch, src_next, dst_next, source_end_offset,
-	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at`
+	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at,
+	last_mirrored_src, last_mirrored_dst`
 
 func scanPartition(row scanner) (Partition, error) {
 	var p Partition
 	err := row.Scan(&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
 		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
-		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt)
+		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt,
+		&p.LastMirroredSrc, &p.LastMirroredDst)
 	return p, interpret(err)
 }
 
@@ -133,7 +139,8 @@ func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Part
 		if err := rows.Scan(&pt.Mirror, &pt.Topic, &pt.Partition, &pt.State, &pt.PreviousState, &pt.Error,
 			&pt.Retryable, &pt.RetryAttempt, &pt.NextRetryAt, &pt.LeaseOwner, &pt.LeaseEpoch,
 			&pt.SrcNext, &pt.DstNext, &pt.SourceEndOffset, &pt.DestinationEndOffset, &pt.LostRecords,
-			&pt.StateChangedAt, &pt.UpdatedAt, &pt.ProgressedAt, &live, &pt.OwnerRenewedAt); err != nil {
+			&pt.StateChangedAt, &pt.UpdatedAt, &pt.ProgressedAt, &pt.LastMirroredSrc, &pt.LastMirroredDst,
+			&live, &pt.OwnerRenewedAt); err != nil {
 			return nil, interpret(err)
 		}
 		pt.LeaseLive = live != nil && *live

@@ -54,20 +54,40 @@ type PartitionTransition struct {
 // has From, To, Reason (the message's cause, when there is one), Error (the
 // FAILED cause), Epoch and Owner; partition.owner and partition.realigned
 // have State, Epoch, Owner and Cause, and partition.owner PreviousOwner.
-// States are named as PartitionState.String does (UNKNOWN for none).
+// States are named as PartitionState.String does (UNKNOWN for none). A
+// change to STOPPED also has LastMirrored, null when nothing was copied
+// (the repo adds it from the stored row).
 type PartitionEventData struct {
-	Mirror        string `json:"mirror"`
-	Topic         string `json:"topic"`
-	Partition     int32  `json:"partition"`
-	From          string `json:"from,omitempty"`
-	To            string `json:"to,omitempty"`
-	State         string `json:"state,omitempty"`
-	Reason        string `json:"reason,omitempty"`
-	Error         string `json:"error,omitempty"`
-	Cause         string `json:"cause,omitempty"`
-	Epoch         int64  `json:"epoch"`
-	Owner         string `json:"owner"`
-	PreviousOwner string `json:"previous_owner,omitempty"`
+	Mirror        string        `json:"mirror"`
+	Topic         string        `json:"topic"`
+	Partition     int32         `json:"partition"`
+	From          string        `json:"from,omitempty"`
+	To            string        `json:"to,omitempty"`
+	State         string        `json:"state,omitempty"`
+	Reason        string        `json:"reason,omitempty"`
+	Error         string        `json:"error,omitempty"`
+	Cause         string        `json:"cause,omitempty"`
+	Epoch         int64         `json:"epoch"`
+	Owner         string        `json:"owner"`
+	PreviousOwner string        `json:"previous_owner,omitempty"`
+	LastMirrored  *LastMirrored `json:"last_mirrored,omitempty"`
+}
+
+// LastMirrored are the source and destination offsets of the last record a
+// partition copied: the end of its offset map. The checkpoint's src_next
+// may lie past transaction markers, which are never copied, so src_next−1
+// need not be a copied record.
+type LastMirrored struct {
+	SourceOffset      int64 `json:"source_offset"`
+	DestinationOffset int64 `json:"destination_offset"`
+}
+
+// LastMirroredOf is a row's last mirrored offsets, nil before any.
+func LastMirroredOf(p repo.Partition) *LastMirrored {
+	if p.LastMirroredSrc == nil || p.LastMirroredDst == nil {
+		return nil
+	}
+	return &LastMirrored{SourceOffset: *p.LastMirroredSrc, DestinationOffset: *p.LastMirroredDst}
 }
 
 func (d PartitionEventData) raw() json.RawMessage {
@@ -90,14 +110,21 @@ type PartitionRecord struct {
 	SrcNext       *int64         `json:"src_next,omitempty"`
 	DstNext       *int64         `json:"dst_next,omitempty"`
 	LostRecords   int64          `json:"lost_records"`
-	UpdatedAt     time.Time      `json:"updated_at"`
+	// LastMirroredSrc and LastMirroredDst are the last mirrored offsets
+	// (LastMirrored), both absent before any record was copied and in
+	// records written before kmirror kept them: an added optional field,
+	// so the version stays and older readers skip it.
+	LastMirroredSrc *int64    `json:"last_mirrored_src,omitempty"`
+	LastMirroredDst *int64    `json:"last_mirrored_dst,omitempty"`
+	UpdatedAt       time.Time `json:"updated_at"`
 }
 
 // PartitionRecordOf builds the __mirror_state record of a partition row.
 func PartitionRecordOf(p repo.Partition) PartitionRecord {
 	return PartitionRecord{Version: RecordVersion, Mirror: p.Mirror, Topic: p.Topic,
 		Partition: p.Partition, State: p.State, PreviousState: p.PreviousState, Error: p.Error,
-		SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords, UpdatedAt: p.UpdatedAt}
+		SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords,
+		LastMirroredSrc: p.LastMirroredSrc, LastMirroredDst: p.LastMirroredDst, UpdatedAt: p.UpdatedAt}
 }
 
 // TransitionPartition validates a state change with the state machine and
@@ -163,6 +190,9 @@ func partitionStateWrite(t PartitionTransition) repo.PartitionStateWrite {
 			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd},
 		Event:     repo.Event{Kind: EventPartitionState, Message: msg, Data: data.raw()},
 		OutboxKey: PartitionKey(t.Mirror, t.Topic, t.Partition),
+		// Where a failover left the destination, and where a failback
+		// continues: in the event, as well as on the row.
+		EventLastMirrored: t.To == StateStopped,
 	}
 }
 

@@ -37,6 +37,9 @@ type PartitionRow struct {
 	OwnerRenewedAt *time.Time
 	// ProgressedAt is when the checkpoint last moved forward.
 	ProgressedAt *time.Time
+	// LastMirrored is the last record copied, as of the last state change
+	// or checkpoint save; nil before any.
+	LastMirrored *LastMirrored
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -229,6 +232,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
+		LastMirrored: LastMirroredOf(p),
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)

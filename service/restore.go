@@ -156,9 +156,11 @@ func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (Restor
 		for _, p := range snap.Partitions {
 			id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
 			runs, lowered := fitOffsetMap(snap.OffsetMaps[id], &p)
+			lastSrc, lastDst := restoredLastMirrored(p, runs)
 			n, err := repo.PartitionsRestore(ctx, tx, repo.PartitionsRestoreParams{Mirror: p.Mirror, Topic: p.Topic,
 				Partition: p.Partition, State: p.State, PreviousState: p.PreviousState, Error: p.Error,
-				SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords})
+				SrcNext: p.SrcNext, DstNext: p.DstNext, LostRecords: p.LostRecords,
+				LastMirroredSrc: lastSrc, LastMirroredDst: lastDst})
 			if err != nil {
 				return fmt.Errorf("restore partition %s/%s/%d: %w", p.Mirror, p.Topic, p.Partition, err)
 			}
@@ -235,4 +237,23 @@ func fitOffsetMap(runs []repo.OffsetRun, p *PartitionRecord) (fit []repo.OffsetR
 		}
 	}
 	return fit, false
+}
+
+// restoredLastMirrored is a restored partition's last mirrored offsets: the
+// record's, unless the fitted map ends before them (the record was
+// published before a truncation the map shows) or the record predates
+// them; then the map's end, which is what the restored database will
+// translate with.
+func restoredLastMirrored(p PartitionRecord, fit []repo.OffsetRun) (src, dst *int64) {
+	if p.LastMirroredSrc != nil && p.LastMirroredDst != nil {
+		src, dst = p.LastMirroredSrc, p.LastMirroredDst
+	}
+	if n := len(fit); n > 0 {
+		last := fit[n-1]
+		s, d := last.SrcStart+last.Count-1, last.DstStart+last.Count-1
+		if src == nil || s < *src {
+			src, dst = &s, &d
+		}
+	}
+	return src, dst
 }

@@ -996,6 +996,21 @@ type PartitionRow struct {
 	// Example: 3
 	Lag *int `json:"lag"`
 
+	// LastMirroredDestinationOffset LastMirroredDestinationOffset is the destination offset of that
+	// record; null with LastMirroredSourceOffset.
+	//
+	// Example: 1230
+	LastMirroredDestinationOffset *int `json:"last_mirrored_destination_offset"`
+
+	// LastMirroredSourceOffset LastMirroredSourceOffset is the source offset of the last record
+	// copied, kept once the partition is STOPPED (after a failover, where a
+	// failback continues from); current while it mirrors. Not source_offset
+	// − 1 nor the checkpoint: transaction markers are never copied. Null
+	// while nothing was copied.
+	//
+	// Example: 1234
+	LastMirroredSourceOffset *int `json:"last_mirrored_source_offset"`
+
 	// LeaseLive LeaseLive says a live instance holds the partition's lease. False
 	// for a partition nobody owns or whose owner stopped renewing (after a
 	// crash, until another takes over): its state is then what the last
@@ -1103,6 +1118,18 @@ type PartitionStateData struct {
 	//
 	// Example: PREPARING
 	From PartitionState `json:"from"`
+
+	// LastMirroredDestinationOffset LastMirroredDestinationOffset is the destination offset of that
+	// record; null with LastMirroredSourceOffset.
+	//
+	// Example: 1230
+	LastMirroredDestinationOffset *int `json:"last_mirrored_destination_offset"`
+
+	// LastMirroredSourceOffset LastMirroredSourceOffset is, when To is STOPPED, the source offset of
+	// the last record copied; null otherwise, or when nothing was copied.
+	//
+	// Example: 1234
+	LastMirroredSourceOffset *int `json:"last_mirrored_source_offset"`
 
 	// Mirror Example: m1
 	Mirror string `json:"mirror"`

@@ -389,7 +389,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if err := w.enforceReadOnly(ctx, false); err != nil {
 			return err
 		}
-		return w.transition(service.StateStopped, transitionOpts{reason: "last mirrored offsets saved; topic writable"})
+		return w.transition(service.StateStopped, transitionOpts{reason: "topic writable"})
 	case service.StateFailed:
 		if want == service.DesiredStopped {
 			return w.transition(service.StatePreparing, transitionOpts{reason: "topic removed while FAILED"})
