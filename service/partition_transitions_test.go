@@ -22,6 +22,11 @@ func TestTransitionRecordMatchesGo(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET lost_records = 2 WHERE partition = 1`); err != nil {
 		t.Fatal(err)
 	}
+	// An offset map, so the record carries the last mirrored offsets.
+	if _, err := pool.Exec(ctx, `INSERT INTO offset_map_runs (mirror, topic, partition, src_start, dst_start, count)
+		VALUES ('m1', 'orders', 1, 0, 0, 30), ('m1', 'orders', 1, 32, 30, 7)`); err != nil {
+		t.Fatal(err)
+	}
 	src, dst := int64(40), int64(38)
 	steps := []service.PartitionTransition{
 		{From: service.StateUnknown, To: service.StatePreparing},
@@ -44,6 +49,10 @@ func TestTransitionRecordMatchesGo(t *testing.T) {
 			t.Fatalf("%s → %s: record %s: %v", st.From, st.To, raw, err)
 		}
 		want := service.PartitionRecordOf(row)
+		if want.LastMirroredSrc == nil || *want.LastMirroredSrc != 38 || *want.LastMirroredDst != 36 {
+			t.Errorf("%s → %s: last mirrored %v → %v, want 38 → 36 (the end of the map)", st.From, st.To,
+				want.LastMirroredSrc, want.LastMirroredDst)
+		}
 		if !got.UpdatedAt.Equal(want.UpdatedAt) {
 			t.Errorf("%s → %s: updated_at %v, want %v", st.From, st.To, got.UpdatedAt, want.UpdatedAt)
 		}

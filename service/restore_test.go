@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -125,6 +126,38 @@ func TestStillMissing(t *testing.T) {
 	for _, c := range cases {
 		if got := stillMissing(c.m); len(got) != len(c.want) || (len(got) > 0 && !slices.Equal(got, c.want)) {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRestoredLastMirrored: a restored partition keeps its record's last
+// mirrored offsets unless the fitted map ends before them; a record from
+// before they were published takes the map's end.
+func TestRestoredLastMirrored(t *testing.T) {
+	cases := []struct {
+		name     string
+		rec      PartitionRecord
+		fit      []repo.OffsetRun
+		src, dst *int64
+	}{
+		{"nothing copied", PartitionRecord{}, nil, nil, nil},
+		{"the record's, at the map's end", PartitionRecord{LastMirroredSrc: ptr(1234), LastMirroredDst: ptr(1229)},
+			[]repo.OffsetRun{r(0, 0, 1000), r(1005, 1000, 230)}, ptr(1234), ptr(1229)},
+		{"an old record: the map's end", PartitionRecord{}, []repo.OffsetRun{r(0, 0, 5), r(7, 5, 3)}, ptr(9), ptr(7)},
+		{"a map cut short", PartitionRecord{LastMirroredSrc: ptr(20), LastMirroredDst: ptr(18)},
+			[]repo.OffsetRun{r(0, 0, 5)}, ptr(4), ptr(4)},
+		{"no map left: the record's", PartitionRecord{LastMirroredSrc: ptr(20), LastMirroredDst: ptr(18)}, nil, ptr(20), ptr(18)},
+	}
+	str := func(p *int64) string {
+		if p == nil {
+			return "nil"
+		}
+		return fmt.Sprint(*p)
+	}
+	for _, c := range cases {
+		src, dst := restoredLastMirrored(c.rec, c.fit)
+		if str(src) != str(c.src) || str(dst) != str(c.dst) {
+			t.Errorf("%s: %s → %s, want %s → %s", c.name, str(src), str(dst), str(c.src), str(c.dst))
 		}
 	}
 }
