@@ -118,14 +118,15 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 // removeTopics godoc
 //
 //	@Summary		Remove topics from a mirror (failover)
-//	@Description	Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+//	@Description	Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 //	@ID				removeTopics
 //	@Tags			topics
 //	@Accept			json
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to remove"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
+//	@Param			dry_run	query		bool				false	"Preview what a failover now would leave behind; write nothing"
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
@@ -137,10 +138,29 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
-//	@Failure		503	{object}	Problem	"database-unavailable: PostgreSQL did not answer (with Retry-After)"
+//	@Failure		503	{object}	Problem	"source-unavailable: with dry_run, the source cluster did not answer within the server's source timeout; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: with dry_run, the mirror's secrets are sealed under a key this server has not loaded yet (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:remove [post]
 func (s *server) removeTopics(w http.ResponseWriter, r *http.Request) {
-	s.topicAction(w, r, s.svc.RemoveTopics)
+	var dryRun bool
+	if err := queryBool(r, "dry_run", &dryRun); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if !dryRun {
+		s.topicAction(w, r, s.svc.RemoveTopics)
+		return
+	}
+	if _, err := queryWait(r); err != nil {
+		writeError(w, r, err) // checked as without dry_run, then ignored
+		return
+	}
+	var req TopicsRequest
+	if err := readJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	res, err := s.svc.PreviewRemoveTopics(r.Context(), chi.URLParam(r, "mirror"), req.Topic)
+	s.writeTopicsResult(w, r, res, nil, err)
 }
 
 func (s *server) topicAction(w http.ResponseWriter, r *http.Request,
@@ -183,6 +203,9 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 	out := TopicsResult{Mirror: res.Mirror, Action: TopicsAction(res.Action), Topics: res.Topics}
 	for _, m := range res.Matches {
 		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
+	}
+	for _, t := range res.Failover {
+		out.Failover = append(out.Failover, failoverView(t))
 	}
 	if wait != nil {
 		// Without a notifier the wait polls.
@@ -272,4 +295,13 @@ func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
 		out.PartitionRows[i] = partitionView(p)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+func failoverView(t service.TopicFailoverPreview) TopicFailoverPreview {
+	v := TopicFailoverPreview{Topic: t.Topic, Lag: t.Lag, Partitions: make([]PartitionFailoverPreview, len(t.Partitions))}
+	for i, p := range t.Partitions {
+		v.Partitions[i] = PartitionFailoverPreview{Partition: p.Partition, State: PartitionState(p.State.String()),
+			NextOffset: p.NextOffset, SourceEndOffset: p.SourceEndOffset, Lag: p.Lag, NewestNotCopied: p.NewestNotCopied}
+	}
+	return v
 }

@@ -187,6 +187,10 @@ type TopicsResult struct {
 	// Matches, for an add (dry run or not), are the source topics the
 	// pattern matched with their partition counts, sorted by topic.
 	Matches []TopicMatch `json:"matches,omitempty"`
+	// Failover, for a remove with dry_run, is per matched topic (sorted)
+	// what the destination does not have yet: what a failover now would
+	// leave behind.
+	Failover []TopicFailoverPreview `json:"failover,omitempty"`
 	// Wait, present when the call was made with ?wait, is how far the
 	// partitions of each topic got towards the action's target state.
 	Wait *TopicsWait `json:"wait,omitempty"`
@@ -223,6 +227,42 @@ type TopicMatch struct {
 	Topic      string `json:"topic" example:"orders"`
 	Partitions int    `json:"partitions" example:"5"`
 } // @name TopicMatch
+
+// TopicFailoverPreview is what one topic's destination does not have yet,
+// as a remove's dry run reads it.
+type TopicFailoverPreview struct {
+	Topic string `json:"topic" example:"orders"`
+	// Lag is the sum of the partitions' lags, in records (source offsets).
+	Lag int64 `json:"lag" example:"12"`
+	// Partitions are the topic's partitions, by number.
+	Partitions []PartitionFailoverPreview `json:"partitions"`
+} // @name TopicFailoverPreview
+
+// PartitionFailoverPreview is what one partition's destination does not
+// have yet.
+type PartitionFailoverPreview struct {
+	Partition int32 `json:"partition" example:"1"`
+	// State is the partition's state now.
+	State PartitionState `json:"state" example:"MIRRORING"`
+	// NextOffset is the next source offset to mirror, as describe takes it
+	// (0 before anything was mirrored).
+	NextOffset int64 `json:"next_offset" example:"340"`
+	// SourceEndOffset is the source partition's last stable offset, read
+	// from the source cluster for this call; null when the source no
+	// longer has the partition.
+	SourceEndOffset *int64 `json:"source_end_offset" extensions:"x-nullable" example:"352"`
+	// Lag is source_end_offset − next_offset (never below 0): the records
+	// a failover now would leave behind, in source offsets (transaction
+	// markers and aborted records count, as in describe); null when
+	// source_end_offset is.
+	Lag *int64 `json:"lag" extensions:"x-nullable" example:"12"`
+	// NewestNotCopied is the timestamp of the source's last committed
+	// record when lag > 0: the newest data the destination lacks. Null
+	// when nothing committed is missing (or, rarely, when the last 512
+	// offsets before the end hold no committed record: a long aborted
+	// transaction).
+	NewestNotCopied *time.Time `json:"newest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:20:01.123Z"`
+} // @name PartitionFailoverPreview
 
 // Topic is a mirror topic with a summary of its partitions.
 type Topic struct {

@@ -7,9 +7,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -56,6 +54,9 @@ type Config struct {
 	// InsecureClearSecrets stores source secrets as given when there is no
 	// key (--insecure-store-secrets-in-clear).
 	InsecureClearSecrets bool
+	// SourceTimeout bounds the source reads of a remove's dry run
+	// (--source-timeout); default 5s.
+	SourceTimeout time.Duration
 }
 
 func (c *Config) validate() error {
@@ -78,6 +79,7 @@ type Service struct {
 	secrets     SecretKeys
 	// insecureClear: without a key, store secrets as given.
 	insecureClear bool
+	sourceTimeout time.Duration
 }
 
 // New returns a Service.
@@ -93,6 +95,7 @@ func New(cfg Config) (*Service, error) {
 		history:       cfg.History,
 		secrets:       cfg.Secrets,
 		insecureClear: cfg.InsecureClearSecrets,
+		sourceTimeout: cmp.Or(cfg.SourceTimeout, 5*time.Second),
 	}, nil
 }
 
@@ -101,12 +104,7 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) sourceTopics(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
 	topics, err := s.catalog.TopicPartitions(ctx, conn)
 	if err != nil {
-		detail := err.Error()
-		var unreachable *kafkaconn.UnreachableError
-		if !errors.As(err, &unreachable) {
-			detail = fmt.Sprintf("source cluster at %s: %v", strings.Join(conn.BootstrapServers, ","), err)
-		}
-		return nil, &UnavailableError{Dependency: "source cluster", Detail: detail}
+		return nil, sourceUnavailable(conn, err)
 	}
 	return topics, nil
 }

@@ -82,6 +82,9 @@ type TopicsResult struct {
 	// Matches are the source topics an add resolved, with their partition
 	// counts, sorted by topic.
 	Matches []TopicMatch `json:"matches,omitempty"`
+	// Failover, for a remove's dry run, is what each matched topic's
+	// destination does not have yet, sorted by topic.
+	Failover []TopicFailoverPreview `json:"failover,omitempty"`
 }
 
 // TopicMatch is a source topic that an add's pattern matched.
@@ -234,26 +237,8 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 		if err != nil {
 			return err
 		}
-		var conflicts []TopicState
-		matcher := newPatternMatcher(re, pattern)
-		for name, t := range existing {
-			if ok, err := matcher.match(name); err != nil {
-				return err
-			} else if !ok {
-				continue
-			}
-			names = append(names, name)
-			if !slices.Contains(tr.from, t.DesiredState) {
-				conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
-			}
-		}
-		sort.Strings(names)
-		if len(names) == 0 {
-			return &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
-				"no topic of mirror %s matches %q", mirror, pattern)}
-		}
-		if len(conflicts) > 0 {
-			return topicConflict(tr.action, conflicts)
+		if names, err = resolveTransition(existing, re, mirror, pattern, tr); err != nil {
+			return err
 		}
 		if err := repo.TopicsSetDesiredState(ctx, tx, mirror, names, tr.to); err != nil {
 			return err
@@ -265,6 +250,35 @@ func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, 
 		return TopicsResult{}, err
 	}
 	return TopicsResult{Mirror: mirror, Action: tr.action, Topics: names}, nil
+}
+
+// resolveTransition matches the pattern against the mirror's topics and
+// returns the matches, sorted; all or nothing, a match that tr cannot move
+// is a conflict.
+func resolveTransition(existing map[string]repo.Topic, re *regexp.Regexp, mirror, pattern string, tr topicTransition) ([]string, error) {
+	var names []string
+	var conflicts []TopicState
+	matcher := newPatternMatcher(re, pattern)
+	for name, t := range existing {
+		if ok, err := matcher.match(name); err != nil {
+			return nil, err
+		} else if !ok {
+			continue
+		}
+		names = append(names, name)
+		if !slices.Contains(tr.from, t.DesiredState) {
+			conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
+		}
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return nil, &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
+			"no topic of mirror %s matches %q", mirror, pattern)}
+	}
+	if len(conflicts) > 0 {
+		return nil, topicConflict(tr.action, conflicts)
+	}
+	return names, nil
 }
 
 // lockedTopics locks the mirror's row for the transaction, which serializes

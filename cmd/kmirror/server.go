@@ -397,7 +397,8 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
+		SourceTimeout: cfg.SourceTimeout, Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: secrets,
+		InsecureClearSecrets: cfg.InsecureClearSecrets})
 	if err != nil {
 		return err
 	}

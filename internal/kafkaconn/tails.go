@@ -1,0 +1,68 @@
+package kafkaconn
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ListCommittedEnds lists the last stable offset (what read_committed can
+// see) of every partition of topics, in one request, connecting afresh. Any
+// failure to get an answer within timeout is an *UnreachableError that
+// names the bootstrap servers; a bad Config is returned as is. A topic the
+// cluster does not have is listed under partition -1 with its error, as
+// kadm does.
+func ListCommittedEnds(ctx context.Context, c Config, topics []string, timeout time.Duration) (kadm.ListedOffsets, error) {
+	adm, err := c.NewAdmin(probeOpts(timeout)...)
+	if err != nil {
+		return nil, err
+	}
+	defer adm.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ends, err := adm.ListCommittedOffsets(ctx, topics...)
+	if err != nil {
+		return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}
+	}
+	return ends, nil
+}
+
+// tailWindows are how far back from a partition's end LastCommittedRecord
+// reads, one window after the other. The first covers a transaction's
+// commit marker (end-1) and a few records before it; the second a short
+// aborted transaction at the tail.
+var tailWindows = []int64{8, 512}
+
+// LastCommittedRecord returns the last committed record at an offset in
+// [from, end), where end is a last stable offset, reading back from end a
+// window at a time rather than from `from` (which may be far behind). It
+// returns nil when [from, end) holds only transaction markers and aborted
+// records, and also when the last window that does not reach back to from
+// holds none: a longer aborted tail is not worth reading through. Failing
+// to read within timeout is an *UnreachableError.
+func LastCommittedRecord(ctx context.Context, c Config, topic string, partition int32, from, end int64, timeout time.Duration) (*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, w := range tailWindows {
+		start := max(from, end-w)
+		// Markers are kept so the read sees offset end-1 whatever it holds
+		// and ends there, instead of waiting on a quiet poll to learn that
+		// the rest was control data.
+		opts := append(probeOpts(timeout), kgo.KeepControlRecords())
+		rs, err := ReadRecords(ctx, c, topic, partition, start, end, int(end-start), true, opts...)
+		if err != nil {
+			return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}
+		}
+		for i := len(rs) - 1; i >= 0; i-- {
+			if !rs[i].Attrs.IsControl() {
+				return rs[i], nil
+			}
+		}
+		if start == from {
+			break
+		}
+	}
+	return nil, nil
+}

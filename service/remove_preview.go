@@ -1,0 +1,170 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+)
+
+// TopicFailoverPreview is what one topic's destination would lack if it
+// were removed (failed over) now.
+type TopicFailoverPreview struct {
+	Topic string `json:"topic"`
+	// Lag is the sum of the partitions' known lags.
+	Lag        int64                      `json:"lag"`
+	Partitions []PartitionFailoverPreview `json:"partitions"`
+}
+
+// PartitionFailoverPreview is one partition of a TopicFailoverPreview.
+type PartitionFailoverPreview struct {
+	Partition int32          `json:"partition"`
+	State     PartitionState `json:"state"`
+	// NextOffset is the next source offset to mirror, as describe takes it
+	// (0 before the first checkpoint).
+	NextOffset int64 `json:"next_offset"`
+	// SourceEndOffset is the source's last stable offset, read for this
+	// call; nil when the source no longer has the partition.
+	SourceEndOffset *int64 `json:"source_end_offset"`
+	// Lag is SourceEndOffset − NextOffset (at least 0), in source offsets;
+	// nil when the end is unknown.
+	Lag *int64 `json:"lag"`
+	// NewestNotCopied is the timestamp of the source's last committed
+	// record when Lag > 0; nil when nothing committed is missing.
+	NewestNotCopied *time.Time `json:"newest_not_copied"`
+}
+
+// tailReadParallelism bounds the source reads one preview runs at once.
+const tailReadParallelism = 8
+
+// PreviewRemoveTopics answers what a remove of the topics matching pattern
+// would leave behind, per partition: the lag against the source's end read
+// now, and the newest source timestamp not copied yet. The pattern resolves
+// as RemoveTopics resolves it, with the same errors; nothing is written.
+// The source is asked once per call for every topic's ends and once per
+// lagging partition for its last record, each bounded by the source
+// timeout; a source that does not answer is an *UnavailableError.
+func (s *Service) PreviewRemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+	re, err := compileTopicPattern(pattern)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	m, err := s.mirror(ctx, mirror)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	existing, err := topicsByName(ctx, s.pool, mirror)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	names, err := resolveTransition(existing, re, mirror, pattern, removeTransition)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	parts, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: mirror, Topics: names})
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	conn, err := s.SourceConn(m)
+	if err != nil {
+		return TopicsResult{}, err
+	}
+	// Fresh ends: the stored ones are as old as the last refresh, and a
+	// failover decision wants what the source holds now.
+	ends, err := kafkaconn.ListCommittedEnds(ctx, conn, names, s.sourceTimeout)
+	if err != nil {
+		return TopicsResult{}, sourceUnavailable(conn, err)
+	}
+
+	byTopic := make(map[string]*TopicFailoverPreview, len(names))
+	out := make([]TopicFailoverPreview, len(names))
+	for i, name := range names {
+		out[i].Topic = name
+		out[i].Partitions = []PartitionFailoverPreview{}
+		byTopic[name] = &out[i]
+	}
+	type tailRead struct {
+		row      *PartitionFailoverPreview
+		topic    string
+		from, to int64
+	}
+	var reads []tailRead
+	for _, p := range parts {
+		row := PartitionFailoverPreview{Partition: p.Partition, State: p.State}
+		if p.SrcNext != nil {
+			row.NextOffset = *p.SrcNext
+		}
+		e, ok := ends.Lookup(p.Topic, p.Partition)
+		switch {
+		case !ok || errors.Is(e.Err, kerr.UnknownTopicOrPartition):
+			// The source no longer has it: nothing there to lose.
+		case e.Err != nil:
+			return TopicsResult{}, sourceUnavailable(conn, fmt.Errorf("listing the end of %s/%d: %w", p.Topic, p.Partition, e.Err))
+		default:
+			end, lag := e.Offset, max(e.Offset-row.NextOffset, 0)
+			row.SourceEndOffset, row.Lag = &end, &lag
+		}
+		t := byTopic[p.Topic]
+		t.Partitions = append(t.Partitions, row)
+		if row.Lag != nil {
+			t.Lag += *row.Lag
+		}
+	}
+	for i := range out {
+		for j := range out[i].Partitions {
+			if r := &out[i].Partitions[j]; r.Lag != nil && *r.Lag > 0 {
+				reads = append(reads, tailRead{row: r, topic: out[i].Topic, from: r.NextOffset, to: *r.SourceEndOffset})
+			}
+		}
+	}
+
+	// One small read per lagging partition, a few at a time.
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, tailReadParallelism)
+	for _, rd := range reads {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rec, err := kafkaconn.LastCommittedRecord(ctx, conn, rd.topic, rd.row.Partition, rd.from, rd.to, s.sourceTimeout)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("reading the last record of %s/%d: %w", rd.topic, rd.row.Partition, err)
+				}
+				mu.Unlock()
+				return
+			}
+			if rec != nil {
+				ts := rec.Timestamp.UTC()
+				rd.row.NewestNotCopied = &ts
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return TopicsResult{}, sourceUnavailable(conn, first)
+	}
+	return TopicsResult{Mirror: mirror, Action: removeTransition.action, Topics: names, Failover: out}, nil
+}
+
+// sourceUnavailable turns a failed source request into an *UnavailableError
+// that names the source's bootstrap servers.
+func sourceUnavailable(conn kafkaconn.Config, err error) error {
+	detail := err.Error()
+	var unreachable *kafkaconn.UnreachableError
+	if !errors.As(err, &unreachable) {
+		detail = fmt.Sprintf("source cluster at %s: %v", strings.Join(conn.BootstrapServers, ","), err)
+	}
+	return &UnavailableError{Dependency: "source cluster", Detail: detail}
+}
