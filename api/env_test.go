@@ -72,6 +72,8 @@ type envOpts struct {
 	secrets              service.SecretKeys
 	noSecretKey          bool
 	insecureClearSecrets bool
+	// sourceTimeout is the service's source timeout (0: its default).
+	sourceTimeout time.Duration
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -100,7 +102,7 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 		secrets = newKeyring(t)
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
-		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets})
+		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
