@@ -785,6 +785,47 @@ type MirrorStatus struct {
 	Topics int `json:"topics"`
 }
 
+// PartitionFailoverPreview defines model for PartitionFailoverPreview.
+type PartitionFailoverPreview struct {
+	// Lag Lag is source_end_offset − next_offset (never below 0): the records
+	// a failover now would leave behind, in source offsets (transaction
+	// markers and aborted records count, as in describe); null when
+	// source_end_offset is.
+	//
+	// Example: 12
+	Lag *int `json:"lag"`
+
+	// NewestNotCopied NewestNotCopied is the timestamp of the source's last committed
+	// record when lag > 0: the newest data the destination lacks. Null
+	// when nothing committed is missing (or, rarely, when the last 512
+	// offsets before the end hold no committed record: a long aborted
+	// transaction).
+	//
+	// Example: 2026-12-04T17:20:01.123Z
+	NewestNotCopied *time.Time `json:"newest_not_copied"`
+
+	// NextOffset NextOffset is the next source offset to mirror, as describe takes it
+	// (0 before anything was mirrored).
+	//
+	// Example: 340
+	NextOffset int `json:"next_offset"`
+
+	// Partition Example: 1
+	Partition int `json:"partition"`
+
+	// SourceEndOffset SourceEndOffset is the source partition's last stable offset, read
+	// from the source cluster for this call; null when the source no
+	// longer has the partition.
+	//
+	// Example: 352
+	SourceEndOffset *int `json:"source_end_offset"`
+
+	// State State is the partition's state now.
+	//
+	// Example: MIRRORING
+	State PartitionState `json:"state"`
+}
+
 // PartitionList defines model for PartitionList.
 type PartitionList struct {
 	// NextCursor NextCursor, when present, reads the next page: pass it as cursor
@@ -1605,6 +1646,20 @@ type TopicDetail struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// TopicFailoverPreview defines model for TopicFailoverPreview.
+type TopicFailoverPreview struct {
+	// Lag Lag is the sum of the partitions' lags, in records (source offsets).
+	//
+	// Example: 12
+	Lag int `json:"lag"`
+
+	// Partitions Partitions are the topic's partitions, by number.
+	Partitions []PartitionFailoverPreview `json:"partitions"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+}
+
 // TopicList defines model for TopicList.
 type TopicList struct {
 	Topics []Topic `json:"topics"`
@@ -1675,6 +1730,11 @@ type TopicsRequest struct {
 type TopicsResult struct {
 	// Action Example: add
 	Action TopicsAction `json:"action"`
+
+	// Failover Failover, for a remove with dry_run, is per matched topic (sorted)
+	// what the destination does not have yet: what a failover now would
+	// leave behind.
+	Failover *[]TopicFailoverPreview `json:"failover,omitempty"`
 
 	// Matches Matches, for an add (dry run or not), are the source topics the
 	// pattern matched with their partition counts, sorted by topic.
@@ -1823,7 +1883,10 @@ type PauseTopicsParams struct {
 
 // RemoveTopicsParams defines parameters for RemoveTopics.
 type RemoveTopicsParams struct {
-	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error
+	// DryRun Preview what a failover now would leave behind; write nothing
+	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+
+	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
 }
 
@@ -2261,7 +2324,7 @@ type ClientInterface interface {
 
 	// RemoveTopicsWithBody Remove topics from a mirror (failover)
 	//
-	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2270,7 +2333,7 @@ type ClientInterface interface {
 
 	// RemoveTopics Remove topics from a mirror (failover)
 	//
-	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2665,7 +2728,7 @@ func (c *Client) PauseTopics(ctx context.Context, mirror string, params *PauseTo
 
 // RemoveTopicsWithBody Remove topics from a mirror (failover)
 //
-// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2684,7 +2747,7 @@ func (c *Client) RemoveTopicsWithBody(ctx context.Context, mirror string, params
 
 // RemoveTopics Remove topics from a mirror (failover)
 //
-// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3672,6 +3735,18 @@ func NewRemoveTopicsRequestWithBody(server string, mirror string, params *Remove
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.DryRun != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Wait != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -4158,7 +4233,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveTopicsWithBodyWithResponse Remove topics from a mirror (failover)
 	//
-	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4167,7 +4242,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveTopicsWithResponse Remove topics from a mirror (failover)
 	//
-	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+	// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6202,7 +6277,7 @@ func (c *ClientWithResponses) PauseTopicsWithResponse(ctx context.Context, mirro
 
 // RemoveTopicsWithBodyWithResponse Remove topics from a mirror (failover)
 //
-// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6217,7 +6292,7 @@ func (c *ClientWithResponses) RemoveTopicsWithBodyWithResponse(ctx context.Conte
 
 // RemoveTopicsWithResponse Remove topics from a mirror (failover)
 //
-// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing.
+// Mirroring stops: the partitions go STOPPING, save their last offsets and lift read-only, then STOPPED, when the destination topics are writable. topics:add restarts them. All or nothing. With dry_run the pattern resolves with the same checks and nothing is written: the answer's failover says, per partition of each match, what a failover now would leave behind (the lag against the source's end, read from the source for this call, and the timestamp of the newest record not copied yet).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
