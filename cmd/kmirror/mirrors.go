@@ -41,10 +41,12 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
                                    stop copying for now; the destination stays read-only
   --resume   --mirror NAME --topic REGEX [--wait D]
                                    continue copying from where the pause left off
-  --remove   --mirror NAME --topic REGEX [--wait D]
+  --remove   --mirror NAME --topic REGEX [--wait D | --dry-run]
                                    stop mirroring for good (failover): the last
                                    offsets are saved and the destination topics
-                                   become writable
+                                   become writable; with --dry-run, change
+                                   nothing and print per partition what a
+                                   failover now would leave behind
   --sync     --mirror NAME         copy the source's metadata now (topic configs,
                                    partition growth, consumer group offsets,
                                    ACLs) and print the result
@@ -110,7 +112,7 @@ var mirrorsFlagActions = map[string][]string{
 	"tls-key-file":            {"create"},
 	"tls-server-name":         {"create"},
 	"config":                  {"create"},
-	"dry-run":                 {"create"},
+	"dry-run":                 {"create", "remove"},
 	"skip-connectivity-check": {"create"},
 	"replication-factor":      {"add"},
 	"recreate":                {"add"},
@@ -219,7 +221,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM client key for the source")
 	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "server name to verify the source brokers' certificates against")
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "validate the mirror (and reach its source) without creating it")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --remove: print what a failover now would leave behind, changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 0, "replication factor of the destination topics (default: the destination's)")
 	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
@@ -273,6 +275,9 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 		required = []string{"mirror"}
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}
+	}
+	if o.set["wait"] && o.dryRun && o.action == "remove" {
+		return nil, usagef("--wait does not apply to --remove --dry-run: nothing is changed, so there is nothing to wait for")
 	}
 	if o.set["wait"] && (o.wait <= 0 || o.wait > maxCLIWait) {
 		return nil, usagef("--wait %s is out of range (0s, %s]", o.wait, maxCLIWait)

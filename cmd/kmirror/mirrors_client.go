@@ -86,7 +86,12 @@ func (c *mirrorsCLI) run(ctx context.Context) error {
 		return c.describe(ctx)
 	case "add":
 		return c.add(ctx)
-	case "pause", "resume", "remove":
+	case "remove":
+		if c.opts.dryRun {
+			return c.previewRemove(ctx)
+		}
+		return c.transition(ctx)
+	case "pause", "resume":
 		return c.transition(ctx)
 	case "sync":
 		return c.sync(ctx)
