@@ -363,6 +363,17 @@ async function main(): Promise<void> {
       409,
       "urn:kmirror:problem:conflict",
     );
+    // A failover preview: per partition, what a remove now would leave
+    // behind; nothing changes.
+    const preview = await admin.POST("/v1/mirrors/{mirror}/topics:remove", {
+      params: { path: { mirror }, query: { dry_run: true } },
+      body: { topic },
+    });
+    const fp = preview.data?.failover?.[0];
+    check(preview.data?.action === "remove" && fp?.topic === topic && fp.partitions.length === 3 &&
+      fp.partitions.every((p) => typeof p.lag === "number" && p.source_end_offset !== null &&
+        (p.lag === 0) === (p.newest_not_copied === null)),
+      `remove: preview ${JSON.stringify(preview.data ?? preview.error)}`);
     const removed = await admin.POST("/v1/mirrors/{mirror}/topics:remove", { params: { path: { mirror } }, body: { topic } });
     check(removed.data?.action === "remove", "remove");
     expectProblem(
