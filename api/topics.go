@@ -55,7 +55,8 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
-		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, DryRun: dryRun})
+		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, Continue: req.Continue,
+		DryRun: dryRun})
 	s.writeTopicsResult(w, r, res, wait, err)
 }
 

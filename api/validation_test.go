@@ -169,6 +169,8 @@ func TestBadInputChangesNothing(t *testing.T) {
 			status: 400, kind: "validation", details: []string{"0 is out of range [1, 32767]"}, fields: []string{"replication_factor"}},
 		{name: "add: replication factor not an integer", path: "/v1/mirrors/m1/topics:add", body: `{"topic": "payments", "replication_factor": 1e10}`,
 			status: 400, kind: "validation", details: []string{`field "replication_factor" must be an integer, not JSON number 1e10`}},
+		{name: "add: recreate and continue", path: "/v1/mirrors/m1/topics:add", body: map[string]any{"topic": "payments", "recreate": true, "continue": true},
+			status: 400, kind: "validation", details: []string{"recreate drops the destination topic and continue keeps what it holds"}},
 		{name: "add: unknown field", path: "/v1/mirrors/m1/topics:add", body: map[string]any{"topics": "payments"},
 			status: 400, kind: "unknown-field", details: []string{`unknown field "topics"`}},
 		{name: "pause: invalid regex", path: "/v1/mirrors/m1/topics:pause", body: map[string]any{"topic": "o[rders"},

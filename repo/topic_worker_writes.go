@@ -36,11 +36,12 @@ type TopicDesire struct {
 	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
+	ContinueHistory   bool
 }
 
 // TopicsListDesired reads every mirror topic's desired state, in one query.
 func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
-	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate FROM mirror_topics`)
+	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate, continue_history FROM mirror_topics`)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -48,7 +49,7 @@ func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
 	var out []TopicDesire
 	for rows.Next() {
 		var d TopicDesire
-		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate); err != nil {
+		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate, &d.ContinueHistory); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, d)

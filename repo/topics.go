@@ -105,6 +105,9 @@ type TopicsUpsertParams struct {
 	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
+	// ContinueHistory: the destination may hold the source's history,
+	// proven when the partitions start (a failback).
+	ContinueHistory bool
 	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
 	// read-only with an ACL while the topic is mirrored.
 	ReadOnlyEnforced *bool
@@ -115,12 +118,12 @@ type TopicsUpsertParams struct {
 // and makes sure a partition row exists for each of its partitions.
 func TopicsUpsert(ctx context.Context, q DBTX, p TopicsUpsertParams) error {
 	_, err := q.Exec(ctx, `
-		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate)
-		VALUES ($1, $2, $3, $4, $5)
+		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate, continue_history)
+		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (mirror, topic) DO UPDATE SET desired_state = excluded.desired_state,
 			replication_factor = excluded.replication_factor, recreate = excluded.recreate,
-			updated_at = now()`,
-		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate)
+			continue_history = excluded.continue_history, updated_at = now()`,
+		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate, p.ContinueHistory)
 	if err != nil {
 		return interpret(err)
 	}

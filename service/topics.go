@@ -69,6 +69,11 @@ type AddTopicsInput struct {
 	// Recreate, on a restart, drops and recreates the destination topic
 	// instead of failing on divergence.
 	Recreate bool
+	// Continue accepts a destination topic that already holds the source's
+	// history (a failback: the source was mirrored from this destination),
+	// proven from the offset map in the source's own __mirror_state, and
+	// mirrors only what follows it.
+	Continue bool
 	// DryRun resolves the pattern and runs every check of a real add, then
 	// writes nothing.
 	DryRun bool
@@ -110,6 +115,10 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	re, err := compileTopicPattern(in.Topic)
 	if err != nil {
 		return TopicsResult{}, err
+	}
+	if in.Recreate && in.Continue {
+		return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "continue",
+			Message: "recreate drops the destination topic and continue keeps what it holds: give one of them"}}}
 	}
 	rf := DefaultReplicationFactor
 	if in.ReplicationFactor != nil {
@@ -174,7 +183,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		}
 		for _, name := range names {
 			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
-				ReplicationFactor: rf, Recreate: in.Recreate, Partitions: matched[name]}
+				ReplicationFactor: rf, Recreate: in.Recreate, ContinueHistory: in.Continue, Partitions: matched[name]}
 			if t, ok := existing[name]; ok && in.ReplicationFactor == nil {
 				p.ReplicationFactor = t.ReplicationFactor // a restart keeps its factor
 			}

@@ -34,7 +34,7 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
   --list                           list the mirrors
   --describe [--mirror NAME] [--topic REGEX] [--failed] [--json]
                                    show every mirrored partition: offsets, lag, state
-  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate] [--wait D]
+  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate | --continue] [--wait D]
                                    start mirroring source topics (creates them on
                                    the destination, read-only while mirrored)
   --pause    --mirror NAME --topic REGEX [--wait D]
@@ -116,6 +116,7 @@ var mirrorsFlagActions = map[string][]string{
 	"skip-connectivity-check": {"create"},
 	"replication-factor":      {"add"},
 	"recreate":                {"add"},
+	"continue":                {"add"},
 	"failed":                  {"describe"},
 	"json":                    {"describe"},
 	"wait":                    {"add", "pause", "resume", "remove"},
@@ -145,6 +146,7 @@ type mirrorsOptions struct {
 
 	replicationFactor int
 	recreate          bool
+	continueHistory   bool
 
 	failed bool
 	json   bool
@@ -225,6 +227,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 0, "replication factor of the destination topics (default: the destination's)")
 	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
+	fs.BoolVar(&o.continueHistory, "continue", false, "fail back: accept a destination topic that holds the source's history (the source was mirrored from it), proven from the source's __mirror_state, and mirror only what follows")
 	fs.BoolVar(&o.failed, "failed", false, "describe only FAILED partitions")
 	fs.BoolVar(&o.json, "json", false, "describe as JSON")
 	fs.DurationVar(&o.wait, "wait", 0, "with --add, --pause, --resume or --remove: wait up to this long (e.g. 30s, at most 5m) for every partition to get there, printing progress")

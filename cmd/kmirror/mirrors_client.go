@@ -151,7 +151,8 @@ func (c *mirrorsCLI) list(ctx context.Context) error {
 }
 
 func (c *mirrorsCLI) add(ctx context.Context) error {
-	body := client.AddTopicsRequest{Topic: c.opts.topic, Recreate: ptrOrNil(c.opts.recreate)}
+	body := client.AddTopicsRequest{Topic: c.opts.topic, Recreate: ptrOrNil(c.opts.recreate),
+		Continue: ptrOrNil(c.opts.continueHistory)}
 	if c.opts.set["replication-factor"] {
 		body.ReplicationFactor = ptr(c.opts.replicationFactor)
 	}

@@ -325,7 +325,7 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
-		Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
+		Notifier: notes, Registerer: reg, StopBudget: cfg.budget, SourceState: statetopic.ReadState})
 	if err != nil {
 		return nil, err
 	}

@@ -488,6 +488,15 @@ func (e TopicsAction) Valid() bool {
 
 // AddTopicsRequest defines model for AddTopicsRequest.
 type AddTopicsRequest struct {
+	// Continue Continue accepts a destination topic that already holds the source's
+	// history, as after a failover when the source was mirrored from this
+	// destination (failback): each partition proves the overlap from the
+	// offset map in the source cluster's own __mirror_state, compares its
+	// last records, and mirrors only what follows it. A partition whose
+	// destination holds records past the last mirrored offset (a divergent
+	// tail) goes FAILED naming them. Not with recreate.
+	Continue *bool `json:"continue,omitempty"`
+
 	// Recreate Recreate, when restarting a stopped topic, drops and recreates the
 	// destination topic instead of failing on divergent writes.
 	Recreate *bool `json:"recreate,omitempty"`

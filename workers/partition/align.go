@@ -74,10 +74,15 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	}
 	E := dstOff.End
 	if w.row.SrcNext == nil {
-		// First start: the destination partition must hold nothing.
+		// First start: the destination partition must hold nothing, unless
+		// the topic was added to continue the history it holds.
+		if E > dstOff.Start && desire.continueHistory {
+			return w.continueHistory(ctx, src, srcOff, dstOff)
+		}
 		if E > dstOff.Start {
 			return alignResult{}, permanent("destination %s/%d already holds records [%d, %d) that this mirror did not write; "+
-				"remove the topic and add it again with recreate, or empty the destination topic",
+				"remove the topic and add it again with recreate, or with continue if the source was mirrored from this destination "+
+				"(a failback), or empty the destination topic",
 				w.key.Topic, w.key.Partition, dstOff.Start, E)
 		}
 		return alignResult{checkpoint: checkpoint{srcNext: srcOff.Start, dstNext: E},

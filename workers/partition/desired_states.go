@@ -31,6 +31,9 @@ type topicDesire struct {
 	state             service.DesiredState
 	replicationFactor int
 	recreate          bool
+	// continueHistory: a destination holding the source's history is
+	// proven and continued (continue.go).
+	continueHistory bool
 }
 
 func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
@@ -83,7 +86,7 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 	present := map[string]bool{}
 	for _, r := range rows {
 		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
-			replicationFactor: r.ReplicationFactor, recreate: r.Recreate}
+			replicationFactor: r.ReplicationFactor, recreate: r.Recreate, continueHistory: r.ContinueHistory}
 		present[r.Mirror] = true
 	}
 	d.store(m)

@@ -73,6 +73,10 @@ type EngineConfig struct {
 	// settling, the last checkpoints, the producer's flush) by the
 	// instance's shutdown budget.
 	StopBudget *startstop.Budget
+	// SourceState reads the latest value of every key of a cluster's
+	// __mirror_state (statetopic.ReadState); a failback (continue.go) reads
+	// the source's. Nil: continue cannot prove anything and fails.
+	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 }
 
 func (c *EngineConfig) validate() error {
@@ -132,6 +136,9 @@ type Engine struct {
 	sessions   map[lease.Key]*mirrorSession
 	losses     map[lease.Key]destinationLoss
 	lostTopics map[string]time.Time
+	// srcStates are the sources' __mirror_state reads of failbacks
+	// (continue.go).
+	srcStates sourceStates
 }
 
 // EngineTestHooks are points where tests inject faults.

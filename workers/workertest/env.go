@@ -159,6 +159,10 @@ type InstanceOpts struct {
 	// SettledWaitMax is how long an ended session's copies may go
 	// unanswered before they are written off; zero takes the default.
 	SettledWaitMax time.Duration
+	// SourceState reads a source's __mirror_state for a failback
+	// (statetopic.ReadState; the harness cannot import it: statetopic's
+	// tests import the harness).
+	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -202,7 +206,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
-		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
+		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool
 	if o.ProductionTimings {

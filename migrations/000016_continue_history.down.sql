@@ -1,0 +1,1 @@
+ALTER TABLE mirror_topics DROP COLUMN continue_history;

@@ -1,0 +1,180 @@
+package partition_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devcluster"
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/statetopic"
+	"kmirror/workers/workertest"
+)
+
+// TestScenarioFailback is issue 26's planned switchover and failback on
+// stock Kafka. Deployment ab mirrors cluster A into B (with committed and
+// aborted transactions, so offsets differ between them) and publishes its
+// state to B's __mirror_state; the topic is failed over (removed) and B
+// takes writes. Deployment ba, its own database, mirrors B back into A with
+// continue: each partition proves that A holds B's history from the offset
+// map in B's __mirror_state, compares the last records, and copies only
+// B's new records. A then holds its old records followed by exactly B's
+// new ones, none twice, and a B offset inside the old history translates to
+// the A offset it was copied from. A second topic, written on A after the
+// failover (an unplanned one), goes FAILED naming its divergent tail.
+func TestScenarioFailback(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	ab := newEngineEnv(t, devcluster.Config{})
+	a, b := ab.Clusters.SourceAddr(), ab.Clusters.DestinationAddr()
+	for _, topic := range []string{"orders", "payments"} {
+		if err := ab.Clusters.Source.CreateTopic(topic, 2, nil); err != nil {
+			t.Fatal(err)
+		}
+		for p := int32(0); p < 2; p++ {
+			workertest.ProduceRecords(t, workertest.Plain(a), seq(topic, p, "a", 20)...)
+		}
+		produceTransactionsEnding(t, a, topic, 2, []bool{true, false, true})
+		for p := int32(0); p < 2; p++ {
+			workertest.ProduceRecords(t, workertest.Plain(a), seq(topic, p, "a2", 5)...)
+		}
+	}
+	// ledger's log ends in an aborted transaction: past its last mirrored
+	// record A holds only markers and aborted records, no divergent tail.
+	if err := ab.Clusters.Source.CreateTopic("ledger", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		workertest.ProduceRecords(t, workertest.Plain(a), seq("ledger", p, "a", 20)...)
+	}
+	produceTransactionsEnding(t, a, "ledger", 2, []bool{true, false})
+	ab.CreateMirror("ab", "orders|payments|ledger")
+	ab.StartInstance("a-to-b")
+	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: ab.Pool, Destination: workertest.Plain(b),
+		Partitions: 3, Interval: 50 * time.Millisecond, CheckpointInterval: 200 * time.Millisecond, Logger: workertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relay.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(relay.Stop)
+	ab.WaitStates("ab", service.StateMirroring, 20*time.Second)
+	for _, topic := range []string{"orders", "payments", "ledger"} {
+		workertest.WaitMirrored(t, ab.Env, topic, 2, 30*time.Second)
+	}
+
+	// Failover: the topics stop on B's side and B takes writes.
+	if _, err := ab.Svc.RemoveTopics(ctx, "ab", "orders|payments|ledger"); err != nil {
+		t.Fatal(err)
+	}
+	ab.WaitStates("ab", service.StateStopped, 20*time.Second)
+	waitStoppedPublished(t, b, "ab", []string{"orders", "payments", "ledger"}, 2)
+	aBefore := map[string][][]string{}
+	for _, topic := range []string{"orders", "payments", "ledger"} {
+		for p := int32(0); p < 2; p++ {
+			aBefore[topic] = append(aBefore[topic], values(workertest.ReadAll(t, a, topic, p, true)))
+			workertest.ProduceRecords(t, workertest.Plain(b), seq(topic, p, "b", 15)...)
+		}
+	}
+	// An unplanned failover: A took writes B never had.
+	workertest.ProduceRecords(t, workertest.Plain(a), seq("payments", 1, "late-on-a", 3)...)
+
+	// Failback: deployment ba mirrors B into A, continuing what A holds.
+	ba := &engineEnv{workertest.NewEnvOn(t, ab.Clusters)}
+	ba.T = t
+	if _, err := ba.Svc.CreateMirror(ctx, service.MirrorInput{Name: "ba",
+		Source: service.SourceInput{BootstrapServers: b}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ba.Svc.AddTopics(ctx, "ba", service.AddTopicsInput{Topic: "orders|payments|ledger", Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	ba.StartInstanceOpts("b-to-a", workertest.InstanceOpts{Dest: workertest.Plain(a), SourceState: statetopic.ReadState})
+
+	for _, topic := range []string{"orders", "ledger"} {
+		for p := int32(0); p < 2; p++ {
+			ba.waitPartition("ba", topic, p, 30*time.Second, "MIRRORING", func(r repo.Partition) bool {
+				return r.State == service.StateMirroring && r.DstNext != nil
+			})
+		}
+	}
+	ba.waitPartition("ba", "payments", 0, 30*time.Second, "MIRRORING", func(r repo.Partition) bool {
+		return r.State == service.StateMirroring
+	})
+	tail := ba.waitPartition("ba", "payments", 1, 30*time.Second, "FAILED on the divergent tail", func(r repo.Partition) bool {
+		return r.State == service.StateFailed
+	})
+	if !strings.Contains(tail.Error, "divergent tail") || !strings.Contains(tail.Error, "3 record(s) at offsets [37, 40)") {
+		t.Errorf("payments/1's error does not name the 3-record divergent tail: %q", tail.Error)
+	}
+
+	// A holds its old records, then exactly B's new ones.
+	for _, topic := range []string{"orders", "payments", "ledger"} {
+		for p := int32(0); p < 2; p++ {
+			if topic == "payments" && p == 1 {
+				continue
+			}
+			want := append(append([]string{}, aBefore[topic][p]...), values(seq(topic, p, "b", 15))...)
+			workertest.WaitFor(t, 30*time.Second, fmt.Sprintf("%s/%d on A to be its history and B's new records", topic, p), func() (bool, string) {
+				got := values(workertest.ReadAll(t, a, topic, p, true))
+				return strings.Join(got, ",") == strings.Join(want, ","), fmt.Sprintf("%d records, want %d", len(got), len(want))
+			})
+		}
+	}
+	// Inside the old history the reversed old map translates: B's offset
+	// 23 is the first record of A's third transaction, at A's offset 28
+	// (20 plain records, a committed transaction of 3 and its marker, an
+	// aborted one of 3 and its marker).
+	tr, err := ba.Svc.Translate(ctx, "ba", "orders", 0, 23)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.DestinationOffset != 28 || !tr.Exact {
+		t.Errorf("B's orders/0 offset 23 translates to %d on A (exact %v), want 28 exactly", tr.DestinationOffset, tr.Exact)
+	}
+	steps, msgs := ba.stateEvents("ba", "orders", 0)
+	if len(msgs) == 0 || !strings.Contains(strings.Join(msgs, " | "), "continued: destination offsets up to") {
+		t.Errorf("orders/0's events do not say the history was continued: %v %v", steps, msgs)
+	}
+}
+
+// waitStoppedPublished waits until the __mirror_state at addr holds each
+// partition of the topics STOPPED with its last mirrored offsets.
+func waitStoppedPublished(t *testing.T, addr, mirror string, topics []string, partitions int32) {
+	t.Helper()
+	workertest.WaitFor(t, 30*time.Second, "the STOPPED partitions in "+service.StateTopic, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		latest, err := statetopic.ReadState(ctx, kafkaconn.Config{BootstrapServers: []string{addr}})
+		if err != nil {
+			return false, err.Error()
+		}
+		snap, err := service.DecodeState(latest)
+		if err != nil {
+			return false, err.Error()
+		}
+		stopped := 0
+		for _, r := range snap.Partitions {
+			if r.Mirror == mirror && r.State == service.StateStopped && r.LastMirroredSrc != nil {
+				stopped++
+			}
+		}
+		return stopped == len(topics)*int(partitions), fmt.Sprintf("%d stopped", stopped)
+	})
+}
+
+// values are the records' values, in order.
+func values(recs []*kgo.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
+}
