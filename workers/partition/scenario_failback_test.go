@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
@@ -83,6 +84,19 @@ func TestScenarioFailback(t *testing.T) {
 			workertest.ProduceRecords(t, workertest.Plain(b), seq(topic, p, "b", 15)...)
 		}
 	}
+	// A consumer group reads orders on B while it is the primary: one
+	// partition stops inside the old history, the other among B's new
+	// records (B offset 33 is the third new one: B holds 31 old records).
+	bAdm, err := workertest.Plain(b).NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bAdm.Close()
+	if err := bAdm.CommitAllOffsets(ctx, "readers", kadm.OffsetsList{
+		{Topic: "orders", Partition: 0, At: 23, LeaderEpoch: -1},
+		{Topic: "orders", Partition: 1, At: 33, LeaderEpoch: -1}}.Offsets()); err != nil {
+		t.Fatal(err)
+	}
 	// An unplanned failover: A took writes B never had.
 	workertest.ProduceRecords(t, workertest.Plain(a), seq("payments", 1, "late-on-a", 3)...)
 
@@ -96,7 +110,7 @@ func TestScenarioFailback(t *testing.T) {
 	if _, err := ba.Svc.AddTopics(ctx, "ba", service.AddTopicsInput{Topic: "orders|payments|ledger", Continue: true}); err != nil {
 		t.Fatal(err)
 	}
-	ba.StartInstanceOpts("b-to-a", workertest.InstanceOpts{Dest: workertest.Plain(a), SourceState: statetopic.ReadState})
+	ba.StartInstanceOpts("b-to-a", workertest.InstanceOpts{Dest: workertest.Plain(a), SourceState: statetopic.ReadState, Sync: true})
 
 	for _, topic := range []string{"orders", "ledger"} {
 		for p := int32(0); p < 2; p++ {
@@ -138,6 +152,26 @@ func TestScenarioFailback(t *testing.T) {
 	}
 	if tr.DestinationOffset != 28 || !tr.Exact {
 		t.Errorf("B's orders/0 offset 23 translates to %d on A (exact %v), want 28 exactly", tr.DestinationOffset, tr.Exact)
+	}
+	// The group resumes on A at the record after its last one: A's 28
+	// inside the old history (through the old map reversed), 39 among the
+	// new copies (A's 37 is B's 31).
+	if _, err := ba.Svc.SyncMirror(ctx, "ba"); err != nil {
+		t.Fatal(err)
+	}
+	aAdm, err := workertest.Plain(a).NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer aAdm.Close()
+	got, err := aAdm.FetchOffsets(ctx, "readers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range map[int32]int64{0: 28, 1: 39} {
+		if o, ok := got.Lookup("orders", p); !ok || o.At != want {
+			t.Errorf("group readers on A, orders/%d: %+v, want offset %d", p, o, want)
+		}
 	}
 	steps, msgs := ba.stateEvents("ba", "orders", 0)
 	if len(msgs) == 0 || !strings.Contains(strings.Join(msgs, " | "), "continued: destination offsets up to") {
