@@ -465,6 +465,10 @@ func TestSyncACLs(t *testing.T) {
 	env.syncCreateMirror("m1", "orders", service.SourceInput{SecurityProtocol: sec.Protocol, SASLMechanism: mech,
 		SASLUsername: user, SASLPassword: pass}, map[string]string{service.CfgGroupsExclude: "private-.*"})
 	env.syncWaitTopic("m1", "orders", service.StateMirroring, 20*time.Second)
+	// The pass that starts with the metadata lease must be over before the
+	// ACLs exist: under load the lease can come after the partitions'
+	// MIRRORING, and that pass then created them before the one checked.
+	env.syncNow("m1")
 
 	src, dst := syncAdmin(t, srcConn), syncAdmin(t, dstConn)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
