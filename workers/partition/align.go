@@ -89,6 +89,15 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 			summary: fmt.Sprintf("new: mirroring from source offset %d", srcOff.Start)}, nil
 	}
 	s, d := *w.row.SrcNext, *w.row.DstNext
+	// A restart with continue whose destination moved on since this mirror
+	// stopped: if the other side mirrored back into it (a failback in the
+	// other direction), the history is proven afresh from the source.
+	if desire.continueHistory && E != d {
+		res, err := w.continueHistory(ctx, src, srcOff, dstOff)
+		if !errors.Is(err, errNotAFailback) {
+			return res, err
+		}
+	}
 	// The source's end is the high watermark here: the LSO can trail an
 	// open transaction without the log having been truncated.
 	srcHWM, err := w.e.partitionOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, false)

@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -67,8 +68,14 @@ func (e *Engine) sourceState(ctx context.Context, mirror string, conn kafkaconn.
 	return snap, nil
 }
 
-// continueHistory is the first alignment of a partition added with
-// continue whose destination already holds records [dstOff.Start, E).
+// errNotAFailback: a restarted partition's destination moved past its
+// checkpoint, but no mirror in the source's state wrote there.
+var errNotAFailback = errors.New("not a failback")
+
+// continueHistory aligns a partition added with continue whose destination
+// holds records [dstOff.Start, E) it did not write: on its first start, or
+// on a restart after another mirror wrote into it (errNotAFailback when
+// none did).
 func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClients, srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	topic, p, E := w.key.Topic, w.key.Partition, dstOff.End
 	snap, err := w.e.sourceState(ctx, w.key.Mirror, src.conn)
@@ -80,6 +87,11 @@ func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClient
 		if r.Topic == topic && r.Partition == p && r.LastMirroredSrc != nil && r.LastMirroredDst != nil {
 			found = append(found, r)
 		}
+	}
+	if w.row.DstNext != nil && (len(found) != 1 || *found[0].LastMirroredSrc < *w.row.DstNext) {
+		// A restart whose destination moved for another reason (this
+		// mirror's own copies past its checkpoint): aligned as usual.
+		return alignResult{}, errNotAFailback
 	}
 	switch {
 	case len(found) == 0:
@@ -136,6 +148,13 @@ func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClient
 	if n := len(runs); n == 0 || runs[n-1].SrcStart+runs[n-1].Count-1 != lastSrc || runs[n-1].DstStart+runs[n-1].Count-1 != lastDst {
 		return alignResult{}, permanent("continue %s/%d: mirror %s's offset map in the source's %s does not end at its last mirrored "+
 			"offsets (%d → %d); it cannot be trusted to translate", topic, p, old.Mirror, service.StateTopic, lastDst, lastSrc)
+	}
+	if w.row.SrcNext != nil {
+		// A restart: the map this mirror kept from its earlier life is a
+		// part of the one just read, which covers the whole history.
+		if err := repo.OffsetRunsDelete(ctx, w.e.cfg.Pool, w.fence()); err != nil {
+			return alignResult{}, retryable("continue %s/%d: clear the earlier offset map: %v", topic, p, err)
+		}
 	}
 	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,
 		SrcNext: lastSrc + 1, DstNext: E, SourceEnd: -1, DestinationEnd: E, Runs: runs})

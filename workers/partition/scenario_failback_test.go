@@ -27,8 +27,11 @@ import (
 // map in B's __mirror_state, compares the last records, and copies only
 // B's new records. A then holds its old records followed by exactly B's
 // new ones, none twice, and a B offset inside the old history translates to
-// the A offset it was copied from. A second topic, written on A after the
-// failover (an unplanned one), goes FAILED naming its divergent tail.
+// the A offset it was copied from, and a consumer group that read B
+// resumes on A at the record after its last one. A second topic, written on
+// A after the failover (an unplanned one), goes FAILED naming its divergent
+// tail. Then round again: orders fails over back to A and ab, restarted
+// with continue, copies only A's new records to B.
 func TestScenarioFailback(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -56,7 +59,7 @@ func TestScenarioFailback(t *testing.T) {
 	}
 	produceTransactionsEnding(t, a, "ledger", 2, []bool{true, false})
 	ab.CreateMirror("ab", "orders|payments|ledger")
-	ab.StartInstance("a-to-b")
+	ab.StartInstanceOpts("a-to-b", workertest.InstanceOpts{SourceState: statetopic.ReadState})
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: ab.Pool, Destination: workertest.Plain(b),
 		Partitions: 3, Interval: 50 * time.Millisecond, CheckpointInterval: 200 * time.Millisecond, Logger: workertest.Logger()})
 	if err != nil {
@@ -176,6 +179,54 @@ func TestScenarioFailback(t *testing.T) {
 	steps, msgs := ba.stateEvents("ba", "orders", 0)
 	if len(msgs) == 0 || !strings.Contains(strings.Join(msgs, " | "), "continued: destination offsets up to") {
 		t.Errorf("orders/0's events do not say the history was continued: %v %v", steps, msgs)
+	}
+
+	// And round again: orders fails over back to A (ba publishes its state
+	// to A's __mirror_state), A takes writes, and ab, restarted with
+	// continue, proves B's whole history from ba's map (which carries ab's
+	// own, reversed twice) and copies only A's new records to B.
+	baRelay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: ba.Pool, Destination: workertest.Plain(a),
+		Partitions: 3, Interval: 50 * time.Millisecond, CheckpointInterval: 200 * time.Millisecond, Logger: workertest.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := baRelay.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(baRelay.Stop)
+	if _, err := ba.Svc.RemoveTopics(ctx, "ba", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		ba.waitPartition("ba", "orders", p, 20*time.Second, "STOPPED", func(r repo.Partition) bool { return r.State == service.StateStopped })
+	}
+	waitStoppedPublished(t, a, "ba", []string{"orders"}, 2)
+	bBefore := [][]string{}
+	for p := int32(0); p < 2; p++ {
+		bBefore = append(bBefore, values(workertest.ReadAll(t, b, "orders", p, true)))
+		workertest.ProduceRecords(t, workertest.Plain(a), seq("orders", p, "a3", 10)...)
+	}
+	if _, err := ab.Svc.AddTopics(ctx, "ab", service.AddTopicsInput{Topic: "orders", Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 2; p++ {
+		want := append(append([]string{}, bBefore[p]...), values(seq("orders", p, "a3", 10))...)
+		workertest.WaitFor(t, 30*time.Second, fmt.Sprintf("orders/%d on B to be its history and A's new records", p), func() (bool, string) {
+			got := values(workertest.ReadAll(t, b, "orders", p, true))
+			return strings.Join(got, ",") == strings.Join(want, ","), fmt.Sprintf("%d records, want %d", len(got), len(want))
+		})
+		ab.waitPartition("ab", "orders", p, 20*time.Second, "MIRRORING", func(r repo.Partition) bool { return r.State == service.StateMirroring })
+	}
+	if _, msgs := ab.stateEvents("ab", "orders", 1); !strings.Contains(strings.Join(msgs, " | "), "by mirror ba's offset map") {
+		t.Errorf("ab's orders/1 did not continue from ba's map: %v", msgs)
+	}
+	// A's offset 28 (its third transaction's first record) is still B's 23.
+	tr, err = ab.Svc.Translate(ctx, "ab", "orders", 0, 28)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.DestinationOffset != 23 || !tr.Exact {
+		t.Errorf("A's orders/0 offset 28 translates to %d on B (exact %v), want 23 exactly", tr.DestinationOffset, tr.Exact)
 	}
 }
 
