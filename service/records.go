@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -13,6 +14,10 @@ import (
 // StateTopic is the compacted internal topic on the destination that
 // mirrors Postgres (DESIGN.md section 2). It is never mirrored itself.
 const StateTopic = "__mirror_state"
+
+// ErrStateTopicMissing is a cluster without __mirror_state: no kmirror ever
+// wrote to it (or it lost the topic).
+var ErrStateTopicMissing = errors.New(StateTopic + " does not exist")
 
 // RecordVersion is the schema version of __mirror_state values.
 const RecordVersion = 1

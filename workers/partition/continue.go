@@ -54,6 +54,9 @@ func (e *Engine) sourceState(ctx context.Context, mirror string, conn kafkaconn.
 		return r.snap, nil
 	}
 	latest, err := e.cfg.SourceState(ctx, conn)
+	if errors.Is(err, service.ErrStateTopicMissing) {
+		latest, err = nil, nil // a source no kmirror wrote to: nothing to prove by
+	}
 	if err != nil {
 		return service.StateSnapshot{}, err
 	}

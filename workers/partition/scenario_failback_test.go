@@ -263,3 +263,35 @@ func values(recs []*kgo.Record) []string {
 	}
 	return out
 }
+
+// TestScenarioContinueWithoutProof: continue on a destination that holds
+// records while the source has no __mirror_state to prove them by (the
+// source was never a kmirror destination) fails for good, saying so and how
+// to start over; nothing is copied.
+func TestScenarioContinueWithoutProof(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq("orders", 0, "src", 10)...)
+	env.CreateDestinationTopics(1, "orders")
+	workertest.ProduceRecords(t, workertest.Plain(env.Clusters.DestinationAddr()), seq("orders", 0, "dst", 4)...)
+	if _, err := env.Svc.CreateMirror(t.Context(), service.MirrorInput{Name: "m",
+		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Svc.AddTopics(t.Context(), "m", service.AddTopicsInput{Topic: "orders", Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{SourceState: statetopic.ReadState})
+	row := env.waitPartition("m", "orders", 0, 30*time.Second, "FAILED, not retried", func(r repo.Partition) bool {
+		return r.State == service.StateFailed && !r.Retryable
+	})
+	if !strings.Contains(row.Error, "cannot be proven to be the source's history") || !strings.Contains(row.Error, "recreate") {
+		t.Fatalf("error %q does not say the history cannot be proven and how to start over", row.Error)
+	}
+	if got := values(workertest.ReadAll(t, env.Clusters.DestinationAddr(), "orders", 0, false)); len(got) != 4 {
+		t.Fatalf("destination has %d records, want its own 4", len(got))
+	}
+}

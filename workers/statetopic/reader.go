@@ -43,7 +43,7 @@ func ReadState(ctx context.Context, dest kafkaconn.Config) (map[string][]byte, e
 		}
 	})
 	if errors.Is(missing, kerr.UnknownTopicOrPartition) || (missing == nil && len(ends) == 0) {
-		return nil, fmt.Errorf("%s does not exist on the destination", service.StateTopic)
+		return nil, fmt.Errorf("%w on the destination", service.ErrStateTopicMissing)
 	} else if missing != nil {
 		return nil, fmt.Errorf("list %s offsets: %w", service.StateTopic, missing)
 	}
