@@ -4,10 +4,16 @@
 // nothing until a test calls Init, so production code raises them freely.
 package testsignal
 
-import (
-	"testing"
-	"time"
-)
+import "time"
+
+// TB is the part of testing.TB the waits use. It is declared here so that a
+// binary whose components raise signals does not link the testing package;
+// a *testing.T is one.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
 
 // WaitTimeout bounds WaitOrTimeout: long enough for a loaded CI machine,
 // short enough to fail a stuck test.
@@ -36,7 +42,7 @@ func (s *Signal[T]) Signal(v T) {
 
 // WaitOrTimeout returns the next raised value, failing the test after
 // WaitTimeout.
-func (s *Signal[T]) WaitOrTimeout(tb testing.TB) T {
+func (s *Signal[T]) WaitOrTimeout(tb TB) T {
 	tb.Helper()
 	if s.ch == nil {
 		tb.Fatal("testsignal: WaitOrTimeout on a signal that was not initialized")
@@ -54,7 +60,7 @@ func (s *Signal[T]) WaitOrTimeout(tb testing.TB) T {
 func (s *Signal[T]) C() <-chan T { return s.ch }
 
 // RequireEmpty fails the test if a value is waiting.
-func (s *Signal[T]) RequireEmpty(tb testing.TB) {
+func (s *Signal[T]) RequireEmpty(tb TB) {
 	tb.Helper()
 	select {
 	case v := <-s.ch:
