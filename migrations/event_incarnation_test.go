@@ -2,16 +2,7 @@ package migrations_test
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
-
-	"github.com/golang-migrate/migrate/v4"
-	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"kmirror/internal/testdb"
 )
 
 // TestEventIncarnationMigration: 000013 gives each existing mirror an
@@ -21,25 +12,8 @@ import (
 // once the row is gone) included; down and up again work.
 func TestEventIncarnationMigration(t *testing.T) {
 	t.Parallel()
-	u := testdb.New(t)
-	src, err := iofs.New(os.DirFS("."), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithSourceInstance("iofs", src, "pgx5://"+strings.TrimPrefix(u, "postgres://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Migrate(12); err != nil {
-		t.Fatal(err)
-	}
+	m, pool := migratedTo(t, 12)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err != nil {

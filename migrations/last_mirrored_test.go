@@ -3,15 +3,8 @@ package migrations_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/golang-migrate/migrate/v4"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"kmirror/internal/testdb"
 )
 
 // TestLastMirroredMigration: 000015 gives each existing partition the end
@@ -19,25 +12,8 @@ import (
 // and up again work.
 func TestLastMirroredMigration(t *testing.T) {
 	t.Parallel()
-	u := testdb.New(t)
-	src, err := iofs.New(os.DirFS("."), ".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithSourceInstance("iofs", src, "pgx5://"+strings.TrimPrefix(u, "postgres://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Migrate(14); err != nil {
-		t.Fatal(err)
-	}
+	m, pool := migratedTo(t, 14)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	for _, q := range []string{
 		`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:9092')`,
 		`INSERT INTO mirror_topics (mirror, topic, desired_state) VALUES ('m', 't', 'stopped')`,

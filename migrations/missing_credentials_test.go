@@ -3,16 +3,8 @@ package migrations_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"strings"
 	"testing"
 
-	"github.com/golang-migrate/migrate/v4"
-	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5"
-	"github.com/golang-migrate/migrate/v4/source/iofs"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"kmirror/internal/testdb"
 	"kmirror/service"
 )
 
@@ -20,25 +12,8 @@ import (
 // before migration 000010 are queued for __mirror_state by it,
 // in the shape restore reads; down and up again work.
 func TestMissingCredentialsMigrationQueuesACLSets(t *testing.T) {
-	u := testdb.New(t)
-	src, err := iofs.New(os.DirFS("."), ".") // the files that are embedded
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := migrate.NewWithSourceInstance("iofs", src, "pgx5://"+strings.TrimPrefix(u, "postgres://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := m.Migrate(8); err != nil { // before 000010 (and any 000009)
-		t.Fatal(err)
-	}
+	m, pool := migratedTo(t, 8) // before 000010 (and any 000009)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	if _, err := pool.Exec(ctx, `
 		INSERT INTO mirrors (name, bootstrap_servers) VALUES ('m', 'h:9092'), ('none', 'h:9092');
 		INSERT INTO synced_acls (mirror, resource_type, resource_name, pattern_type, principal, host, operation, permission)
