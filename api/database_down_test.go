@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,28 +22,7 @@ import (
 // not 500, and within the request deadline; /readyz says not ready.
 func TestDatabaseDownAnswers503(t *testing.T) {
 	t.Parallel()
-	// A port nothing listens on: every connection attempt is refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	pool, err := pgxpool.New(context.Background(), "postgres://kmirror@"+addr+"/kmirror?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, RequestTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, _ := downDatabaseServer(t, "kmirror", "kmirror", nil)
 
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/mirrors", ""},
@@ -88,4 +68,33 @@ func TestDatabaseDownAnswers503(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/readyz: %d, want 503", resp.StatusCode)
 	}
+}
+
+// downDatabaseServer serves the API over a pool whose Postgres refuses every
+// connection (a port nothing listens on, at the address returned), as user
+// to database; a nil log is slog's default.
+func downDatabaseServer(t *testing.T, user, database string, log *slog.Logger) (*httptest.Server, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	pool, err := pgxpool.New(context.Background(), "postgres://"+user+"@"+addr+"/"+database+"?connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, addr
 }

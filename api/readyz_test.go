@@ -1,21 +1,14 @@
 package api_test
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"kmirror/api"
 	"kmirror/internal/syncbuf"
-	"kmirror/service"
 )
 
 // TestReadyzSaysNothingOfTheDatabase: /readyz answers anyone, so with
@@ -24,31 +17,9 @@ import (
 // keeps the details for the operator.
 func TestReadyzSaysNothingOfTheDatabase(t *testing.T) {
 	t.Parallel()
-	// A port nothing listens on: every connection attempt is refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	const user, database = "readyzuser", "readyzdatabase"
-	pool, err := pgxpool.New(context.Background(), "postgres://"+user+"@"+addr+"/"+database+"?connect_timeout=2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &syncbuf.Buffer{}
-	log := slog.New(slog.NewTextHandler(logs, nil))
-	h, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, RequestTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv, addr := downDatabaseServer(t, user, database, slog.New(slog.NewTextHandler(logs, nil)))
 
 	resp, err := http.Get(srv.URL + "/readyz")
 	if err != nil {
