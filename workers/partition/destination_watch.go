@@ -25,6 +25,10 @@ import (
 // nothing moves. So the engine asks the destination itself, but only about
 // copies that stopped being answered: a healthy instance sends nothing.
 
+// destinationWatchEvery is how often copies in flight are looked at for
+// having gone unanswered (with the clients' health, in watchHealth).
+const destinationWatchEvery = time.Second
+
 // destinationCheckTimeout bounds one listing of the destination's ends.
 const destinationCheckTimeout = 2 * time.Second
 
@@ -249,7 +253,7 @@ const lossMemory = time.Minute
 
 // topicLossGrace is how long a destination topic found missing is not
 // created again (see topicLost).
-func (e *Engine) topicLossGrace() time.Duration { return 3 * e.cfg.DestinationWatchInterval }
+const topicLossGrace = 3 * destinationWatchEvery
 
 // awaitTopicLossGrace waits until a topic found missing may be created.
 func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
@@ -259,7 +263,7 @@ func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
 	if !ok {
 		return nil
 	}
-	wait := time.Until(at.Add(e.topicLossGrace()))
+	wait := time.Until(at.Add(topicLossGrace))
 	if wait <= 0 {
 		e.mu.Lock()
 		if e.lostTopics[topic] == at {

@@ -62,10 +62,6 @@ type EngineConfig struct {
 	// ProduceBuffer bounds the records produced to the destination and not
 	// yet answered, across every partition (produceGate). Default 100,000.
 	ProduceBuffer int64
-	// DestinationWatchInterval is how often copies in flight are checked
-	// for having gone unanswered, and the destination then asked whether it
-	// lost them (destination_watch.go). Default 1s.
-	DestinationWatchInterval time.Duration
 	// SettledWaitMax is how long copies of an ended session may go
 	// unanswered before they are written off (unsettled.go). Default 1m.
 	SettledWaitMax time.Duration
@@ -159,7 +155,6 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.OffsetsInterval = cmp.Or(cfg.OffsetsInterval, 2*time.Second)
 	cfg.DesiredInterval = cmp.Or(cfg.DesiredInterval, 5*time.Second)
 	cfg.ProduceBuffer = cmp.Or(cfg.ProduceBuffer, 100_000)
-	cfg.DestinationWatchInterval = cmp.Or(cfg.DestinationWatchInterval, time.Second)
 	cfg.SettledWaitMax = cmp.Or(cfg.SettledWaitMax, time.Minute)
 	cfg.Retry.Initial = cmp.Or(cfg.Retry.Initial, time.Second)
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
@@ -257,10 +252,10 @@ func producerOpts(deliveryTimeout time.Duration) []kgo.Opt {
 // for every mirroring session at once, and asks the destination about
 // copies that went unanswered (destination_watch.go).
 func (e *Engine) watchHealth(ctx context.Context) {
-	t := time.NewTicker(min(time.Second, e.cfg.DestinationWatchInterval))
+	t := time.NewTicker(destinationWatchEvery)
 	defer t.Stop()
 	stalled := map[*produceAcks]int64{}
-	lastHealth, lastSweep := time.Now(), time.Now()
+	lastSweep := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -273,10 +268,6 @@ func (e *Engine) watchHealth(ctx context.Context) {
 			checks = append(checks, e.sessionChecks()...)
 		}
 		e.checkDestination(ctx, checks)
-		if time.Since(lastHealth) < time.Second-10*time.Millisecond {
-			continue
-		}
-		lastHealth = time.Now()
 		e.mu.Lock()
 		clients := []*clientHealth{e.producerHealth}
 		for _, f := range e.fetchers {
