@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 )
@@ -481,15 +482,9 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 }
 
 // dynamicConfigs are a topic's own (dynamic) configs that the sync keeps in
-// step: not excluded, and not sensitive (whose values are never returned).
+// step.
 func (p *syncPass) dynamicConfigs(rc kadm.ResourceConfig) map[string]string {
-	out := map[string]string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil && !c.Sensitive && !p.cfg.PropertyExcluded(c.Key) {
-			out[c.Key] = *c.Value
-		}
-	}
-	return out
+	return kafkaconn.DynamicTopicConfigs(rc, p.cfg.PropertyExcluded)
 }
 
 // syncPausedTopics reports the source end offsets of paused topics. The

@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
@@ -405,10 +404,8 @@ func (e *Engine) syncedTopicConfigs(ctx context.Context, src *sourceClients, mir
 		return nil
 	}
 	out := map[string]*string{}
-	for _, c := range rc.Configs {
-		if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil && !c.Sensitive && !cfg.PropertyExcluded(c.Key) {
-			out[c.Key] = c.Value
-		}
+	for k, v := range kafkaconn.DynamicTopicConfigs(rc, cfg.PropertyExcluded) {
+		out[k] = &v
 	}
 	return out
 }
