@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -136,11 +135,10 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 			continue // stalled, and swept too
 		}
 		seen[c.key] = true
-		if reason := lossOf(ends, c.key, c.verified); reason != "" {
-			if strings.HasPrefix(reason, "topic") {
-				missing[c.key.Topic] = true
-				continue // every partition of the topic, below
-			}
+		switch reason, topicGone := lossOf(ends, c.key, c.verified); {
+		case topicGone:
+			missing[c.key.Topic] = true // every partition of the topic, below
+		case reason != "":
 			e.destinationLost(c.key, reason)
 		}
 	}
@@ -150,22 +148,23 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 }
 
 // lossOf says what the destination lost of partition k, given its listed
-// ends and the offset below which copies were acknowledged; "" if nothing.
-func lossOf(ends kadm.ListedOffsets, k lease.Key, verified int64) string {
+// ends and the offset below which copies were acknowledged ("" if nothing),
+// and whether the whole topic is gone.
+func lossOf(ends kadm.ListedOffsets, k lease.Key, verified int64) (reason string, topicGone bool) {
 	parts, listed := ends[k.Topic]
 	if o, ok := parts[-1]; ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-		return fmt.Sprintf("topic %s is missing on the destination", k.Topic)
+		return "", true
 	}
 	o, ok := parts[k.Partition]
 	switch {
 	case !listed:
-		return ""
+		return "", false
 	case !ok || errors.Is(o.Err, kerr.UnknownTopicOrPartition):
-		return fmt.Sprintf("partition %d of topic %s is missing on the destination", k.Partition, k.Topic)
+		return fmt.Sprintf("partition %d of topic %s is missing on the destination", k.Partition, k.Topic), false
 	case o.Err == nil && o.Offset < verified:
-		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified)
+		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified), false
 	}
-	return ""
+	return "", false
 }
 
 // destinationLost records a loss for partition k and interrupts its
