@@ -221,15 +221,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 		return w.heal(stepCtx, *i, s)
 	}
 	if s.failure != nil {
-		// Save the verified progress before the FAILED write: that write
-		// returns the stored row, so a checkpoint left to the batch saver
-		// would be forgotten and alignment would start from an older one.
-		if w.lease.Valid() {
-			if err := w.e.cp.flushKey(ctx, w.key); err != nil {
-				w.log.Warn("saving the checkpoint before failing", "err", err)
-			}
-		}
-		w.syncRow(s)
+		w.keepProgress(ctx, s, "failing")
 		return s.failure
 	}
 	if !w.lease.Valid() {
@@ -288,6 +280,19 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 		w.log.Info("source fetches succeed again")
 	}
 	s.reported = msg
+}
+
+// keepProgress saves the session's verified progress before a FAILED write
+// or a realignment: the write returns the stored row, so a checkpoint left
+// to the batch saver would be forgotten and alignment would start from an
+// older one.
+func (w *partitionWorker) keepProgress(ctx context.Context, s *mirrorSession, before string) {
+	if w.lease.Valid() {
+		if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+			w.log.Warn("saving the checkpoint before "+before, "err", err)
+		}
+	}
+	w.syncRow(s)
 }
 
 // syncRow makes the worker's row carry the session's checkpoint, so the next

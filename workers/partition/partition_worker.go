@@ -240,12 +240,7 @@ func (w *partitionWorker) awaitSettled(ctx context.Context) error {
 // when the destination lost records, the row saying so until the
 // realignment records where mirroring starts again.
 func (w *partitionWorker) heal(ctx context.Context, i interruption, s *mirrorSession) error {
-	if w.lease.Valid() {
-		if err := w.e.cp.flushKey(ctx, w.key); err != nil {
-			w.log.Warn("saving the checkpoint before re-aligning", "err", err)
-		}
-	}
-	w.syncRow(s)
+	w.keepProgress(ctx, s, "re-aligning")
 	msg := ""
 	if l, ok := w.e.takeLoss(w.key); ok {
 		msg = l.msg
