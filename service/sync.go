@@ -110,6 +110,10 @@ type GroupSync struct {
 	SkippedReason string `json:"skipped_reason,omitempty"`
 	// Skipped lists partitions that were not synced, with the reason.
 	Skipped []SkippedPartition `json:"skipped,omitempty"`
+	// Clamped lists synced partitions whose translated offset lay outside
+	// the destination partition's log, from its log start to its end
+	// offset: the nearer bound was committed instead.
+	Clamped []ClampedPartition `json:"clamped,omitempty"`
 	Error   string             `json:"error,omitempty"`
 } // @name GroupSync
 
@@ -119,6 +123,24 @@ type SkippedPartition struct {
 	Partition int32  `json:"partition"`
 	Reason    string `json:"reason" example:"topic is STOPPED"`
 } // @name SkippedPartition
+
+// ClampedPartition is a group's partition whose translated offset the
+// offset sync moved into the destination partition's log. Below the log
+// start the records are gone (retention or a deletion), and a consumer
+// given that offset would fall back to its auto.offset.reset, perhaps to
+// the latest; above the end it would point past what the destination
+// holds.
+type ClampedPartition struct {
+	Topic     string `json:"topic" example:"orders"`
+	Partition int32  `json:"partition"`
+	// TranslatedOffset is the group's source offset mapped to the
+	// destination.
+	TranslatedOffset int64 `json:"translated_offset" example:"80"`
+	// CommittedOffset is the offset committed on the destination: its log
+	// start or its end.
+	CommittedOffset int64  `json:"committed_offset" example:"120"`
+	Reason          string `json:"reason" example:"below the destination's log start 120 (retention or a deletion removed the records before it): committed 120"`
+} // @name ClampedPartition
 
 // SyncUnavailableError is a "sync now" that cannot be served: no instance
 // runs the mirror's sync, or the pass did not finish in time.

@@ -515,6 +515,28 @@ type AddTopicsRequest struct {
 	Topic string `json:"topic"`
 }
 
+// ClampedPartition defines model for ClampedPartition.
+type ClampedPartition struct {
+	// CommittedOffset CommittedOffset is the offset committed on the destination: its log
+	// start or its end.
+	//
+	// Example: 120
+	CommittedOffset int `json:"committed_offset"`
+	Partition       int `json:"partition"`
+
+	// Reason Example: below the destination's log start 120 (retention or a deletion removed the records before it): committed 120
+	Reason string `json:"reason"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+
+	// TranslatedOffset TranslatedOffset is the group's source offset mapped to the
+	// destination.
+	//
+	// Example: 80
+	TranslatedOffset int `json:"translated_offset"`
+}
+
 // ClusterReachability defines model for ClusterReachability.
 type ClusterReachability struct {
 	// Error Error is why the last probe failed, while unreachable.
@@ -590,6 +612,11 @@ type GroupOffsetsOutcome struct {
 
 // GroupSync defines model for GroupSync.
 type GroupSync struct {
+	// Clamped Clamped lists synced partitions whose translated offset lay outside
+	// the destination partition's log, from its log start to its end
+	// offset: the nearer bound was committed instead.
+	Clamped *[]ClampedPartition `json:"clamped,omitempty"`
+
 	// Committed Committed counts the partitions this pass committed (the others were
 	// already in step).
 	Committed int     `json:"committed"`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -21,8 +22,9 @@ var idleGroupStates = []string{"Empty", "Dead"}
 // the source groups matching groups.include and not groups.exclude on the
 // mirrored topics. A group active on the destination is skipped whole (its
 // members commit their own offsets), and so are the partitions of stopped
-// topics (after a failover the destination's consumers own them). Each
-// group's result is reported.
+// topics (after a failover the destination's consumers own them). A
+// translated offset outside the destination partition's log is clamped to
+// it. Each group's result is reported.
 func (p *syncPass) syncGroupOffsets(loadErr error) service.GroupOffsetsOutcome {
 	var o service.GroupOffsetsOutcome
 	err := loadErr
@@ -115,8 +117,12 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 	if err != nil {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
+	bounds, err := p.destinationBounds(names, relevant, dstListed)
+	if err != nil {
+		return fmt.Errorf("destination cluster: %w", err)
+	}
 	for _, g := range names {
-		gs, err := p.syncGroup(g, relevant[g], dstListed, dstOffsets[g])
+		gs, err := p.syncGroup(g, relevant[g], dstListed, dstOffsets[g], bounds)
 		if err != nil {
 			return err
 		}
@@ -126,44 +132,145 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 	return nil
 }
 
+// logBounds are the destination's log start and end offsets of the
+// topics whose group offsets a pass translates.
+type logBounds struct{ starts, ends kadm.ListedOffsets }
+
+// of returns a partition's log start and end offsets on the destination.
+func (b logBounds) of(topic string, partition int32) (start, end int64, err error) {
+	s, okS := b.starts.Lookup(topic, partition)
+	e, okE := b.ends.Lookup(topic, partition)
+	switch {
+	case !okS || !okE:
+		return 0, 0, fmt.Errorf("the destination did not list partition %d of topic %s", partition, topic)
+	case s.Err != nil:
+		return 0, 0, s.Err
+	case e.Err != nil:
+		return 0, 0, e.Err
+	}
+	return s.Offset, e.Offset, nil
+}
+
+// destinationBounds lists the destination's log start and end offsets of
+// the topics with group offsets to translate: one request of each for the
+// whole pass, whatever the number of groups.
+func (p *syncPass) destinationBounds(names []string, relevant map[string][]kadm.OffsetResponse,
+	dstListed kadm.ListedGroups) (logBounds, error) {
+	need := map[string]bool{}
+	for _, g := range names {
+		if _, active := activeOnDestination(dstListed, g); active {
+			continue
+		}
+		for _, off := range relevant[g] {
+			if p.partitionSkipped(off.Topic, off.Partition) == "" {
+				need[off.Topic] = true
+			}
+		}
+	}
+	var b logBounds
+	if len(need) == 0 {
+		return b, nil
+	}
+	topics := slices.Sorted(maps.Keys(need))
+	dst := p.r.s.dstAdmin
+	err := p.within("destination list start offsets", func(ctx context.Context) (err error) {
+		b.starts, err = dst.ListStartOffsets(ctx, topics...)
+		return err
+	})
+	if err != nil {
+		return b, err
+	}
+	err = p.within("destination list end offsets", func(ctx context.Context) (err error) {
+		b.ends, err = dst.ListEndOffsets(ctx, topics...)
+		return err
+	})
+	return b, err
+}
+
+// activeOnDestination returns the group's state on the destination and
+// whether it is one in which its members commit their own offsets.
+func activeOnDestination(dstListed kadm.ListedGroups, g string) (string, bool) {
+	lg, ok := dstListed[g]
+	return lg.State, ok && !slices.Contains(idleGroupStates, lg.State)
+}
+
+// partitionSkipped says why no group offset is synced on a partition, or
+// "" when its offsets are translated.
+func (p *syncPass) partitionSkipped(topic string, partition int32) string {
+	t := p.topics[topic]
+	part, known := p.parts[topicPartition{topic, partition}]
+	switch {
+	case t.DesiredState == service.DesiredStopped || part.State == service.StateStopped ||
+		part.State == service.StateStopping:
+		return "topic is STOPPED: consumers on the destination own its offsets"
+	case !known:
+		return "partition is not mirrored yet"
+	case part.DstNext == nil:
+		return "nothing of the partition has been mirrored yet"
+	}
+	return ""
+}
+
+// clampOffset moves a translated offset into the destination partition's
+// log, [start, end], and says why when it did. A committed offset below the
+// log start makes a consumer fall back to its auto.offset.reset, which may
+// skip to the latest record: the log start gives it every record the
+// destination still has. One past the end points at records the
+// destination does not hold.
+func clampOffset(translated, start, end int64) (int64, string) {
+	switch {
+	case translated < start:
+		return start, fmt.Sprintf("below the destination's log start %d (retention or a deletion removed the records before it): committed %d",
+			start, start)
+	case translated > end:
+		return end, fmt.Sprintf("above the destination's end offset %d (the destination lost records that were mirrored): committed %d",
+			end, end)
+	}
+	return translated, ""
+}
+
+// comparePartitions orders a group's partition lists by topic, then
+// partition.
+func comparePartitions(at string, ap int32, bt string, bp int32) int {
+	if c := cmp.Compare(at, bt); c != 0 {
+		return c
+	}
+	return cmp.Compare(ap, bp)
+}
+
 // syncGroup translates and commits one group's offsets. The returned error
 // is only the lease's: the group's own failures are in its result.
 func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed kadm.ListedGroups,
-	dstFetched kadm.FetchOffsetsResponse) (service.GroupSync, error) {
+	dstFetched kadm.FetchOffsetsResponse, bounds logBounds) (service.GroupSync, error) {
 	gs := service.GroupSync{Group: g}
-	if lg, ok := dstListed[g]; ok && !slices.Contains(idleGroupStates, lg.State) {
-		gs.SkippedReason = fmt.Sprintf("active on the destination (state %s): its members commit their own offsets", lg.State)
+	if state, active := activeOnDestination(dstListed, g); active {
+		gs.SkippedReason = fmt.Sprintf("active on the destination (state %s): its members commit their own offsets", state)
 		return gs, nil
 	}
 	if dstFetched.Err != nil && !errors.Is(dstFetched.Err, kerr.GroupIDNotFound) {
 		gs.Error = fmt.Sprintf("fetch destination offsets: %v", dstFetched.Err)
 		return gs, nil
 	}
-	slices.SortFunc(offsets, func(a, b kadm.OffsetResponse) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Partition, b.Partition)
-	})
+	defer func() {
+		slices.SortFunc(gs.Skipped, func(a, b service.SkippedPartition) int {
+			return comparePartitions(a.Topic, a.Partition, b.Topic, b.Partition)
+		})
+		slices.SortFunc(gs.Clamped, func(a, b service.ClampedPartition) int {
+			return comparePartitions(a.Topic, a.Partition, b.Topic, b.Partition)
+		})
+	}()
 	commit := kadm.Offsets{}
+	// clamps are the clamped partitions of commit: reported once committed.
+	clamps := map[topicPartition]service.ClampedPartition{}
 	skip := func(off kadm.OffsetResponse, reason string) {
 		gs.Skipped = append(gs.Skipped, service.SkippedPartition{Topic: off.Topic, Partition: off.Partition, Reason: reason})
 	}
 	for _, off := range offsets {
-		t := p.topics[off.Topic]
-		part, known := p.parts[topicPartition{off.Topic, off.Partition}]
-		switch {
-		case t.DesiredState == service.DesiredStopped || part.State == service.StateStopped ||
-			part.State == service.StateStopping:
-			skip(off, "topic is STOPPED: consumers on the destination own its offsets")
-			continue
-		case !known:
-			skip(off, "partition is not mirrored yet")
-			continue
-		case part.DstNext == nil:
-			skip(off, "nothing of the partition has been mirrored yet")
+		if reason := p.partitionSkipped(off.Topic, off.Partition); reason != "" {
+			skip(off, reason)
 			continue
 		}
+		part := p.parts[topicPartition{off.Topic, off.Partition}]
 		tr, ok, err := p.svc().TranslateGroupOffset(p.ctx, p.mirror.Name, off.Topic, off.Partition, off.At, *part.DstNext)
 		if err != nil {
 			if p.ctx.Err() != nil {
@@ -177,11 +284,26 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 			skip(off, "nothing of the partition has been mirrored yet")
 			continue
 		}
-		if cur, ok := dstFetched.Fetched.Lookup(off.Topic, off.Partition); ok && cur.Err == nil && cur.At == tr.DestinationOffset {
-			gs.SyncedPartitions++
+		start, end, err := bounds.of(off.Topic, off.Partition)
+		if err != nil {
+			skip(off, fmt.Sprintf("destination log start and end unknown: %v", err))
+			gs.Error = "destination log start and end unknown"
 			continue
 		}
-		commit.Add(kadm.Offset{Topic: off.Topic, Partition: off.Partition, At: tr.DestinationOffset,
+		at, reason := clampOffset(tr.DestinationOffset, start, end)
+		clamp := service.ClampedPartition{Topic: off.Topic, Partition: off.Partition,
+			TranslatedOffset: tr.DestinationOffset, CommittedOffset: at, Reason: reason}
+		if cur, ok := dstFetched.Fetched.Lookup(off.Topic, off.Partition); ok && cur.Err == nil && cur.At == at {
+			gs.SyncedPartitions++
+			if reason != "" {
+				gs.Clamped = append(gs.Clamped, clamp)
+			}
+			continue
+		}
+		if reason != "" {
+			clamps[topicPartition{off.Topic, off.Partition}] = clamp
+		}
+		commit.Add(kadm.Offset{Topic: off.Topic, Partition: off.Partition, At: at,
 			LeaderEpoch: -1, Metadata: off.Metadata})
 	}
 	if len(commit) == 0 {
@@ -210,12 +332,9 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 		}
 		gs.SyncedPartitions++
 		gs.Committed++
-	})
-	slices.SortFunc(gs.Skipped, func(a, b service.SkippedPartition) int {
-		if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-			return c
+		if c, ok := clamps[topicPartition{r.Topic, r.Partition}]; ok {
+			gs.Clamped = append(gs.Clamped, c)
 		}
-		return cmp.Compare(a.Partition, b.Partition)
 	})
 	return gs, nil
 }
