@@ -13,7 +13,7 @@ import (
 // addTopics godoc
 //
 //	@Summary		Add topics to a mirror
-//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //	@ID				addTopics
 //	@Tags			topics
 //	@Accept			json
@@ -33,7 +33,7 @@ import (
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
-//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: the mirror's secrets are sealed under a key this server has not loaded yet (with Retry-After)"
+//	@Failure		503	{object}	Problem	"source-unavailable: the source cluster (or, for a dry run with continue, the destination cluster) did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: the mirror's secrets are sealed under a key this server has not loaded yet (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:add [post]
 func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	var dryRun bool
@@ -56,7 +56,7 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
 		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, Continue: req.Continue,
-		DryRun: dryRun})
+		KeepDivergent: req.KeepDivergent, DryRun: dryRun})
 	s.writeTopicsResult(w, r, res, wait, err)
 }
 
@@ -207,6 +207,9 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 	}
 	for _, t := range res.Failover {
 		out.Failover = append(out.Failover, failoverView(t))
+	}
+	for _, t := range res.Continuation {
+		out.Continuation = append(out.Continuation, continuationView(t))
 	}
 	if wait != nil {
 		// Without a notifier the wait polls.

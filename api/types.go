@@ -182,8 +182,16 @@ type AddTopicsRequest struct {
 	// offset map in the source cluster's own __mirror_state, compares its
 	// last records, and mirrors only what follows it. A partition whose
 	// destination holds records past the last mirrored offset (a divergent
-	// tail) goes FAILED naming them. Not with recreate.
+	// tail) goes FAILED naming them, unless keep_divergent. Where the
+	// source's __mirror_state has no mirror of the partition, the
+	// destination's last records are found on the source and compared one
+	// by one instead. Not with recreate.
 	Continue bool `json:"continue,omitempty"`
+	// KeepDivergent, with continue, keeps a divergent tail and mirrors
+	// after it instead of failing the partition: the tail's range is in
+	// describe (divergent_tail) and in the partition's event, and offset
+	// translation rounds down across it.
+	KeepDivergent bool `json:"keep_divergent,omitempty"`
 } // @name AddTopicsRequest
 
 // TopicsResult lists the topics an action applied to.
@@ -199,6 +207,11 @@ type TopicsResult struct {
 	// what the destination does not have yet: what a failover now would
 	// leave behind.
 	Failover []TopicFailoverPreview `json:"failover,omitempty"`
+	// Continuation, for an add with dry_run and continue, is per matched
+	// topic (sorted) what each partition would do when it starts: how the
+	// overlap with the source is proven, what is left to copy, and any
+	// divergent tail.
+	Continuation []TopicContinuation `json:"continuation,omitempty"`
 	// Wait, present when the call was made with ?wait, is how far the
 	// partitions of each topic got towards the action's target state.
 	Wait *TopicsWait `json:"wait,omitempty"`
@@ -271,6 +284,68 @@ type PartitionFailoverPreview struct {
 	// transaction).
 	NewestNotCopied *time.Time `json:"newest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:20:01.123Z"`
 } // @name PartitionFailoverPreview
+
+// TopicContinuation is what an add with continue would do with one topic's
+// destination.
+type TopicContinuation struct {
+	Topic string `json:"topic" example:"orders"`
+	// DestinationMissing: the destination has no such topic yet; it would be
+	// created and copied whole.
+	DestinationMissing bool `json:"destination_missing" example:"false"`
+	// Partitions are the source topic's partitions, by number.
+	Partitions []PartitionContinuation `json:"partitions"`
+} // @name TopicContinuation
+
+// PartitionContinuation is what one partition would do when it starts.
+type PartitionContinuation struct {
+	Partition int32 `json:"partition" example:"0"`
+	// Outcome: copy (the destination holds nothing: copied from the
+	// source's start), resume (this mirror wrote the destination and resumes
+	// from its own checkpoint), continue (the destination's records are
+	// proven to be the source's history: only what follows is copied) or
+	// fail (the partition would go FAILED; detail says why).
+	Outcome string `json:"outcome" enums:"copy,resume,continue,fail" example:"continue"`
+	// Proof: offset_map (the offset map of the mirror that copied the other
+	// way, from the source's __mirror_state, its last record compared on
+	// both clusters) or records (the destination's last records found on
+	// the source and compared one by one). Absent unless outcome is
+	// continue.
+	Proof string `json:"proof,omitempty" enums:"offset_map,records" example:"offset_map"`
+	// ProvenBy names the mirror whose offset map proved the overlap.
+	ProvenBy string `json:"proven_by,omitempty" example:"ab"`
+	// The destination partition's offsets [start, end) and the source's
+	// last stable offset, read for this call.
+	DestinationStartOffset int64 `json:"destination_start_offset" example:"0"`
+	DestinationEndOffset   int64 `json:"destination_end_offset" example:"10652"`
+	SourceEndOffset        int64 `json:"source_end_offset" example:"10500"`
+	// OverlapSourceOffset and OverlapDestinationOffset are the last record
+	// both clusters hold (source and destination offsets); null when
+	// nothing was proven.
+	OverlapSourceOffset      *int64 `json:"overlap_source_offset" extensions:"x-nullable" example:"10239"`
+	OverlapDestinationOffset *int64 `json:"overlap_destination_offset" extensions:"x-nullable" example:"10239"`
+	// RecordsToCopy is the source offsets left to copy from where
+	// mirroring would start to the source's end (transaction markers and
+	// aborted records count, and are never copied).
+	RecordsToCopy int64 `json:"records_to_copy" example:"260"`
+	// DivergentTail is what the destination holds past the overlap that
+	// the source never had; null when there is none.
+	DivergentTail *DivergentTail `json:"divergent_tail" extensions:"x-nullable"`
+	// Detail says how the overlap was proven, or why it cannot be.
+	Detail string `json:"detail" example:"destination offsets up to 10239 are the source's up to 10239, by mirror ab's offset map"`
+} // @name PartitionContinuation
+
+// DivergentTail is a range of destination offsets holding records that the
+// source never had: written to the destination after the mirror in the
+// other direction last read it (an unplanned failover).
+type DivergentTail struct {
+	// StartOffset and EndOffset bound the tail: destination offsets
+	// [start_offset, end_offset).
+	StartOffset int64 `json:"start_offset" example:"10240"`
+	EndOffset   int64 `json:"end_offset" example:"10652"`
+	// Records is how many records it holds (transaction markers and
+	// aborted records not counted).
+	Records int64 `json:"records" example:"412"`
+} // @name DivergentTail
 
 // Topic is a mirror topic with a summary of its partitions.
 type Topic struct {
@@ -355,6 +430,10 @@ type PartitionRow struct {
 	// LastMirroredDestinationOffset is the destination offset of that
 	// record; null with LastMirroredSourceOffset.
 	LastMirroredDestinationOffset *int64 `json:"last_mirrored_destination_offset" extensions:"x-nullable" example:"1230"`
+	// DivergentTail is the tail a failback with keep_divergent kept and
+	// mirrored after: destination records the source never had, for
+	// someone to reprocess. Null when none was kept.
+	DivergentTail *DivergentTail `json:"divergent_tail" extensions:"x-nullable"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -536,6 +615,27 @@ func partitionView(p service.PartitionRow) PartitionRow {
 	v.Error = nonEmpty(p.Error)
 	if l := p.LastMirrored; l != nil {
 		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset
+	}
+	v.DivergentTail = divergentTailView(p.DivergentTail)
+	return v
+}
+
+func divergentTailView(t *service.DivergentTail) *DivergentTail {
+	if t == nil {
+		return nil
+	}
+	return &DivergentTail{StartOffset: t.Start, EndOffset: t.End, Records: t.Records}
+}
+
+func continuationView(t service.TopicContinuation) TopicContinuation {
+	v := TopicContinuation{Topic: t.Topic, DestinationMissing: t.DestinationMissing,
+		Partitions: make([]PartitionContinuation, len(t.Partitions))}
+	for i, p := range t.Partitions {
+		v.Partitions[i] = PartitionContinuation{Partition: p.Partition, Outcome: string(p.Outcome), Proof: string(p.Proof),
+			ProvenBy: p.ProvenBy, DestinationStartOffset: p.DestinationStartOffset, DestinationEndOffset: p.DestinationEndOffset,
+			SourceEndOffset: p.SourceEndOffset, OverlapSourceOffset: p.OverlapSourceOffset,
+			OverlapDestinationOffset: p.OverlapDestinationOffset, RecordsToCopy: p.RecordsToCopy,
+			DivergentTail: divergentTailView(p.DivergentTail), Detail: p.Detail}
 	}
 	return v
 }

@@ -239,6 +239,26 @@ func OffsetRunsDelete(ctx context.Context, q DBTX, f LeaseFence) error {
 	return interpret(err)
 }
 
+// PartitionsSetDivergentTail records the divergent tail a failback kept
+// (nil clears it), fenced by owner and epoch; ErrNotFound when the lease is
+// gone.
+func PartitionsSetDivergentTail(ctx context.Context, q DBTX, f LeaseFence, t *DivergentTail) error {
+	var start, end, records *int64
+	if t != nil {
+		start, end, records = &t.Start, &t.End, &t.Records
+	}
+	tag, err := q.Exec(ctx, `UPDATE mirror_partitions SET divergent_tail_start = $6, divergent_tail_end = $7,
+		divergent_tail_records = $8, updated_at = now()
+		WHERE mirror = $1 AND topic = $2 AND partition = $3 AND `+fenced, f.args(start, end, records)...)
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // EndOffsets are a partition's latest end offsets (-1 unknown), for lag.
 type EndOffsets struct {
 	ID             PartitionID

@@ -38,6 +38,9 @@ type Partition struct {
 	// offsets of the last record copied (the end of the offset map, as of
 	// the row's last state change or checkpoint save); nil before any.
 	LastMirroredSrc, LastMirroredDst *int64
+	// DivergentTail is the tail a failback with keep_divergent continued
+	// after; nil when none was kept.
+	DivergentTail *DivergentTail
 	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
 	// the owner's session still holds the lease, and when the owner last
 	// renewed its session.
@@ -49,15 +52,28 @@ const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesc
 	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
 	lease_epoch, src_next, dst_next, source_end_offset,
 	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at,
-	last_mirrored_src, last_mirrored_dst`
+	last_mirrored_src, last_mirrored_dst, divergent_tail_start, divergent_tail_end, divergent_tail_records`
 
-func scanPartition(row scanner) (Partition, error) {
+// DivergentTail is a range of destination offsets holding records that the
+// source never had: written to the destination after the mirror that
+// copied the other way last read it.
+type DivergentTail struct {
+	Start, End int64 // destination offsets [Start, End)
+	Records    int64 // the records in it (markers and aborted ones not counted)
+}
+
+// scanPartition scans the partitionColumns, then extra.
+func scanPartition(row scanner, extra ...any) (Partition, error) {
 	var p Partition
-	err := row.Scan(&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
+	var tailStart, tailEnd, tailRecords *int64
+	err := row.Scan(append([]any{&p.Mirror, &p.Topic, &p.Partition, &p.State, &p.PreviousState, &p.Error,
 		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
 		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt,
-		&p.LastMirroredSrc, &p.LastMirroredDst)
+		&p.LastMirroredSrc, &p.LastMirroredDst, &tailStart, &tailEnd, &tailRecords}, extra...)...)
+	if tailStart != nil && tailEnd != nil && tailRecords != nil {
+		p.DivergentTail = &DivergentTail{Start: *tailStart, End: *tailEnd, Records: *tailRecords}
+	}
 	return p, interpret(err)
 }
 
@@ -134,15 +150,13 @@ func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Part
 	defer rows.Close()
 	var out []Partition
 	for rows.Next() {
-		var pt Partition
 		var live *bool
-		if err := rows.Scan(&pt.Mirror, &pt.Topic, &pt.Partition, &pt.State, &pt.PreviousState, &pt.Error,
-			&pt.Retryable, &pt.RetryAttempt, &pt.NextRetryAt, &pt.LeaseOwner, &pt.LeaseEpoch,
-			&pt.SrcNext, &pt.DstNext, &pt.SourceEndOffset, &pt.DestinationEndOffset, &pt.LostRecords,
-			&pt.StateChangedAt, &pt.UpdatedAt, &pt.ProgressedAt, &pt.LastMirroredSrc, &pt.LastMirroredDst,
-			&live, &pt.OwnerRenewedAt); err != nil {
-			return nil, interpret(err)
+		var renewed *time.Time
+		pt, err := scanPartition(rows, &live, &renewed)
+		if err != nil {
+			return nil, err
 		}
+		pt.OwnerRenewedAt = renewed
 		pt.LeaseLive = live != nil && *live
 		out = append(out, pt)
 	}

@@ -37,11 +37,12 @@ type TopicDesire struct {
 	ReplicationFactor int
 	Recreate          bool
 	ContinueHistory   bool
+	KeepDivergent     bool
 }
 
 // TopicsListDesired reads every mirror topic's desired state, in one query.
 func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
-	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate, continue_history FROM mirror_topics`)
+	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate, continue_history, keep_divergent FROM mirror_topics`)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -49,7 +50,7 @@ func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
 	var out []TopicDesire
 	for rows.Next() {
 		var d TopicDesire
-		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate, &d.ContinueHistory); err != nil {
+		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate, &d.ContinueHistory, &d.KeepDivergent); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, d)
@@ -144,7 +145,8 @@ func TopicsResetForRecreate(ctx context.Context, q DBTX, f LeaseFence) error {
 		return ErrNotFound
 	}
 	if _, err := q.Exec(ctx, `UPDATE mirror_partitions SET src_next = NULL, dst_next = NULL,
-		destination_end_offset = 0 WHERE mirror = $1 AND topic = $2`, f.Mirror, f.Topic); err != nil {
+		destination_end_offset = 0, divergent_tail_start = NULL, divergent_tail_end = NULL,
+		divergent_tail_records = NULL WHERE mirror = $1 AND topic = $2`, f.Mirror, f.Topic); err != nil {
 		return interpret(err)
 	}
 	_, err = q.Exec(ctx, `DELETE FROM offset_map_runs WHERE mirror = $1 AND topic = $2`, f.Mirror, f.Topic)

@@ -108,6 +108,9 @@ type TopicsUpsertParams struct {
 	// ContinueHistory: the destination may hold the source's history,
 	// proven when the partitions start (a failback).
 	ContinueHistory bool
+	// KeepDivergent: with ContinueHistory, a partition whose destination
+	// holds a divergent tail continues after it instead of failing.
+	KeepDivergent bool
 	// ReadOnlyEnforced: nil unknown, else whether the destination enforces
 	// read-only with an ACL while the topic is mirrored.
 	ReadOnlyEnforced *bool
@@ -118,12 +121,12 @@ type TopicsUpsertParams struct {
 // and makes sure a partition row exists for each of its partitions.
 func TopicsUpsert(ctx context.Context, q DBTX, p TopicsUpsertParams) error {
 	_, err := q.Exec(ctx, `
-		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate, continue_history)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate, continue_history, keep_divergent)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
 		ON CONFLICT (mirror, topic) DO UPDATE SET desired_state = excluded.desired_state,
 			replication_factor = excluded.replication_factor, recreate = excluded.recreate,
-			continue_history = excluded.continue_history, updated_at = now()`,
-		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate, p.ContinueHistory)
+			continue_history = excluded.continue_history, keep_divergent = excluded.keep_divergent, updated_at = now()`,
+		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate, p.ContinueHistory, p.KeepDivergent)
 	if err != nil {
 		return interpret(err)
 	}

@@ -40,6 +40,9 @@ type PartitionRow struct {
 	// LastMirrored is the last record copied, as of the last state change
 	// or checkpoint save; nil before any.
 	LastMirrored *LastMirrored
+	// DivergentTail is the tail a failback with keep_divergent continued
+	// after, nil when none was kept.
+	DivergentTail *DivergentTail
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -232,7 +235,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		LastMirrored: LastMirroredOf(p),
+		LastMirrored: LastMirroredOf(p), DivergentTail: divergentTailOf(p.DivergentTail),
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)
@@ -274,7 +277,8 @@ func (s *Service) Translate(ctx context.Context, mirror, topic string, partition
 	if _, err := s.GetTopic(ctx, mirror, topic); err != nil {
 		return Translation{}, err
 	}
-	if _, err := repo.PartitionsGet(ctx, s.pool, mirror, topic, partition); errors.Is(err, repo.ErrNotFound) {
+	row, err := repo.PartitionsGet(ctx, s.pool, mirror, topic, partition)
+	if errors.Is(err, repo.ErrNotFound) {
 		return Translation{}, &NotFoundError{Kind: "partition", Detail: fmt.Sprintf(
 			"topic %s of mirror %s has no partition %d", topic, mirror, partition)}
 	} else if err != nil {
@@ -289,5 +293,6 @@ func (s *Service) Translate(ctx context.Context, mirror, topic string, partition
 		return Translation{}, &NotFoundError{Kind: "offset", Detail: fmt.Sprintf(
 			"nothing of %s/%d has been mirrored yet, so no offset can be translated", topic, partition)}
 	}
-	return t, nil
+	return roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: mirror, Topic: topic, Partition: partition},
+		sourceOffset, t, divergentTailOf(row.DivergentTail))
 }

@@ -57,6 +57,11 @@ type Config struct {
 	// SourceTimeout bounds the source reads of a remove's dry run
 	// (--source-timeout); default 5s.
 	SourceTimeout time.Duration
+	// Destination and SourceState (the reader of a cluster's
+	// __mirror_state) let an add's dry run with continue prove, per
+	// partition, what continuing would do; without them it is refused.
+	Destination kafkaconn.Config
+	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 }
 
 func (c *Config) validate() error {
@@ -80,6 +85,8 @@ type Service struct {
 	// insecureClear: without a key, store secrets as given.
 	insecureClear bool
 	sourceTimeout time.Duration
+	destination   kafkaconn.Config
+	sourceState   func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 }
 
 // New returns a Service.
@@ -96,6 +103,8 @@ func New(cfg Config) (*Service, error) {
 		secrets:       cfg.Secrets,
 		insecureClear: cfg.InsecureClearSecrets,
 		sourceTimeout: cmp.Or(cfg.SourceTimeout, 5*time.Second),
+		destination:   cfg.Destination,
+		sourceState:   cfg.SourceState,
 	}, nil
 }
 

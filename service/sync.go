@@ -331,13 +331,17 @@ func (s *Service) StopSourceDeletedTopics(ctx context.Context, mirror string, to
 	return stopped, nil
 }
 
-// TranslateGroupOffset maps a consumer group's committed source offset to
-// the destination for the offset sync. It follows Translate's rule (round
-// toward earlier offsets: a duplicate is acceptable, a skipped record is
-// not) and never goes past dstNext, the checkpoint's next destination
-// offset. ok is false when nothing of the partition has been mirrored.
-func (s *Service) TranslateGroupOffset(ctx context.Context, mirror, topic string, partition int32, srcOffset, dstNext int64) (Translation, bool, error) {
-	before, after, err := repo.OffsetRunsAround(ctx, s.pool, mirror, topic, partition, srcOffset)
+// TranslateGroupOffset maps a consumer group's committed source offset on
+// the partition of row to the destination for the offset sync. It follows
+// Translate's rule (round toward earlier offsets: a duplicate is
+// acceptable, a skipped record is not, and so across a kept divergent tail)
+// and never goes past the row's checkpoint (dst_next). ok is false when
+// nothing of the partition has been mirrored.
+func (s *Service) TranslateGroupOffset(ctx context.Context, row repo.Partition, srcOffset int64) (Translation, bool, error) {
+	if row.DstNext == nil {
+		return Translation{}, false, nil
+	}
+	before, after, err := repo.OffsetRunsAround(ctx, s.pool, row.Mirror, row.Topic, row.Partition, srcOffset)
 	if err != nil {
 		return Translation{}, false, err
 	}
@@ -345,8 +349,13 @@ func (s *Service) TranslateGroupOffset(ctx context.Context, mirror, topic string
 	if !ok {
 		return Translation{}, false, nil
 	}
-	if t.DestinationOffset > dstNext {
-		t.DestinationOffset, t.Exact = dstNext, false
+	t, err = roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: row.Mirror, Topic: row.Topic, Partition: row.Partition},
+		srcOffset, t, divergentTailOf(row.DivergentTail))
+	if err != nil {
+		return Translation{}, false, err
+	}
+	if t.DestinationOffset > *row.DstNext {
+		t.DestinationOffset, t.Exact = *row.DstNext, false
 	}
 	return t, true, nil
 }

@@ -74,8 +74,13 @@ type AddTopicsInput struct {
 	// proven from the offset map in the source's own __mirror_state, and
 	// mirrors only what follows it.
 	Continue bool
+	// KeepDivergent, with Continue, keeps a divergent tail (records the
+	// destination holds past the overlap that the source never had) and
+	// mirrors after it, instead of failing the partition.
+	KeepDivergent bool
 	// DryRun resolves the pattern and runs every check of a real add, then
-	// writes nothing.
+	// writes nothing. With Continue it also works out, per partition, what
+	// continuing would do (Continuation).
 	DryRun bool
 }
 
@@ -90,6 +95,9 @@ type TopicsResult struct {
 	// Failover, for a remove's dry run, is what each matched topic's
 	// destination does not have yet, sorted by topic.
 	Failover []TopicFailoverPreview `json:"failover,omitempty"`
+	// Continuation, for an add's dry run with continue, is per matched
+	// topic what continuing its destination would do, sorted by topic.
+	Continuation []TopicContinuation `json:"continuation,omitempty"`
 }
 
 // TopicMatch is a source topic that an add's pattern matched.
@@ -119,6 +127,10 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if in.Recreate && in.Continue {
 		return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "continue",
 			Message: "recreate drops the destination topic and continue keeps what it holds: give one of them"}}}
+	}
+	if in.KeepDivergent && !in.Continue {
+		return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "keep_divergent",
+			Message: "keep_divergent says what continue does with a divergent tail: give it with continue"}}}
 	}
 	rf := DefaultReplicationFactor
 	if in.ReplicationFactor != nil {
@@ -183,7 +195,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		}
 		for _, name := range names {
 			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
-				ReplicationFactor: rf, Recreate: in.Recreate, ContinueHistory: in.Continue, Partitions: matched[name]}
+				ReplicationFactor: rf, Recreate: in.Recreate, ContinueHistory: in.Continue, KeepDivergent: in.KeepDivergent, Partitions: matched[name]}
 			if t, ok := existing[name]; ok && in.ReplicationFactor == nil {
 				p.ReplicationFactor = t.ReplicationFactor // a restart keeps its factor
 			}
@@ -199,7 +211,13 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if err != nil {
 		return TopicsResult{}, err
 	}
-	return TopicsResult{Mirror: mirror, Action: "add", Topics: names, Matches: matches}, nil
+	res := TopicsResult{Mirror: mirror, Action: "add", Topics: names, Matches: matches}
+	if in.DryRun && in.Continue {
+		if res.Continuation, err = s.previewContinuation(ctx, mirror, conn, names, in.KeepDivergent); err != nil {
+			return TopicsResult{}, err
+		}
+	}
+	return res, nil
 }
 
 // topicTransition is one desired-state action on existing mirror topics.

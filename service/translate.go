@@ -1,6 +1,10 @@
 package service
 
-import "kmirror/repo"
+import (
+	"context"
+
+	"kmirror/repo"
+)
 
 // Translation is a source offset mapped to the destination.
 type Translation struct {
@@ -9,6 +13,28 @@ type Translation struct {
 	// Exact is false when the source offset fell outside every mirrored run
 	// and was rounded to the earlier side.
 	Exact bool `json:"exact"`
+}
+
+// roundDownAcrossTail applies a kept divergent tail to a translation of
+// source offset n: the offset right after the overlap a failback continued
+// from maps exactly to the first record copied after the tail, which would
+// skip the tail. A consumer resuming there has not read the tail, so it is
+// rounded down to the start of the gap the tail lies in, where the tail can
+// be reprocessed: a duplicate is acceptable, a skipped record is not.
+// Without a tail, or for any other offset, t is returned as it is.
+func roundDownAcrossTail(ctx context.Context, q repo.DBTX, id repo.PartitionID, n int64, t Translation, tail *DivergentTail) (Translation, error) {
+	if tail == nil || !t.Exact || n == 0 {
+		return t, nil
+	}
+	// The runs around n−1: the overlap's last run, and the first one after.
+	prev, next, err := repo.OffsetRunsAround(ctx, q, id.Mirror, id.Topic, id.Partition, n-1)
+	if err != nil || prev == nil || next == nil || prev.SrcStart+prev.Count != n || next.SrcStart != n {
+		return t, err
+	}
+	if gap := prev.DstStart + prev.Count; gap <= tail.Start && tail.End <= next.DstStart {
+		t.DestinationOffset, t.Exact = gap, false
+	}
+	return t, nil
 }
 
 // translateOffset maps a source offset ("the next record to read") to the

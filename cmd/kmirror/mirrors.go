@@ -34,9 +34,12 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
   --list                           list the mirrors
   --describe [--mirror NAME] [--topic REGEX] [--failed] [--json]
                                    show every mirrored partition: offsets, lag, state
-  --add      --mirror NAME --topic REGEX [--replication-factor N] [--recreate | --continue] [--wait D]
+  --add      --mirror NAME --topic REGEX [--replication-factor N]
+           [--recreate | --continue [--keep-divergent]] [--wait D | --dry-run]
                                    start mirroring source topics (creates them on
-                                   the destination, read-only while mirrored)
+                                   the destination, read-only while mirrored);
+                                   with --continue --dry-run, change nothing and
+                                   print per partition what continuing would do
   --pause    --mirror NAME --topic REGEX [--wait D]
                                    stop copying for now; the destination stays read-only
   --resume   --mirror NAME --topic REGEX [--wait D]
@@ -112,11 +115,12 @@ var mirrorsFlagActions = map[string][]string{
 	"tls-key-file":            {"create"},
 	"tls-server-name":         {"create"},
 	"config":                  {"create"},
-	"dry-run":                 {"create", "remove"},
+	"dry-run":                 {"create", "add", "remove"},
 	"skip-connectivity-check": {"create"},
 	"replication-factor":      {"add"},
 	"recreate":                {"add"},
 	"continue":                {"add"},
+	"keep-divergent":          {"add"},
 	"failed":                  {"describe"},
 	"json":                    {"describe"},
 	"wait":                    {"add", "pause", "resume", "remove"},
@@ -147,6 +151,7 @@ type mirrorsOptions struct {
 	replicationFactor int
 	recreate          bool
 	continueHistory   bool
+	keepDivergent     bool
 
 	failed bool
 	json   bool
@@ -223,11 +228,12 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM client key for the source")
 	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "server name to verify the source brokers' certificates against")
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
-	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --remove: print what a failover now would leave behind, changing nothing")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --add: resolve and check the topics, and with --continue print per partition what continuing would do; with --remove: print what a failover now would leave behind; each changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 0, "replication factor of the destination topics (default: the destination's)")
 	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
-	fs.BoolVar(&o.continueHistory, "continue", false, "fail back: accept a destination topic that holds the source's history (the source was mirrored from it), proven from the source's __mirror_state, and mirror only what follows")
+	fs.BoolVar(&o.continueHistory, "continue", false, "fail back: accept a destination topic that holds the source's history (the source was mirrored from it), proven from the source's __mirror_state (or by comparing records), and mirror only what follows")
+	fs.BoolVar(&o.keepDivergent, "keep-divergent", false, "with --continue: keep a divergent tail (destination records the source never had) and mirror after it, instead of failing the partition; the tail shows in --describe")
 	fs.BoolVar(&o.failed, "failed", false, "describe only FAILED partitions")
 	fs.BoolVar(&o.json, "json", false, "describe as JSON")
 	fs.DurationVar(&o.wait, "wait", 0, "with --add, --pause, --resume or --remove: wait up to this long (e.g. 30s, at most 5m) for every partition to get there, printing progress")
@@ -279,8 +285,11 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}
 	}
-	if o.set["wait"] && o.dryRun && o.action == "remove" {
-		return nil, usagef("--wait does not apply to --remove --dry-run: nothing is changed, so there is nothing to wait for")
+	if o.set["wait"] && o.dryRun && (o.action == "remove" || o.action == "add") {
+		return nil, usagef("--wait does not apply to --%s --dry-run: nothing is changed, so there is nothing to wait for", o.action)
+	}
+	if o.keepDivergent && !o.continueHistory {
+		return nil, usagef("--keep-divergent says what --continue does with a divergent tail: give it with --continue")
 	}
 	if o.set["wait"] && (o.wait <= 0 || o.wait > maxCLIWait) {
 		return nil, usagef("--wait %s is out of range (0s, %s]", o.wait, maxCLIWait)

@@ -152,9 +152,12 @@ func (c *mirrorsCLI) list(ctx context.Context) error {
 
 func (c *mirrorsCLI) add(ctx context.Context) error {
 	body := client.AddTopicsRequest{Topic: c.opts.topic, Recreate: ptrOrNil(c.opts.recreate),
-		Continue: ptrOrNil(c.opts.continueHistory)}
+		Continue: ptrOrNil(c.opts.continueHistory), KeepDivergent: ptrOrNil(c.opts.keepDivergent)}
 	if c.opts.set["replication-factor"] {
 		body.ReplicationFactor = ptr(c.opts.replicationFactor)
+	}
+	if c.opts.dryRun {
+		return c.previewAdd(ctx, body)
 	}
 	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, nil, body)
 	if err := c.check(resp, err, http.StatusOK); err != nil {

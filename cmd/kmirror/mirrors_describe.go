@@ -120,7 +120,8 @@ func offset(p *int) string {
 }
 
 // partitionNote says what the table's columns cannot: the partition's error
-// and retry attempt, and records lost to source retention.
+// and retry attempt, records lost to source retention, and a divergent tail
+// a failback kept.
 func partitionNote(r client.PartitionRow) string {
 	var parts []string
 	if e := val(r.Error); e != "" {
@@ -131,6 +132,10 @@ func partitionNote(r client.PartitionRow) string {
 	}
 	if n := r.LostRecords; n > 0 {
 		parts = append(parts, fmt.Sprintf("%d record(s) removed by source retention before they were mirrored", n))
+	}
+	if d := r.DivergentTail; d != nil {
+		parts = append(parts, fmt.Sprintf("kept a divergent tail: %d record(s) at destination offsets [%d, %d) that the source never had",
+			d.Records, d.StartOffset, d.EndOffset))
 	}
 	switch r.State {
 	case client.PartitionStatePreparing, client.PartitionStateMirroring, client.PartitionStatePausing, client.PartitionStateStopping:

@@ -398,7 +398,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
 		SourceTimeout: cfg.SourceTimeout, Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: secrets,
-		InsecureClearSecrets: cfg.InsecureClearSecrets})
+		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState})
 	if err != nil {
 		return err
 	}

@@ -132,6 +132,48 @@ func (e MirrorState) Valid() bool {
 	}
 }
 
+// Defines values for PartitionContinuationOutcome.
+const (
+	PartitionContinuationOutcomeContinue PartitionContinuationOutcome = "continue"
+	PartitionContinuationOutcomeCopy     PartitionContinuationOutcome = "copy"
+	PartitionContinuationOutcomeFail     PartitionContinuationOutcome = "fail"
+	PartitionContinuationOutcomeResume   PartitionContinuationOutcome = "resume"
+)
+
+// Valid indicates whether the value is a known member of the PartitionContinuationOutcome enum.
+func (e PartitionContinuationOutcome) Valid() bool {
+	switch e {
+	case PartitionContinuationOutcomeContinue:
+		return true
+	case PartitionContinuationOutcomeCopy:
+		return true
+	case PartitionContinuationOutcomeFail:
+		return true
+	case PartitionContinuationOutcomeResume:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PartitionContinuationProof.
+const (
+	PartitionContinuationProofOffsetMap PartitionContinuationProof = "offset_map"
+	PartitionContinuationProofRecords   PartitionContinuationProof = "records"
+)
+
+// Valid indicates whether the value is a known member of the PartitionContinuationProof enum.
+func (e PartitionContinuationProof) Valid() bool {
+	switch e {
+	case PartitionContinuationProofOffsetMap:
+		return true
+	case PartitionContinuationProofRecords:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PartitionOwnerEventKind.
 const (
 	PartitionOwnerEventKindPartitionOwner PartitionOwnerEventKind = "partition.owner"
@@ -494,8 +536,17 @@ type AddTopicsRequest struct {
 	// offset map in the source cluster's own __mirror_state, compares its
 	// last records, and mirrors only what follows it. A partition whose
 	// destination holds records past the last mirrored offset (a divergent
-	// tail) goes FAILED naming them. Not with recreate.
+	// tail) goes FAILED naming them, unless keep_divergent. Where the
+	// source's __mirror_state has no mirror of the partition, the
+	// destination's last records are found on the source and compared one
+	// by one instead. Not with recreate.
 	Continue *bool `json:"continue,omitempty"`
+
+	// KeepDivergent KeepDivergent, with continue, keeps a divergent tail and mirrors
+	// after it instead of failing the partition: the tail's range is in
+	// describe (divergent_tail) and in the partition's event, and offset
+	// translation rounds down across it.
+	KeepDivergent *bool `json:"keep_divergent,omitempty"`
 
 	// Recreate Recreate, when restarting a stopped topic, drops and recreates the
 	// destination topic instead of failing on divergent writes.
@@ -573,6 +624,24 @@ type CreateMirrorRequest struct {
 
 // DesiredState defines model for DesiredState.
 type DesiredState string
+
+// DivergentTail defines model for DivergentTail.
+type DivergentTail struct {
+	// EndOffset Example: 10652
+	EndOffset int `json:"end_offset"`
+
+	// Records Records is how many records it holds (transaction markers and
+	// aborted records not counted).
+	//
+	// Example: 412
+	Records int `json:"records"`
+
+	// StartOffset StartOffset and EndOffset bound the tail: destination offsets
+	// [start_offset, end_offset).
+	//
+	// Example: 10240
+	StartOffset int `json:"start_offset"`
+}
 
 // Event defines model for Event.
 type Event struct {
@@ -821,6 +890,91 @@ type MirrorStatus struct {
 	Topics int `json:"topics"`
 }
 
+// PartitionContinuation defines model for PartitionContinuation.
+type PartitionContinuation struct {
+	// DestinationEndOffset Example: 10652
+	DestinationEndOffset int `json:"destination_end_offset"`
+
+	// DestinationStartOffset The destination partition's offsets [start, end) and the source's
+	// last stable offset, read for this call.
+	//
+	// Example: 0
+	DestinationStartOffset int `json:"destination_start_offset"`
+
+	// Detail Detail says how the overlap was proven, or why it cannot be.
+	//
+	// Example: destination offsets up to 10239 are the source's up to 10239, by mirror ab's offset map
+	Detail string `json:"detail"`
+
+	// DivergentTail DivergentTail is what the destination holds past the overlap that
+	// the source never had; null when there is none.
+	DivergentTail *DivergentTail `json:"divergent_tail"`
+
+	// Outcome Outcome: copy (the destination holds nothing: copied from the
+	// source's start), resume (this mirror wrote the destination and resumes
+	// from its own checkpoint), continue (the destination's records are
+	// proven to be the source's history: only what follows is copied) or
+	// fail (the partition would go FAILED; detail says why).
+	//
+	// Example: continue
+	Outcome PartitionContinuationOutcome `json:"outcome"`
+
+	// OverlapDestinationOffset Example: 10239
+	OverlapDestinationOffset *int `json:"overlap_destination_offset"`
+
+	// OverlapSourceOffset OverlapSourceOffset and OverlapDestinationOffset are the last record
+	// both clusters hold (source and destination offsets); null when
+	// nothing was proven.
+	//
+	// Example: 10239
+	OverlapSourceOffset *int `json:"overlap_source_offset"`
+
+	// Partition Example: 0
+	Partition int `json:"partition"`
+
+	// Proof Proof: offset_map (the offset map of the mirror that copied the other
+	// way, from the source's __mirror_state, its last record compared on
+	// both clusters) or records (the destination's last records found on
+	// the source and compared one by one). Absent unless outcome is
+	// continue.
+	//
+	// Example: offset_map
+	Proof *PartitionContinuationProof `json:"proof,omitempty"`
+
+	// ProvenBy ProvenBy names the mirror whose offset map proved the overlap.
+	//
+	// Example: ab
+	ProvenBy *string `json:"proven_by,omitempty"`
+
+	// RecordsToCopy RecordsToCopy is the source offsets left to copy from where
+	// mirroring would start to the source's end (transaction markers and
+	// aborted records count, and are never copied).
+	//
+	// Example: 260
+	RecordsToCopy int `json:"records_to_copy"`
+
+	// SourceEndOffset Example: 10500
+	SourceEndOffset int `json:"source_end_offset"`
+}
+
+// PartitionContinuationOutcome Outcome: copy (the destination holds nothing: copied from the
+// source's start), resume (this mirror wrote the destination and resumes
+// from its own checkpoint), continue (the destination's records are
+// proven to be the source's history: only what follows is copied) or
+// fail (the partition would go FAILED; detail says why).
+//
+// Example: continue
+type PartitionContinuationOutcome string
+
+// PartitionContinuationProof Proof: offset_map (the offset map of the mirror that copied the other
+// way, from the source's __mirror_state, its last record compared on
+// both clusters) or records (the destination's last records found on
+// the source and compared one by one). Absent unless outcome is
+// continue.
+//
+// Example: offset_map
+type PartitionContinuationProof string
+
 // PartitionFailoverPreview defines model for PartitionFailoverPreview.
 type PartitionFailoverPreview struct {
 	// Lag Lag is source_end_offset − next_offset (never below 0): the records
@@ -1061,6 +1215,11 @@ type PartitionRow struct {
 	//
 	// Example: 66
 	DestinationOffset *int `json:"destination_offset"`
+
+	// DivergentTail DivergentTail is the tail a failback with keep_divergent kept and
+	// mirrored after: destination records the source never had, for
+	// someone to reprocess. Null when none was kept.
+	DivergentTail *DivergentTail `json:"divergent_tail"`
 
 	// Error Error is the partition's current error: why it is FAILED, or what
 	// it keeps retrying in its state; null when there is none.
@@ -1631,6 +1790,21 @@ type Topic struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// TopicContinuation defines model for TopicContinuation.
+type TopicContinuation struct {
+	// DestinationMissing DestinationMissing: the destination has no such topic yet; it would be
+	// created and copied whole.
+	//
+	// Example: false
+	DestinationMissing bool `json:"destination_missing"`
+
+	// Partitions Partitions are the source topic's partitions, by number.
+	Partitions []PartitionContinuation `json:"partitions"`
+
+	// Topic Example: orders
+	Topic string `json:"topic"`
+}
+
 // TopicDetail defines model for TopicDetail.
 type TopicDetail struct {
 	// CreatedAt Example: 2026-01-02T15:04:05Z
@@ -1766,6 +1940,12 @@ type TopicsRequest struct {
 type TopicsResult struct {
 	// Action Example: add
 	Action TopicsAction `json:"action"`
+
+	// Continuation Continuation, for an add with dry_run and continue, is per matched
+	// topic (sorted) what each partition would do when it starts: how the
+	// overlap with the source is proven, what is left to copy, and any
+	// divergent tail.
+	Continuation *[]TopicContinuation `json:"continuation,omitempty"`
 
 	// Failover Failover, for a remove with dry_run, is per matched topic (sorted)
 	// what the destination does not have yet: what a failover now would
@@ -2324,7 +2504,7 @@ type ClientInterface interface {
 
 	// AddTopicsWithBody Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2333,7 +2513,7 @@ type ClientInterface interface {
 
 	// AddTopics Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2688,7 +2868,7 @@ func (c *Client) TranslateOffset(ctx context.Context, mirror string, topic strin
 
 // AddTopicsWithBody Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2707,7 +2887,7 @@ func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, params *A
 
 // AddTopics Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4233,7 +4413,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithBodyWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4242,7 +4422,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6253,7 +6433,7 @@ func (c *ClientWithResponses) TranslateOffsetWithResponse(ctx context.Context, m
 
 // AddTopicsWithBodyWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6268,7 +6448,7 @@ func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context,
 
 // AddTopicsWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches. The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

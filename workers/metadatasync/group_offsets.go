@@ -271,7 +271,7 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 			continue
 		}
 		part := p.parts[topicPartition{off.Topic, off.Partition}]
-		tr, ok, err := p.svc().TranslateGroupOffset(p.ctx, p.mirror.Name, off.Topic, off.Partition, off.At, *part.DstNext)
+		tr, ok, err := p.svc().TranslateGroupOffset(p.ctx, part, off.At)
 		if err != nil {
 			if p.ctx.Err() != nil {
 				return gs, errSyncLeaseLost

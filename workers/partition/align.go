@@ -76,7 +76,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 		// First start: the destination partition must hold nothing, unless
 		// the topic was added to continue the history it holds.
 		if E > dstOff.Start && desire.continueHistory {
-			return w.continueHistory(ctx, src, srcOff, dstOff)
+			return w.continueHistory(ctx, src, desire, srcOff, dstOff)
 		}
 		if E > dstOff.Start {
 			return alignResult{}, permanent("destination %s/%d already holds records [%d, %d) that this mirror did not write; "+
@@ -92,7 +92,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	// stopped: if the other side mirrored back into it (a failback in the
 	// other direction), the history is proven afresh from the source.
 	if desire.continueHistory && E != d {
-		res, err := w.continueHistory(ctx, src, srcOff, dstOff)
+		res, err := w.continueHistory(ctx, src, desire, srcOff, dstOff)
 		if !errors.Is(err, errNotAFailback) {
 			return res, err
 		}

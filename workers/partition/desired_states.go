@@ -34,6 +34,9 @@ type topicDesire struct {
 	// continueHistory: a destination holding the source's history is
 	// proven and continued (continue.go).
 	continueHistory bool
+	// keepDivergent: with continueHistory, a divergent tail is kept and
+	// mirroring goes on after it.
+	keepDivergent bool
 }
 
 func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
@@ -86,7 +89,8 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 	present := map[string]bool{}
 	for _, r := range rows {
 		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
-			replicationFactor: r.ReplicationFactor, recreate: r.Recreate, continueHistory: r.ContinueHistory}
+			replicationFactor: r.ReplicationFactor, recreate: r.Recreate, continueHistory: r.ContinueHistory,
+			keepDivergent: r.KeepDivergent}
 		present[r.Mirror] = true
 	}
 	d.store(m)

@@ -3,6 +3,7 @@ package partition_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,12 @@ func TestScenarioFailback(t *testing.T) {
 		workertest.ProduceRecords(t, workertest.Plain(a), seq("ledger", p, "a", 20)...)
 	}
 	produceTransactionsEnding(t, a, "ledger", 2, []bool{true, false})
-	ab.CreateMirror("ab", "orders|payments|ledger")
+	// refunds will hold a divergent tail that the failback keeps.
+	if err := ab.Clusters.Source.CreateTopic("refunds", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	workertest.ProduceRecords(t, workertest.Plain(a), seq("refunds", 0, "a", 20)...)
+	ab.CreateMirror("ab", "orders|payments|ledger|refunds")
 	ab.StartInstanceOpts("a-to-b", workertest.InstanceOpts{SourceState: statetopic.ReadState})
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: ab.Pool, Destination: workertest.Plain(b),
 		Partitions: 3, Interval: 50 * time.Millisecond, CheckpointInterval: 200 * time.Millisecond, Logger: workertest.Logger()})
@@ -73,9 +79,10 @@ func TestScenarioFailback(t *testing.T) {
 	for _, topic := range []string{"orders", "payments", "ledger"} {
 		workertest.WaitMirrored(t, ab.Env, topic, 2, 30*time.Second)
 	}
+	workertest.WaitMirrored(t, ab.Env, "refunds", 1, 30*time.Second)
 
 	// Failover: the topics stop on B's side and B takes writes.
-	if _, err := ab.Svc.RemoveTopics(ctx, "ab", "orders|payments|ledger"); err != nil {
+	if _, err := ab.Svc.RemoveTopics(ctx, "ab", "orders|payments|ledger|refunds"); err != nil {
 		t.Fatal(err)
 	}
 	ab.WaitStates("ab", service.StateStopped, 20*time.Second)
@@ -97,11 +104,17 @@ func TestScenarioFailback(t *testing.T) {
 	defer bAdm.Close()
 	if err := bAdm.CommitAllOffsets(ctx, "readers", kadm.OffsetsList{
 		{Topic: "orders", Partition: 0, At: 23, LeaderEpoch: -1},
-		{Topic: "orders", Partition: 1, At: 33, LeaderEpoch: -1}}.Offsets()); err != nil {
+		{Topic: "orders", Partition: 1, At: 33, LeaderEpoch: -1},
+		// At B's first new record: across the tail A kept, rounded down.
+		{Topic: "refunds", Partition: 0, At: 20, LeaderEpoch: -1}}.Offsets()); err != nil {
 		t.Fatal(err)
 	}
 	// An unplanned failover: A took writes B never had.
 	workertest.ProduceRecords(t, workertest.Plain(a), seq("payments", 1, "late-on-a", 3)...)
+	waitStoppedPublished(t, b, "ab", []string{"refunds"}, 1)
+	refundsBefore := values(workertest.ReadAll(t, a, "refunds", 0, true))
+	workertest.ProduceRecords(t, workertest.Plain(a), seq("refunds", 0, "late-on-a", 2)...)
+	workertest.ProduceRecords(t, workertest.Plain(b), seq("refunds", 0, "b", 15)...)
 
 	// Failback: deployment ba mirrors B into A, continuing what A holds.
 	ba := &engineEnv{workertest.NewEnvOn(t, ab.Clusters)}
@@ -110,7 +123,11 @@ func TestScenarioFailback(t *testing.T) {
 		Source: service.SourceInput{BootstrapServers: b}}, service.WriteOpts{}); err != nil {
 		t.Fatal(err)
 	}
+	checkContinuationPreview(t, ba, a)
 	if _, err := ba.Svc.AddTopics(ctx, "ba", service.AddTopicsInput{Topic: "orders|payments|ledger", Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ba.Svc.AddTopics(ctx, "ba", service.AddTopicsInput{Topic: "refunds", Continue: true, KeepDivergent: true}); err != nil {
 		t.Fatal(err)
 	}
 	ba.StartInstanceOpts("b-to-a", workertest.InstanceOpts{Dest: workertest.Plain(a), SourceState: statetopic.ReadState, Sync: true})
@@ -130,6 +147,35 @@ func TestScenarioFailback(t *testing.T) {
 	})
 	if !strings.Contains(tail.Error, "divergent tail") || !strings.Contains(tail.Error, "3 record(s) at offsets [37, 40)") {
 		t.Errorf("payments/1's error does not name the 3-record divergent tail: %q", tail.Error)
+	}
+
+	// refunds kept its tail (A's offsets 20 and 21) and continued after it.
+	kept := ba.waitPartition("ba", "refunds", 0, 30*time.Second, "MIRRORING after its kept tail", func(r repo.Partition) bool {
+		return r.State == service.StateMirroring && r.DstNext != nil
+	})
+	if d := kept.DivergentTail; d == nil || *d != (repo.DivergentTail{Start: 20, End: 22, Records: 2}) {
+		t.Errorf("refunds/0's row keeps divergent tail %+v, want [20, 22) of 2 records", d)
+	}
+	if _, msgs := ba.stateEvents("ba", "refunds", 0); !strings.Contains(strings.Join(msgs, " | "),
+		"kept a divergent tail of 2 record(s) at destination offsets [20, 22)") {
+		t.Errorf("refunds/0's events do not name the kept tail: %v", msgs)
+	}
+	wantRefunds := append(append(append([]string{}, refundsBefore...), values(seq("refunds", 0, "late-on-a", 2))...),
+		values(seq("refunds", 0, "b", 15))...)
+	workertest.WaitFor(t, 30*time.Second, "refunds/0 on A to be its history, its tail and B's new records", func() (bool, string) {
+		got := values(workertest.ReadAll(t, a, "refunds", 0, true))
+		return strings.Join(got, ",") == strings.Join(wantRefunds, ","), fmt.Sprintf("%d records, want %d", len(got), len(wantRefunds))
+	})
+	// B's offset 20, its first new record, is A's 22 exactly; a consumer
+	// resuming there never read the tail, so it rounds down to the tail.
+	for src, want := range map[int64]service.Translation{
+		19: {SourceOffset: 19, DestinationOffset: 19, Exact: true},
+		20: {SourceOffset: 20, DestinationOffset: 20, Exact: false},
+		21: {SourceOffset: 21, DestinationOffset: 23, Exact: true},
+	} {
+		if tr, err := ba.Svc.Translate(ctx, "ba", "refunds", 0, src); err != nil || tr != want {
+			t.Errorf("B's refunds/0 offset %d translates to %+v (%v), want %+v", src, tr, err, want)
+		}
 	}
 
 	// A holds its old records, then exactly B's new ones.
@@ -175,6 +221,9 @@ func TestScenarioFailback(t *testing.T) {
 		if o, ok := got.Lookup("orders", p); !ok || o.At != want {
 			t.Errorf("group readers on A, orders/%d: %+v, want offset %d", p, o, want)
 		}
+	}
+	if o, ok := got.Lookup("refunds", 0); !ok || o.At != 20 {
+		t.Errorf("group readers on A, refunds/0: %+v, want offset 20, the start of the kept tail", o)
 	}
 	steps, msgs := ba.stateEvents("ba", "orders", 0)
 	if len(msgs) == 0 || !strings.Contains(strings.Join(msgs, " | "), "continued: destination offsets up to") {
@@ -230,6 +279,56 @@ func TestScenarioFailback(t *testing.T) {
 	}
 }
 
+// checkContinuationPreview checks what an add's dry run with continue says
+// ba would do on A, before anything is added: each partition's proof, what
+// is left to copy, and the divergent tails, with and without
+// keep_divergent.
+func checkContinuationPreview(t *testing.T, ba *engineEnv, a string) {
+	t.Helper()
+	svc, err := service.New(service.Config{Pool: ba.Pool, Catalog: service.KafkaCatalog(5 * time.Second),
+		Destination: workertest.Plain(a), SourceState: statetopic.ReadState})
+	if err != nil {
+		t.Fatal(err)
+	}
+	preview := func(keep bool) map[string]service.PartitionContinuation {
+		res, err := svc.AddTopics(t.Context(), "ba", service.AddTopicsInput{Topic: "orders|payments|refunds",
+			Continue: true, KeepDivergent: keep, DryRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]service.PartitionContinuation{}
+		for _, tc := range res.Continuation {
+			for _, p := range tc.Partitions {
+				out[fmt.Sprintf("%s/%d", tc.Topic, p.Partition)] = p
+			}
+		}
+		return out
+	}
+	got := preview(false)
+	if len(got) != 5 {
+		t.Fatalf("the preview has %d partitions, want 5: %+v", len(got), got)
+	}
+	o := got["orders/0"]
+	if o.Outcome != service.ContinueAfterOverlap || o.Proof != service.ProofOffsetMap || o.ProvenBy != "ab" ||
+		o.RecordsToCopy != 15 || o.DivergentTail != nil || o.OverlapSourceOffset == nil || *o.OverlapSourceOffset != 30 {
+		t.Errorf("orders/0 preview: %+v, want continue by ab's offset map from B's offset 30, 15 to copy", o)
+	}
+	if p := got["payments/1"]; p.Outcome != service.ContinueRefused || p.DivergentTail == nil ||
+		*p.DivergentTail != (service.DivergentTail{Start: 37, End: 40, Records: 3}) || !strings.Contains(p.Detail, "keep_divergent") {
+		t.Errorf("payments/1 preview: %+v, want fail on the 3-record tail at [37, 40)", p)
+	}
+	if r := got["refunds/0"]; r.Outcome != service.ContinueRefused || r.DivergentTail == nil || r.DivergentTail.Records != 2 {
+		t.Errorf("refunds/0 preview without keep_divergent: %+v, want fail on a 2-record tail", r)
+	}
+	if r := preview(true)["refunds/0"]; r.Outcome != service.ContinueAfterOverlap || r.DivergentTail == nil ||
+		*r.DivergentTail != (service.DivergentTail{Start: 20, End: 22, Records: 2}) || r.RecordsToCopy != 15 {
+		t.Errorf("refunds/0 preview with keep_divergent: %+v, want continue after the tail [20, 22), 15 to copy", r)
+	}
+	if n := len(ba.Partitions("ba")); n != 0 {
+		t.Errorf("the dry runs wrote %d partition rows", n)
+	}
+}
+
 // waitStoppedPublished waits until the __mirror_state at addr holds each
 // partition of the topics STOPPED with its last mirrored offsets.
 func waitStoppedPublished(t *testing.T, addr, mirror string, topics []string, partitions int32) {
@@ -247,7 +346,7 @@ func waitStoppedPublished(t *testing.T, addr, mirror string, topics []string, pa
 		}
 		stopped := 0
 		for _, r := range snap.Partitions {
-			if r.Mirror == mirror && r.State == service.StateStopped && r.LastMirroredSrc != nil {
+			if r.Mirror == mirror && slices.Contains(topics, r.Topic) && r.State == service.StateStopped && r.LastMirroredSrc != nil {
 				stopped++
 			}
 		}

@@ -93,9 +93,9 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 		t.Fatalf("the control tracks ACLs %+v (%v), want the 4 source ACLs", controlACLs, err)
 	}
 	waitPublished(t, ctx, env.Pool, dstConn)
-	controlDstNext := map[int32]int64{}
+	controlRows := map[int32]repo.Partition{}
 	for _, p := range env.Partitions("m") {
-		controlDstNext[p.Partition] = *p.DstNext
+		controlRows[p.Partition] = p
 	}
 
 	// The database is lost: the instance and the relay die with it.
@@ -203,7 +203,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 		}
 		for p := int32(0); p < e2ePartitions; p++ {
 			srcAt, _ := committed.Lookup(e2eTopic, p)
-			want, ok, err := control.TranslateGroupOffset(ctx, "m", e2eTopic, p, srcAt.At, controlDstNext[p])
+			want, ok, err := control.TranslateGroupOffset(ctx, controlRows[p], srcAt.At)
 			if err != nil || !ok {
 				t.Fatalf("control translation of %s/%d@%d: %v %v", g, p, srcAt.At, ok, err)
 			}

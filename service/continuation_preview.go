@@ -1,0 +1,168 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+)
+
+// TopicContinuation is what an add with continue would do with one topic's
+// destination, per partition.
+type TopicContinuation struct {
+	Topic string `json:"topic"`
+	// DestinationMissing: the destination has no such topic; it would be
+	// created and copied from the source's start.
+	DestinationMissing bool                    `json:"destination_missing"`
+	Partitions         []PartitionContinuation `json:"partitions"`
+}
+
+// continuationPreviewTimeout bounds an add's dry run with continue: each
+// partition may read a few hundred records from both clusters.
+const continuationPreviewTimeout = 60 * time.Second
+
+// previewContinuation works out, for an add's dry run with continue, what
+// each partition of the topics would do when it starts: the proof the
+// partition workers would run, with nothing written. A cluster that does
+// not answer is an *UnavailableError.
+func (s *Service) previewContinuation(ctx context.Context, mirror string, conn kafkaconn.Config, names []string,
+	keepDivergent bool) ([]TopicContinuation, error) {
+	if s.sourceState == nil || len(s.destination.BootstrapServers) == 0 {
+		return nil, &UnavailableError{Dependency: "destination cluster",
+			Detail: "this server was started without a destination cluster, so it cannot preview a continuation"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, continuationPreviewTimeout)
+	defer cancel()
+	latest, err := s.sourceState(ctx, conn)
+	if err != nil && !errors.Is(err, ErrStateTopicMissing) {
+		return nil, sourceUnavailable(conn, fmt.Errorf("read %s: %w", StateTopic, err))
+	}
+	snap, err := DecodeState(latest)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: mirror, Topics: names})
+	if err != nil {
+		return nil, err
+	}
+	own := map[repo.PartitionID]repo.Partition{}
+	for _, r := range rows {
+		own[repo.PartitionID{Mirror: r.Mirror, Topic: r.Topic, Partition: r.Partition}] = r
+	}
+	srcAdm, err := conn.NewAdmin()
+	if err != nil {
+		return nil, sourceUnavailable(conn, err)
+	}
+	defer srcAdm.Close()
+	dstAdm, err := s.destination.NewAdmin()
+	if err != nil {
+		return nil, destinationUnavailable(err)
+	}
+	defer dstAdm.Close()
+
+	out := make([]TopicContinuation, len(names))
+	type job struct {
+		topic, partition int // indexes into out
+		in               ContinuationInput
+	}
+	var jobs []job
+	for i, name := range names {
+		out[i] = TopicContinuation{Topic: name, Partitions: []PartitionContinuation{}}
+		srcOffs, err := kafkaconn.ReadTopicOffsets(ctx, srcAdm, name, true)
+		if err != nil {
+			return nil, sourceUnavailable(conn, err)
+		}
+		dstOffs, err := kafkaconn.ReadTopicOffsets(ctx, dstAdm, name, false)
+		if err != nil {
+			return nil, destinationUnavailable(err)
+		}
+		for p := int32(0); ; p++ {
+			srcOff, err := srcOffs.Partition(p)
+			if errors.Is(err, kafkaconn.ErrTopicMissing) {
+				break
+			} else if err != nil {
+				return nil, sourceUnavailable(conn, err)
+			}
+			dstOff, err := dstOffs.Partition(p)
+			if errors.Is(err, kafkaconn.ErrTopicMissing) {
+				out[i].DestinationMissing = out[i].DestinationMissing || p == 0
+				dstOff = kafkaconn.PartitionOffsets{} // created empty
+			} else if err != nil {
+				return nil, destinationUnavailable(err)
+			}
+			if r, ok := own[repo.PartitionID{Mirror: mirror, Topic: name, Partition: p}]; ok && r.DstNext != nil && r.SrcNext != nil &&
+				!movedByAFailback(snap, name, p, dstOff.End, *r.DstNext) {
+				out[i].Partitions = append(out[i].Partitions, resumeContinuation(r, srcOff, dstOff))
+				continue
+			}
+			out[i].Partitions = append(out[i].Partitions, PartitionContinuation{Partition: p})
+			jobs = append(jobs, job{topic: i, partition: int(p), in: ContinuationInput{Topic: name, Partition: p, Source: conn,
+				SourceAdmin: srcAdm, Destination: s.destination, SourceState: snap, SourceOffsets: srcOff,
+				DestinationOffsets: dstOff, KeepDivergent: keepDivergent}})
+		}
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, tailReadParallelism)
+	for _, j := range jobs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			pc, err := ProveContinuation(ctx, j.in)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("%s/%d: %w", j.in.Topic, j.in.Partition, err)
+				}
+				mu.Unlock()
+				return
+			}
+			out[j.topic].Partitions[j.partition] = pc // each job its own element
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, &UnavailableError{Dependency: "kafka", Detail: fmt.Sprintf("proving a continuation: %v", first)}
+	}
+	return out, nil
+}
+
+// movedByAFailback says whether a restarted partition's destination, which
+// this mirror wrote up to dstNext, was written past it by a mirror in the
+// other direction: the only case a restart with continue proves again (as
+// the partition workers do).
+func movedByAFailback(snap StateSnapshot, topic string, partition int32, end, dstNext int64) bool {
+	if end == dstNext {
+		return false
+	}
+	found := StoppedMirrorsOf(snap, topic, partition)
+	return len(found) == 1 && *found[0].LastMirroredSrc >= dstNext
+}
+
+// resumeContinuation is a restarted partition that resumes from its own
+// checkpoint, aligning against the destination as any restart does.
+func resumeContinuation(r repo.Partition, srcOff, dstOff kafkaconn.PartitionOffsets) PartitionContinuation {
+	pc := PartitionContinuation{Partition: r.Partition, Outcome: ContinueResume,
+		DestinationStartOffset: dstOff.Start, DestinationEndOffset: dstOff.End, SourceEndOffset: srcOff.End,
+		OverlapSourceOffset: r.LastMirroredSrc, OverlapDestinationOffset: r.LastMirroredDst,
+		RecordsToCopy: max(srcOff.End-*r.SrcNext, 0), DivergentTail: divergentTailOf(r.DivergentTail)}
+	pc.Detail = fmt.Sprintf("this mirror wrote the destination up to offset %d: it resumes from its checkpoint at source offset %d",
+		*r.DstNext, *r.SrcNext)
+	if dstOff.End != *r.DstNext {
+		pc.Detail += fmt.Sprintf(" after aligning with the destination, which now ends at %d (records compared when it starts)", dstOff.End)
+	}
+	return pc
+}
+
+// destinationUnavailable turns a failed destination request into an
+// *UnavailableError.
+func destinationUnavailable(err error) error {
+	return &UnavailableError{Dependency: "destination cluster", Detail: fmt.Sprintf("destination cluster: %v", err)}
+}
