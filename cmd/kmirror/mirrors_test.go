@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -302,6 +303,8 @@ func TestMirrorsUsage(t *testing.T) {
 		{"wait with describe", []string{"--describe", "--wait", "1s"}, "--wait does not apply to --describe"},
 		{"bad config", []string{"--create", "--mirror", "m", "--source-bootstrap", "h:1", "--config", "novalue"}, `"novalue" is not KEY=VALUE`},
 		{"bad server", []string{"--server", "ftp://x", "--list"}, `--server "ftp://x" is not an http(s) URL`},
+		{"keep-divergent without continue", []string{"--add", "--mirror", "m", "--topic", "t", "--keep-divergent"}, "give it with --continue"},
+		{"wait with add's dry run", []string{"--add", "--mirror", "m", "--topic", "t", "--continue", "--dry-run", "--wait", "1s"}, "--wait does not apply to --add --dry-run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errOut := runMirrors(t, tc.args...)
@@ -362,5 +365,34 @@ func TestDescribeTable(t *testing.T) {
 	if want := "m/t/3: no live owner: the state is what the last owner left, until another instance takes over " +
 		"(i1 last renewed 2026-12-02T10:00:00Z)\n"; !strings.HasSuffix(b.String(), "\n"+want) || strings.Contains(b.String(), "m/t/4") {
 		t.Errorf("rows without a live owner:\n%s\nwant the note\n%s", b.String(), want)
+	}
+}
+
+// TestContinuationTable checks how --add --continue --dry-run prints each
+// outcome: the overlap, records to copy and a divergent tail in columns, a
+// failing partition's reason in full below the table, and the sum.
+func TestContinuationTable(t *testing.T) {
+	t.Parallel()
+	n := func(v int) *int { return &v }
+	proof := client.PartitionContinuationProofOffsetMap
+	var b bytes.Buffer
+	writeContinuationTable(&b, "ba", []client.TopicContinuation{{Topic: "orders", Partitions: []client.PartitionContinuation{
+		{Partition: 0, Outcome: client.PartitionContinuationOutcomeContinue, Proof: &proof, OverlapSourceOffset: n(30),
+			OverlapDestinationOffset: n(36), RecordsToCopy: 15},
+		{Partition: 1, Outcome: client.PartitionContinuationOutcomeFail, RecordsToCopy: 0,
+			DivergentTail: &client.DivergentTail{StartOffset: 37, EndOffset: 40, Records: 3}, Detail: "the destination holds 3 record(s)"},
+		{Partition: 2, Outcome: client.PartitionContinuationOutcomeCopy, RecordsToCopy: 7},
+	}}})
+	want := strings.Join([]string{
+		fmt.Sprintf(continuationFormat, "MIRROR", "TOPIC", "PARTITION", "OUTCOME", "PROOF", "OVERLAP-SRC→DST", "TO-COPY", "DIVERGENT-TAIL"),
+		fmt.Sprintf(continuationFormat, "ba", "orders", "0", "continue", "offset_map", "30→36", "15", "-"),
+		fmt.Sprintf(continuationFormat, "ba", "orders", "1", "fail", "-", "-", "0", "3 in [37, 40)"),
+		fmt.Sprintf(continuationFormat, "ba", "orders", "2", "copy", "-", "-", "7", "-"),
+		"  orders/1: the destination holds 3 record(s)\n",
+		"Adding would copy up to 22 source offset(s) for 2 partition(s); 1 partition(s) hold a divergent tail; " +
+			"1 partition(s) would go FAILED (above); nothing was changed (dry run).\n",
+	}, "")
+	if got := b.String(); got != want {
+		t.Errorf("table:\n%s\nwant:\n%s", got, want)
 	}
 }
