@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	httpSwagger "github.com/swaggo/http-swagger/v2"
 
 	"kmirror/service"
 )
@@ -207,5 +206,5 @@ func mountDocs(r chi.Router, spec []byte) {
 	// The docs page's own doc.json is the same document (swag's registry,
 	// which it would read, is not used).
 	r.Get("/docs/doc.json", serveSpec)
-	r.Get("/docs/*", httpSwagger.Handler(httpSwagger.URL("/openapi.json")))
+	mountDocsPage(r)
 }

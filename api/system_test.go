@@ -234,9 +234,16 @@ func TestDocs(t *testing.T) {
 		}
 	}
 	r := e.do(t, "GET", "/docs/index.html", nil)
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), "swagger") {
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "swagger-ui-bundle.js") {
 		t.Errorf("/docs/index.html: %d %.200s", r.status, r.body)
 	}
+	if r := e.do(t, "GET", "/docs/swagger-initializer.js", nil); r.status != http.StatusOK || !strings.Contains(string(r.body), `url: "/openapi.json"`) {
+		t.Errorf("/docs/swagger-initializer.js: %d %.200s; want it to load /openapi.json", r.status, r.body)
+	}
+	if r := e.do(t, "GET", "/docs/swagger-ui-bundle.js", nil); r.status != http.StatusOK || len(r.body) < 100_000 {
+		t.Errorf("/docs/swagger-ui-bundle.js: %d, %d bytes", r.status, len(r.body))
+	}
+	wantProblem(t, e.do(t, "GET", "/docs/nope.js", nil), http.StatusNotFound, "not-found", "docs page")
 }
 
 func TestReadyzDatabaseDown(t *testing.T) {
