@@ -4,7 +4,10 @@
 // nothing until a test calls Init, so production code raises them freely.
 package testsignal
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // TB is the part of testing.TB the waits use. It is declared here so that a
 // binary whose components raise signals does not link the testing package;
@@ -21,15 +24,16 @@ const WaitTimeout = 15 * time.Second
 
 // Signal is one point of interest carrying a value of type T.
 type Signal[T any] struct {
-	ch chan T
+	ch      chan T
+	dropped atomic.Int64 // raised while the buffer was full
 }
 
 // Init makes the signal deliver; call it before the component starts.
 func (s *Signal[T]) Init() { s.ch = make(chan T, 10_000) }
 
 // Signal raises the signal with v. It never blocks: without Init it does
-// nothing, and a test that lets more than the buffer pile up loses the
-// excess.
+// nothing, and a value raised while the buffer is full is counted, and
+// fails the test at its next wait or check.
 func (s *Signal[T]) Signal(v T) {
 	if s.ch == nil {
 		return
@@ -37,6 +41,16 @@ func (s *Signal[T]) Signal(v T) {
 	select {
 	case s.ch <- v:
 	default:
+		s.dropped.Add(1)
+	}
+}
+
+// requireNoneDropped fails the test if a value was lost to a full buffer:
+// what the test waits for may be among them.
+func (s *Signal[T]) requireNoneDropped(tb TB) {
+	tb.Helper()
+	if n := s.dropped.Load(); n > 0 {
+		tb.Fatalf("testsignal: %d signal(s) dropped: the buffer was full", n)
 	}
 }
 
@@ -47,6 +61,7 @@ func (s *Signal[T]) WaitOrTimeout(tb TB) T {
 	if s.ch == nil {
 		tb.Fatal("testsignal: WaitOrTimeout on a signal that was not initialized")
 	}
+	s.requireNoneDropped(tb)
 	select {
 	case v := <-s.ch:
 		return v
@@ -62,6 +77,7 @@ func (s *Signal[T]) C() <-chan T { return s.ch }
 // RequireEmpty fails the test if a value is waiting.
 func (s *Signal[T]) RequireEmpty(tb TB) {
 	tb.Helper()
+	s.requireNoneDropped(tb)
 	select {
 	case v := <-s.ch:
 		tb.Fatalf("testsignal: unexpected signal %v", v)
