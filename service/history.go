@@ -118,9 +118,7 @@ func (h *History) Start(ctx context.Context) error {
 
 // Stop ends sampling; what was sampled is still served.
 func (h *History) Stop() {
-	if h.StopInit() {
-		h.Halt()
-	}
+	h.StopAndHalt()
 }
 
 func (h *History) run(ctx context.Context) {

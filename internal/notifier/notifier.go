@@ -130,9 +130,7 @@ func (n *Notifier) Start(ctx context.Context) error {
 
 // Stop closes the connection.
 func (n *Notifier) Stop() {
-	if n.StopInit() {
-		n.Halt()
-	}
+	n.StopAndHalt()
 }
 
 func (n *Notifier) run(ctx context.Context) {

@@ -75,6 +75,17 @@ func (b *Base) StopInit() bool {
 	return true
 }
 
+// StopAndHalt is a Stop's usual start: when this call is the one that stops
+// the running service, it cancels the context and waits for the goroutines,
+// and reports true; otherwise it does nothing and reports false.
+func (b *Base) StopAndHalt() bool {
+	if !b.StopInit() {
+		return false
+	}
+	b.Halt()
+	return true
+}
+
 // Halt cancels the service's context and waits for every goroutine that Go
 // started.
 func (b *Base) Halt() {

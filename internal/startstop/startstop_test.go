@@ -31,10 +31,9 @@ func (r *recorder) Start(ctx context.Context) error {
 }
 
 func (r *recorder) Stop() {
-	if !r.StopInit() {
+	if !r.StopAndHalt() {
 		return
 	}
-	r.Halt()
 	r.note("stop " + r.name)
 }
 

@@ -82,17 +82,14 @@ func (h *Heartbeat) run(ctx context.Context) {
 // Crash ends heartbeating without marking the instance stopped, as a
 // crashed process would. It exists for crash tests.
 func (h *Heartbeat) Crash() {
-	if h.StopInit() {
-		h.Halt()
-	}
+	h.StopAndHalt()
 }
 
 // Stop ends heartbeating and marks the instance stopped.
 func (h *Heartbeat) Stop() {
-	if !h.StopInit() {
+	if !h.StopAndHalt() {
 		return
 	}
-	h.Halt()
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.StopBudget.Bound(5*time.Second, time.Second))
 	defer cancel()
 	if err := repo.InstancesStop(ctx, h.cfg.Pool, h.cfg.InstanceID); err != nil {

@@ -155,10 +155,9 @@ func (s *Syncer) Start(ctx context.Context) error {
 // lease manager normally stopped them all first), then closes the
 // destination client.
 func (s *Syncer) Stop() {
-	if !s.StopInit() {
+	if !s.StopAndHalt() {
 		return
 	}
-	s.Halt()
 	s.mu.Lock()
 	names := make([]string, 0, len(s.mirrors))
 	for name := range s.mirrors {

@@ -148,9 +148,7 @@ func (r *Relay) Start(ctx context.Context) error {
 
 // Stop ends the loop, after publishing what is left, and waits for it.
 func (r *Relay) Stop() {
-	if r.StopInit() {
-		r.Halt()
-	}
+	r.StopAndHalt()
 }
 
 // run waits for the relay lock, then publishes until ctx ends or the lock's
