@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"kmirror/internal/notifier"
 	"kmirror/internal/startstop"
 	"kmirror/repo"
 )
@@ -59,23 +60,18 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 }
 
 func (h *Heartbeat) run(ctx context.Context) {
-	t := time.NewTicker(h.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			beatCtx, cancel := context.WithTimeout(ctx, h.cfg.Interval)
-			err := repo.InstancesHeartbeat(beatCtx, h.cfg.Pool, h.cfg.InstanceID)
-			if errors.Is(err, repo.ErrNotFound) {
-				err = repo.InstancesRegister(beatCtx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version)
-			}
-			cancel()
-			if err != nil && ctx.Err() == nil {
-				h.log.WarnContext(ctx, "instance heartbeat failed", "err", err)
-			}
-		}
+	notifier.Loop(ctx, h.cfg.Interval, nil, h.beat)
+}
+
+func (h *Heartbeat) beat(ctx context.Context) {
+	beatCtx, cancel := context.WithTimeout(ctx, h.cfg.Interval)
+	err := repo.InstancesHeartbeat(beatCtx, h.cfg.Pool, h.cfg.InstanceID)
+	if errors.Is(err, repo.ErrNotFound) {
+		err = repo.InstancesRegister(beatCtx, h.cfg.Pool, h.cfg.InstanceID, h.cfg.Hostname, h.cfg.Version)
+	}
+	cancel()
+	if err != nil && ctx.Err() == nil {
+		h.log.WarnContext(ctx, "instance heartbeat failed", "err", err)
 	}
 }
 

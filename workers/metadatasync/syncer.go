@@ -219,36 +219,30 @@ func (s *Syncer) Syncing() []string {
 // mirrors synced here that no pass has served yet, and wakes their
 // goroutines: when notified, and every RequestPollInterval.
 func (s *Syncer) watchRequests(ctx context.Context, requested *notifier.Subscription) {
-	t := time.NewTicker(s.cfg.RequestPollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-requested.C():
+	notifier.Loop(ctx, s.cfg.RequestPollInterval, requested, s.serveRequests)
+}
+
+func (s *Syncer) serveRequests(ctx context.Context) {
+	s.forgetDeleted(ctx)
+	names := s.Syncing()
+	if len(names) == 0 {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, max(s.cfg.RequestPollInterval, time.Second))
+	pending, err := repo.MirrorsPendingSyncRequests(qctx, s.cfg.Pool, names)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Debug("looking for sync requests failed", "err", err)
 		}
-		s.forgetDeleted(ctx)
-		names := s.Syncing()
-		if len(names) == 0 {
-			continue
-		}
-		qctx, cancel := context.WithTimeout(ctx, max(s.cfg.RequestPollInterval, time.Second))
-		pending, err := repo.MirrorsPendingSyncRequests(qctx, s.cfg.Pool, names)
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Debug("looking for sync requests failed", "err", err)
-			}
-			continue
-		}
-		for name, at := range pending {
-			s.mu.Lock()
-			r := s.mirrors[name]
-			s.mu.Unlock()
-			if r != nil {
-				r.request(at)
-			}
+		return
+	}
+	for name, at := range pending {
+		s.mu.Lock()
+		r := s.mirrors[name]
+		s.mu.Unlock()
+		if r != nil {
+			r.request(at)
 		}
 	}
 }

@@ -66,17 +66,7 @@ func (d *desiredStates) updated() <-chan struct{} {
 }
 
 func (d *desiredStates) run(ctx context.Context, every time.Duration, changed *notifier.Subscription) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-changed.C():
-		}
-		_ = d.refresh(ctx)
-	}
+	notifier.Loop(ctx, every, changed, func(ctx context.Context) { _ = d.refresh(ctx) })
 }
 
 func (d *desiredStates) refresh(ctx context.Context) error {
