@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -12,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"kmirror/api"
 	"kmirror/internal/devcluster"
 	"kmirror/internal/kafkaconn"
 	"kmirror/internal/testdb"
+	"kmirror/workers/workertest"
 )
 
 // consoleE2E is the browser test suite, relative to this package.
@@ -53,6 +58,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		Topics: map[string]int32{"orders": 3, "payments": 2, "inventory": 1}}); err != nil {
 		t.Fatal(err)
 	}
+	seedFailback(t, clusters)
 	const operatorToken = "browser-operator-token"
 	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token", File: []api.Token{
 		{Name: "browser-ci", Role: api.RoleOperator, Hash: sha256.Sum256([]byte(operatorToken))}}}
@@ -115,6 +121,50 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
 	}
+}
+
+// seedFailback makes the topics of the console's failback test (add with
+// continue). On fb-copied the destination already holds the first 20
+// records of each of the source's partitions, copied there by another tool
+// (the same keys, values, headers and timestamps), and the source has 5
+// more: the dry run proves the overlap by comparing records and plans to
+// copy only those 5. On fb-forged the destination's copy differs from the
+// source a few records before its last one, so nothing proves it is the
+// source's history: the partition would fail.
+func seedFailback(t *testing.T, clusters *devcluster.Clusters) {
+	t.Helper()
+	topics := map[string]int32{"fb-copied": 2, "fb-forged": 1}
+	for topic, partitions := range topics {
+		for _, c := range []*kfake.Cluster{clusters.Source, clusters.Destination} {
+			if err := c.CreateTopic(topic, partitions, nil); err != nil {
+				t.Fatalf("create %s: %v", topic, err)
+			}
+		}
+	}
+	const copied, more = 20, 5
+	at := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var src, dst []*kgo.Record
+	for topic, partitions := range topics {
+		for p := range partitions {
+			for i := range copied + more {
+				r := &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "account-%d", i%4),
+					Value:     fmt.Appendf(nil, "%s/%d record %d", topic, p, i),
+					Headers:   []kgo.RecordHeader{{Key: "origin", Value: []byte("console-test")}},
+					Timestamp: at.Add(time.Duration(i) * time.Second)}
+				src = append(src, r)
+				if i >= copied {
+					continue
+				}
+				c := *r
+				if topic == "fb-forged" && i == copied-3 {
+					c.Value = []byte("not the source's")
+				}
+				dst = append(dst, &c)
+			}
+		}
+	}
+	workertest.ProduceRecords(t, workertest.Plain(clusters.SourceAddr()), src...)
+	workertest.ProduceRecords(t, workertest.Plain(clusters.DestinationAddr()), dst...)
 }
 
 // browserTestsMissing names what the browser tests need and this machine

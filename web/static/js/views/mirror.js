@@ -13,6 +13,7 @@ import { keepFocus } from '../focus.js';
 import { syncCell } from './overview.js';
 import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
+import { tailText } from './continuation.js';
 
 export function mirrorPage({ session, main, isCurrent }, name) {
   const view = { name, expanded: new Set(), stateFilter: '', textFilter: '', data: null };
@@ -102,7 +103,7 @@ function render(view, regions, session) {
   const { mirror, topics, parts, history } = view.data;
   keepFocus(document.getElementById('main'), () => {
     replace(regions.head, headView(mirror, session, view.actions));
-    replace(regions.attention, attentionView(parts));
+    replace(regions.attention, attentionView(parts), tailsView(parts));
     replace(regions.pictures, picturesView(parts, history));
     replace(regions.topics, topicsView(view, topics, parts, history, session));
   });
@@ -155,6 +156,20 @@ function attentionView(parts) {
       stateBadge(p.state), ' ', h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ',
       h('span', { class: 'error-text' }, p.error || '(no message)'),
       p.retry_attempt ? h('span', { class: 'muted' }, ` (retry ${p.retry_attempt})`) : null))));
+}
+
+// tailsView lists the divergent tails that failbacks kept: destination
+// records the source never had, which mirroring went on after. Nothing is
+// wrong, but someone may have to reprocess them, so they are not hidden in
+// the partition tables.
+function tailsView(parts) {
+  const kept = parts.filter((p) => p.divergent_tail);
+  if (!kept.length) return null;
+  return h('section', { class: 'callout note-box', 'aria-labelledby': 'tails-h' },
+    h('h2', { id: 'tails-h' }, `${kept.length} partition(s) kept a divergent tail`),
+    h('p', {}, 'Added with continue and keep divergent tail: these destination records were written after the last failover and the source never had them. Mirroring goes on after them; reprocess them if they matter.'),
+    h('ul', { class: 'errors' }, kept.map((p) => h('li', {},
+      h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ', tailText(p.divergent_tail), ' (destination offsets)'))));
 }
 
 function picturesView(parts, history) {
@@ -242,15 +257,28 @@ function topicButtons(view, t) {
   return h('div', { class: 'topic-actions', role: 'group', 'aria-label': `Actions for ${t.topic}` }, list);
 }
 
+// lastMirrored is the last record copied, "source → destination"; after a
+// failover it is where a failback continues from.
+function lastMirrored(p) {
+  if (p.last_mirrored_source_offset === null || p.last_mirrored_source_offset === undefined) return '—';
+  return `${count(p.last_mirrored_source_offset)} → ${count(p.last_mirrored_destination_offset)}`;
+}
+
 function partitionsTable(view, t, rows) {
   const shown = rows.filter((p) => !view.stateFilter || p.state === view.stateFilter)
     .sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
+  // The tail's column shows only for a topic where a failback kept one.
+  const tails = rows.some((p) => p.divergent_tail);
+  const cols = [
+    ['Partition', 'num'], ['Source offset', 'num'], ['Destination offset', 'num'], ['Lag', 'num'], ['State'], ['Owner'],
+    ['Retries', 'num'], ['Lost', 'num'], ['Last mirrored', 'num', ' (source → destination offset)'],
+    tails ? ['Kept divergent tail'] : null, ['Progressed'], ['Error'],
+  ].filter(Boolean);
   return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${t.topic}`, tabindex: '0' },
     h('table', { class: 'data partitions stack' },
       h('caption', { class: 'visually-hidden' }, `Partitions of ${t.topic}`),
-      h('thead', {}, h('tr', {},
-        ['Partition', 'Source offset', 'Destination offset', 'Lag', 'State', 'Owner', 'Retries', 'Lost', 'Progressed', 'Error']
-          .map((c, i) => h('th', { scope: 'col', class: i >= 1 && i <= 3 || i === 6 || i === 7 ? 'num' : null }, c)))),
+      h('thead', {}, h('tr', {}, cols.map(([c, cls, more]) => h('th', { scope: 'col', class: cls || null }, c,
+        more ? h('span', { class: 'visually-hidden' }, more) : null)))),
       // data-label names each cell where phone width stacks the columns.
       h('tbody', {}, shown.map((p) => h('tr', { class: p.state === 'FAILED' ? 'row-failed' : null },
         h('th', { scope: 'row', class: 'num', 'data-label': 'Partition' }, String(p.partition)),
@@ -261,6 +289,8 @@ function partitionsTable(view, t, rows) {
         h('td', { class: 'mono', 'data-label': 'Owner' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
         h('td', { class: 'num', 'data-label': 'Retries' }, count(p.retry_attempt)),
         h('td', { class: 'num', 'data-label': 'Lost' }, count(p.lost_records)),
+        h('td', { class: 'num', 'data-label': 'Last mirrored' }, lastMirrored(p)),
+        tails ? h('td', { 'data-label': 'Kept divergent tail' }, p.divergent_tail ? tailText(p.divergent_tail) : '—') : null,
         h('td', { 'data-label': 'Progressed' }, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
         h('td', { class: 'error-cell', 'data-label': 'Error' }, p.error || ''))))));
 }

@@ -9,6 +9,7 @@ import { h, uid } from '../dom.js';
 import { count, regexQuote } from '../format.js';
 import { modal, button, runAction, field } from '../dialogs.js';
 import { WAIT, waitingNote, waitReport } from './wait_report.js';
+import { continuationPlan, continuationView } from './continuation.js';
 
 const topicsPath = (mirror, action) => `/v1/mirrors/${seg(mirror)}/topics:${action}`;
 const exactly = (topic) => ({ topic: regexQuote(topic) });
@@ -20,30 +21,64 @@ function act(dlg, mirror, action, body, target) {
   return post(topicsPath(mirror, action), body, { wait: WAIT });
 }
 
-/** addTopicsDialog: a pattern, a preview of what matches, then the add. */
+/**
+ * addTopicsDialog: a pattern, a preview of what matches, then the add.
+ * With continue (fail back) the preview is the dry run's plan for each
+ * partition, and the add is offered only when none of them would fail.
+ */
 export function addTopicsDialog(mirror, done) {
   const dlg = modal(`Add topics to ${mirror}`, { wide: true });
   const pattern = h('input', { type: 'text', name: 'pattern', required: true, autocomplete: 'off', spellcheck: 'false', class: 'mono' });
   const rf = h('input', { type: 'number', name: 'rf', min: '1', max: '32767', inputmode: 'numeric' });
+  const cont = h('input', { type: 'checkbox', name: 'continue' });
+  const keep = h('input', { type: 'checkbox', name: 'keep_divergent', disabled: true });
   const preview = h('div', { class: 'preview', 'aria-live': 'polite' });
   let previewed = null; // the body the preview was made for
   const body = () => {
     const b = { topic: pattern.value.trim() };
     if (rf.value) b.replication_factor = Number(rf.value);
+    if (cont.checked) b.continue = true;
+    if (cont.checked && keep.checked) b.keep_divergent = true;
     return b;
   };
   const confirm = button('Add topics', async () => {
-    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', previewed, 'MIRRORING'),
-      (r) => waitReport(`Added ${r.topics.length} topic(s) to ${mirror}: ${r.topics.join(', ')}.`, r));
+    const b = previewed;
+    const how = b.continue ? ', continuing what the destination holds' : '';
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', b, 'MIRRORING'),
+      (r) => waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${r.topics.join(', ')}.`, r));
     done();
   }, { primary: true, disabled: true });
   const invalidate = () => {
-    if (previewed) preview.replaceChildren(h('p', { class: 'muted' }, 'The pattern changed: preview again.'));
+    if (previewed || preview.childElementCount) preview.replaceChildren(h('p', { class: 'muted' }, 'Changed since the preview: preview again.'));
     previewed = null;
     confirm.disabled = true;
   };
   pattern.addEventListener('input', invalidate);
   rf.addEventListener('input', invalidate);
+  // Keep a divergent tail means something only with continue.
+  cont.addEventListener('change', () => {
+    keep.disabled = !cont.checked;
+    if (!cont.checked) keep.checked = false;
+    invalidate();
+  });
+  keep.addEventListener('change', invalidate);
+  const showMatches = (r) => {
+    const matches = r.matches || r.topics.map((t) => ({ topic: t, partitions: null }));
+    const parts = matches.reduce((n, m) => n + (m.partitions || 0), 0);
+    preview.replaceChildren(
+      h('p', {}, h('strong', {}, `${matches.length} source topic(s), ${count(parts)} partition(s) match.`), ' Nothing has changed yet.'),
+      h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Matching topics', tabindex: '0' },
+        h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Topic'), h('th', { scope: 'col', class: 'num' }, 'Partitions'))),
+          h('tbody', {}, matches.map((m) => h('tr', {}, h('td', { class: 'mono' }, m.topic), h('td', { class: 'num' }, count(m.partitions))))))));
+    return `Add ${matches.length} topic(s)`;
+  };
+  // showPlan returns the confirm's label, or null when a partition would fail.
+  const showPlan = (r, b) => {
+    const topics = r.continuation || [];
+    const plan = continuationPlan(topics);
+    preview.replaceChildren(...continuationView(topics, plan, { keepDivergent: Boolean(b.keep_divergent) }));
+    return plan.failing.length ? null : `Add ${r.topics.length} topic(s) and continue`;
+  };
   const previewBtn = button('Preview matches', async () => {
     dlg.clear();
     const b = body();
@@ -53,31 +88,40 @@ export function addTopicsDialog(mirror, done) {
       return;
     }
     previewBtn.disabled = true;
+    previewBtn.setAttribute('aria-busy', 'true');
     try {
       const r = await post(topicsPath(mirror, 'add'), b, { dry_run: true });
-      const matches = r.matches || r.topics.map((t) => ({ topic: t, partitions: null }));
-      const parts = matches.reduce((n, m) => n + (m.partitions || 0), 0);
-      preview.replaceChildren(
-        h('p', {}, h('strong', {}, `${matches.length} source topic(s), ${count(parts)} partition(s) match.`), ' Nothing has changed yet.'),
-        h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Matching topics', tabindex: '0' },
-          h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Topic'), h('th', { scope: 'col', class: 'num' }, 'Partitions'))),
-            h('tbody', {}, matches.map((m) => h('tr', {}, h('td', { class: 'mono' }, m.topic), h('td', { class: 'num' }, count(m.partitions))))))));
-      previewed = b;
-      confirm.disabled = false;
-      confirm.textContent = `Add ${matches.length} topic(s)`;
+      const label = b.continue ? showPlan(r, b) : showMatches(r);
+      previewed = label ? b : null;
+      confirm.disabled = !label;
+      confirm.textContent = label || 'Add topics';
     } catch (err) {
       preview.replaceChildren();
       dlg.error(err);
     } finally {
       previewBtn.disabled = false;
+      previewBtn.removeAttribute('aria-busy');
     }
   });
   dlg.body.append(
     field('Topic pattern', pattern, 'An RE2 pattern matched against whole source topic names, for example orders|payments.'),
     field('Replication factor (optional)', rf, 'Of the new destination topics; empty uses the destination default.'),
+    check(cont, 'Continue what the destination holds (fail back)',
+      'For destination topics that already hold the source’s history, as after a failover: each partition proves the overlap and mirrors only what follows it. The preview shows how, per partition.'),
+    check(keep, 'Keep a divergent tail',
+      'With continue: destination records past the overlap that the source never had are kept, and mirroring goes on after them, instead of the partition failing.', 'nested'),
     preview);
   dlg.footer.append(button('Cancel', () => dlg.close()), previewBtn, confirm);
   pattern.focus();
+}
+
+// check builds a labelled checkbox with a hint under it.
+function check(input, label, hint, cls = '') {
+  input.id = input.id || uid('check');
+  const hintEl = h('p', { class: 'hint', id: `${input.id}-hint` }, hint);
+  input.setAttribute('aria-describedby', hintEl.id);
+  return h('div', { class: `check-group ${cls}`.trim() },
+    h('div', { class: 'field check' }, input, h('label', { for: input.id }, label)), hintEl);
 }
 
 function partitionCount(parts, topic) {
