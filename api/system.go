@@ -47,7 +47,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 	for i, in := range list {
 		out.Instances[i] = Instance{ID: in.ID, Hostname: in.Hostname, Version: in.Version,
 			StartedAt: in.StartedAt, HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live,
-			Leases: in.Leases}
+			TakesLeases: in.TakesLeases, Leases: in.Leases}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

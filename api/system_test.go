@@ -210,12 +210,18 @@ func TestEventStreamSeesNewEvents(t *testing.T) {
 func TestInstancesAndDocs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	if _, err := e.pool.Exec(t.Context(), `INSERT INTO instances (id, hostname, version) VALUES ('i1', 'h', 'v1')`); err != nil {
+	// i1's session is live; i2 runs only the control plane; i3's expired.
+	if _, err := e.pool.Exec(t.Context(), `INSERT INTO instances (id, hostname, version, takes_leases, session_epoch,
+		session_expires_at, session_renewed_at) VALUES
+		('i1', 'h', 'v1', true, 1, now() + interval '1 minute', now()),
+		('i2', 'h', 'v1', false, 1, now() + interval '1 minute', now()),
+		('i3', 'h', 'v1', true, 1, now() - interval '1 second', now() - interval '1 minute')`); err != nil {
 		t.Fatal(err)
 	}
 	var l api.InstanceList
 	ok(t, e.do(t, "GET", "/v1/instances", nil), http.StatusOK, &l)
-	if len(l.Instances) != 1 || l.Instances[0].ID != "i1" || !l.Instances[0].Live {
+	if len(l.Instances) != 3 || l.Instances[0].ID != "i1" || !l.Instances[0].Live || !l.Instances[0].TakesLeases ||
+		!l.Instances[1].Live || l.Instances[1].TakesLeases || l.Instances[2].Live {
 		t.Fatalf("instances %+v", l)
 	}
 	// No document is wired in this handler: a clear 404, not an empty 200.

@@ -459,11 +459,17 @@ type Instance struct {
 	Hostname    string    `json:"hostname" example:"vm-a.example.com"`
 	Version     string    `json:"version" example:"1.0.0"`
 	StartedAt   time.Time `json:"started_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	// HeartbeatAt is when the instance last renewed its session, the one
+	// liveness clock it keeps (its start before it opened one).
 	HeartbeatAt time.Time `json:"heartbeat_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	// StoppedAt is when the instance stopped cleanly; absent while it runs.
 	StoppedAt *time.Time `json:"stopped_at,omitempty" format:"date-time" example:"2026-01-02T15:04:05Z"`
-	// Live says its lease session has not expired.
+	// Live says its session has not expired.
 	Live bool `json:"live" example:"true"`
+	// TakesLeases is false for an instance that runs only the control plane
+	// (started without a destination cluster): it mirrors nothing and is
+	// not counted when partitions are shared out.
+	TakesLeases bool `json:"takes_leases" example:"true"`
 	// Leases counts the partitions whose lease this instance's live
 	// session holds.
 	Leases int `json:"leases" example:"12"`

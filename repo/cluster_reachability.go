@@ -84,7 +84,7 @@ func ClusterReachabilityList(ctx context.Context, q DBTX, mirror string) ([]Clus
 		FROM mirrors
 		WHERE ($1 = '' OR name = $1) AND source_reachable IS NOT NULL
 			AND meta_lease_owner = source_reachability_owner AND meta_lease_epoch = source_reachability_epoch
-			AND meta_lease_expires_at > now()
+			AND `+metaLeaseHeld+`
 		UNION ALL
 		SELECT '', id, destination_reachable, destination_reachable_since, coalesce(destination_reachability_error, '')
 		FROM instances

@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -88,20 +87,23 @@ func TestPartitionsProgress(t *testing.T) {
 }
 
 // TestInstancesListLeases: a lease counts only under the owner's current,
-// unexpired session.
+// unexpired session, and an instance is live while its session is.
 func TestInstancesListLeases(t *testing.T) {
 	t.Parallel()
 	pool := statusWorld(t)
-	list, err := repo.InstancesList(t.Context(), pool, time.Minute)
+	list, err := repo.InstancesList(t.Context(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]int{}
+	got, live := map[string]int{}, map[string]bool{}
 	for _, in := range list {
-		got[in.ID] = in.Leases
+		got[in.ID], live[in.ID] = in.Leases, in.Live
 	}
 	// i1: a/t1/2 is under its older session 2; i2: its session expired.
 	if want := map[string]int{"i1": 2, "i2": 0, "i3": 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("leases %v, want %v", got, want)
+	}
+	if want := map[string]bool{"i1": true, "i2": false, "i3": true}; !reflect.DeepEqual(live, want) {
+		t.Fatalf("live %v, want %v", live, want)
 	}
 }

@@ -12,15 +12,22 @@ import (
 // and taking a lease increments its epoch so the previous owner's writes are
 // fenced. The holder's own clock decides when it stops trusting a lease.
 //
-// A partition lease hangs on its owner's session (instances.session_epoch):
-// it is held while lease_owner's session is still lease_session and has not
-// expired, so one O(1) renewal of the session renews all of an instance's
-// partition leases, as a Kafka group member heartbeats once and not per
-// partition. Mirror metadata leases, a handful, keep an expiry each.
+// Every lease hangs on its owner's session (instances.session_epoch): a
+// partition lease is held while lease_owner's session is still
+// lease_session and has not expired, a mirror's metadata lease likewise
+// with meta_lease_owner and meta_lease_session. One O(1) renewal of the
+// session, the instance's only liveness clock, renews all of its leases, as
+// a Kafka group member heartbeats once and not per partition; each lease
+// keeps its own epoch for fencing.
 
 // leaseHeld is true for a partition p whose lease is held by a live session.
 const leaseHeld = `EXISTS (SELECT 1 FROM instances i WHERE i.id = p.lease_owner
 	AND i.session_epoch = p.lease_session AND i.session_expires_at > now())`
+
+// metaLeaseHeld is true for a mirror (unqualified columns of mirrors) whose
+// metadata lease is held by a live session.
+const metaLeaseHeld = `EXISTS (SELECT 1 FROM instances i WHERE i.id = meta_lease_owner
+	AND i.session_epoch = meta_lease_session AND i.session_expires_at > now())`
 
 // activePartition is true for a partition that needs a worker: everything but
 // a stopped topic's partition that has finished stopping (or never started),
@@ -159,45 +166,36 @@ func PartitionsReleaseLeases(ctx context.Context, q DBTX, owner string, held []P
 	return tag.RowsAffected(), nil
 }
 
-// MirrorsRenewMetaLeases extends the given metadata-sync leases, which
-// owner holds, to the database's now() + ttl. A lease comes back only while
-// owner and epoch still match and it has not expired; a lease missing from
-// the result is lost.
-func MirrorsRenewMetaLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, held []MirrorLeaseRow) ([]MirrorLeaseRow, error) {
-	names, epochs := mirrorLeaseArrays(held)
-	rows, err := q.Query(ctx, `
-		UPDATE mirrors m
-		SET meta_lease_expires_at = now() + $2 * interval '1 microsecond'
-		FROM unnest($3::text[], $4::bigint[]) AS h (name, epoch)
-		WHERE m.name = h.name AND m.meta_lease_owner = $1 AND m.meta_lease_epoch = h.epoch
-		  AND m.meta_lease_expires_at > now()
-		RETURNING m.name, m.meta_lease_epoch`,
-		owner, ttl.Microseconds(), names, epochs)
+// MirrorsOwnedMetaLeases lists the metadata-sync leases a session holds.
+// It only reads, as PartitionsOwned does.
+func MirrorsOwnedMetaLeases(ctx context.Context, q DBTX, owner string, session int64) ([]MirrorLeaseRow, error) {
+	rows, err := q.Query(ctx, `SELECT name, meta_lease_epoch FROM mirrors
+		WHERE meta_lease_owner = $1 AND meta_lease_session = $2`, owner, session)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	return scanMirrorLeases(rows)
 }
 
-// MirrorsAcquireMetaLeases takes up to limit free or expired metadata-sync
-// leases for owner, incrementing each one's epoch. Every mirror needs one,
-// except one that needs credentials.
-func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, ttl time.Duration, limit int) ([]MirrorLeaseRow, error) {
+// MirrorsAcquireMetaLeases takes up to limit free metadata-sync leases for
+// owner's session, incrementing each one's epoch. A lease is free when no
+// live session holds it. Every mirror needs one, except one that needs
+// credentials.
+func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, session int64, limit int) ([]MirrorLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirrors m
-		SET meta_lease_owner = $1, meta_lease_expires_at = now() + $2 * interval '1 microsecond',
-			meta_lease_epoch = m.meta_lease_epoch + 1
+		SET meta_lease_owner = $1, meta_lease_session = $2, meta_lease_epoch = m.meta_lease_epoch + 1
 		FROM (
 			SELECT name FROM mirrors
-			WHERE (meta_lease_owner IS NULL OR meta_lease_expires_at IS NULL OR meta_lease_expires_at <= now())
+			WHERE (meta_lease_owner IS NULL OR NOT `+metaLeaseHeld+`)
 			  AND `+syncableMirror+`
-			ORDER BY meta_lease_expires_at NULLS FIRST, name
+			ORDER BY name
 			LIMIT $3
 			FOR UPDATE SKIP LOCKED
 		) c
 		WHERE m.name = c.name
 		RETURNING m.name, m.meta_lease_epoch`,
-		owner, ttl.Microseconds(), limit)
+		owner, session, limit)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -209,7 +207,7 @@ func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, ttl tim
 func MirrorsReleaseMetaLeases(ctx context.Context, q DBTX, owner string, held []MirrorLeaseRow) (int64, error) {
 	names, epochs := mirrorLeaseArrays(held)
 	tag, err := q.Exec(ctx, `
-		UPDATE mirrors m SET meta_lease_owner = NULL, meta_lease_expires_at = NULL
+		UPDATE mirrors m SET meta_lease_owner = NULL, meta_lease_session = NULL
 		FROM unnest($2::text[], $3::bigint[]) AS h (name, epoch)
 		WHERE m.name = h.name AND m.meta_lease_owner = $1 AND m.meta_lease_epoch = h.epoch`,
 		owner, names, epochs)
@@ -225,14 +223,14 @@ type LeaseDemand struct {
 	ActivePartitions int
 	// Mirrors counts the mirrors, each needing a metadata-sync lease.
 	Mirrors int
-	// LiveInstances counts the instances with a live session, always
-	// including the asking instance.
+	// LiveInstances counts the instances with a live session that take
+	// leases, always including the asking instance.
 	LiveInstances int
 }
 
 // LeasesCountDemand counts, in one statement, the active partitions, the
-// mirrors and the instances with a live session. instanceID counts as live
-// whatever its session says.
+// mirrors and the instances with a live session that take leases.
+// instanceID counts as live whatever its session says.
 func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDemand, error) {
 	var d LeaseDemand
 	err := q.QueryRow(ctx, `SELECT
@@ -240,7 +238,7 @@ func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDem
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE `+activePartition+`),
 		(SELECT count(*) FROM mirrors WHERE `+syncableMirror+`),
-		1 + (SELECT count(*) FROM instances WHERE id <> $1 AND session_expires_at > now())`,
+		1 + (SELECT count(*) FROM instances WHERE id <> $1 AND takes_leases AND session_expires_at > now())`,
 		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
 	return d, interpret(err)
 }

@@ -31,7 +31,7 @@ type SyncStatus struct {
 func MirrorsSyncStatus(ctx context.Context, q DBTX, name string, requestedAt time.Time) (SyncStatus, error) {
 	var s SyncStatus
 	err := q.QueryRow(ctx, `SELECT last_sync, coalesce(sync_served_at >= $2, false),
-			meta_lease_owner IS NOT NULL AND meta_lease_expires_at > now()
+			meta_lease_owner IS NOT NULL AND `+metaLeaseHeld+`
 		FROM mirrors WHERE name = $1`, name, requestedAt).Scan(&s.LastSync, &s.Served, &s.LeaseHeld)
 	return s, interpret(err)
 }

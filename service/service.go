@@ -41,9 +41,6 @@ type Config struct {
 	Pool    *pgxpool.Pool
 	Catalog SourceCatalog
 	Logger  *slog.Logger
-	// InstanceTTL is how recent a heartbeat must be for an instance to count
-	// as live (the lease TTL).
-	InstanceTTL time.Duration
 	// History, when set, supplies the records per second of mirrors and
 	// topics and the progress history; without it they are 0 and empty.
 	History *History
@@ -76,12 +73,11 @@ func (c *Config) validate() error {
 
 // Service is the control plane's domain layer.
 type Service struct {
-	pool        *pgxpool.Pool
-	catalog     SourceCatalog
-	log         *slog.Logger
-	instanceTTL time.Duration
-	history     *History
-	secrets     SecretKeys
+	pool    *pgxpool.Pool
+	catalog SourceCatalog
+	log     *slog.Logger
+	history *History
+	secrets SecretKeys
 	// insecureClear: without a key, store secrets as given.
 	insecureClear bool
 	sourceTimeout time.Duration
@@ -98,7 +94,6 @@ func New(cfg Config) (*Service, error) {
 		pool:          cfg.Pool,
 		catalog:       cfg.Catalog,
 		log:           cmp.Or(cfg.Logger, slog.Default()),
-		instanceTTL:   cmp.Or(cfg.InstanceTTL, 15*time.Second),
 		history:       cfg.History,
 		secrets:       cfg.Secrets,
 		insecureClear: cfg.InsecureClearSecrets,

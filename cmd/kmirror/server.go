@@ -297,25 +297,28 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 
 // components builds this instance's long-running pieces in start order:
 // StartAll starts them one by one and StopAll stops them in reverse, so the
-// lease manager hands back every lease (after its workers flushed) before
-// the engine and syncer close their clients, the relay publishes the final
-// state changes, the heartbeat marks the instance stopped, and the notifier
+// lease manager hands back every lease (after its workers flushed) and
+// marks the instance stopped before the engine and syncer close their
+// clients, the relay publishes the final state changes, and the notifier
 // closes last.
 //
-// The workers use pools of their own, which the API cannot exhaust: leases
-// and the heartbeat a small one that nothing else touches, the rest of the
-// data plane another.
+// The workers use pools of their own, which the API cannot exhaust: the
+// lease manager a small one that nothing else touches, the rest of the data
+// plane another.
 func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
 	pool := pools.data
 	host, _ := os.Hostname()
-	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
-		Hostname: host, Version: version, Interval: cfg.LeaseRenewInterval, Logger: log, StopBudget: cfg.budget})
-	if err != nil {
-		return nil, err
-	}
 	if len(cfg.Destination.BootstrapServers) == 0 {
 		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
-		return nameAll(log, []startstop.Service{notes, hb}, "notifier", "heartbeat"), nil
+		// The lease manager keeps only the session, so the instance is
+		// listed live; it takes no lease.
+		leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
+			Hostname: host, Version: version, TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
+			Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
+		if err != nil {
+			return nil, err
+		}
+		return nameAll(log, []startstop.Service{notes, leases}, "notifier", "lease session"), nil
 	}
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor),
@@ -336,19 +339,19 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 		return nil, err
 	}
 	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
-		TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
+		Hostname: host, Version: version, TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
 		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
 	if err != nil {
 		return nil, err
 	}
 	data := startstop.Parallel(nameAll(log, []startstop.Service{eng, syncer}, "engine", "metadata syncer")...)
-	return nameAll(log, []startstop.Service{notes, hb, relay, data, leases},
-		"notifier", "heartbeat", "outbox relay", "engine and metadata syncer", "lease manager"), nil
+	return nameAll(log, []startstop.Service{notes, relay, data, leases},
+		"notifier", "outbox relay", "engine and metadata syncer", "lease manager"), nil
 }
 
 // workerPools are the data plane's own database pools.
 type workerPools struct {
-	leases *pgxpool.Pool // the lease manager and heartbeat only
+	leases *pgxpool.Pool // the lease manager only
 	data   *pgxpool.Pool // partition workers, sync, relay, notifier
 }
 
@@ -397,7 +400,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		SourceTimeout: cfg.SourceTimeout, Logger: log, InstanceTTL: cfg.LeaseTTL, History: history, Secrets: secrets,
+		SourceTimeout: cfg.SourceTimeout, Logger: log, History: history, Secrets: secrets,
 		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState})
 	if err != nil {
 		return err
@@ -432,7 +435,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, InstanceTTL: cfg.LeaseTTL, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
+		Logger: log, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
 	if err != nil {
 		return err
 	}

@@ -758,7 +758,10 @@ type HistorySeries struct {
 
 // Instance defines model for Instance.
 type Instance struct {
-	// HeartbeatAt Example: 2026-01-02T15:04:05Z
+	// HeartbeatAt HeartbeatAt is when the instance last renewed its session, the one
+	// liveness clock it keeps (its start before it opened one).
+	//
+	// Example: 2026-01-02T15:04:05Z
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 
 	// Hostname Example: vm-a.example.com
@@ -773,7 +776,7 @@ type Instance struct {
 	// Example: 12
 	Leases int `json:"leases"`
 
-	// Live Live says its lease session has not expired.
+	// Live Live says its session has not expired.
 	//
 	// Example: true
 	Live bool `json:"live"`
@@ -785,6 +788,13 @@ type Instance struct {
 	//
 	// Example: 2026-01-02T15:04:05Z
 	StoppedAt *time.Time `json:"stopped_at,omitempty"`
+
+	// TakesLeases TakesLeases is false for an instance that runs only the control plane
+	// (started without a destination cluster): it mirrors nothing and is
+	// not counted when partitions are shared out.
+	//
+	// Example: true
+	TakesLeases bool `json:"takes_leases"`
 
 	// Version Example: 1.0.0
 	Version string `json:"version"`

@@ -56,6 +56,8 @@ type MirrorRunner interface {
 type ManagerConfig struct {
 	Pool       *pgxpool.Pool
 	InstanceID string
+	// Hostname and Version are registered with the instance.
+	Hostname, Version string
 	// TTL is how long a lease lasts in the database after each renewal;
 	// default 15s.
 	TTL time.Duration
@@ -77,7 +79,9 @@ type ManagerConfig struct {
 	Logger   *slog.Logger
 	// Partitions runs partition workers; nil takes no partition leases.
 	Partitions PartitionRunner
-	// Mirrors runs metadata sync; nil takes no mirror metadata leases.
+	// Mirrors runs metadata sync; nil takes no mirror metadata leases. With
+	// neither, the manager keeps only the instance's session: it is listed
+	// live, and not counted when leases are shared.
 	Mirrors MirrorRunner
 	// Registerer receives the kmirror_lease_renewal_* metrics; nil leaves
 	// them unregistered.
@@ -93,8 +97,6 @@ func (c *ManagerConfig) validate() error {
 		return errors.New("lease manager: Pool is required")
 	case c.InstanceID == "":
 		return errors.New("lease manager: InstanceID is required")
-	case c.Partitions == nil && c.Mirrors == nil:
-		return errors.New("lease manager: Partitions or Mirrors is required")
 	case c.TTL <= 0 || c.RenewInterval <= 0 || c.Margin <= 0 || c.Timeout <= 0:
 		return errors.New("lease manager: TTL, RenewInterval, Margin and Timeout must be positive")
 	case c.Margin >= c.TTL:
@@ -106,12 +108,13 @@ func (c *ManagerConfig) validate() error {
 	return nil
 }
 
-// Manager keeps this instance's fair share of partition leases and
-// mirror metadata leases: every RenewInterval (and when the notifier says
-// lease demand or desired states changed) it renews what it holds, stops the
-// workers of leases it lost, takes free or expired leases up to
-// ceil(demand / live instances), and hands back the excess when another
-// instance joins.
+// Manager keeps the instance's session, its one liveness clock, and its
+// fair share of partition leases and mirror metadata leases, which hang on
+// the session: every RenewInterval (and when the notifier says lease demand
+// or desired states changed) it renews the session, stops the workers of
+// leases it lost, takes free leases up to ceil(demand / live instances),
+// and hands back the excess when another instance joins. It registers the
+// instance when it starts and marks it stopped when it stops.
 type Manager struct {
 	startstop.Base
 	// TestSignals are raised at the points tests wait for; inert unless a
@@ -125,11 +128,12 @@ type Manager struct {
 	base        context.Context // Start's ctx without its cancellation
 
 	// partitions is the partition lease set in sets (nil without a
-	// PartitionRunner); its leases hang on the instance's session.
+	// PartitionRunner).
 	partitions *leaseSet
-	// session is the current session epoch (0: none open) and sessionAt
-	// when its last successful renewal or opening started, zero when this
-	// pass could not renew it. Only the loop, or Stop after it, uses them.
+	// session is the current session epoch (0: none open), on which every
+	// lease hangs, and sessionAt when its last successful renewal or
+	// opening started, zero when this pass could not renew it. Only the
+	// loop, or Stop after it, uses them.
 	session   int64
 	sessionAt time.Time
 	// passes is the loop's statements' context: Stop cuts it once the pass
@@ -155,8 +159,8 @@ type ManagerTestSignals struct {
 	HandedBack testsignal.Signal[Key]
 	// RenewFailed: a renewal statement failed, with its error.
 	RenewFailed testsignal.Signal[error]
-	// SessionRenewed: the session (and with it every partition lease) was
-	// renewed or opened, with its epoch.
+	// SessionRenewed: the session (and with it every lease) was renewed or
+	// opened, with its epoch.
 	SessionRenewed testsignal.Signal[int64]
 }
 
@@ -185,16 +189,24 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		m.sets = append(m.sets, m.partitions)
 	}
 	if r := cfg.Mirrors; r != nil {
-		m.sets = append(m.sets, mirrorLeaseSet(cfg.Pool, r))
+		m.sets = append(m.sets, m.mirrorLeaseSet(r))
 	}
 	return m, nil
 }
 
-// Start begins the lease loop. ctx provides values only: the loop runs
-// until Stop, so that leases are always handed back in order.
+// takesLeases says whether this instance counts when leases are shared.
+func (m *Manager) takesLeases() bool { return len(m.sets) > 0 }
+
+// Start registers the instance and begins the lease loop. ctx provides
+// values only: the loop runs until Stop, so that leases are always handed
+// back in order.
 func (m *Manager) Start(ctx context.Context) error {
 	if _, ok := m.StartInit(ctx); !ok {
 		return startstop.ErrStarted
+	}
+	if err := m.register(ctx); err != nil {
+		m.StopInit()
+		return fmt.Errorf("register instance: %w", err)
 	}
 	m.base = context.WithoutCancel(ctx)
 	m.passes, m.cutPasses = context.WithCancel(m.base)
@@ -228,6 +240,24 @@ func (m *Manager) Stop() {
 	}
 	if m.awaitReleases() {
 		m.closeSession()
+	}
+	m.markStopped()
+}
+
+// register records the instance, reviving a stopped id.
+func (m *Manager) register(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+	defer cancel()
+	return repo.InstancesRegister(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.Hostname, m.cfg.Version, m.takesLeases())
+}
+
+// markStopped records a clean stop, so the instance is no longer listed
+// live; within the shutdown budget.
+func (m *Manager) markStopped() {
+	ctx, cancel := m.cfg.StopBudget.Context(m.base, stopStatementTimeout)
+	defer cancel()
+	if err := repo.InstancesStop(ctx, m.cfg.Pool, m.cfg.InstanceID); err != nil {
+		m.log.Warn("marking the instance stopped failed", "err", err)
 	}
 }
 
@@ -338,13 +368,11 @@ func (m *Manager) pass() {
 	})
 	renewed := true
 	renewStart := time.Now()
-	if m.partitions != nil {
-		if err := m.renewSession(); err != nil {
-			m.log.Warn("lease session renew failed; leases stay trusted until their deadline", "err", err)
-			m.TestSignals.RenewFailed.Signal(err)
-			m.metrics.failures.WithLabelValues("session").Inc()
-			renewed = false
-		}
+	if err := m.renewSession(); err != nil {
+		m.log.Warn("lease session renew failed; leases stay trusted until their deadline", "err", err)
+		m.TestSignals.RenewFailed.Signal(err)
+		m.metrics.failures.WithLabelValues("session").Inc()
+		renewed = false
 	}
 	for _, s := range m.sets {
 		m.reap(s)
@@ -378,9 +406,9 @@ func (m *Manager) pass() {
 }
 
 // renewSession renews this instance's session, the one write that renews
-// every partition lease, opening one when there is none. A session that
-// expired or was replaced in the database loses every partition lease that
-// hung on it; a new one is opened at once.
+// every lease, opening one when there is none. A session that expired or
+// was replaced in the database loses every lease that hung on it; a new one
+// is opened at once (registering the instance again if its row is gone).
 func (m *Manager) renewSession() error {
 	m.sessionAt = time.Time{}
 	start := time.Now() // before the statement: the deadline errs early
@@ -396,13 +424,21 @@ func (m *Manager) renewSession() error {
 		if !errors.Is(err, repo.ErrNotFound) {
 			return err
 		}
-		m.drop(m.partitions, m.partitions.all(), "lease session expired or replaced", false)
+		for _, s := range m.sets {
+			m.drop(s, s.all(), "lease session expired or replaced", false)
+		}
 		m.session = 0
 		start = time.Now()
 	}
 	var epoch int64
 	err := m.within("lease session open", func(ctx context.Context) (err error) {
 		epoch, err = repo.InstancesOpenSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.TTL)
+		if errors.Is(err, repo.ErrNotFound) { // the instance's row was deleted
+			if err = repo.InstancesRegister(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.Hostname, m.cfg.Version,
+				m.takesLeases()); err == nil {
+				epoch, err = repo.InstancesOpenSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.TTL)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -449,15 +485,12 @@ func (m *Manager) renew(s *leaseSet) error {
 		return nil
 	}
 	held := s.all()
-	start := time.Now() // before the statement: the deadline errs early
-	if s == m.partitions {
-		// Partition leases are renewed by the session; this only reads
-		// which of them the database still gives this session.
-		if m.sessionAt.IsZero() {
-			return errors.New("partition leases not renewed: the session was not")
-		}
-		start = m.sessionAt
+	// Leases are renewed by the session; this only reads which of them the
+	// database still gives this session.
+	if m.sessionAt.IsZero() {
+		return errors.New(s.kind + " leases not renewed: the session was not")
 	}
+	start := m.sessionAt
 	var got []leaseRow
 	err := m.within(s.kind+" lease renew", func(ctx context.Context) (err error) {
 		got, err = s.renew(ctx, m.cfg.InstanceID, m.cfg.TTL, rowsOf(held))
@@ -516,10 +549,7 @@ func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
 
 // acquire takes up to limit leases and starts their workers.
 func (m *Manager) acquire(s *leaseSet, limit int) {
-	start := time.Now()
-	if s == m.partitions {
-		start = m.sessionAt // a partition lease lasts as long as the session
-	}
+	start := m.sessionAt // a lease lasts as long as the session
 	var got []leaseRow
 	err := m.within(s.kind+" lease acquire", func(ctx context.Context) (err error) {
 		got, err = s.acquire(ctx, m.cfg.InstanceID, m.cfg.TTL, limit)
@@ -724,7 +754,8 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 	}
 }
 
-func mirrorLeaseSet(pool *pgxpool.Pool, r MirrorRunner) *leaseSet {
+func (m *Manager) mirrorLeaseSet(r MirrorRunner) *leaseSet {
+	pool := m.cfg.Pool
 	toRepo := func(rows []leaseRow) []repo.MirrorLeaseRow {
 		out := make([]repo.MirrorLeaseRow, len(rows))
 		for i, r := range rows {
@@ -741,11 +772,11 @@ func mirrorLeaseSet(pool *pgxpool.Pool, r MirrorRunner) *leaseSet {
 	}
 	return &leaseSet{
 		kind: "mirror metadata",
-		renew: func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error) {
-			return fromRepo(repo.MirrorsRenewMetaLeases(ctx, pool, owner, ttl, toRepo(held)))
+		renew: func(ctx context.Context, owner string, _ time.Duration, _ []leaseRow) ([]leaseRow, error) {
+			return fromRepo(repo.MirrorsOwnedMetaLeases(ctx, pool, owner, m.session))
 		},
-		acquire: func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error) {
-			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, ttl, limit))
+		acquire: func(ctx context.Context, owner string, _ time.Duration, limit int) ([]leaseRow, error) {
+			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, m.session, limit))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
 			_, err := repo.MirrorsReleaseMetaLeases(ctx, pool, owner, toRepo(held))

@@ -182,16 +182,13 @@ func (f *fakeRunner) stoppedKeys() []Key {
 	return slices.Clone(f.stopped)
 }
 
-// node is one simulated instance: its own pool, heartbeat, manager and
-// runner.
+// node is one simulated instance: its own pool, manager and runner.
 type node struct {
-	id      string
-	pool    *pgxpool.Pool
-	runner  *fakeRunner
-	mgr     *Manager
-	notes   *notifier.Notifier
-	beating context.CancelFunc
-	beatWG  sync.WaitGroup
+	id     string
+	pool   *pgxpool.Pool
+	runner *fakeRunner
+	mgr    *Manager
+	notes  *notifier.Notifier
 }
 
 type nodeOpts struct {
@@ -209,29 +206,12 @@ func openPool(t testing.TB, dbURL string) *pgxpool.Pool {
 	return pool
 }
 
-// startNode registers the instance, heartbeats it every renew interval on
-// its own pool (so closing that pool silences it, like a partitioned
-// instance), and starts its lease manager.
+// startNode starts an instance's lease manager (which registers it) on
+// its own pool, so closing that pool silences it, like a partitioned
+// instance.
 func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *node {
 	t.Helper()
 	n := &node{id: id, pool: openPool(t, dbURL), runner: newFakeRunner(id, reg)}
-	if err := repo.InstancesRegister(t.Context(), n.pool, id, "test", "test"); err != nil {
-		t.Fatalf("register %s: %v", id, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	n.beating = cancel
-	n.beatWG.Go(func() {
-		tk := time.NewTicker(testRenew)
-		defer tk.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tk.C:
-				_ = repo.InstancesHeartbeat(ctx, n.pool, id)
-			}
-		}
-	})
 	notes, err := notifier.New(notifier.Config{Pool: n.pool})
 	if err != nil {
 		t.Fatal(err)
@@ -258,13 +238,8 @@ func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *no
 	if err := mgr.Start(t.Context()); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	t.Cleanup(func() { n.stopHeartbeat(); mgr.Stop(); notes.Stop() }) // before the pool closes
+	t.Cleanup(func() { mgr.Stop(); notes.Stop() }) // before the pool closes
 	return n
-}
-
-func (n *node) stopHeartbeat() {
-	n.beating()
-	n.beatWG.Wait()
 }
 
 var fastLeases = nodeOpts{ttl: testTTL, renew: testRenew, margin: testMargin}
@@ -462,10 +437,9 @@ func TestLeaseManagersShareAndFailOver(t *testing.T) {
 	t.Logf("3 instances balanced in %s", time.Since(start).Round(time.Millisecond))
 
 	// c crashes: nothing is released, so a and b wait for its leases to
-	// expire and for its heartbeat to age out, then take everything.
+	// expire with its session, then take everything.
 	before := dbPartitionLeases(t, admin)
 	cHeld := slices.Collect(maps.Keys(c.runner.partitions()))
-	c.stopHeartbeat()
 	c.mgr.Crash()
 	start = time.Now()
 	waitShares(t, testTTL+10*testRenew+3*time.Second, a, b)
@@ -565,7 +539,7 @@ func TestLeaseManagerStepsDownWhenDatabaseUnreachable(t *testing.T) {
 	waitShares(t, 15*time.Second, cut, peer)
 
 	leases := cut.runner.partitions()
-	cut.pool.Close() // renewals and heartbeats now fail
+	cut.pool.Close() // renewals now fail
 	cutAt := time.Now()
 
 	// The leases expire at their deadline, by the local clock alone, and
@@ -716,7 +690,6 @@ func TestLeaseManagerConfig(t *testing.T) {
 	for name, cfg := range map[string]ManagerConfig{
 		"no pool":          {InstanceID: "i", Partitions: r},
 		"no id":            {Pool: pool, Partitions: r},
-		"no runner":        {Pool: pool, InstanceID: "i"},
 		"margin over ttl":  {Pool: pool, InstanceID: "i", Partitions: r, TTL: time.Second, Margin: 2 * time.Second},
 		"renew too slow":   {Pool: pool, InstanceID: "i", Partitions: r, TTL: 3 * time.Second, Margin: time.Second, RenewInterval: 2 * time.Second},
 		"negative timeout": {Pool: pool, InstanceID: "i", Partitions: r, Timeout: -time.Second},
@@ -724,6 +697,64 @@ func TestLeaseManagerConfig(t *testing.T) {
 		if _, err := NewManager(cfg); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestLeaseManagerSessionOnly: a manager with no runner (an instance that
+// runs only the control plane) keeps the instance's session and nothing
+// else: it is listed live, takes no lease, and is not counted when leases
+// are shared, so the one instance that mirrors holds them all. Stopped, it
+// is listed stopped at once. And a mirror's metadata lease hangs on its
+// owner's session: when the session is closed, the lease is free.
+func TestLeaseManagerSessionOnly(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	ctl, err := NewManager(ManagerConfig{Pool: openPool(t, dbURL), InstanceID: "ctl", Hostname: "h", Version: "v",
+		TTL: testTTL, RenewInterval: testRenew, Margin: testMargin, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ctl.Stop)
+	a := startNode(t, dbURL, "a", reg, fastLeases)
+	waitShares(t, 15*time.Second, a)
+	instances := func() map[string]repo.Instance {
+		list, err := repo.InstancesList(t.Context(), admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]repo.Instance{}
+		for _, in := range list {
+			out[in.ID] = in
+		}
+		return out
+	}
+	waitFor(t, 5*time.Second, "ctl listed live, taking no lease", func() (bool, string) {
+		in := instances()["ctl"]
+		return in.Live && !in.TakesLeases && in.Leases == 0 && in.Hostname == "h", fmt.Sprintf("%+v", in)
+	})
+	if in := instances()["a"]; !in.Live || !in.TakesLeases || in.Leases != activeInFixture {
+		t.Errorf("a: %+v, want live, taking leases, holding all %d", in, activeInFixture)
+	}
+	ctl.Stop()
+	if in := instances()["ctl"]; in.Live || in.StoppedAt == nil {
+		t.Errorf("ctl after Stop: %+v, want stopped and not live", in)
+	}
+	var held int
+	if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM mirrors WHERE meta_lease_owner = 'a'
+		AND meta_lease_session IS NOT NULL`).Scan(&held); err != nil || held != 3 {
+		t.Fatalf("a holds %d metadata leases on its session (%v), want 3", held, err)
+	}
+	a.mgr.Stop()
+	if err := admin.QueryRow(t.Context(), `SELECT count(*) FROM mirrors m WHERE `+
+		`EXISTS (SELECT 1 FROM instances i WHERE i.id = m.meta_lease_owner AND i.session_epoch = m.meta_lease_session
+			AND i.session_expires_at > now())`).Scan(&held); err != nil || held != 0 {
+		t.Errorf("%d metadata leases still held after a stopped (%v), want 0", held, err)
 	}
 }
 

@@ -183,7 +183,6 @@ func TestRestoreFromStateTopic(t *testing.T) {
 	})
 	in.Leases.Stop() // the instance goes away with its database
 	in.Engine.Stop()
-	in.Heartbeat.Stop()
 	stop.Store(true)
 	<-done
 

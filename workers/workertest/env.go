@@ -1,6 +1,6 @@
 // Package workertest is the shared harness of the worker packages' tests:
 // a test's own database, a source and a destination kfake cluster, the
-// service over them, and kmirror instances (heartbeat, lease manager,
+// service over them, and kmirror instances (lease manager,
 // partition engine and, when asked, the metadata syncer) started with short
 // lease timings. Only tests import it.
 package workertest
@@ -115,18 +115,17 @@ func Logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 }
 
-// Instance is one running kmirror data plane: heartbeat, leases, engine,
+// Instance is one running kmirror data plane: leases, engine,
 // and the metadata syncer when InstanceOpts.Sync is set.
 type Instance struct {
 	ID string
 	// DataPool is the engine's and syncer's pool: the env's, or with
 	// ProductionTimings one of the server's size.
-	DataPool  *pgxpool.Pool
-	Notifier  *notifier.Notifier
-	Heartbeat *lease.Heartbeat
-	Leases    *lease.Manager
-	Engine    *partition.Engine
-	Syncer    *metadatasync.Syncer // nil without InstanceOpts.Sync
+	DataPool *pgxpool.Pool
+	Notifier *notifier.Notifier
+	Leases   *lease.Manager
+	Engine   *partition.Engine
+	Syncer   *metadatasync.Syncer // nil without InstanceOpts.Sync
 }
 
 // InstanceOpts shape an Instance; zero values take the defaults.
@@ -142,7 +141,7 @@ type InstanceOpts struct {
 	// EngineHooks and SyncerHooks inject faults (set before anything runs).
 	EngineHooks partition.EngineTestHooks
 	SyncerHooks metadatasync.SyncerTestHooks
-	// ProductionTimings runs the leases, heartbeat, checkpoints and offset
+	// ProductionTimings runs the leases, checkpoints and offset
 	// saves at kmirror server's defaults instead of the tests' short ones,
 	// for benchmarks that measure the real load.
 	ProductionTimings bool
@@ -245,14 +244,6 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		in.Syncer = syncer
 		lcfg.Mirrors = syncer
 	}
-	hb, err := lease.NewHeartbeat(lease.HeartbeatConfig{Pool: leasePool, InstanceID: id, Interval: renew})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := hb.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	in.Heartbeat = hb
 	lm, err := lease.NewManager(lcfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -278,18 +269,16 @@ func (in *Instance) Stop() {
 		in.Syncer.Stop()
 	}
 	in.Engine.Stop()
-	in.Heartbeat.Stop()
 	in.Notifier.Stop()
 }
 
 // Crash simulates a crash of the instance: its lease loop ends and its
-// workers vanish without releasing anything, and its heartbeat goes silent
+// workers vanish without releasing anything, and its session goes silent
 // without marking the instance stopped. Its leases stay in the database
 // until they expire. The cleanup registered by StartInstance closes the
 // clients.
 func (in *Instance) Crash() {
 	in.Leases.Crash()
-	in.Heartbeat.Crash()
 	in.Notifier.Stop()
 }
 
