@@ -13,6 +13,7 @@ import (
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/produce"
 )
 
 // The destination watch finds a destination that lost what kmirror wrote:
@@ -62,23 +63,23 @@ type stallCheck struct {
 // stalledCopies returns the partitions whose in-flight copies (of a
 // running session or of an ended one's, unsettled.go) got no result since
 // the last call; last carries the result counts from call to call.
-func (e *Engine) stalledCopies(last map[*produceAcks]int64) []stallCheck {
+func (e *Engine) stalledCopies(last map[*produce.Acks]int64) []stallCheck {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	seen := make(map[*produceAcks]int64, len(last))
+	seen := make(map[*produce.Acks]int64, len(last))
 	var out []stallCheck
-	consider := func(k lease.Key, a *produceAcks, end int64) {
-		done := a.done.Load()
-		if a.base+done >= end {
+	consider := func(k lease.Key, a *produce.Acks, end int64) {
+		done := a.Done()
+		if a.Base()+done >= end {
 			return // nothing in flight
 		}
 		seen[a] = done
 		if prev, ok := last[a]; ok && prev == done {
-			out = append(out, stallCheck{key: k, verified: a.base + a.verified.Load()})
+			out = append(out, stallCheck{key: k, verified: a.Base() + a.Verified()})
 		}
 	}
 	for k, s := range e.sessions {
-		consider(k, s.acks, s.acks.producedEnd.Load())
+		consider(k, s.acks, s.acks.ProducedEnd())
 	}
 	for k, u := range e.unsettled {
 		consider(k, u.acks, u.end)
@@ -101,7 +102,7 @@ func (e *Engine) sessionChecks() []stallCheck {
 	defer e.mu.Unlock()
 	out := make([]stallCheck, 0, len(e.sessions))
 	for k, s := range e.sessions {
-		out = append(out, stallCheck{key: k, verified: s.acks.base + s.acks.verified.Load()})
+		out = append(out, stallCheck{key: k, verified: s.acks.Base() + s.acks.Verified()})
 	}
 	return out
 }

@@ -7,7 +7,10 @@
 // (checkpointer.go), read-only ACLs, recreate, the source topic identity
 // check, and end offsets for lag (offsets_refresh.go).
 //
-// Imports: lease (Lease, Key; the Engine is a lease.PartitionRunner),
-// service (the state machine and every state write), repo, internal
-// infrastructure. Not metadatasync or statetopic.
+// Its sub-package produce holds the producer's options, the gate that
+// bounds its buffered records and a session's count of its results.
+//
+// Imports: lease (Lease, Key; the Engine is a lease.PartitionRunner), its
+// own sub-package produce, service (the state machine and every state
+// write), repo, internal infrastructure. Not metadatasync or statetopic.
 package partition

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/produce"
 )
 
 // RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential.
@@ -60,7 +60,7 @@ type EngineConfig struct {
 	// unregistered.
 	Registerer prometheus.Registerer
 	// ProduceBuffer bounds the records produced to the destination and not
-	// yet answered, across every partition (produceGate). Default 100,000.
+	// yet answered, across every partition (produce.Gate). Default 100,000.
 	ProduceBuffer int64
 	// SettledWaitMax is how long copies of an ended session may go
 	// unanswered before they are written off (unsettled.go). Default 1m.
@@ -99,7 +99,7 @@ type Engine struct {
 	metrics   *mirrorMetrics
 	producer  *kgo.Client
 	// gate bounds the producer's buffered records instead of kgo.
-	gate *produceGate
+	gate *produce.Gate
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
@@ -160,7 +160,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
-	e := &Engine{cfg: cfg, log: log, gate: newProduceGate(cfg.ProduceBuffer),
+	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
 		sessions: map[lease.Key]*mirrorSession{}, losses: map[lease.Key]destinationLoss{},
@@ -196,7 +196,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		}
 	}()
 	e.producerHealth = &clientHealth{}
-	e.producer, err = e.cfg.Destination.NewClient(append(producerOpts(e.cfg.DeliveryTimeout),
+	e.producer, err = e.cfg.Destination.NewClient(append(produce.Options(e.cfg.DeliveryTimeout),
 		kgo.WithHooks(e.producerHealth),
 		// A newly created destination topic must be seen quickly.
 		kgo.MetadataMinAge(250*time.Millisecond),
@@ -226,35 +226,13 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	return nil
 }
 
-// producerOpts decide how the destination producer batches, buffers and
-// fails records.
-func producerOpts(deliveryTimeout time.Duration) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		// Not RecordDeliveryTimeout: kgo measures it from the record's
-		// timestamp, which mirroring preserves. Each produce carries a
-		// context deadline instead (see mirrorSession.handleBatch).
-		kgo.ProduceRequestTimeout(deliveryTimeout),
-		// No linger: records arrive in fetched batches already, and kgo
-		// batches whatever queues while a request is in flight. A 5 ms
-		// linger cost 5 ms of latency at 5,000 records/s and no throughput
-		// (docs/benchmarks.md, "Latency").
-		kgo.ProducerLinger(0),
-		// No limit here: produceGate bounds what is buffered, because a
-		// record kgo fails while it waits for room breaks the order of
-		// results.
-		kgo.MaxBufferedRecords(math.MaxInt32),
-	}
-}
-
 // watchHealth checks the producer's and the fetchers' health every second
 // for every mirroring session at once, and asks the destination about
 // copies that went unanswered (destination_watch.go).
 func (e *Engine) watchHealth(ctx context.Context) {
 	t := time.NewTicker(destinationWatchEvery)
 	defer t.Stop()
-	stalled := map[*produceAcks]int64{}
+	stalled := map[*produce.Acks]int64{}
 	lastSweep := time.Now()
 	for {
 		select {

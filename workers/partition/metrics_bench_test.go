@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/workers/partition/produce"
 )
 
 // BenchmarkAckedBatch is the data plane's bookkeeping of one fetched batch
@@ -38,16 +40,16 @@ func BenchmarkAckedBatch(b *testing.B) {
 			for i := range recs {
 				recs[i] = &kgo.Record{Key: make([]byte, 16), Value: make([]byte, 100)}
 			}
-			s := &mirrorSession{acks: newProduceAcks(0, nil), mirrored: bc.mirrored(b)}
+			s := &mirrorSession{acks: produce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
 				s.pending = append(s.pending, pendingRun{src: next, dst: next, n: batch})
-				s.acks.producedEnd.Store(next + batch)
+				s.acks.SetProducedEnd(next + batch)
 				for _, r := range recs {
 					r.Offset = next
 					next++
-					s.acks.promise(r, nil)
+					s.acks.Promise(r, nil)
 				}
 				s.handleAcks()
 			}

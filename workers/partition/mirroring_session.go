@@ -12,6 +12,7 @@ import (
 
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/partition/produce"
 )
 
 // mirrorSession is one stretch of MIRRORING: fetch, produce, verify acks.
@@ -30,7 +31,7 @@ type mirrorSession struct {
 	fetchNext int64 // next source offset to produce
 	produced  int64 // next destination offset to assign
 	pending   []pendingRun
-	acks      *produceAcks
+	acks      *produce.Acks
 	// taken counts the results taken from acks so far (verified ones, then
 	// any after a failure).
 	taken   int64
@@ -60,7 +61,7 @@ type mirrorSession struct {
 	// timeout, and when the session ends. Once it has, kgo fails each
 	// unsent record when it reaches the head of the partition's queue, with
 	// every record queued after it, and no batch waits for produce room
-	// (produceGate); records queued behind a batch in flight may still go
+	// (produce.Gate); records queued behind a batch in flight may still go
 	// out, in order after it. One context for all is what keeps the
 	// destination in order: with a deadline of its own per batch, kgo
 	// failed a late batch while a later one, produced before its worker
@@ -79,6 +80,17 @@ type mirrorSession struct {
 	// is the acks' verified bytes already counted.
 	mirrored     topicMirrored
 	countedBytes int64
+}
+
+// pendingRun is what a session has sent and not yet seen acknowledged: n
+// records whose source offsets and destination offsets both follow on
+// from src and dst, or one source transaction marker (control), which is
+// never produced. A fetched batch is usually one run, so the bookkeeping
+// is per batch rather than per record.
+type pendingRun struct {
+	src, dst int64
+	n        int64
+	control  bool
 }
 
 type batchDeadline struct {
@@ -124,10 +136,9 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.mirrored = w.e.metrics.topic(w.key.Mirror, w.key.Topic)
-	s.acks = newProduceAcks(s.dstNext, w.e.gate)
+	s.acks = produce.NewAcks(s.dstNext, w.e.gate, func() { s.produceCancel(errCopyFailed) })
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
-	s.acks.onFailure = func() { s.produceCancel(errCopyFailed) }
 	f, err := w.e.fetcher(w.key.Mirror, src.conn)
 	if err != nil {
 		return retryable("source fetcher: %v", err)
@@ -158,7 +169,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	for stopReason == nil && !s.stopped() {
 		select {
 		case <-s.halted:
-		case <-s.acks.notify:
+		case <-s.acks.Notify():
 			s.mu.Lock()
 			s.handleAcks()
 			s.publish()
@@ -388,14 +399,14 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	if upTo := s.produced + n; n > 0 {
 		// Room for the whole batch first: once one record of it is handed
 		// to kgo, every later one must follow, or the destination could
-		// skip one (produceGate). If produceCtx ends meanwhile, none is.
-		if err := w.e.gate.acquire(s.produceCtx, n); err != nil {
+		// skip one (produce.Gate). If produceCtx ends meanwhile, none is.
+		if err := w.e.gate.Acquire(s.produceCtx, n); err != nil {
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
 			return
 		}
-		s.acks.producedEnd.Store(upTo)
+		s.acks.SetProducedEnd(upTo)
 		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
-			if s.acks.base+s.acks.done.Load() < upTo {
+			if s.acks.Base()+s.acks.Done() < upTo {
 				s.produceCancel(errDeliveryTimeout)
 			}
 		})})
@@ -410,7 +421,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	//
 	// The promise is bound once a batch: a method value taken per record
 	// allocated per record (11% of this function's CPU at 100 B).
-	promise := s.acks.promise
+	promise := s.acks.Promise
 	for _, r := range b.records {
 		if r.Offset < s.fetchNext {
 			continue // already copied (a re-fetch after re-adding)
@@ -434,14 +445,14 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 
 // inFlight is how many produced records have no result yet.
 func (s *mirrorSession) inFlight() int64 {
-	return s.produced - s.acks.base - s.acks.done.Load()
+	return s.produced - s.acks.Base() - s.acks.Done()
 }
 
 // handleAcks advances the checkpoint over the copies verified since the
 // last call, and turns the first failed or misplaced one into the
 // session's failure.
 func (s *mirrorSession) handleAcks() {
-	done, verified, failure := s.acks.take()
+	done, verified, failure := s.acks.Take()
 	taken := s.taken
 	for s.taken < verified && len(s.pending) > 0 {
 		s.passControls()
@@ -456,20 +467,20 @@ func (s *mirrorSession) handleAcks() {
 		}
 	}
 	// Counted per acknowledged run, not per record. The promise publishes
-	// verifiedBytes with verified, in runs (produceAcks), storing the bytes
+	// verifiedBytes with verified, in runs (produce.Acks), storing the bytes
 	// first, so a take between the two stores sees the bytes of a run
 	// whose records come with the next; the totals stay exact.
-	if n, b := s.taken-taken, s.acks.verifiedBytes.Load(); n > 0 || b != s.countedBytes {
+	if n, b := s.taken-taken, s.acks.VerifiedBytes(); n > 0 || b != s.countedBytes {
 		s.mirrored.add(n, b-s.countedBytes)
 		s.countedBytes = b
 	}
 	if failure != nil && s.failure == nil {
 		s.passControls()
-		p := pendingRun{src: -1, dst: s.acks.base + failure.index}
+		p := pendingRun{src: -1, dst: s.acks.Base() + failure.Index}
 		if len(s.pending) > 0 {
 			p = s.pending[0]
 		}
-		switch err := failure.err; {
+		switch err := failure.Err; {
 		case errors.Is(err, context.Canceled) && context.Cause(s.produceCtx) != nil:
 			// The session's context ended: say why, not "context canceled".
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, context.Cause(s.produceCtx))
@@ -480,13 +491,13 @@ func (s *mirrorSession) handleAcks() {
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, err)
 		default:
 			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
-				s.w.key.Topic, s.w.key.Partition, p.src, failure.got, p.dst)
+				s.w.key.Topic, s.w.key.Partition, p.src, failure.Got, p.dst)
 		}
 	}
 	if s.failure == nil {
 		s.passControls()
 	}
-	settled := s.acks.base + done
+	settled := s.acks.Base() + done
 	for len(s.deadlines) > 0 && s.deadlines[0].upTo <= settled {
 		s.deadlines[0].timer.Stop()
 		s.deadlines = s.deadlines[1:]
@@ -536,7 +547,7 @@ func (s *mirrorSession) settle(ctx context.Context) {
 			return
 		}
 		select {
-		case <-s.acks.notify:
+		case <-s.acks.Notify():
 		case <-deadline.C:
 			// kgo fails records at the delivery timeout; getting here means
 			// the client is stuck, and unacknowledged records are not counted.

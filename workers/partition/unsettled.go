@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/produce"
 )
 
 // unsettledCopies are the records of an ended mirroring session that kgo
@@ -15,7 +16,7 @@ import (
 // session gives up waiting after the delivery timeout plus 2 s, so its last
 // copies can outlive it.
 type unsettledCopies struct {
-	acks *produceAcks
+	acks *produce.Acks
 	end  int64 // destination offset after the session's last produced record
 	// since is when the session ended; writtenOff is set once the copies
 	// were written off (under the engine's mu).
@@ -23,7 +24,7 @@ type unsettledCopies struct {
 	writtenOff bool
 }
 
-func (u *unsettledCopies) pending() int64 { return u.end - u.acks.base - u.acks.done.Load() }
+func (u *unsettledCopies) pending() int64 { return u.end - u.acks.Base() - u.acks.Done() }
 
 // Settled says whether every copy of the partition's ended sessions has
 // been answered; the lease manager releases a lease only then
@@ -50,7 +51,7 @@ func (e *Engine) Settled(k lease.Key) bool {
 }
 
 // keepUnsettled records a session that ended with copies in flight.
-func (e *Engine) keepUnsettled(k lease.Key, acks *produceAcks, end int64) {
+func (e *Engine) keepUnsettled(k lease.Key, acks *produce.Acks, end int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for key, u := range e.unsettled {
@@ -113,8 +114,8 @@ func (e *Engine) awaitSettled(ctx context.Context, k lease.Key, waiting func(cop
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-u.acks.notify:
-			u.acks.woken.Store(false)
+		case <-u.acks.Notify():
+			u.acks.Rearm()
 		case <-tick.C:
 			e.writeOffStale(k, u)
 		}

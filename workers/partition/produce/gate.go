@@ -1,11 +1,11 @@
-package partition
+package produce
 
 import (
 	"context"
 	"sync"
 )
 
-// produceGate bounds the records the engine has produced and not yet seen
+// Gate bounds the records the engine has produced and not yet seen
 // answered, across every partition. A session takes room for a whole
 // fetched batch before it produces any record of it, and the promise gives
 // the room back as it publishes results.
@@ -13,13 +13,13 @@ import (
 // kgo has such a bound (MaxBufferedRecords), but a Produce blocked on it
 // fails its record as soon as the record's context ends, and reports that
 // failure ahead of the earlier records still buffered or in flight. The
-// results then no longer come in produce order, which produceAcks relies
-// on, and a later record of the session that finds room a moment after can
-// still be sent behind a batch in flight: the destination skips a record
+// results then no longer come in produce order, which Acks relies on, and
+// a later record of the session that finds room a moment after can still
+// be sent behind a batch in flight: the destination skips a record
 // (TestProduceGateKeepsResultsInOrder). So the engine's producer has no
-// buffer limit of its own, kgo never blocks, and the wait happens here,
-// before any record of the batch is handed to kgo.
-type produceGate struct {
+// buffer limit of its own (Options), kgo never blocks, and the wait
+// happens here, before any record of the batch is handed to kgo.
+type Gate struct {
 	mu    sync.Mutex
 	limit int64
 	held  int64
@@ -31,13 +31,14 @@ type produceGate struct {
 	need  int64
 }
 
-func newProduceGate(limit int64) *produceGate {
-	return &produceGate{limit: limit, freed: make(chan struct{})}
+// NewGate returns a Gate that lets limit records be in flight.
+func NewGate(limit int64) *Gate {
+	return &Gate{limit: limit, freed: make(chan struct{})}
 }
 
-// acquire waits until n more records fit, or returns the context's cause
+// Acquire waits until n more records fit, or returns the context's cause
 // if it ends first. A batch larger than the limit goes alone.
-func (g *produceGate) acquire(ctx context.Context, n int64) error {
+func (g *Gate) Acquire(ctx context.Context, n int64) error {
 	for {
 		g.mu.Lock()
 		if g.held == 0 || g.held+n <= g.limit {
@@ -58,8 +59,8 @@ func (g *produceGate) acquire(ctx context.Context, n int64) error {
 	}
 }
 
-// release gives back room for n answered records.
-func (g *produceGate) release(n int64) {
+// Release gives back room for n answered records.
+func (g *Gate) Release(n int64) {
 	if n == 0 {
 		return
 	}

@@ -1,4 +1,4 @@
-package partition
+package produce
 
 import (
 	"context"
@@ -19,30 +19,30 @@ import (
 // TestProduceGate: a batch waits until it fits, one larger than the limit
 // goes alone, and a wait ends with its context's cause.
 func TestProduceGate(t *testing.T) {
-	g := newProduceGate(10)
+	g := NewGate(10)
 	ctx := t.Context()
-	if err := g.acquire(ctx, 8); err != nil {
+	if err := g.Acquire(ctx, 8); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)
-	go func() { got <- g.acquire(ctx, 5) }()
+	go func() { got <- g.Acquire(ctx, 5) }()
 	select {
 	case err := <-got:
 		t.Fatalf("8 + 5 records fit a gate of 10 (err %v)", err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	g.release(3)
+	g.Release(3)
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	g.release(10)
-	if err := g.acquire(ctx, 25); err != nil {
+	g.Release(10)
+	if err := g.Acquire(ctx, 25); err != nil {
 		t.Fatalf("a batch larger than the limit must go when nothing is held: %v", err)
 	}
 	cause := errors.New("delivery timeout")
 	cctx, cancel := context.WithCancelCause(ctx)
 	time.AfterFunc(20*time.Millisecond, func() { cancel(cause) })
-	if err := g.acquire(cctx, 1); !errors.Is(err, cause) {
+	if err := g.Acquire(cctx, 1); !errors.Is(err, cause) {
 		t.Fatalf("acquire after its context ended: %v, want %v", err, cause)
 	}
 }
@@ -51,15 +51,15 @@ func TestProduceGate(t *testing.T) {
 // goroutine per mirror) all get room as it comes back in small runs; none
 // is left waiting because another registered a smaller need.
 func TestProduceGateWakesEveryWaiter(t *testing.T) {
-	g := newProduceGate(100)
-	if err := g.acquire(t.Context(), 100); err != nil {
+	g := NewGate(100)
+	if err := g.Acquire(t.Context(), 100); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	got := make(chan error, 3)
 	for _, n := range []int64{60, 30, 10} { // each smaller: need shows it waits
-		go func() { got <- g.acquire(ctx, n) }()
+		go func() { got <- g.Acquire(ctx, n) }()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			g.mu.Lock()
 			waiting := g.need == n
@@ -73,7 +73,7 @@ func TestProduceGateWakesEveryWaiter(t *testing.T) {
 		}
 	}
 	for range 10 {
-		g.release(10) // the promise gives room back in runs
+		g.Release(10) // the promise gives room back in runs
 		time.Sleep(time.Millisecond)
 	}
 	for range 3 {
@@ -90,7 +90,7 @@ func TestProduceGateWakesEveryWaiter(t *testing.T) {
 // does, with the engine's producer options: room for a batch from the gate,
 // then every record of it, under a context that ends while the buffer is
 // full and the destination stalls. Another partition keeps the buffer full.
-// The results must come in produce order, as produceAcks assumes, and the
+// The results must come in produce order, as Acks assumes, and the
 // destination must hold exactly the verified records, in order.
 //
 // With kgo's own buffer limit instead of the gate (MaxBufferedRecords(50)),
@@ -106,7 +106,7 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cl, err := kgo.NewClient(append(producerOpts(time.Second), kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))...)
+	cl, err := kgo.NewClient(append(Options(time.Second), kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("t"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	gate := newProduceGate(50)
+	gate := NewGate(50)
 	stopFill := make(chan struct{})
 	var filling sync.WaitGroup
 	filling.Go(func() {
@@ -142,10 +142,10 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 				return
 			default:
 			}
-			if gate.acquire(t.Context(), 1) != nil {
+			if gate.Acquire(t.Context(), 1) != nil {
 				return
 			}
-			cl.Produce(t.Context(), &kgo.Record{Partition: 1, Value: []byte("fill")}, func(*kgo.Record, error) { gate.release(1) })
+			cl.Produce(t.Context(), &kgo.Record{Partition: 1, Value: []byte("fill")}, func(*kgo.Record, error) { gate.Release(1) })
 			time.Sleep(time.Millisecond)
 		}
 	})
@@ -157,7 +157,7 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		cancel()
 	}()
-	acks := newProduceAcks(1, gate)
+	acks := NewAcks(1, gate, nil)
 	var next atomic.Int64 // the index the next result must have
 	var outOfOrder atomic.Value
 	promise := func(r *kgo.Record, err error) {
@@ -165,7 +165,7 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 		if want := next.Add(1) - 1; i != want && outOfOrder.Load() == nil {
 			outOfOrder.Store(fmt.Sprintf("result %d is record %d's (err %v)", want, i, err))
 		}
-		acks.promise(r, err)
+		acks.Promise(r, err)
 	}
 	// Like a session, produce on after the context ends until told to
 	// stop: here by the gate, or after a second.
@@ -177,7 +177,7 @@ func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 			break
 		}
 		const batch = 10
-		if gate.acquire(ctx, batch) != nil {
+		if gate.Acquire(ctx, batch) != nil {
 			break
 		}
 		acks.producedEnd.Store(1 + produced + batch)

@@ -1,0 +1,158 @@
+package produce
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Acks counts one session's produce results without a lock or a queue per
+// record. kgo calls a partition's promises one at a time, in the order the
+// records were produced, so the k-th result belongs to the k-th record
+// produced, whose destination offset must be base+k. That order holds
+// because no record fails before kgo buffers it: kgo's own buffer limit is
+// off (Options) and Gate waits instead (see there).
+//
+// The promise counts in plain fields that only it touches and publishes
+// them to the worker (done, verified, verifiedBytes, then a wake-up) in
+// runs: every PublishEvery results, at the result of the last record
+// produced so far, and at the first failure. An atomic store is a full
+// barrier on amd64, and the worker reads these fields as the promise
+// writes them, so three stores per record cost more than the rest of the
+// bookkeeping (BenchmarkAckedBatch). Between publications done may trail
+// the results by up to PublishEvery-1 while later records are still in
+// flight; the last record produced always publishes, so settling waits for
+// nothing more than the results themselves.
+type Acks struct {
+	base int64 // destination offset of the session's first record
+	// done counts published results; verified those before the first
+	// failure, each at the offset it was meant for; verifiedBytes sums
+	// their key and value bytes, stored before verified moves.
+	done, verified atomic.Int64
+	verifiedBytes  atomic.Int64
+	// producedEnd is the destination offset after the last batch the
+	// worker produced, set before it produces the batch, so the promise
+	// knows the last record produced so far.
+	producedEnd atomic.Int64
+	// results, bytes and failed are the promise's own counts.
+	results, bytes int64
+	failed         bool
+	// woken is set when notify holds a wake-up the worker has not taken,
+	// so a burst of results costs one channel send.
+	woken  atomic.Bool
+	notify chan struct{}
+
+	mu      sync.Mutex
+	failure *Failure // the first failure, nil while none
+
+	// gate gets back the room of each published run of results; released
+	// counts those given back so far (the promise's own).
+	gate     *Gate
+	released int64
+
+	// onFailure runs at the first failure, in the promise, so that no later
+	// record of the session is sent (see the mirroring session's produceCtx).
+	onFailure func()
+}
+
+// PublishEvery is how many results the promise counts between two
+// publications to the worker, at most.
+const PublishEvery = 128
+
+// Failure is the first result that was not a verified copy.
+type Failure struct {
+	Index int64 // in produce order, from 0
+	Err   error // the produce error, or nil for a foreign write
+	Got   int64 // the offset it landed at, for a foreign write
+}
+
+// NewAcks counts the results of records produced from destination offset
+// base on. gate, when set, gets back the room of each published run;
+// onFailure, when set, runs at the first failure, in the promise.
+func NewAcks(base int64, gate *Gate, onFailure func()) *Acks {
+	return &Acks{base: base, notify: make(chan struct{}, 1), gate: gate, onFailure: onFailure}
+}
+
+// Base is the destination offset of the session's first record.
+func (a *Acks) Base() int64 { return a.base }
+
+// Done counts the results published so far.
+func (a *Acks) Done() int64 { return a.done.Load() }
+
+// Verified counts the published results before the first failure, each a
+// copy at the offset it was meant for.
+func (a *Acks) Verified() int64 { return a.verified.Load() }
+
+// VerifiedBytes sums the key and value bytes of the verified copies.
+func (a *Acks) VerifiedBytes() int64 { return a.verifiedBytes.Load() }
+
+// ProducedEnd is the destination offset after the last batch produced.
+func (a *Acks) ProducedEnd() int64 { return a.producedEnd.Load() }
+
+// SetProducedEnd records the destination offset after a batch, before any
+// record of it is produced.
+func (a *Acks) SetProducedEnd(end int64) { a.producedEnd.Store(end) }
+
+// Notify receives a wake-up when results are published. Take, or Rearm,
+// lets the next publication send another.
+func (a *Acks) Notify() <-chan struct{} { return a.notify }
+
+// Rearm lets the next publication send a wake-up, for a reader that does
+// not Take.
+func (a *Acks) Rearm() { a.woken.Store(false) }
+
+// Promise is the produce callback of every record of the session.
+func (a *Acks) Promise(r *kgo.Record, err error) {
+	k := a.results
+	a.results = k + 1
+	failedNow := false
+	if !a.failed {
+		if err == nil && r.Offset == a.base+k {
+			a.bytes += int64(len(r.Key) + len(r.Value))
+		} else {
+			a.failed, failedNow = true, true
+			a.verifiedBytes.Store(a.bytes)
+			a.verified.Store(k)
+			a.mu.Lock()
+			a.failure = &Failure{Index: k, Err: err, Got: r.Offset}
+			a.mu.Unlock()
+			if a.onFailure != nil {
+				a.onFailure()
+			}
+		}
+	}
+	if !failedNow && (k+1)%PublishEvery != 0 && a.base+k+1 < a.producedEnd.Load() {
+		return
+	}
+	if !a.failed {
+		a.verifiedBytes.Store(a.bytes)
+		a.verified.Store(k + 1)
+	}
+	a.done.Store(k + 1)
+	if a.gate != nil {
+		a.gate.Release(k + 1 - a.released)
+		a.released = k + 1
+	}
+	if !a.woken.Load() && !a.woken.Swap(true) {
+		select {
+		case a.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Take is the worker's side: how many results arrived and were verified,
+// and the first failure if there was one.
+func (a *Acks) Take() (done, verified int64, failure *Failure) {
+	a.woken.Store(false)
+	// verified before done: done then counts at least every verified one.
+	verified = a.verified.Load()
+	done = a.done.Load()
+	if verified < done {
+		a.mu.Lock()
+		failure = a.failure
+		a.mu.Unlock()
+	}
+	return done, verified, failure
+}
