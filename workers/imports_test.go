@@ -16,7 +16,8 @@ import (
 // another it declares a small interface instead.
 var allowedSiblings = map[string][]string{
 	"lease":             nil,
-	"partition":         {"lease", "partition/produce"},
+	"partition":         {"lease", "partition/metrics", "partition/produce"},
+	"partition/metrics": nil,
 	"partition/produce": nil,
 	"metadatasync":      {"lease"},
 	"statetopic":        nil,

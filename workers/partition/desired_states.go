@@ -11,6 +11,7 @@ import (
 	"kmirror/internal/notifier"
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/partition/metrics"
 )
 
 // desiredStates caches every mirror topic's desired state and recreate flag,
@@ -19,7 +20,7 @@ import (
 type desiredStates struct {
 	pool *pgxpool.Pool
 	// metrics, when set, loses the series of mirrors that are gone.
-	metrics *mirrorMetrics
+	metrics *metrics.Metrics
 
 	mu     sync.RWMutex
 	topics map[[2]string]topicDesire
@@ -45,7 +46,7 @@ func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
 
 // withMetrics makes each refresh delete the series of mirrors that are
 // gone, in every instance, not only in the one whose API deleted them.
-func (d *desiredStates) withMetrics(m *mirrorMetrics) *desiredStates {
+func (d *desiredStates) withMetrics(m *metrics.Metrics) *desiredStates {
 	d.metrics = m
 	return d
 }
@@ -84,7 +85,7 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 		present[r.Mirror] = true
 	}
 	d.store(m)
-	d.metrics.forgetMirrorsExcept(present, readAt)
+	d.metrics.ForgetMirrorsExcept(present, readAt)
 	return nil
 }
 

@@ -178,7 +178,7 @@ func (e *Engine) destinationLost(k lease.Key, reason string) {
 	s, w := e.sessions[k], e.workers[k]
 	e.mu.Unlock()
 	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
-	e.metrics.lost(k.Mirror, k.Topic)
+	e.metrics.Lost(k.Mirror, k.Topic)
 	if s != nil {
 		s.interrupt(interruption{msg: msg, cause: reason, lost: true})
 	}

@@ -7,10 +7,11 @@
 // (checkpointer.go), read-only ACLs, recreate, the source topic identity
 // check, and end offsets for lag (offsets_refresh.go).
 //
-// Its sub-package produce holds the producer's options, the gate that
-// bounds its buffered records and a session's count of its results.
+// Its sub-packages: produce holds the producer's options, the gate that
+// bounds its buffered records and a session's count of its results;
+// metrics the data plane's Prometheus series.
 //
 // Imports: lease (Lease, Key; the Engine is a lease.PartitionRunner), its
-// own sub-package produce, service (the state machine and every state
+// own sub-packages produce and metrics, service (the state machine and every state
 // write), repo, internal infrastructure. Not metadatasync or statetopic.
 package partition

@@ -22,6 +22,7 @@ import (
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/produce"
 )
 
@@ -96,7 +97,7 @@ type Engine struct {
 	TestHooks EngineTestHooks
 	cfg       EngineConfig
 	log       *slog.Logger
-	metrics   *mirrorMetrics
+	metrics   *metrics.Metrics
 	producer  *kgo.Client
 	// gate bounds the producer's buffered records instead of kgo.
 	gate *produce.Gate
@@ -166,11 +167,11 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 		sessions: map[lease.Key]*mirrorSession{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
 	var err error
-	if e.metrics, err = newMirrorMetrics(cfg.Registerer); err != nil {
+	if e.metrics, err = metrics.New(cfg.Registerer); err != nil {
 		return nil, err
 	}
 	e.cp = newCheckpointer(cfg.Pool, cfg.InstanceID, log)
-	e.cp.saveDuration = e.metrics.checkpoint
+	e.cp.saveDuration = e.metrics.CheckpointSaves()
 	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics)
@@ -201,7 +202,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		// A newly created destination topic must be seen quickly.
 		kgo.MetadataMinAge(250*time.Millisecond),
 		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))),
-		e.metrics.produceOpt(),
+		e.metrics.ProduceOpt(),
 	)...)
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
@@ -348,7 +349,7 @@ func (e *Engine) fetcher(mirror string, conn kafkaconn.Config) (*mirrorFetcher, 
 		return f, nil
 	}
 	f, err := newMirrorFetcher(mirror, conn, e.log.With("mirror", mirror),
-		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror))), e.metrics.fetchOpt(mirror)}, e.cfg.SourceOpts...)...)
+		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror))), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,11 +2,11 @@ package partition
 
 import (
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/produce"
 )
 
@@ -19,20 +19,20 @@ import (
 // whose add returns at once. The difference is what the metrics cost per
 // batch. It needs no database or cluster:
 //
-//	go test ./workers/partition -run '^$' -bench 'AckedBatch|RequestTimer' -count 5
+//	go test ./workers/partition/... -run '^$' -bench 'AckedBatch|RequestTimer' -count 5
 func BenchmarkAckedBatch(b *testing.B) {
 	for _, bc := range []struct {
 		name     string
-		mirrored func(b *testing.B) topicMirrored
+		mirrored func(b *testing.B) metrics.Topic
 	}{
-		{"metrics", func(b *testing.B) topicMirrored {
-			m, err := newMirrorMetrics(prometheus.NewRegistry())
+		{"metrics", func(b *testing.B) metrics.Topic {
+			m, err := metrics.New(prometheus.NewRegistry())
 			if err != nil {
 				b.Fatal(err)
 			}
-			return m.topic("m", "orders")
+			return m.Topic("m", "orders")
 		}},
-		{"none", func(*testing.B) topicMirrored { return (*mirrorMetrics)(nil).topic("m", "orders") }},
+		{"none", func(*testing.B) metrics.Topic { return (*metrics.Metrics)(nil).Topic("m", "orders") }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const batch = 100
@@ -58,35 +58,5 @@ func BenchmarkAckedBatch(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(next), "ns/record")
 		})
-	}
-}
-
-// BenchmarkRequestTimer is the kgo hook that times each fetch and produce
-// request: one histogram observation per request (a request carries whole
-// batches of many partitions).
-func BenchmarkRequestTimer(b *testing.B) {
-	m, err := newMirrorMetrics(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	hook := requestTimer{produceKey, m.produce}
-	e := kgo.BrokerE2E{TimeToWrite: 200 * time.Microsecond, ReadWait: 3 * time.Millisecond, TimeToRead: 100 * time.Microsecond}
-	b.ReportAllocs()
-	for b.Loop() {
-		hook.OnBrokerE2E(kgo.BrokerMetadata{}, produceKey, e)
-	}
-}
-
-// BenchmarkMirroredAdd is the metric update alone, once per acknowledged
-// run (a batch): two counter adds and a timestamp.
-func BenchmarkMirroredAdd(b *testing.B) {
-	m, err := newMirrorMetrics(prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := m.topic("m", "orders")
-	b.ReportAllocs()
-	for b.Loop() {
-		t.add(100, 11600)
 	}
 }

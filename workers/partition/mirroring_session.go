@@ -12,6 +12,7 @@ import (
 
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/produce"
 )
 
@@ -78,7 +79,7 @@ type mirrorSession struct {
 	behindSince time.Time
 	// mirrored counts verified copies in the topic's metrics; countedBytes
 	// is the acks' verified bytes already counted.
-	mirrored     topicMirrored
+	mirrored     metrics.Topic
 	countedBytes int64
 }
 
@@ -135,7 +136,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	defer w.mirroring.Store(false)
 	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
-	s.mirrored = w.e.metrics.topic(w.key.Mirror, w.key.Topic)
+	s.mirrored = w.e.metrics.Topic(w.key.Mirror, w.key.Topic)
 	s.acks = produce.NewAcks(s.dstNext, w.e.gate, func() { s.produceCancel(errCopyFailed) })
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
@@ -471,7 +472,7 @@ func (s *mirrorSession) handleAcks() {
 	// first, so a take between the two stores sees the bytes of a run
 	// whose records come with the next; the totals stay exact.
 	if n, b := s.taken-taken, s.acks.VerifiedBytes(); n > 0 || b != s.countedBytes {
-		s.mirrored.add(n, b-s.countedBytes)
+		s.mirrored.Add(n, b-s.countedBytes)
 		s.countedBytes = b
 	}
 	if failure != nil && s.failure == nil {

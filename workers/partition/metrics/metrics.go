@@ -1,4 +1,4 @@
-package partition
+package metrics
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// mirrorMetrics counts what this instance mirrored, per mirror and topic.
+// Metrics counts what this instance mirrored, per mirror and topic.
 // Only verified copies count: a record is mirrored when its acknowledgement
 // says it landed at the destination offset it was meant for.
-type mirrorMetrics struct {
+type Metrics struct {
 	records *prometheus.CounterVec
 	bytes   *prometheus.CounterVec
 	last    *prometheus.GaugeVec
@@ -24,18 +24,20 @@ type mirrorMetrics struct {
 	fetch   *prometheus.HistogramVec
 	produce prometheus.Histogram
 	// losses counts the partitions this instance found the destination to
-	// have lost (destination_watch.go).
+	// have lost (the engine's destination watch).
 	losses *prometheus.CounterVec
 
 	mu sync.Mutex
 	// touched is when each mirror's series were last looked up, so that
-	// forgetMirrorsExcept never deletes a mirror's series that were made
+	// ForgetMirrorsExcept never deletes a mirror's series that were made
 	// after its list of mirrors was read.
 	touched map[string]time.Time
 }
 
-func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
-	m := &mirrorMetrics{
+// New returns the data plane's metrics, registered with reg unless it is
+// nil.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_mirrored_records_total",
 			Help: "Records this instance copied to the destination and verified, by mirror and source topic."}, []string{"mirror", "topic"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_mirrored_bytes_total",
@@ -65,28 +67,33 @@ func newMirrorMetrics(reg prometheus.Registerer) (*mirrorMetrics, error) {
 	return m, nil
 }
 
-// topicMirrored is one topic's series, looked up once per session so that
+// CheckpointSaves observes the duration of each save of the instance's
+// checkpoints.
+func (m *Metrics) CheckpointSaves() prometheus.Observer { return m.checkpoint }
+
+// Topic is one topic's series, looked up once per session so that
 // counting an acknowledged run costs two atomic adds and a store.
-type topicMirrored struct {
+type Topic struct {
 	records, bytes prometheus.Counter
 	last           prometheus.Gauge
 }
 
-func (m *mirrorMetrics) topic(mirror, topic string) topicMirrored {
+// Topic returns a topic's series (nil Metrics: ones that count nothing).
+func (m *Metrics) Topic(mirror, topic string) Topic {
 	if m == nil {
-		return topicMirrored{}
+		return Topic{}
 	}
 	m.touch(mirror)
 	// The topic's loss count starts at 0, so an alert on its increase
 	// sees the first loss.
 	m.losses.WithLabelValues(mirror, topic)
-	return topicMirrored{records: m.records.WithLabelValues(mirror, topic),
+	return Topic{records: m.records.WithLabelValues(mirror, topic),
 		bytes: m.bytes.WithLabelValues(mirror, topic), last: m.last.WithLabelValues(mirror, topic)}
 }
 
-// add counts n verified records and b bytes (the bytes of a batch may
+// Add counts n verified records and b bytes (the bytes of a batch may
 // arrive with a later call than its records).
-func (t topicMirrored) add(n, b int64) {
+func (t Topic) Add(n, b int64) {
 	if t.records == nil {
 		return
 	}
@@ -99,8 +106,8 @@ func (t topicMirrored) add(n, b int64) {
 	}
 }
 
-// lost counts a partition found lost on the destination.
-func (m *mirrorMetrics) lost(mirror, topic string) {
+// Lost counts a partition found lost on the destination.
+func (m *Metrics) Lost(mirror, topic string) {
 	if m == nil {
 		return
 	}
@@ -128,16 +135,16 @@ func (r requestTimer) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.BrokerE
 	}
 }
 
-// produceOpt and fetchOpt time the producer's and a mirror's fetcher's
+// ProduceOpt and FetchOpt time the producer's and a mirror's fetcher's
 // requests.
-func (m *mirrorMetrics) produceOpt() kgo.Opt {
+func (m *Metrics) ProduceOpt() kgo.Opt {
 	if m == nil {
 		return kgo.WithHooks()
 	}
 	return kgo.WithHooks(requestTimer{produceKey, m.produce})
 }
 
-func (m *mirrorMetrics) fetchOpt(mirror string) kgo.Opt {
+func (m *Metrics) FetchOpt(mirror string) kgo.Opt {
 	if m == nil {
 		return kgo.WithHooks()
 	}
@@ -145,20 +152,20 @@ func (m *mirrorMetrics) fetchOpt(mirror string) kgo.Opt {
 	return kgo.WithHooks(requestTimer{fetchKey, m.fetch.WithLabelValues(mirror)})
 }
 
-func (m *mirrorMetrics) touch(mirror string) {
+func (m *Metrics) touch(mirror string) {
 	m.mu.Lock()
 	m.touched[mirror] = time.Now()
 	m.mu.Unlock()
 }
 
-// forgetMirrorsExcept deletes the series of every mirror not in present,
+// ForgetMirrorsExcept deletes the series of every mirror not in present,
 // a list of mirrors read at readAt, unless they were looked up since: a
 // deleted mirror's series would otherwise stay in /metrics for as long as
 // the process runs. A mirror's topic rows go only with the mirror, and a
 // lease that moves leaves them, so a mirror missing from the list is gone.
 // Handles looked up before (a session's, a fetcher's) keep counting into
 // series that are no longer exported.
-func (m *mirrorMetrics) forgetMirrorsExcept(present map[string]bool, readAt time.Time) {
+func (m *Metrics) ForgetMirrorsExcept(present map[string]bool, readAt time.Time) {
 	if m == nil {
 		return
 	}
