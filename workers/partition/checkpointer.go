@@ -40,7 +40,7 @@ type checkpointer struct {
 	stopFailed atomic.Bool
 
 	// saveMu runs saves one at a time, in the order their checkpoints were
-	// taken: a partition's checkpoint saved by flushKey must not commit
+	// taken: a partition's checkpoint saved by Save must not commit
 	// while an earlier batch still carries the offset-map runs below it.
 	// That batch would otherwise commit later, or be fenced after a
 	// hand-back and dropped, leaving a hole in the offset map.
@@ -49,7 +49,7 @@ type checkpointer struct {
 	mu    sync.Mutex
 	dirty map[lease.Key]*repo.Checkpoint
 
-	// soon asks for a save ahead of the interval (see caughtUp).
+	// soon asks for a save ahead of the interval (see CaughtUp).
 	soon chan struct{}
 }
 
@@ -58,13 +58,13 @@ func newCheckpointer(pool *pgxpool.Pool, owner string, log *slog.Logger) *checkp
 		soon: make(chan struct{}, 1)}
 }
 
-// caughtUp asks for the pending checkpoints to be saved within
+// CaughtUp asks for the pending checkpoints to be saved within
 // catchUpDelay instead of at the next interval: a partition that was
 // copying a backlog has just reached the source's end, and describe should
 // say lag 0 when it is so, not up to an interval later. Partitions that
 // catch up together share the save; a trickle, whose records are copied as
-// they come, never asks (see mirrorSession.publish).
-func (c *checkpointer) caughtUp() {
+// they come, never asks (see the mirroring session's publish).
+func (c *checkpointer) CaughtUp() {
 	select {
 	case c.soon <- struct{}{}:
 	default:
@@ -91,9 +91,9 @@ func catchUpWait(now, lastStart time.Time, lastTook time.Duration) time.Duration
 	return max(catchUpDelay, lastStart.Add((catchUpShare+1)*lastTook).Sub(now))
 }
 
-// update records a partition's latest progress and the offset-map runs that
+// Update records a partition's latest progress and the offset-map runs that
 // changed since its last update.
-func (c *checkpointer) update(k lease.Key, cp repo.Checkpoint) {
+func (c *checkpointer) Update(k lease.Key, cp repo.Checkpoint) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old := c.dirty[k]; old != nil && old.Epoch == cp.Epoch {
@@ -126,6 +126,10 @@ func mergeRuns(old, upd []repo.OffsetRun) []repo.OffsetRun {
 	}
 	return out
 }
+
+// Drop forgets a partition's pending checkpoint: a lost lease's leftovers
+// must not be saved later.
+func (c *checkpointer) Drop(k lease.Key) { c.take(k) }
 
 // take removes and returns a partition's pending checkpoint.
 func (c *checkpointer) take(k lease.Key) *repo.Checkpoint {
@@ -225,9 +229,9 @@ func (c *checkpointer) flush(ctx context.Context) {
 	}
 }
 
-// flushKey saves one partition's pending checkpoint now, before a state
-// change that must not run ahead of it.
-func (c *checkpointer) flushKey(ctx context.Context, k lease.Key) error {
+// Save saves one partition's pending checkpoint now, before a state change
+// that must not run ahead of it.
+func (c *checkpointer) Save(ctx context.Context, k lease.Key) error {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
 	cp := c.take(k)
@@ -238,7 +242,7 @@ func (c *checkpointer) flushKey(ctx context.Context, k lease.Key) error {
 	defer cancel()
 	saved, err := c.save(saveCtx, []repo.Checkpoint{*cp})
 	if err != nil {
-		c.update(k, *cp)
+		c.Update(k, *cp)
 		return err
 	}
 	if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] {

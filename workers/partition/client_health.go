@@ -61,6 +61,10 @@ func (h *clientHealth) trouble(d time.Duration) (since time.Time, err error) {
 	return h.since, h.err
 }
 
+// troubleAfter is how long client errors that kgo retries must last
+// before they show in a partition's error (it stays MIRRORING meanwhile).
+const troubleAfter = 5 * time.Second
+
 // healthChanges wakes the mirroring sessions when what a client's health
 // would put in their rows changes, so that they need no tick of their own
 // to notice: at 1,000 partitions a 1 s tick in every session was half of an

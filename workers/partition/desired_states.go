@@ -10,8 +10,8 @@ import (
 
 	"kmirror/internal/notifier"
 	"kmirror/repo"
-	"kmirror/service"
 	"kmirror/workers/partition/metrics"
+	"kmirror/workers/partition/worker"
 )
 
 // desiredStates caches every mirror topic's desired state and recreate flag,
@@ -23,21 +23,9 @@ type desiredStates struct {
 	metrics *metrics.Metrics
 
 	mu     sync.RWMutex
-	topics map[[2]string]topicDesire
+	topics map[[2]string]worker.Desire
 	// changed is closed and replaced on every refresh.
 	changed chan struct{}
-}
-
-type topicDesire struct {
-	state             service.DesiredState
-	replicationFactor int
-	recreate          bool
-	// continueHistory: a destination holding the source's history is
-	// proven and continued (continue.go).
-	continueHistory bool
-	// keepDivergent: with continueHistory, a divergent tail is kept and
-	// mirroring goes on after it.
-	keepDivergent bool
 }
 
 func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
@@ -52,7 +40,7 @@ func (d *desiredStates) withMetrics(m *metrics.Metrics) *desiredStates {
 }
 
 // get returns a topic's desire; ok is false for a topic that no longer exists.
-func (d *desiredStates) get(mirror, topic string) (topicDesire, bool) {
+func (d *desiredStates) get(mirror, topic string) (worker.Desire, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	t, ok := d.topics[[2]string{mirror, topic}]
@@ -76,12 +64,12 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m := make(map[[2]string]topicDesire, len(rows))
+	m := make(map[[2]string]worker.Desire, len(rows))
 	present := map[string]bool{}
 	for _, r := range rows {
-		m[[2]string{r.Mirror, r.Topic}] = topicDesire{state: r.DesiredState,
-			replicationFactor: r.ReplicationFactor, recreate: r.Recreate, continueHistory: r.ContinueHistory,
-			keepDivergent: r.KeepDivergent}
+		m[[2]string{r.Mirror, r.Topic}] = worker.Desire{State: r.DesiredState,
+			ReplicationFactor: r.ReplicationFactor, Recreate: r.Recreate, ContinueHistory: r.ContinueHistory,
+			KeepDivergent: r.KeepDivergent}
 		present[r.Mirror] = true
 	}
 	d.store(m)
@@ -90,7 +78,7 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 }
 
 // store makes m the desired states and wakes the waiters if they changed.
-func (d *desiredStates) store(m map[[2]string]topicDesire) {
+func (d *desiredStates) store(m map[[2]string]worker.Desire) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// Waiters are woken only by a change: the fallback poll every 5 s woke

@@ -10,10 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kmirror/repo"
-	"kmirror/service"
 	"kmirror/workers/lease"
 	"kmirror/workers/partition/produce"
+	"kmirror/workers/partition/worker"
 )
 
 // The destination watch finds a destination that lost what kmirror wrote:
@@ -31,17 +30,6 @@ const destinationWatchEvery = time.Second
 
 // destinationCheckTimeout bounds one listing of the destination's ends.
 const destinationCheckTimeout = 2 * time.Second
-
-// interruption ends a mirroring session for something the engine found
-// outside it; the worker re-aligns in place instead of failing.
-type interruption struct {
-	// msg says why, for the row's error; cause, when set, is the shorter
-	// reason the realignment's event gives (msg otherwise).
-	msg, cause string
-	// lost: the destination lost records this partition had copied, so
-	// the row's error says so until the partition is re-aligned.
-	lost bool
-}
 
 // destinationLoss is a loss the watch found for one partition, for the
 // worker to report and heal.
@@ -79,7 +67,7 @@ func (e *Engine) stalledCopies(last map[*produce.Acks]int64) []stallCheck {
 		}
 	}
 	for k, s := range e.sessions {
-		consider(k, s.acks, s.acks.ProducedEnd())
+		consider(k, s.Acks(), s.Acks().ProducedEnd())
 	}
 	for k, u := range e.unsettled {
 		consider(k, u.acks, u.end)
@@ -102,7 +90,7 @@ func (e *Engine) sessionChecks() []stallCheck {
 	defer e.mu.Unlock()
 	out := make([]stallCheck, 0, len(e.sessions))
 	for k, s := range e.sessions {
-		out = append(out, stallCheck{key: k, verified: s.acks.Base() + s.acks.Verified()})
+		out = append(out, stallCheck{key: k, verified: s.Acks().Base() + s.Acks().Verified()})
 	}
 	return out
 }
@@ -180,10 +168,10 @@ func (e *Engine) destinationLost(k lease.Key, reason string) {
 	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
 	e.metrics.Lost(k.Mirror, k.Topic)
 	if s != nil {
-		s.interrupt(interruption{msg: msg, cause: reason, lost: true})
+		s.Interrupt(worker.Interruption{Msg: msg, Cause: reason, Lost: true})
 	}
 	if w != nil {
-		w.poke()
+		w.Poke()
 	}
 }
 
@@ -220,7 +208,7 @@ func (e *Engine) topicLost(topic string) {
 func (e *Engine) writeOff(topic, why string) {
 	if why != "" {
 		e.mu.Lock()
-		var ss []*mirrorSession
+		var ss []*worker.Session
 		for k, s := range e.sessions {
 			if k.Topic == topic {
 				ss = append(ss, s)
@@ -228,7 +216,7 @@ func (e *Engine) writeOff(topic, why string) {
 		}
 		e.mu.Unlock()
 		for _, s := range ss {
-			s.interrupt(interruption{msg: why})
+			s.Interrupt(worker.Interruption{Msg: why})
 		}
 		if len(ss) > 0 {
 			e.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
@@ -279,15 +267,5 @@ func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
 		return ctx.Err()
 	case <-t.C:
 		return nil
-	}
-}
-
-// noteError puts msg in the partition's row while it stays in state, fenced
-// by the lease, so describe says what the worker is about to repair.
-func (w *partitionWorker) noteError(ctx context.Context, state service.PartitionState, msg string) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-	defer cancel()
-	if err := repo.PartitionsSetError(wctx, w.e.cfg.Pool, w.fence(), state, msg); err != nil {
-		w.log.Warn("recording the destination's loss failed", "err", err)
 	}
 }

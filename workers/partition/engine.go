@@ -24,14 +24,12 @@ import (
 	"kmirror/workers/lease"
 	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/produce"
+	"kmirror/workers/partition/worker"
 )
 
-// RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential.
-type RetryPolicy struct {
-	Initial     time.Duration // default 1s
-	Max         time.Duration // default 300s
-	MaxAttempts int           // default 100
-}
+// RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential
+// (Initial default 1s, Max 300s, MaxAttempts 100). The workers apply it.
+type RetryPolicy = worker.RetryPolicy
 
 // EngineConfig wires an Engine.
 type EngineConfig struct {
@@ -71,8 +69,9 @@ type EngineConfig struct {
 	// instance's shutdown budget.
 	StopBudget *startstop.Budget
 	// SourceState reads the latest value of every key of a cluster's
-	// __mirror_state (statetopic.ReadState); a failback (continue.go) reads
-	// the source's. Nil: continue cannot prove anything and fails.
+	// __mirror_state (statetopic.ReadState); a failback
+	// (worker/continue.go) reads the source's. Nil: continue cannot prove
+	// anything and fails.
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 }
 
@@ -120,8 +119,12 @@ type Engine struct {
 	states *grouped[service.PartitionTransition, repo.Partition]
 	rows   *grouped[repo.PartitionID, repo.Partition]
 
+	// wcfg is what each worker is given besides the engine (worker.Config;
+	// the test hooks are added as it starts).
+	wcfg worker.Config
+
 	mu       sync.Mutex
-	workers  map[lease.Key]*partitionWorker
+	workers  map[lease.Key]*worker.Worker
 	fetchers map[string]*mirrorFetcher
 	sources  map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
@@ -130,11 +133,11 @@ type Engine struct {
 	// watch; losses are what it found, for each partition's worker to
 	// report, and lostTopics when it found each destination topic gone
 	// (destination_watch.go).
-	sessions   map[lease.Key]*mirrorSession
+	sessions   map[lease.Key]*worker.Session
 	losses     map[lease.Key]destinationLoss
 	lostTopics map[string]time.Time
 	// srcStates are the sources' __mirror_state reads of failbacks
-	// (continue.go).
+	// (source_states.go).
 	srcStates sourceStates
 }
 
@@ -162,9 +165,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
-		workers: map[lease.Key]*partitionWorker{}, fetchers: map[string]*mirrorFetcher{},
+		workers: map[lease.Key]*worker.Worker{}, fetchers: map[string]*mirrorFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
-		sessions: map[lease.Key]*mirrorSession{}, losses: map[lease.Key]destinationLoss{},
+		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
 	var err error
 	if e.metrics, err = metrics.New(cfg.Registerer); err != nil {
@@ -179,6 +182,10 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
 	e.rows = newRowReads(cfg.Pool, log)
+	e.wcfg = worker.Config{Pool: cfg.Pool, Service: cfg.Service, Destination: cfg.Destination,
+		SourceOpts: cfg.SourceOpts, Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
+		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log,
+		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics}
 	return e, nil
 }
 
@@ -265,13 +272,13 @@ func (e *Engine) Stop() {
 		return
 	}
 	e.mu.Lock()
-	ws := make([]*partitionWorker, 0, len(e.workers))
+	ws := make([]*worker.Worker, 0, len(e.workers))
 	for _, w := range e.workers {
 		ws = append(ws, w)
 	}
 	e.mu.Unlock()
 	for _, w := range ws {
-		w.stop()
+		w.Stop()
 	}
 	e.Halt()
 	e.cp.flush(context.Background())
@@ -305,16 +312,18 @@ func (e *Engine) closeClients() {
 
 // StartPartition starts the worker of a newly leased partition.
 func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
-	w := newPartitionWorker(e, l)
+	cfg := e.wcfg
+	cfg.BeforeStep = e.TestHooks.BeforeStep
+	w := worker.New(cfg, workerEngine{e}, l)
 	e.mu.Lock()
 	if old := e.workers[l.Key]; old != nil {
 		e.mu.Unlock()
-		old.stop()
+		old.Stop()
 		e.mu.Lock()
 	}
 	e.workers[l.Key] = w
 	e.mu.Unlock()
-	go w.run(ctx)
+	go w.Run(ctx)
 }
 
 // StopPartition stops a partition's worker gracefully (flushing and saving
@@ -325,7 +334,7 @@ func (e *Engine) StopPartition(k lease.Key) {
 	delete(e.workers, k)
 	e.mu.Unlock()
 	if w != nil {
-		w.stop()
+		w.Stop()
 	}
 }
 
@@ -407,20 +416,19 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 	if err != nil {
 		return nil, err
 	}
-	s := &sourceClients{conn: conn, client: cl, admin: kadm.NewClient(cl), key: m.UpdatedAt}
+	s := &sourceClients{Source: worker.Source{Conn: conn, Client: cl, Admin: kadm.NewClient(cl)}, key: m.UpdatedAt}
 	e.sources[mirror] = s
 	return s, nil
 }
 
-// sourceClients is a mirror's source connection and admin client.
+// sourceClients is a mirror's source connection and clients, made for the
+// mirror row last updated at key.
 type sourceClients struct {
-	conn   kafkaconn.Config
-	client *kgo.Client // for requests that must not be answered from kgo's metadata cache
-	admin  *kadm.Client
-	key    time.Time
+	worker.Source
+	key time.Time
 }
 
-func (s *sourceClients) close() { s.admin.Close() }
+func (s *sourceClients) close() { s.Admin.Close() }
 
 // AwaitDestinationPartitions makes the engine's producer learn that a
 // destination topic now has n partitions. kgo fails a record for a

@@ -149,7 +149,7 @@ func (e *Engine) listMoved(ctx context.Context, mirror string, parts []repo.Stal
 	}
 	// The committed end, as the owner's fetches (read_committed) and
 	// offsets refresh store it.
-	listed, err := src.admin.ListCommittedOffsets(ctx, topics...)
+	listed, err := src.Admin.ListCommittedOffsets(ctx, topics...)
 	if err != nil {
 		e.log.Debug("listing source ends failed", "mirror", mirror, "err", err)
 		return nil

@@ -136,7 +136,7 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	// Only partitions that are not mirroring need the destination's end
 	// (below), and on most rounds only those are listed at all.
 	needDst := slices.ContainsFunc(e.workersOf(keys), func(w workerState) bool { return !w.mirroring })
-	srcEnds, srcErr := src.admin.ListCommittedOffsets(ctx, topics...)
+	srcEnds, srcErr := src.Admin.ListCommittedOffsets(ctx, topics...)
 	var dstEnds kadm.ListedOffsets
 	dstErr := errSkipped
 	if needDst {
@@ -190,7 +190,7 @@ func (e *Engine) workersOf(keys []lease.Key) []workerState {
 	defer e.mu.Unlock()
 	for i, k := range keys {
 		if w := e.workers[k]; w != nil {
-			out[i] = workerState{epoch: w.lease.Epoch, mirroring: w.mirroring.Load()}
+			out[i] = workerState{epoch: w.Epoch(), mirroring: w.Mirroring()}
 		}
 	}
 	return out

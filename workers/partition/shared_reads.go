@@ -11,6 +11,7 @@ import (
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
+	"kmirror/workers/partition/worker"
 )
 
 // sharedReads are the reads every partition makes as it prepares that
@@ -24,8 +25,8 @@ import (
 type sharedReads struct {
 	mirrors     *coalescer[string, repo.Mirror]
 	offsets     *coalescer[offsetsKey, kafkaconn.TopicOffsets]
-	srcTopicIDs *coalescer[clientTopic, sourceTopicMeta]
-	dstTopics   *coalescer[string, destinationTopic]
+	srcTopicIDs *coalescer[clientTopic, worker.SourceTopic]
+	dstTopics   *coalescer[string, worker.DestinationTopic]
 	topicStates *coalescer[[2]string, repo.TopicWorkerState]
 	readOnly    *coalescer[string, struct{}]
 	// topicWrites are the workers' writes of a topic's row (writeTopicRow):
@@ -44,8 +45,8 @@ func newSharedReads() sharedReads {
 	return sharedReads{
 		mirrors:     newCoalescer[string, repo.Mirror](sharedDBTimeout),
 		offsets:     newCoalescer[offsetsKey, kafkaconn.TopicOffsets](sharedKafkaTimeout),
-		srcTopicIDs: newCoalescer[clientTopic, sourceTopicMeta](sharedKafkaTimeout),
-		dstTopics:   newCoalescer[string, destinationTopic](sharedKafkaTimeout),
+		srcTopicIDs: newCoalescer[clientTopic, worker.SourceTopic](sharedKafkaTimeout),
+		dstTopics:   newCoalescer[string, worker.DestinationTopic](sharedKafkaTimeout),
 		topicStates: newCoalescer[[2]string, repo.TopicWorkerState](sharedDBTimeout),
 		readOnly:    newCoalescer[string, struct{}](sharedKafkaTimeout),
 		topicWrites: newCoalescer[topicWriteKey, topicWritten](sharedDBTimeout),
@@ -66,12 +67,6 @@ type clientTopic struct {
 	topic  string
 }
 
-// sourceTopicMeta is what a raw metadata request says of a source topic.
-type sourceTopicMeta struct {
-	exists bool
-	id     [16]byte
-}
-
 // partitionOffsets returns a partition's start and end offsets, from a
 // listing of its whole topic shared with the topic's other partitions.
 func (e *Engine) partitionOffsets(ctx context.Context, adm *kadm.Client, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
@@ -87,20 +82,20 @@ func (e *Engine) partitionOffsets(ctx context.Context, adm *kadm.Client, topic s
 // sourceTopicID asks the source for a topic's id with a raw metadata
 // request: kadm's ListTopics may answer from kgo's metadata cache, which
 // keeps a recreated topic's old id for a while.
-func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string) (sourceTopicMeta, error) {
-	return e.shared.srcTopicIDs.do(ctx, clientTopic{cl, topic}, func(ctx context.Context) (sourceTopicMeta, error) {
+func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string) (worker.SourceTopic, error) {
+	return e.shared.srcTopicIDs.do(ctx, clientTopic{cl, topic}, func(ctx context.Context) (worker.SourceTopic, error) {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
-			return sourceTopicMeta{}, err
+			return worker.SourceTopic{}, err
 		}
 		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
-			return sourceTopicMeta{}, nil
+			return worker.SourceTopic{}, nil
 		}
-		return sourceTopicMeta{exists: true, id: resp.Topics[0].TopicID}, nil
+		return worker.SourceTopic{Exists: true, ID: resp.Topics[0].TopicID}, nil
 	})
 }
 

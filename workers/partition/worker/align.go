@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"context"
@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
-	"kmirror/service"
 )
 
 // alignResult is where mirroring resumes after PREPARING.
@@ -28,10 +25,10 @@ const alignTimeout = 60 * time.Second
 // align is the PREPARING step (DESIGN.md section 4): a stock cluster cannot
 // truncate, so the worker finds the exact point to resume from and proves it
 // by comparing records, or fails with what diverged and where.
-func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignResult, error) {
+func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, alignTimeout)
 	defer cancel()
-	src, err := w.e.source(ctx, w.key.Mirror)
+	src, err := w.eng.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return alignResult{}, retryable("source: %v", err)
 	}
@@ -49,7 +46,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	if err != nil {
 		return alignResult{}, err
 	}
-	srcOff, err := w.e.partitionOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, true)
+	srcOff, err := w.eng.SourceOffsets(ctx, src, w.key.Topic, w.key.Partition, true)
 	if errors.Is(err, kafkaconn.ErrTopicMissing) {
 		return alignResult{}, retryable("source topic %s partition %d does not exist", w.key.Topic, w.key.Partition)
 	} else if err != nil {
@@ -61,11 +58,11 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	// is checked against the one expected.)
 	var dstOff kafkaconn.PartitionOffsets
 	if !created || w.row.SrcNext != nil {
-		dstOff, err = w.e.partitionOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+		dstOff, err = w.eng.DestinationOffsets(ctx, w.key.Topic, w.key.Partition)
 		// A topic just created may take a moment to show in metadata.
 		for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
 			time.Sleep(20 * time.Millisecond)
-			dstOff, err = w.e.partitionOffsets(ctx, w.e.dstAdmin, w.key.Topic, w.key.Partition, false)
+			dstOff, err = w.eng.DestinationOffsets(ctx, w.key.Topic, w.key.Partition)
 		}
 		if err != nil {
 			return alignResult{}, retryable("list destination offsets: %v", err)
@@ -75,7 +72,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	if w.row.SrcNext == nil {
 		// First start: the destination partition must hold nothing, unless
 		// the topic was added to continue the history it holds.
-		if E > dstOff.Start && desire.continueHistory {
+		if E > dstOff.Start && desire.ContinueHistory {
 			return w.continueHistory(ctx, src, desire, srcOff, dstOff)
 		}
 		if E > dstOff.Start {
@@ -91,7 +88,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	// A restart with continue whose destination moved on since this mirror
 	// stopped: if the other side mirrored back into it (a failback in the
 	// other direction), the history is proven afresh from the source.
-	if desire.continueHistory && E != d {
+	if desire.ContinueHistory && E != d {
 		res, err := w.continueHistory(ctx, src, desire, srcOff, dstOff)
 		if !errors.Is(err, errNotAFailback) {
 			return res, err
@@ -99,7 +96,7 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 	}
 	// The source's end is the high watermark here: the LSO can trail an
 	// open transaction without the log having been truncated.
-	srcHWM, err := w.e.partitionOffsets(ctx, src.admin, w.key.Topic, w.key.Partition, false)
+	srcHWM, err := w.eng.SourceOffsets(ctx, src, w.key.Topic, w.key.Partition, false)
 	if err != nil {
 		return alignResult{}, retryable("list source end offsets: %v", err)
 	}
@@ -135,13 +132,13 @@ func (w *partitionWorker) align(ctx context.Context, desire topicDesire) (alignR
 // alignForward handles a destination that holds k = E − d records past the
 // checkpoint: they must be the next k committed source records, which the
 // previous owner wrote before it could checkpoint them.
-func (w *partitionWorker) alignForward(ctx context.Context, src *sourceClients, s, d, E int64, srcOff kafkaconn.PartitionOffsets) (alignResult, error) {
+func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, srcOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	k := E - d
 	if srcOff.Start > s {
 		return alignResult{}, permanent("destination %s/%d holds %d record(s) past the checkpoint, but the source records "+
 			"after offset %d were removed by retention, so they cannot be verified", w.key.Topic, w.key.Partition, k, s)
 	}
-	walked, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.e.cfg.SourceOpts...)
+	walked, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.cfg.SourceOpts...)
 	if err != nil {
 		return alignResult{}, retryable("walk source records: %v", err)
 	}
@@ -155,9 +152,9 @@ func (w *partitionWorker) alignForward(ctx context.Context, src *sourceClients, 
 		return alignResult{}, err
 	}
 	runs := runsFor(walked, d)
-	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: last.Offset + 1, DstNext: E, SourceEnd: -1, DestinationEnd: E, Runs: runs})
-	if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
 		return alignResult{}, retryable("save verified offset map: %v", err)
 	}
 	return alignResult{checkpoint: checkpoint{last.Offset + 1, E},
@@ -166,8 +163,8 @@ func (w *partitionWorker) alignForward(ctx context.Context, src *sourceClients, 
 
 // alignRewind handles a destination that lost records: mirroring restarts
 // after the destination's last record, found through the offset map.
-func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s, d, E, dstStart int64) (alignResult, error) {
-	pool := w.e.cfg.Pool
+func (w *Worker) alignRewind(ctx context.Context, src *Source, s, d, E, dstStart int64) (alignResult, error) {
+	pool := w.cfg.Pool
 	// Where mirroring began, read before the map is cut back.
 	first, err := repo.OffsetRunsFirst(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition)
 	from := int64(0)
@@ -195,7 +192,7 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 			w.key.Topic, w.key.Partition, E, d, E-1)
 	}
 	srcLast := run.SrcStart + (E - 1 - run.DstStart)
-	recs, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.e.cfg.SourceOpts...)
+	recs, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.cfg.SourceOpts...)
 	if err != nil {
 		return alignResult{}, retryable("read source record %d: %v", srcLast, err)
 	}
@@ -215,11 +212,11 @@ func (w *partitionWorker) alignRewind(ctx context.Context, src *sourceClients, s
 // another topic's records. Only a different record at that offset fails:
 // a record that is gone (retention, compaction) or unreadable cannot be
 // verified, and mirroring resumes as before.
-func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceClients, d int64, srcOff kafkaconn.PartitionOffsets) error {
+func (w *Worker) verifyLastMirrored(ctx context.Context, src *Source, d int64, srcOff kafkaconn.PartitionOffsets) error {
 	if d == 0 {
 		return nil
 	}
-	run, err := repo.OffsetRunByDestination(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition, d-1)
+	run, err := repo.OffsetRunByDestination(ctx, w.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition, d-1)
 	if errors.Is(err, repo.ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -229,14 +226,14 @@ func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceCli
 	if srcLast < srcOff.Start {
 		return nil
 	}
-	recs, err := kafkaconn.ReadRecords(ctx, src.conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.e.cfg.SourceOpts...)
+	recs, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.cfg.SourceOpts...)
 	if err != nil {
 		return retryable("read source record %d: %v", srcLast, err)
 	}
 	if len(recs) != 1 || recs[0].Offset != srcLast {
 		return nil
 	}
-	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, d-1, d, 1, false)
+	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.key.Topic, w.key.Partition, d-1, d, 1, false)
 	if err != nil {
 		return retryable("read destination record %d: %v", d-1, err)
 	}
@@ -252,7 +249,7 @@ func (w *partitionWorker) verifyLastMirrored(ctx context.Context, src *sourceCli
 
 // compareDestination checks that destination record at dstOffset equals the
 // source record.
-func (w *partitionWorker) compareDestination(ctx context.Context, want *kgo.Record, dstOffset int64) error {
+func (w *Worker) compareDestination(ctx context.Context, want *kgo.Record, dstOffset int64) error {
 	return w.compareDestinationRange(ctx, []*kgo.Record{want}, dstOffset)
 }
 
@@ -263,9 +260,9 @@ func (w *partitionWorker) compareDestination(ctx context.Context, want *kgo.Reco
 // compared instead, which costs one more read of the k records that the
 // walk of the source has read already. A record the destination cannot
 // serve (compacted away) is not compared, but the last one must be there.
-func (w *partitionWorker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
+func (w *Worker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
 	end := dstStart + int64(len(want))
-	got, err := kafkaconn.ReadRecords(ctx, w.e.cfg.Destination, w.key.Topic, w.key.Partition, dstStart, end, len(want), false)
+	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.key.Topic, w.key.Partition, dstStart, end, len(want), false)
 	if err != nil {
 		return retryable("read destination records [%d, %d): %v", dstStart, end, err)
 	}
@@ -300,112 +297,19 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 	return runs
 }
 
-// destinationTopic is what making sure of a destination topic found.
-type destinationTopic struct {
-	// created: this engine has just created it, so it is empty.
-	created bool
-	// partitions is how many it has; -1 when someone else created it
-	// between our look and our create.
-	partitions int
-}
-
 // ensureDestinationTopic creates the destination topic with the source's
 // partition count when it is missing. The topic's partitions preparing
 // together share one look and one create: each then knows the topic is
 // new. Before, the siblings of the one that created it were told it
 // already existed, and read its offsets through metadata that did not show
 // it yet (a 20 ms wait that delayed the last partition's start).
-func (w *partitionWorker) ensureDestinationTopic(ctx context.Context, src *sourceClients, desire topicDesire) (created bool, err error) {
-	t, err := w.e.shared.dstTopics.join(ctx, w.key.Topic, func(ctx context.Context) (destinationTopic, error) {
-		return w.e.ensureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, int16(desire.replicationFactor))
-	})
+func (w *Worker) ensureDestinationTopic(ctx context.Context, src *Source, desire Desire) (created bool, err error) {
+	t, err := w.eng.EnsureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, int16(desire.ReplicationFactor))
 	if err != nil {
 		return false, err
 	}
-	if t.partitions >= 0 && int32(t.partitions) <= w.key.Partition {
-		return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, t.partitions, w.key.Partition)
+	if t.Partitions >= 0 && int32(t.Partitions) <= w.key.Partition {
+		return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, t.Partitions, w.key.Partition)
 	}
-	return t.created, nil
-}
-
-func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients, mirror, topic string, replicationFactor int16) (destinationTopic, error) {
-	dst, err := e.dstAdmin.ListTopics(ctx, topic)
-	if err != nil {
-		return destinationTopic{}, retryable("describe destination topic: %v", err)
-	}
-	if d, ok := dst[topic]; ok && d.Err == nil {
-		return destinationTopic{partitions: len(d.Partitions)}, nil
-	}
-	st, err := src.admin.ListTopics(ctx, topic)
-	if err != nil {
-		return destinationTopic{}, retryable("describe source topic: %v", err)
-	}
-	sd, ok := st[topic]
-	if !ok || sd.Err != nil {
-		return destinationTopic{}, retryable("source topic %s does not exist", topic)
-	}
-	if err := e.awaitTopicLossGrace(ctx, topic); err != nil {
-		return destinationTopic{}, retryable("wait before creating lost destination topic %s again: %v", topic, err)
-	}
-	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor,
-		e.syncedTopicConfigs(ctx, src, mirror, topic), topic)
-	if err == nil {
-		err = resp.Err
-	}
-	// The admin client may hold metadata, younger than its 10 ms minimum
-	// age, that says the topic is missing: an offsets read of a partition
-	// that finds the topic created would then fail and wait.
-	e.dstAdminClient.PurgeTopicsFromClient(topic)
-	if errors.Is(err, kerr.TopicAlreadyExists) {
-		// Someone was first: another instance, or this engine if our look
-		// was answered from metadata older than its create. Whoever it was
-		// purged the producer's view of the topic then; purging again could
-		// fail records that workers have started to copy.
-		return destinationTopic{partitions: -1}, nil
-	}
-	if err != nil {
-		return destinationTopic{}, retryable("create destination topic %s: %v", topic, err)
-	}
-	// A topic created anew (it may have been deleted under us) has a new id:
-	// the producer must not keep the old one.
-	e.writeOff(topic, "the destination topic was created anew")
-	e.log.Info("destination topic created", "mirror", mirror, "topic", topic, "partitions", len(sd.Partitions), "replication_factor", replicationFactor)
-	return destinationTopic{created: true, partitions: len(sd.Partitions)}, nil
-}
-
-// syncedTopicConfigs are the configs a destination topic is created with:
-// the source topic's dynamic ones less the mirror's topic.properties.exclude,
-// as the metadata sync would set them, so that a topic created again after
-// the destination lost it has its retention and compaction from the first
-// record. When they cannot be read the topic is created with the broker's
-// defaults, and the next sync pass sets them.
-func (e *Engine) syncedTopicConfigs(ctx context.Context, src *sourceClients, mirror, topic string) map[string]*string {
-	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
-		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
-	})
-	var cfg service.SyncConfig
-	if err == nil {
-		cfg, err = service.ParseSyncConfig(m.Config)
-	}
-	var rcs kadm.ResourceConfigs
-	if err == nil {
-		rcs, err = src.admin.DescribeTopicConfigs(ctx, topic)
-	}
-	var rc kadm.ResourceConfig
-	if err == nil {
-		rc, err = rcs.On(topic, nil)
-	}
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
-			"mirror", mirror, "topic", topic, "err", err)
-		return nil
-	}
-	out := map[string]*string{}
-	for k, v := range kafkaconn.DynamicTopicConfigs(rc, cfg.PropertyExcluded) {
-		out[k] = &v
-	}
-	return out
+	return t.Created, nil
 }

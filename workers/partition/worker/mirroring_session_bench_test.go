@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"testing"
@@ -40,7 +40,7 @@ func BenchmarkAckedBatch(b *testing.B) {
 			for i := range recs {
 				recs[i] = &kgo.Record{Key: make([]byte, 16), Value: make([]byte, 100)}
 			}
-			s := &mirrorSession{acks: produce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
+			s := &Session{acks: produce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1,11 +1,8 @@
-package partition
+package worker
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync"
-	"time"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
@@ -17,52 +14,6 @@ import (
 // worker reads the source's __mirror_state, runs it, and saves the offset
 // map and the divergent tail it continues with.
 
-// sourceStateFresh is how long a source's __mirror_state, once read, serves
-// the partitions that prepare after it: a topic's partitions continue
-// together, and each read is the whole topic.
-const sourceStateFresh = 5 * time.Second
-
-// sourceStates caches each mirror's read of its source's __mirror_state.
-type sourceStates struct {
-	mu    sync.Mutex // held while reading: the others wait and share
-	reads map[string]sourceStateRead
-}
-
-type sourceStateRead struct {
-	at   time.Time
-	snap service.StateSnapshot
-}
-
-// sourceState returns the decoded __mirror_state of a mirror's source
-// cluster.
-func (e *Engine) sourceState(ctx context.Context, mirror string, conn kafkaconn.Config) (service.StateSnapshot, error) {
-	if e.cfg.SourceState == nil {
-		return service.StateSnapshot{}, fmt.Errorf("this instance cannot read a source's %s", service.StateTopic)
-	}
-	s := &e.srcStates
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.reads[mirror]; ok && time.Since(r.at) < sourceStateFresh {
-		return r.snap, nil
-	}
-	latest, err := e.cfg.SourceState(ctx, conn)
-	if errors.Is(err, service.ErrStateTopicMissing) {
-		latest, err = nil, nil // a source no kmirror wrote to: nothing to prove by
-	}
-	if err != nil {
-		return service.StateSnapshot{}, err
-	}
-	snap, err := service.DecodeState(latest)
-	if err != nil {
-		return service.StateSnapshot{}, err
-	}
-	if s.reads == nil {
-		s.reads = map[string]sourceStateRead{}
-	}
-	s.reads[mirror] = sourceStateRead{at: time.Now(), snap: snap}
-	return snap, nil
-}
-
 // errNotAFailback: a restarted partition's destination moved past its
 // checkpoint, but no mirror in the source's state wrote there.
 var errNotAFailback = errors.New("not a failback")
@@ -71,10 +22,10 @@ var errNotAFailback = errors.New("not a failback")
 // holds records [dstOff.Start, E) it did not write: on its first start, or
 // on a restart after another mirror wrote into it (errNotAFailback when
 // none did).
-func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClients, desire topicDesire,
+func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire,
 	srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	topic, p := w.key.Topic, w.key.Partition
-	snap, err := w.e.sourceState(ctx, w.key.Mirror, src.conn)
+	snap, err := w.eng.SourceState(ctx, w.key.Mirror, src.Conn)
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: read the source's %s: %v", topic, p, service.StateTopic, err)
 	}
@@ -87,8 +38,8 @@ func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClient
 		}
 	}
 	pc, err := service.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, Partition: p,
-		Source: src.conn, SourceAdmin: src.admin, SourceOpts: w.e.cfg.SourceOpts, Destination: w.e.cfg.Destination,
-		SourceState: snap, SourceOffsets: srcOff, DestinationOffsets: dstOff, KeepDivergent: desire.keepDivergent})
+		Source: src.Conn, SourceAdmin: src.Admin, SourceOpts: w.cfg.SourceOpts, Destination: w.cfg.Destination,
+		SourceState: snap, SourceOffsets: srcOff, DestinationOffsets: dstOff, KeepDivergent: desire.KeepDivergent})
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: %v", topic, p, err)
 	}
@@ -98,18 +49,18 @@ func (w *partitionWorker) continueHistory(ctx context.Context, src *sourceClient
 	if w.row.SrcNext != nil {
 		// A restart: the map this mirror kept from its earlier life is a
 		// part of the one just proven, which covers the whole history.
-		if err := repo.OffsetRunsDelete(ctx, w.e.cfg.Pool, w.fence()); err != nil {
+		if err := repo.OffsetRunsDelete(ctx, w.cfg.Pool, w.fence()); err != nil {
 			return alignResult{}, retryable("continue %s/%d: clear the earlier offset map: %v", topic, p, err)
 		}
 	}
 	// The tail first: a crash between the two leaves it recorded and the
 	// partition PREPARING, which proves it again.
-	if err := repo.PartitionsSetDivergentTail(ctx, w.e.cfg.Pool, w.fence(), pc.DivergentTail.Stored()); err != nil {
+	if err := repo.PartitionsSetDivergentTail(ctx, w.cfg.Pool, w.fence(), pc.DivergentTail.Stored()); err != nil {
 		return alignResult{}, retryable("continue %s/%d: record the divergent tail: %v", topic, p, err)
 	}
-	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,
+	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,
 		SrcNext: pc.SrcNext, DstNext: pc.DstNext, SourceEnd: -1, DestinationEnd: pc.DstNext, Runs: pc.Runs})
-	if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
 		return alignResult{}, retryable("save the continued offset map: %v", err)
 	}
 	return alignResult{checkpoint: checkpoint{srcNext: pc.SrcNext, dstNext: pc.DstNext}, summary: "continued: " + pc.Detail}, nil

@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kmirror/repo"
 )
@@ -20,14 +19,14 @@ const recreateTimeout = 30 * time.Second
 // partition's checkpoint and offset map, and clears the request; mirroring
 // then starts from the source's log start. The other partitions wait in
 // PREPARING until it has. Repeating it after a crash is harmless.
-func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicDesire) error {
+func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 	ctx, cancel := context.WithTimeout(ctx, recreateTimeout)
 	defer cancel()
-	src, err := w.e.source(ctx, w.key.Mirror)
+	src, err := w.eng.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}
-	st, err := src.admin.ListTopics(ctx, w.key.Topic)
+	st, err := src.Admin.ListTopics(ctx, w.key.Topic)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
@@ -35,32 +34,13 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 	if !ok || sd.Err != nil {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
-	// A topic that is already gone (deleted by hand, a destination rebuilt
-	// empty, or never created) counts as deleted. kadm returns the topic's
-	// own error as err too.
-	if _, err := w.e.dstAdmin.DeleteTopic(ctx, w.key.Topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
-		return retryable("delete destination topic %s: %v", w.key.Topic, err)
+	// The engine's admin client drops it, creates it again once the
+	// deletion is done, and has the producer forget the old topic's id and
+	// sequence numbers.
+	if err := w.eng.RecreateDestinationTopic(ctx, w.key.Topic, int32(len(sd.Partitions)), int16(desire.ReplicationFactor)); err != nil {
+		return err
 	}
-	// Deletion completes asynchronously on a real cluster.
-	for {
-		resp, err := w.e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), int16(desire.replicationFactor), nil, w.key.Topic)
-		if err == nil {
-			err = resp.Err
-		}
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return retryable("recreate destination topic %s: %v", w.key.Topic, err)
-		}
-		select {
-		case <-time.After(200 * time.Millisecond):
-		case <-ctx.Done():
-		}
-	}
-	// The producer must forget the old topic's id and sequence numbers.
-	w.e.writeOff(w.key.Topic, "the destination topic was recreated")
-	err = repo.WithTx(ctx, w.e.cfg.Pool, func(tx pgx.Tx) error {
+	err = repo.WithTx(ctx, w.cfg.Pool, func(tx pgx.Tx) error {
 		return repo.TopicsResetForRecreate(ctx, tx, w.fence())
 	})
 	if errors.Is(err, repo.ErrNotFound) {
@@ -71,7 +51,7 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 	}
 	w.row.SrcNext, w.row.DstNext = nil, nil
 	w.log.Info("destination topic dropped and recreated", "partitions", len(sd.Partitions))
-	if err := w.e.desired.refresh(ctx); err != nil {
+	if err := w.eng.RefreshDesires(ctx); err != nil {
 		return retryable("read desired state: %v", err)
 	}
 	return nil
@@ -79,8 +59,8 @@ func (w *partitionWorker) recreateDestination(ctx context.Context, desire topicD
 
 // reloadCheckpoint re-reads this partition's checkpoint after another
 // worker reset it.
-func (w *partitionWorker) reloadCheckpoint(ctx context.Context) error {
-	row, err := repo.PartitionsGet(ctx, w.e.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+func (w *Worker) reloadCheckpoint(ctx context.Context) error {
+	row, err := repo.PartitionsGet(ctx, w.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
 	if err != nil {
 		return retryable("reload partition: %v", err)
 	}

@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"cmp"
@@ -12,16 +12,64 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/internal/startstop"
+	"kmirror/internal/states"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/metrics"
+	"kmirror/workers/partition/produce"
 )
 
-// partitionWorker owns one leased mirror partition: it moves the partition's
-// actual state toward its topic's desired state in valid steps, aligning in
+// RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential.
+type RetryPolicy struct {
+	Initial     time.Duration // default 1s
+	Max         time.Duration // default 300s
+	MaxAttempts int           // default 100
+}
+
+// Config is what a worker is given besides its Engine: the engine's
+// settings, with their defaults filled in, and the machinery of the
+// instance that it uses as it is.
+type Config struct {
+	Pool        *pgxpool.Pool
+	Service     *service.Service
+	Destination kafkaconn.Config
+	// SourceOpts are extra client options for source clients (tests).
+	SourceOpts []kgo.Opt
+	Retry      RetryPolicy
+	// DeliveryTimeout bounds how long a produced record may still land.
+	DeliveryTimeout time.Duration
+	// SettledWaitMax is how long copies of an ended session may go
+	// unanswered before the engine writes them off.
+	SettledWaitMax time.Duration
+	// StopBudget, when set, bounds a session's wait for its copies by the
+	// instance's shutdown budget.
+	StopBudget *startstop.Budget
+	Logger     *slog.Logger
+	// BeforeStep, when set, runs before each step, in the worker's
+	// goroutine (a panic there is the worker's). Tests inject faults here.
+	BeforeStep func(k lease.Key, state states.Partition)
+
+	// Checkpoints saves the worker's verified progress.
+	Checkpoints Checkpoints
+	// Gate bounds the records produced and not yet answered, across every
+	// partition; a session takes room for each batch before producing it.
+	Gate *produce.Gate
+	// Metrics counts verified copies; nil counts nothing.
+	Metrics *metrics.Metrics
+}
+
+// Worker owns one leased mirror partition: it moves the partition's actual
+// state toward its topic's desired state in valid steps, aligning in
 // PREPARING and copying records in MIRRORING.
-type partitionWorker struct {
-	e     *Engine
+type Worker struct {
+	cfg   Config
+	eng   Engine
 	lease *lease.Lease
 	key   lease.Key
 	log   *slog.Logger
@@ -49,18 +97,19 @@ type partitionWorker struct {
 	pokes chan struct{}
 
 	stopOnce sync.Once
-	stopping chan struct{} // closed by stop(): finish gracefully
+	stopping chan struct{} // closed by Stop(): finish gracefully
 	exited   chan struct{}
 }
 
-func newPartitionWorker(e *Engine, l *lease.Lease) *partitionWorker {
-	return &partitionWorker{e: e, lease: l, key: l.Key,
-		log:      e.log.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
+// New returns the worker of a newly leased partition; Run runs it.
+func New(cfg Config, eng Engine, l *lease.Lease) *Worker {
+	return &Worker{cfg: cfg, eng: eng, lease: l, key: l.Key,
+		log:      cfg.Logger.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
 		stopping: make(chan struct{}), exited: make(chan struct{}), pokes: make(chan struct{}, 1)}
 }
 
-// poke ends a wait for the next retry (see pokes).
-func (w *partitionWorker) poke() {
+// Poke ends a wait for the next retry (see pokes).
+func (w *Worker) Poke() {
 	select {
 	case w.pokes <- struct{}{}:
 	default:
@@ -69,14 +118,20 @@ func (w *partitionWorker) poke() {
 
 // fence is what the worker's writes carry so that they change nothing once
 // its lease has moved on.
-func (w *partitionWorker) fence() repo.LeaseFence {
+func (w *Worker) fence() repo.LeaseFence {
 	return repo.LeaseFence{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Owner: w.lease.Owner, Epoch: w.lease.Epoch}
 }
 
-// stop asks the worker to finish (flushing and saving its checkpoint) and
+// Epoch is the epoch of the worker's lease.
+func (w *Worker) Epoch() int64 { return w.lease.Epoch }
+
+// Mirroring says whether a mirroring session runs now.
+func (w *Worker) Mirroring() bool { return w.mirroring.Load() }
+
+// Stop asks the worker to finish (flushing and saving its checkpoint) and
 // waits until it has.
-func (w *partitionWorker) stop() {
+func (w *Worker) Stop() {
 	w.stopOnce.Do(func() { close(w.stopping) })
 	<-w.exited
 }
@@ -100,9 +155,11 @@ func permanent(format string, args ...any) error {
 	return &failure{msg: fmt.Sprintf(format, args...)}
 }
 
-func (w *partitionWorker) run(leaseCtx context.Context) {
+// Run runs the worker until its lease ends or it is stopped; leaseCtx
+// ends with the lease.
+func (w *Worker) Run(leaseCtx context.Context) {
 	defer close(w.exited)
-	defer w.e.cp.take(w.key) // leftovers of a lost lease must not be saved later
+	defer w.cfg.Checkpoints.Drop(w.key) // leftovers of a lost lease must not be saved later
 	// ctx also ends when the worker is asked to stop, so a stop never waits
 	// on an alignment, a recreate or a slow source. Only mirroring keeps
 	// leaseCtx: it settles its in-flight records itself when stopping.
@@ -138,19 +195,19 @@ func (w *partitionWorker) run(leaseCtx context.Context) {
 
 // start loads the partition and, where another owner left it in flight,
 // re-aligns it, in one of the engine's prepare slots. False ends the worker.
-func (w *partitionWorker) start(ctx context.Context) bool {
+func (w *Worker) start(ctx context.Context) bool {
 	// Before a slot: a partition waiting on a stalled destination must not
 	// hold one that others could use.
-	if err := w.e.awaitSettled(ctx, w.key, nil); err != nil {
+	if err := w.eng.AwaitSettled(ctx, w.key, nil); err != nil {
 		w.log.Warn("an earlier session's copies are unanswered; giving the lease time to move on", "err", err)
 		return false
 	}
-	release, err := w.e.prep.acquire(ctx)
+	release, err := w.eng.Prepare(ctx)
 	defer release()
 	if err != nil {
 		return false
 	}
-	row, err := w.e.rows.do(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
+	row, err := w.eng.Row(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
 	if err != nil {
 		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
 		return false
@@ -171,7 +228,7 @@ func (w *partitionWorker) start(ctx context.Context) bool {
 
 // handle acts on a step's error: nothing, FAILED, or the end of the worker
 // (false) when it stops or its lease is gone.
-func (w *partitionWorker) handle(ctx context.Context, err error) bool {
+func (w *Worker) handle(ctx context.Context, err error) bool {
 	var f *failure
 	switch {
 	case err == nil:
@@ -190,7 +247,7 @@ func (w *partitionWorker) handle(ctx context.Context, err error) bool {
 
 // takeOver re-aligns a partition that the previous owner left MIRRORING,
 // PAUSING or STOPPING, keeping the state.
-func (w *partitionWorker) takeOver(ctx context.Context) error {
+func (w *Worker) takeOver(ctx context.Context) error {
 	return w.realign(ctx, w.lease.Previous, "")
 }
 
@@ -198,7 +255,7 @@ func (w *partitionWorker) takeOver(ctx context.Context) error {
 // checkpoint (and any records lost to retention) with an event: after a
 // takeover (previous is the owner taken over from), or in place while
 // MIRRORING (cause says why).
-func (w *partitionWorker) realign(ctx context.Context, previous, cause string) error {
+func (w *Worker) realign(ctx context.Context, previous, cause string) error {
 	if err := w.awaitSettled(ctx); err != nil {
 		return err
 	}
@@ -212,7 +269,7 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 	}
 	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	row, err := w.e.cfg.Service.RecordRealignment(writeCtx, service.PartitionRealignment{Mirror: w.key.Mirror,
+	row, err := w.cfg.Service.RecordRealignment(writeCtx, service.PartitionRealignment{Mirror: w.key.Mirror,
 		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
 		Takeover: cause == "", Previous: previous, Cause: cause, State: w.row.State,
 		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
@@ -225,76 +282,76 @@ func (w *partitionWorker) realign(ctx context.Context, previous, cause string) e
 	return nil
 }
 
-// awaitSettled waits for the partition's earlier copies (unsettled.go),
-// with its row saying so while it does.
-func (w *partitionWorker) awaitSettled(ctx context.Context) error {
-	return w.e.awaitSettled(ctx, w.key, func(copies int64, since time.Time) {
+// awaitSettled waits for the partition's earlier copies (the engine's
+// unsettled.go), with its row saying so while it does.
+func (w *Worker) awaitSettled(ctx context.Context) error {
+	return w.eng.AwaitSettled(ctx, w.key, func(copies int64, since time.Time) {
 		w.noteError(ctx, w.row.State, fmt.Sprintf("waiting for the destination to answer %d copies of an earlier session "+
 			"(unanswered since %s) before aligning; they are written off after %s",
-			copies, since.UTC().Format(time.RFC3339), w.e.cfg.SettledWaitMax))
+			copies, since.UTC().Format(time.RFC3339), w.cfg.SettledWaitMax))
 	})
 }
 
 // heal re-aligns a MIRRORING partition in place after its session was
-// interrupted (destination_watch.go): with the verified progress saved, and,
-// when the destination lost records, the row saying so until the
-// realignment records where mirroring starts again.
-func (w *partitionWorker) heal(ctx context.Context, i interruption, s *mirrorSession) error {
+// interrupted (the engine's destination_watch.go): with the verified
+// progress saved, and, when the destination lost records, the row saying
+// so until the realignment records where mirroring starts again.
+func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
 	w.keepProgress(ctx, s, "re-aligning")
 	msg := ""
-	if l, ok := w.e.takeLoss(w.key); ok {
-		msg = l.msg
-	} else if i.lost {
-		msg = i.msg
+	if m, ok := w.eng.TakeLoss(w.key); ok {
+		msg = m
+	} else if i.Lost {
+		msg = i.Msg
 	}
 	if msg != "" {
 		w.noteError(ctx, service.StateMirroring, msg)
 	}
-	w.log.Warn("re-aligning in place", "why", i.msg)
-	return w.realign(ctx, "", cmp.Or(i.cause, i.msg))
+	w.log.Warn("re-aligning in place", "why", i.Msg)
+	return w.realign(ctx, "", cmp.Or(i.Cause, i.Msg))
 }
 
 // desire returns the topic's desired state from the cache, re-reading it
 // once when the topic is missing (a lease can be taken before the cache has
 // seen a new topic); errStop when the topic is gone (mirror deleted).
-func (w *partitionWorker) desire(ctx context.Context) (topicDesire, error) {
-	w.desiredChanged = w.e.desired.updated()
-	if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); ok {
+func (w *Worker) desire(ctx context.Context) (Desire, error) {
+	w.desiredChanged = w.eng.DesiresChanged()
+	if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); ok {
 		return d, nil
 	}
-	if err := w.e.desired.refresh(ctx); err != nil {
-		return topicDesire{}, retryable("read desired state: %v", err)
+	if err := w.eng.RefreshDesires(ctx); err != nil {
+		return Desire{}, retryable("read desired state: %v", err)
 	}
-	if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); ok {
+	if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); ok {
 		return d, nil
 	}
-	return topicDesire{}, errStop
+	return Desire{}, errStop
 }
 
 // safeStep is step with a panic kept to this partition: it becomes a
 // retryable failure naming the panic, with the stack in the log, and the
 // process and every other partition go on.
-func (w *partitionWorker) safeStep(ctx context.Context) (err error) {
+func (w *Worker) safeStep(ctx context.Context) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			w.log.Error("panic in partition worker", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			err = retryable("panic in partition worker: %v", v)
 		}
 	}()
-	if h := w.e.TestHooks.BeforeStep; h != nil {
+	if h := w.cfg.BeforeStep; h != nil {
 		h(w.key, w.row.State)
 	}
 	return w.step(ctx)
 }
 
 // step takes the one action the current state and desire call for.
-func (w *partitionWorker) step(ctx context.Context) error {
+func (w *Worker) step(ctx context.Context) error {
 	desire, err := w.desire(ctx)
 	if err != nil {
 		return err
 	}
 	state := w.row.State
-	want := desire.state
+	want := desire.State
 	switch state {
 	case service.StateUnknown, service.StateStopped:
 		if want == service.DesiredStopped {
@@ -303,11 +360,11 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		// In a prepare slot like the preparing itself. It was added when
 		// each of thousands of partitions added at once wrote this change
 		// on its own connection and queued on the data pool until its
-		// timeout. The changes are grouped now (grouped_statements.go), and
-		// without the slot 10,000 partitions settled no faster
-		// (docs/benchmarks.md); it keeps partitions UNKNOWN until a slot
-		// could prepare them.
-		release, err := w.e.prep.acquire(ctx)
+		// timeout. The changes are grouped now (the engine's
+		// grouped_statements.go), and without the slot 10,000 partitions
+		// settled no faster (docs/benchmarks.md); it keeps partitions
+		// UNKNOWN until a slot could prepare them.
+		release, err := w.eng.Prepare(ctx)
 		defer release()
 		if err != nil {
 			return err
@@ -317,25 +374,25 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
 		}
-		if desire.recreate && w.key.Partition != 0 {
+		if desire.Recreate && w.key.Partition != 0 {
 			w.awaitingRecreate = true
 			return w.idle(ctx) // partition 0's worker recreates the topic
 		}
 		// Not while idle above: a slot held there could keep partition 0
 		// from the recreate the others wait for. Nor while an earlier
-		// session's copies are in flight (unsettled.go).
+		// session's copies are in flight (the engine's unsettled.go).
 		if err := w.awaitSettled(ctx); err != nil {
 			return err
 		}
-		if l, ok := w.e.takeLoss(w.key); ok {
-			w.noteError(ctx, service.StatePreparing, l.msg)
+		if msg, ok := w.eng.TakeLoss(w.key); ok {
+			w.noteError(ctx, service.StatePreparing, msg)
 		}
-		release, err := w.e.prep.acquire(ctx)
+		release, err := w.eng.Prepare(ctx)
 		defer release()
 		if err != nil {
 			return err
 		}
-		if desire.recreate {
+		if desire.Recreate {
 			if err := w.recreateDestination(ctx, desire); err != nil {
 				return err
 			}
@@ -389,14 +446,14 @@ func (w *partitionWorker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.transition(service.StatePreparing, transitionOpts{reason: "topic removed while FAILED"})
 		}
-		if !w.row.Retryable || w.row.RetryAttempt >= w.e.cfg.Retry.MaxAttempts {
+		if !w.row.Retryable || w.row.RetryAttempt >= w.cfg.Retry.MaxAttempts {
 			return w.idle(ctx) // waits for an operator
 		}
 		if w.row.NextRetryAt != nil {
 			if err := w.waitUntil(ctx, *w.row.NextRetryAt); err != nil {
 				return err
 			}
-			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state == service.DesiredStopped {
+			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State == service.DesiredStopped {
 				return nil
 			}
 		}
@@ -407,7 +464,7 @@ func (w *partitionWorker) step(ctx context.Context) error {
 }
 
 // idle waits for a desired-state change or the end of the lease.
-func (w *partitionWorker) idle(ctx context.Context) error {
+func (w *Worker) idle(ctx context.Context) error {
 	select {
 	case <-w.desiredChanged:
 		return nil
@@ -419,7 +476,7 @@ func (w *partitionWorker) idle(ctx context.Context) error {
 }
 
 // waitUntil sleeps until t unless the desire changes or the worker stops.
-func (w *partitionWorker) waitUntil(ctx context.Context, t time.Time) error {
+func (w *Worker) waitUntil(ctx context.Context, t time.Time) error {
 	for {
 		d := time.Until(t)
 		if d <= 0 {
@@ -434,8 +491,8 @@ func (w *partitionWorker) waitUntil(ctx context.Context, t time.Time) error {
 			return nil
 		case <-w.desiredChanged:
 			timer.Stop()
-			w.desiredChanged = w.e.desired.updated()
-			if des, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || des.state == service.DesiredStopped {
+			w.desiredChanged = w.eng.DesiresChanged()
+			if des, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || des.State == service.DesiredStopped {
 				return nil
 			}
 		case <-w.stopping:
@@ -466,10 +523,10 @@ type checkpoint struct {
 
 // transition writes one state change through the service (state machine,
 // fencing, event and outbox), in a group with the other partitions'
-// changes of the moment (grouped_statements.go). It is written even when the
-// worker is stopping: it waits for the outcome, bounded by the write's own
-// timeout.
-func (w *partitionWorker) transition(to service.PartitionState, o transitionOpts) error {
+// changes of the moment (the engine's grouped_statements.go). It is
+// written even when the worker is stopping: it waits for the outcome,
+// bounded by the write's own timeout.
+func (w *Worker) transition(to service.PartitionState, o transitionOpts) error {
 	t := service.PartitionTransition{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Owner: w.lease.Owner, Epoch: w.lease.Epoch, From: w.row.State, To: to,
 		Error: o.errMsg, Retryable: o.retry || to != service.StateFailed, RetryAttempt: o.retryAttempt,
@@ -480,7 +537,7 @@ func (w *partitionWorker) transition(to service.PartitionState, o transitionOpts
 	if o.checkpoint != nil {
 		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
 	}
-	row, err := w.e.states.do(t)
+	row, err := w.eng.Transition(t)
 	if err != nil {
 		return err
 	}
@@ -497,12 +554,12 @@ func cmpStr(a, b string) string {
 }
 
 // fail moves the partition to FAILED with the backoff of its next attempt.
-func (w *partitionWorker) fail(ctx context.Context, f *failure) {
+func (w *Worker) fail(ctx context.Context, f *failure) {
 	attempt := w.row.RetryAttempt
 	var next *time.Time
 	if f.retryable {
 		attempt++
-		t := time.Now().Add(backoff(w.e.cfg.Retry, attempt))
+		t := time.Now().Add(backoff(w.cfg.Retry, attempt))
 		next = &t
 	}
 	w.log.Warn("partition failed", "err", f.msg, "retryable", f.retryable, "attempt", attempt)
@@ -528,4 +585,14 @@ func backoff(p RetryPolicy, attempt int) time.Duration {
 	}
 	ceil = min(ceil, p.Max)
 	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+// noteError puts msg in the partition's row while it stays in state, fenced
+// by the lease, so describe says what the worker is about to repair.
+func (w *Worker) noteError(ctx context.Context, state service.PartitionState, msg string) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := repo.PartitionsSetError(wctx, w.cfg.Pool, w.fence(), state, msg); err != nil {
+		w.log.Warn("recording the destination's loss failed", "err", err)
+	}
 }

@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"bytes"
@@ -14,22 +14,22 @@ import (
 // when mirroring began, recording it the first time. A different id means
 // the topic was deleted and created again: its offsets start over, so
 // mirroring it into the same destination would mix two topics.
-func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceClients) error {
-	meta, err := w.e.sourceTopicID(ctx, src.client, w.key.Topic)
+func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
+	meta, err := w.eng.SourceTopicID(ctx, src, w.key.Topic)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
-	if !meta.exists {
+	if !meta.Exists {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
 	var zero [16]byte
-	if meta.id == zero {
+	if meta.ID == zero {
 		return nil // an old broker without topic ids: nothing to compare
 	}
-	id := meta.id
+	id := meta.ID
 	// The topic's partitions share the read of what is recorded; those that
 	// find nothing share one write (fenced).
-	state, err := w.e.topicState(ctx, w.key.Mirror, w.key.Topic)
+	state, err := w.eng.TopicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the topic is gone
 	}
@@ -38,8 +38,8 @@ func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceCli
 	}
 	stored := state.SourceTopicID
 	if stored == nil {
-		stored, err = w.e.writeTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
-			return repo.TopicsRecordSourceID(ctx, w.e.cfg.Pool, f, id[:])
+		stored, err = w.eng.WriteTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
+			return repo.TopicsRecordSourceID(ctx, w.cfg.Pool, f, id[:])
 		})
 		if errors.Is(err, repo.ErrNotFound) {
 			return errStop // the lease moved on
@@ -57,8 +57,8 @@ func (w *partitionWorker) checkSourceTopicID(ctx context.Context, src *sourceCli
 }
 
 // resumeCheck runs before PAUSED → MIRRORING, which skips alignment.
-func (w *partitionWorker) resumeCheck(ctx context.Context) error {
-	src, err := w.e.source(ctx, w.key.Mirror)
+func (w *Worker) resumeCheck(ctx context.Context) error {
+	src, err := w.eng.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}

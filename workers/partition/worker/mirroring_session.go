@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"context"
@@ -16,17 +16,17 @@ import (
 	"kmirror/workers/partition/produce"
 )
 
-// mirrorSession is one stretch of MIRRORING: fetch, produce, verify acks.
+// Session is one stretch of MIRRORING: fetch, produce, verify acks.
 // Batches arrive in the mirror's fetch goroutine (deliver) and results in
 // the worker's; mu serializes the two until the worker closes the session.
-type mirrorSession struct {
+type Session struct {
 	mu     sync.Mutex
 	closed bool
 	// halted wakes the worker when a delivered batch failed or fell out of
 	// range.
 	halted chan struct{}
 
-	w         *partitionWorker
+	w         *Worker
 	srcNext   int64 // next source offset whose copy is acknowledged
 	dstNext   int64 // next destination offset expected
 	fetchNext int64 // next source offset to produce
@@ -55,8 +55,9 @@ type mirrorSession struct {
 	partitionUnknown bool
 	// interrupted is set when the engine ends the session from outside
 	// (the destination lost its records, or copies were written off): the
-	// worker re-aligns in place instead of failing (destination_watch.go).
-	interrupted *interruption
+	// worker re-aligns in place instead of failing (the engine's
+	// destination_watch.go).
+	interrupted *Interruption
 	// produceCtx is every record's context. It ends with the lease, at the
 	// first failed or misplaced copy, when a batch outlives the delivery
 	// timeout, and when the session ends. Once it has, kgo fails each
@@ -120,12 +121,12 @@ const sessionTick = 30 * time.Second
 // the checkpoint reflects exactly the acknowledged copies. The session runs
 // under the lease's context (it settles its copies itself when asked to
 // stop); what follows it, a realignment, under stepCtx, which a stop ends.
-func (w *partitionWorker) mirror(stepCtx context.Context) error {
+func (w *Worker) mirror(stepCtx context.Context) error {
 	ctx := w.leaseCtx
 	if err := w.awaitSettled(stepCtx); err != nil {
 		return err
 	}
-	src, err := w.e.source(ctx, w.key.Mirror)
+	src, err := w.eng.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}
@@ -134,31 +135,21 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	}
 	w.mirroring.Store(true)
 	defer w.mirroring.Store(false)
-	s := &mirrorSession{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
+	s := &Session{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
-	s.mirrored = w.e.metrics.Topic(w.key.Mirror, w.key.Topic)
-	s.acks = produce.NewAcks(s.dstNext, w.e.gate, func() { s.produceCancel(errCopyFailed) })
+	s.mirrored = w.cfg.Metrics.Topic(w.key.Mirror, w.key.Topic)
+	s.acks = produce.NewAcks(s.dstNext, w.cfg.Gate, func() { s.produceCancel(errCopyFailed) })
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
-	f, err := w.e.fetcher(w.key.Mirror, src.conn)
+	s.halted = make(chan struct{}, 1)
+	f, err := w.eng.Fetch(w.key.Mirror, src.Conn, w.key.Topic, w.key.Partition, s.fetchNext,
+		func(b FetchBatch) { s.deliver(ctx, b) })
 	if err != nil {
 		return retryable("source fetcher: %v", err)
 	}
-	defer w.e.releaseFetcher(w.key.Mirror)
-	s.halted = make(chan struct{}, 1)
-	tp := topicPartition{w.key.Topic, w.key.Partition}
-	f.add(tp, s.fetchNext, &fetchSink{deliver: func(b fetchBatch) { s.deliver(ctx, b) }})
-	defer f.remove(tp)
-	w.e.mu.Lock()
-	w.e.sessions[w.key] = s
-	w.e.mu.Unlock()
-	defer func() {
-		w.e.mu.Lock()
-		if w.e.sessions[w.key] == s {
-			delete(w.e.sessions, w.key)
-		}
-		w.e.mu.Unlock()
-	}()
+	defer f.Stop()
+	removeSession := w.eng.AddSession(w.key, s)
+	defer removeSession()
 
 	tick := time.NewTicker(sessionTick)
 	defer tick.Stop()
@@ -166,7 +157,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	// Taken before the state is read again, as w.desiredChanged is: a
 	// change that comes while the worker handles something else is seen
 	// at its next wait.
-	healthChanged := w.e.health.updated()
+	healthChanged := w.eng.HealthChanged()
 	for stopReason == nil && !s.stopped() {
 		select {
 		case <-s.halted:
@@ -180,16 +171,16 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 			s.publish()
 			s.mu.Unlock()
 			s.reportTrouble(ctx, f)
-			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
+			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
 		case <-w.desiredChanged:
-			w.desiredChanged = w.e.desired.updated()
-			if d, ok := w.e.desired.get(w.key.Mirror, w.key.Topic); !ok || d.state != service.DesiredMirroring {
+			w.desiredChanged = w.eng.DesiresChanged()
+			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
 		case <-healthChanged:
-			healthChanged = w.e.health.updated()
+			healthChanged = w.eng.HealthChanged()
 			s.reportTrouble(ctx, f)
 		case <-w.stopping:
 			stopReason = errStop
@@ -213,12 +204,12 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
 	if s.inFlight() > 0 {
-		w.e.keepUnsettled(w.key, s.acks, s.produced)
+		w.eng.KeepUnsettled(w.key, s.acks, s.produced)
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
 		// yet, without refreshing it by itself.
-		w.e.producer.ForceMetadataRefresh()
+		w.eng.RefreshProducerMetadata()
 	}
 	if s.topicRecreated {
 		// kgo never adopts a recreated topic's new ID: it fails every
@@ -226,7 +217,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 		// client. Purge it, so that after re-alignment (the destination
 		// lost its records) the producer loads the new topic; the topic's
 		// other sessions here re-align too.
-		w.e.writeOff(w.key.Topic, "the destination topic was deleted or recreated under the producer")
+		w.eng.WriteOff(w.key.Topic, "the destination topic was deleted or recreated under the producer")
 	}
 	s.publish()
 	if i := s.interruption(); i != nil {
@@ -239,7 +230,7 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 	if !w.lease.Valid() {
 		return errStop
 	}
-	if err := w.e.cp.flushKey(ctx, w.key); err != nil && stopReason != errStop {
+	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil && stopReason != errStop {
 		return retryable("save checkpoint: %v", err)
 	}
 	w.syncRow(s)
@@ -254,25 +245,22 @@ func (w *partitionWorker) mirror(stepCtx context.Context) error {
 
 var errDesireChanged = fmt.Errorf("desired state changed")
 
-// troubleAfter is how long client errors that kgo retries must last
-// before they show in the partition's error (it stays MIRRORING meanwhile).
-const troubleAfter = 5 * time.Second
-
 // reportTrouble puts a lasting fetch or produce error in the partition's
-// row, and clears it once requests succeed again. A produce kgo keeps
+// row (the partition stays MIRRORING), and clears it once requests succeed
+// again. A produce kgo keeps
 // retrying may still land, so the records stay in flight rather than
 // failing: the partition catches up when the destination answers again.
-func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
+func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	w := s.w
 	var msgs []string
-	if since, err := f.health.trouble(troubleAfter); err != nil {
+	if since, err := f.Trouble(); err != nil {
 		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
 	s.mu.Lock()
 	inFlight := s.inFlight()
 	s.mu.Unlock()
-	if since, err := w.e.producerHealth.trouble(troubleAfter); err != nil && inFlight > 0 {
+	if since, err := w.eng.ProducerTrouble(); err != nil && inFlight > 0 {
 		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err))
 	}
@@ -282,7 +270,7 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := repo.PartitionsSetError(wctx, w.e.cfg.Pool, w.fence(), service.StateMirroring, msg); err != nil {
+	if err := repo.PartitionsSetError(wctx, w.cfg.Pool, w.fence(), service.StateMirroring, msg); err != nil {
 		w.log.Warn("recording the fetch error failed", "err", err)
 		return
 	}
@@ -298,9 +286,9 @@ func (s *mirrorSession) reportTrouble(ctx context.Context, f *mirrorFetcher) {
 // or a realignment: the write returns the stored row, so a checkpoint left
 // to the batch saver would be forgotten and alignment would start from an
 // older one.
-func (w *partitionWorker) keepProgress(ctx context.Context, s *mirrorSession, before string) {
+func (w *Worker) keepProgress(ctx context.Context, s *Session, before string) {
 	if w.lease.Valid() {
-		if err := w.e.cp.flushKey(ctx, w.key); err != nil {
+		if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
 			w.log.Warn("saving the checkpoint before "+before, "err", err)
 		}
 	}
@@ -309,13 +297,13 @@ func (w *partitionWorker) keepProgress(ctx context.Context, s *mirrorSession, be
 
 // syncRow makes the worker's row carry the session's checkpoint, so the next
 // state write starts from it.
-func (w *partitionWorker) syncRow(s *mirrorSession) {
+func (w *Worker) syncRow(s *Session) {
 	src, dst := s.srcNext, s.dstNext
 	w.row.SrcNext, w.row.DstNext = &src, &dst
 }
 
 // deliver copies one fetched batch, in the fetch goroutine.
-func (s *mirrorSession) deliver(ctx context.Context, b fetchBatch) {
+func (s *Session) deliver(ctx context.Context, b FetchBatch) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.failure != nil || s.outOfRange || s.interrupted != nil {
@@ -333,7 +321,7 @@ func (s *mirrorSession) deliver(ctx context.Context, b fetchBatch) {
 
 // stopped reports whether a failure, a gap in the source or an
 // interruption ends the session.
-func (s *mirrorSession) stopped() bool {
+func (s *Session) stopped() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.failure != nil || s.outOfRange || s.interrupted != nil
@@ -342,19 +330,19 @@ func (s *mirrorSession) stopped() bool {
 // interruption is why the session was interrupted, or nil; a produce
 // failure that says the destination topic is gone or was recreated under
 // the producer is one too: re-aligning repairs it, so it is no failure.
-func (s *mirrorSession) interruption() *interruption {
+func (s *Session) interruption() *Interruption {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interrupted == nil && s.topicRecreated {
-		return &interruption{msg: "the destination topic was deleted or recreated under the producer"}
+		return &Interruption{Msg: "the destination topic was deleted or recreated under the producer"}
 	}
 	return s.interrupted
 }
 
-// interrupt ends the session from outside (destination_watch.go): no more
-// record is sent, and the worker re-aligns once the copies in flight are
-// answered or written off. The first reason is kept.
-func (s *mirrorSession) interrupt(i interruption) {
+// Interrupt ends the session from outside (the engine's destination
+// watch): no more record is sent, and the worker re-aligns once the copies
+// in flight are answered or written off. The first reason is kept.
+func (s *Session) Interrupt(i Interruption) {
 	s.mu.Lock()
 	if s.interrupted == nil {
 		s.interrupted = &i
@@ -367,18 +355,18 @@ func (s *mirrorSession) interrupt(i interruption) {
 	}
 }
 
-func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
+func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	w := s.w
-	if errors.Is(b.err, kerr.OffsetOutOfRange) {
+	if errors.Is(b.Err, kerr.OffsetOutOfRange) {
 		s.outOfRange = true
 		return
 	}
-	if b.err != nil {
-		s.failure = retryable("fetch from source: %v", b.err)
+	if b.Err != nil {
+		s.failure = retryable("fetch from source: %v", b.Err)
 		return
 	}
-	if b.lso >= 0 {
-		s.srcEnd = b.lso
+	if b.LSO >= 0 {
+		s.srcEnd = b.LSO
 	}
 	// The lease is checked once a batch: its records are queued at once,
 	// and none is sent after the lease's deadline, when produceCtx ends.
@@ -392,7 +380,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	// head of the queue on. upTo counts what will be produced: markers and
 	// records already copied are not.
 	n := int64(0)
-	for _, r := range b.records {
+	for _, r := range b.Records {
 		if r.Offset >= s.fetchNext && !r.Attrs.IsControl() {
 			n++
 		}
@@ -401,12 +389,12 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 		// Room for the whole batch first: once one record of it is handed
 		// to kgo, every later one must follow, or the destination could
 		// skip one (produce.Gate). If produceCtx ends meanwhile, none is.
-		if err := w.e.gate.Acquire(s.produceCtx, n); err != nil {
+		if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
 			return
 		}
 		s.acks.SetProducedEnd(upTo)
-		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.e.cfg.DeliveryTimeout, func() {
+		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.cfg.DeliveryTimeout, func() {
 			if s.acks.Base()+s.acks.Done() < upTo {
 				s.produceCancel(errDeliveryTimeout)
 			}
@@ -423,7 +411,7 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 	// The promise is bound once a batch: a method value taken per record
 	// allocated per record (11% of this function's CPU at 100 B).
 	promise := s.acks.Promise
-	for _, r := range b.records {
+	for _, r := range b.Records {
 		if r.Offset < s.fetchNext {
 			continue // already copied (a re-fetch after re-adding)
 		}
@@ -439,20 +427,24 @@ func (s *mirrorSession) handleBatch(ctx context.Context, b fetchBatch) {
 			s.pending = append(s.pending, pendingRun{src: r.Offset, dst: s.produced, n: 1})
 		}
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
-		w.e.producer.Produce(s.produceCtx, r, promise)
+		w.eng.Produce(s.produceCtx, r, promise)
 	}
 	s.passControls()
 }
 
+// Acks are the session's produce results, which the engine's destination
+// watch reads for copies that go unanswered.
+func (s *Session) Acks() *produce.Acks { return s.acks }
+
 // inFlight is how many produced records have no result yet.
-func (s *mirrorSession) inFlight() int64 {
+func (s *Session) inFlight() int64 {
 	return s.produced - s.acks.Base() - s.acks.Done()
 }
 
 // handleAcks advances the checkpoint over the copies verified since the
 // last call, and turns the first failed or misplaced one into the
 // session's failure.
-func (s *mirrorSession) handleAcks() {
+func (s *Session) handleAcks() {
 	done, verified, failure := s.acks.Take()
 	taken := s.taken
 	for s.taken < verified && len(s.pending) > 0 {
@@ -507,7 +499,7 @@ func (s *mirrorSession) handleAcks() {
 
 // passControls moves the checkpoint past the transaction markers at the
 // head of the queue: every record before them is acknowledged.
-func (s *mirrorSession) passControls() {
+func (s *Session) passControls() {
 	for len(s.pending) > 0 && s.pending[0].control {
 		if s.failure == nil {
 			s.srcNext = s.pending[0].src + 1
@@ -517,7 +509,7 @@ func (s *mirrorSession) passControls() {
 }
 
 // extendRun adds n verified copies from (src, dst) to the offset map.
-func (s *mirrorSession) extendRun(src, dst, n int64) {
+func (s *Session) extendRun(src, dst, n int64) {
 	if r := s.run; r != nil && r.SrcStart+r.Count == src && r.DstStart+r.Count == dst {
 		r.Count += n
 	} else {
@@ -536,10 +528,10 @@ func (s *mirrorSession) extendRun(src, dst, n int64) {
 const stopSettleMax = time.Second
 
 // settle waits until every produced record is acknowledged or failed.
-func (s *mirrorSession) settle(ctx context.Context) {
+func (s *Session) settle(ctx context.Context) {
 	// Within what is left of a shutdown, too: copies still unanswered then
-	// keep the lease from being released (unsettled.go).
-	deadline := time.NewTimer(s.w.e.cfg.StopBudget.Bound(s.w.e.cfg.DeliveryTimeout+2*time.Second, stopSettleMax))
+	// keep the lease from being released (the engine's unsettled.go).
+	deadline := time.NewTimer(s.w.cfg.StopBudget.Bound(s.w.cfg.DeliveryTimeout+2*time.Second, stopSettleMax))
 	defer deadline.Stop()
 	for {
 		last := s.inFlight() == 0
@@ -561,7 +553,7 @@ func (s *mirrorSession) settle(ctx context.Context) {
 }
 
 // publish hands verified progress to the checkpointer.
-func (s *mirrorSession) publish() {
+func (s *Session) publish() {
 	w := s.w
 	// Only what changed: every poll reports each partition's end, and
 	// republishing an unchanged one made every partition's row a write
@@ -572,7 +564,7 @@ func (s *mirrorSession) publish() {
 	s.publishedEnd = s.srcEnd
 	// Verified progress ends a run of failures: backoff starts over.
 	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
-	w.e.cp.update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
 		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset})
 	if reset {
@@ -588,14 +580,14 @@ func (s *mirrorSession) publish() {
 const catchUpAfter = 200 * time.Millisecond
 
 // noteCatchUp tells the checkpointer when a backlog has just been copied.
-func (s *mirrorSession) noteCatchUp() {
+func (s *Session) noteCatchUp() {
 	caughtUp := s.srcEnd >= 0 && s.srcNext >= s.srcEnd && s.inFlight() == 0
 	switch {
 	case !caughtUp && s.behindSince.IsZero():
 		s.behindSince = time.Now()
 	case caughtUp && !s.behindSince.IsZero():
 		if time.Since(s.behindSince) >= catchUpAfter {
-			s.w.e.cp.caughtUp()
+			s.w.cfg.Checkpoints.CaughtUp()
 		}
 		s.behindSince = time.Time{}
 	}

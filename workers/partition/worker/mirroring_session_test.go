@@ -1,4 +1,4 @@
-package partition
+package worker
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ func TestAckedBytesAreExact(t *testing.T) {
 	rec := func(off int64, size int) *kgo.Record {
 		return &kgo.Record{Offset: off, Value: make([]byte, size)}
 	}
-	s := &mirrorSession{acks: produce.NewAcks(10, nil, nil), produced: 10}
+	s := &Session{acks: produce.NewAcks(10, nil, nil), produced: 10}
 	produceRun := func(n int64) { // the worker's side of handleBatch
 		s.pending = append(s.pending, pendingRun{src: s.produced, dst: s.produced, n: n})
 		s.acks.SetProducedEnd(s.produced + n)

@@ -1,0 +1,154 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/partition/worker"
+)
+
+// What the workers do to destination topics through the engine, whose
+// admin client and producer they are: create one that is missing (once
+// for the partitions that ask together), recreate one, and add or lift
+// its read-only ACL. The errors say what failed; the worker fails its
+// partition with them, retryably.
+
+// ensureDestinationTopic creates the destination topic with the source's
+// partition count when it is missing (see worker.Engine).
+func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source, mirror, topic string, replicationFactor int16) (worker.DestinationTopic, error) {
+	dst, err := e.dstAdmin.ListTopics(ctx, topic)
+	if err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("describe destination topic: %v", err)
+	}
+	if d, ok := dst[topic]; ok && d.Err == nil {
+		return worker.DestinationTopic{Partitions: len(d.Partitions)}, nil
+	}
+	st, err := src.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("describe source topic: %v", err)
+	}
+	sd, ok := st[topic]
+	if !ok || sd.Err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("source topic %s does not exist", topic)
+	}
+	if err := e.awaitTopicLossGrace(ctx, topic); err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", topic, err)
+	}
+	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor,
+		e.syncedTopicConfigs(ctx, src, mirror, topic), topic)
+	if err == nil {
+		err = resp.Err
+	}
+	// The admin client may hold metadata, younger than its 10 ms minimum
+	// age, that says the topic is missing: an offsets read of a partition
+	// that finds the topic created would then fail and wait.
+	e.dstAdminClient.PurgeTopicsFromClient(topic)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		// Someone was first: another instance, or this engine if our look
+		// was answered from metadata older than its create. Whoever it was
+		// purged the producer's view of the topic then; purging again could
+		// fail records that workers have started to copy.
+		return worker.DestinationTopic{Partitions: -1}, nil
+	}
+	if err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("create destination topic %s: %v", topic, err)
+	}
+	// A topic created anew (it may have been deleted under us) has a new id:
+	// the producer must not keep the old one.
+	e.writeOff(topic, "the destination topic was created anew")
+	e.log.Info("destination topic created", "mirror", mirror, "topic", topic, "partitions", len(sd.Partitions), "replication_factor", replicationFactor)
+	return worker.DestinationTopic{Created: true, Partitions: len(sd.Partitions)}, nil
+}
+
+// syncedTopicConfigs are the configs a destination topic is created with:
+// the source topic's dynamic ones less the mirror's topic.properties.exclude,
+// as the metadata sync would set them, so that a topic created again after
+// the destination lost it has its retention and compaction from the first
+// record. When they cannot be read the topic is created with the broker's
+// defaults, and the next sync pass sets them.
+func (e *Engine) syncedTopicConfigs(ctx context.Context, src *worker.Source, mirror, topic string) map[string]*string {
+	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
+		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	})
+	var cfg service.SyncConfig
+	if err == nil {
+		cfg, err = service.ParseSyncConfig(m.Config)
+	}
+	var rcs kadm.ResourceConfigs
+	if err == nil {
+		rcs, err = src.Admin.DescribeTopicConfigs(ctx, topic)
+	}
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = rcs.On(topic, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
+			"mirror", mirror, "topic", topic, "err", err)
+		return nil
+	}
+	out := map[string]*string{}
+	for k, v := range kafkaconn.DynamicTopicConfigs(rc, cfg.PropertyExcluded) {
+		out[k] = &v
+	}
+	return out
+}
+
+// recreateDestinationTopic drops the destination topic and creates it
+// again with partitions and replicationFactor: a restart that asked for
+// recreate, served by the worker of partition 0.
+func (e *Engine) recreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
+	// A topic that is already gone (deleted by hand, a destination rebuilt
+	// empty, or never created) counts as deleted. kadm returns the topic's
+	// own error as err too.
+	if _, err := e.dstAdmin.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete destination topic %s: %v", topic, err)
+	}
+	// Deletion completes asynchronously on a real cluster.
+	for {
+		resp, err := e.dstAdmin.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("recreate destination topic %s: %v", topic, err)
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	// The producer must forget the old topic's id and sequence numbers.
+	e.writeOff(topic, "the destination topic was recreated")
+	return nil
+}
+
+// readOnlyACL is the DENY WRITE for User:* that keeps a mirrored topic
+// read-only on the destination; kmirror's own principal must be a super user.
+func readOnlyACL(topic string) *kadm.ACLBuilder {
+	return kadm.NewACLs().Topics(topic).ResourcePatternType(kadm.ACLPatternLiteral).
+		Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite)
+}
+
+// deleteReadOnlyACL deletes a topic's read-only ACL on the destination.
+func (e *Engine) deleteReadOnlyACL(ctx context.Context, topic string) error {
+	res, err := e.dstAdmin.DeleteACLs(ctx, readOnlyACL(topic))
+	for _, r := range res {
+		err = errors.Join(err, r.Err)
+	}
+	return err
+}

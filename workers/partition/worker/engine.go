@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+	"kmirror/workers/partition/produce"
+)
+
+// Engine is what a Worker needs of the engine that runs it: the state the
+// instance's workers share, the statements and reads they make together,
+// and the Kafka clients they share. The engine (workers/partition)
+// implements it; a worker reaches nothing else of the engine. Errors that
+// are not this package's failures fail the partition retryably, with
+// their message.
+type Engine interface {
+	// Desire returns a topic's desired state from the engine's cache; ok
+	// is false for a topic the cache does not hold.
+	Desire(mirror, topic string) (d Desire, ok bool)
+	// DesiresChanged returns a channel closed at the next change of any
+	// desired state.
+	DesiresChanged() <-chan struct{}
+	// RefreshDesires re-reads every desired state now.
+	RefreshDesires(ctx context.Context) error
+
+	// Prepare waits for one of the slots that bound how many partitions
+	// load and align at once.
+	Prepare(ctx context.Context) (release func(), err error)
+	// Row reads a partition's row, and Transition writes one state change
+	// through the service (state machine, fencing, event and outbox), each
+	// in one statement with the other workers' of the moment. Neither takes
+	// a context: each statement has its own timeout.
+	Row(id repo.PartitionID) (repo.Partition, error)
+	Transition(t service.PartitionTransition) (repo.Partition, error)
+
+	// Source returns the mirror's source cluster, read from its row afresh
+	// (shared with the partitions that ask at the same time).
+	Source(ctx context.Context, mirror string) (*Source, error)
+	// SourceOffsets and DestinationOffsets return a partition's start and
+	// end offsets from a listing of its whole topic, shared with its other
+	// partitions; committed ends are the source's last stable offsets.
+	SourceOffsets(ctx context.Context, src *Source, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error)
+	DestinationOffsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error)
+	// SourceTopicID asks the source for a topic's id, bypassing kgo's
+	// metadata cache.
+	SourceTopicID(ctx context.Context, src *Source, topic string) (SourceTopic, error)
+	// SourceState returns the decoded __mirror_state of the mirror's
+	// source cluster (a failback's proof).
+	SourceState(ctx context.Context, mirror string, conn kafkaconn.Config) (service.StateSnapshot, error)
+	// TopicState reads what the workers recorded on a topic's row, and
+	// WriteTopicRow makes a fenced write of it once for the topic's
+	// partitions that make the same write (what) meanwhile.
+	TopicState(ctx context.Context, mirror, topic string) (repo.TopicWorkerState, error)
+	WriteTopicRow(ctx context.Context, f repo.LeaseFence, what string,
+		write func(ctx context.Context, f repo.LeaseFence) ([]byte, error)) ([]byte, error)
+
+	// EnsureDestinationTopic creates the destination topic, with the
+	// source's partition count, when it is missing; the topic's partitions
+	// that ask while it runs share its outcome.
+	EnsureDestinationTopic(ctx context.Context, src *Source, mirror, topic string, replicationFactor int16) (DestinationTopic, error)
+	// RecreateDestinationTopic drops the destination topic, creates it
+	// again once the deletion is done, and writes off the producer's
+	// copies to the old one.
+	RecreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error
+	// ReadOnlyACL adds (on) or deletes the topic's read-only ACL on the
+	// destination, and EnforcesACLs says whether the destination has an
+	// authorizer that would enforce it.
+	ReadOnlyACL(ctx context.Context, topic string, on bool) error
+	EnforcesACLs(ctx context.Context) bool
+
+	// AwaitSettled returns once every copy of the partition's earlier
+	// sessions has landed, failed or been written off; waiting, when set,
+	// is told once that the wait began.
+	AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error
+	// KeepUnsettled hands over the copies of an ended session still in
+	// flight, up to destination offset end.
+	KeepUnsettled(k lease.Key, acks *produce.Acks, end int64)
+	// AddSession makes a running session known to the destination watch,
+	// which may interrupt it, until remove.
+	AddSession(k lease.Key, s *Session) (remove func())
+	// TakeLoss returns, and forgets, what the destination watch found the
+	// destination to have lost of the partition.
+	TakeLoss(k lease.Key) (msg string, ok bool)
+	// WriteOff fails every copy in flight to the destination topic and
+	// interrupts the topic's sessions, saying why (unless why is empty).
+	WriteOff(topic, why string)
+
+	// Fetch registers a partition with its mirror's shared read_committed
+	// fetcher, from source offset from on: deliver is called with each
+	// fetched batch, in the fetch goroutine, until the Fetch is stopped.
+	Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64, deliver func(FetchBatch)) (Fetch, error)
+	// Produce hands a record to the instance's idempotent producer.
+	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+	// ProducerTrouble is the producer's current run of errors, once it has
+	// lasted long enough to report (zero and nil otherwise).
+	ProducerTrouble() (since time.Time, err error)
+	// RefreshProducerMetadata makes the producer reload its metadata.
+	RefreshProducerMetadata()
+	// HealthChanged returns a channel closed when what the clients' health
+	// would put in the partitions' rows next changes.
+	HealthChanged() <-chan struct{}
+}
+
+// Checkpoints is the instance's checkpointer, which saves every partition's
+// verified progress in one fenced statement about once a second.
+type Checkpoints interface {
+	// Update records a partition's latest progress and the offset-map runs
+	// that changed since its last update.
+	Update(k lease.Key, cp repo.Checkpoint)
+	// Save saves a partition's pending progress now, before a state change
+	// that must not run ahead of it.
+	Save(ctx context.Context, k lease.Key) error
+	// Drop forgets a partition's pending progress: a lost lease's leftovers
+	// must not be saved later.
+	Drop(k lease.Key)
+	// CaughtUp asks for the pending progress to be saved soon: a backlog
+	// has just been copied.
+	CaughtUp()
+}
+
+// Fetch is a partition's place in its mirror's fetcher.
+type Fetch interface {
+	// Trouble is the fetcher's current run of request errors, once it has
+	// lasted long enough to report (zero and nil otherwise).
+	Trouble() (since time.Time, err error)
+	// Stop takes the partition out: once it returns, deliver is called no
+	// more. The caller must not hold anything deliver waits for.
+	Stop()
+}
+
+// FetchBatch is what one poll returned for one partition.
+type FetchBatch struct {
+	Records []*kgo.Record
+	Err     error
+	// LSO is the source's last stable offset (read_committed end), -1
+	// unknown.
+	LSO int64
+}
+
+// Desire is a mirror topic's desired state.
+type Desire struct {
+	State             service.DesiredState
+	ReplicationFactor int
+	Recreate          bool
+	// ContinueHistory: a destination holding the source's history is
+	// proven and continued (continue.go).
+	ContinueHistory bool
+	// KeepDivergent: with ContinueHistory, a divergent tail is kept and
+	// mirroring goes on after it.
+	KeepDivergent bool
+}
+
+// Source is a mirror's source connection and clients.
+type Source struct {
+	Conn   kafkaconn.Config
+	Client *kgo.Client // for requests that must not be answered from kgo's metadata cache
+	Admin  *kadm.Client
+}
+
+// SourceTopic is what a raw metadata request says of a source topic.
+type SourceTopic struct {
+	Exists bool
+	ID     [16]byte
+}
+
+// DestinationTopic is what making sure of a destination topic found.
+type DestinationTopic struct {
+	// Created: the engine has just created it, so it is empty.
+	Created bool
+	// Partitions is how many it has; -1 when someone else created it
+	// between the engine's look and its create.
+	Partitions int
+}
+
+// Interruption ends a mirroring session for something the engine found
+// outside it; the worker re-aligns in place instead of failing.
+type Interruption struct {
+	// Msg says why, for the row's error; Cause, when set, is the shorter
+	// reason the realignment's event gives (Msg otherwise).
+	Msg, Cause string
+	// Lost: the destination lost records this partition had copied, so
+	// the row's error says so until the partition is re-aligned.
+	Lost bool
+}

@@ -1,0 +1,169 @@
+package partition
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/lease"
+	"kmirror/workers/partition/produce"
+	"kmirror/workers/partition/worker"
+)
+
+// workerEngine is the Engine as its workers see it: the worker.Engine each
+// worker is given. Its methods only name the engine's own for the
+// interface, so the Engine's exported API stays what the lease manager and
+// the server use.
+type workerEngine struct{ e *Engine }
+
+var _ worker.Engine = workerEngine{}
+
+func (h workerEngine) Desire(mirror, topic string) (worker.Desire, bool) {
+	return h.e.desired.get(mirror, topic)
+}
+
+func (h workerEngine) DesiresChanged() <-chan struct{} { return h.e.desired.updated() }
+
+func (h workerEngine) RefreshDesires(ctx context.Context) error { return h.e.desired.refresh(ctx) }
+
+func (h workerEngine) Prepare(ctx context.Context) (release func(), err error) {
+	return h.e.prep.acquire(ctx)
+}
+
+func (h workerEngine) Row(id repo.PartitionID) (repo.Partition, error) { return h.e.rows.do(id) }
+
+func (h workerEngine) Transition(t service.PartitionTransition) (repo.Partition, error) {
+	return h.e.states.do(t)
+}
+
+func (h workerEngine) Source(ctx context.Context, mirror string) (*worker.Source, error) {
+	s, err := h.e.source(ctx, mirror)
+	if err != nil {
+		return nil, err
+	}
+	return &s.Source, nil
+}
+
+func (h workerEngine) SourceOffsets(ctx context.Context, src *worker.Source, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
+	return h.e.partitionOffsets(ctx, src.Admin, topic, partition, committed)
+}
+
+func (h workerEngine) DestinationOffsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
+	return h.e.partitionOffsets(ctx, h.e.dstAdmin, topic, partition, false)
+}
+
+func (h workerEngine) SourceTopicID(ctx context.Context, src *worker.Source, topic string) (worker.SourceTopic, error) {
+	return h.e.sourceTopicID(ctx, src.Client, topic)
+}
+
+func (h workerEngine) SourceState(ctx context.Context, mirror string, conn kafkaconn.Config) (service.StateSnapshot, error) {
+	return h.e.sourceState(ctx, mirror, conn)
+}
+
+func (h workerEngine) TopicState(ctx context.Context, mirror, topic string) (repo.TopicWorkerState, error) {
+	return h.e.topicState(ctx, mirror, topic)
+}
+
+func (h workerEngine) WriteTopicRow(ctx context.Context, f repo.LeaseFence, what string,
+	write func(ctx context.Context, f repo.LeaseFence) ([]byte, error)) ([]byte, error) {
+	return h.e.writeTopicRow(ctx, f, what, write)
+}
+
+// EnsureDestinationTopic is ensureDestinationTopic shared with the topic's
+// partitions that ask while it runs (join): each then knows whether the
+// topic is new.
+func (h workerEngine) EnsureDestinationTopic(ctx context.Context, src *worker.Source, mirror, topic string, replicationFactor int16) (worker.DestinationTopic, error) {
+	return h.e.shared.dstTopics.join(ctx, topic, func(ctx context.Context) (worker.DestinationTopic, error) {
+		return h.e.ensureDestinationTopic(ctx, src, mirror, topic, replicationFactor)
+	})
+}
+
+func (h workerEngine) RecreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
+	return h.e.recreateDestinationTopic(ctx, topic, partitions, replicationFactor)
+}
+
+func (h workerEngine) ReadOnlyACL(ctx context.Context, topic string, on bool) error {
+	if on {
+		return h.e.addReadOnlyACL(ctx, topic)
+	}
+	return h.e.deleteReadOnlyACL(ctx, topic)
+}
+
+func (h workerEngine) EnforcesACLs(ctx context.Context) bool { return h.e.authorizer.enforces(ctx) }
+
+func (h workerEngine) AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
+	return h.e.awaitSettled(ctx, k, waiting)
+}
+
+func (h workerEngine) KeepUnsettled(k lease.Key, acks *produce.Acks, end int64) {
+	h.e.keepUnsettled(k, acks, end)
+}
+
+// AddSession puts a running session where the destination watch finds it
+// (destination_watch.go), until remove.
+func (h workerEngine) AddSession(k lease.Key, s *worker.Session) (remove func()) {
+	e := h.e
+	e.mu.Lock()
+	e.sessions[k] = s
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		if e.sessions[k] == s {
+			delete(e.sessions, k)
+		}
+		e.mu.Unlock()
+	}
+}
+
+func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {
+	l, ok := h.e.takeLoss(k)
+	return l.msg, ok
+}
+
+func (h workerEngine) WriteOff(topic, why string) { h.e.writeOff(topic, why) }
+
+// Fetch adds the partition to its mirror's fetcher, made on first use and
+// closed when its last partition leaves.
+func (h workerEngine) Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
+	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
+	f, err := h.e.fetcher(mirror, conn)
+	if err != nil {
+		return nil, err
+	}
+	tp := topicPartition{topic, partition}
+	f.add(tp, from, &fetchSink{deliver: func(b fetchBatch) {
+		deliver(worker.FetchBatch{Records: b.records, Err: b.err, LSO: b.lso})
+	}})
+	return &fetchRegistration{e: h.e, f: f, mirror: mirror, tp: tp}, nil
+}
+
+// fetchRegistration is one partition's place in its mirror's fetcher.
+type fetchRegistration struct {
+	e      *Engine
+	f      *mirrorFetcher
+	mirror string
+	tp     topicPartition
+}
+
+func (r *fetchRegistration) Trouble() (time.Time, error) { return r.f.health.trouble(troubleAfter) }
+
+func (r *fetchRegistration) Stop() {
+	r.f.remove(r.tp)
+	r.e.releaseFetcher(r.mirror)
+}
+
+func (h workerEngine) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+	h.e.producer.Produce(ctx, r, promise)
+}
+
+func (h workerEngine) ProducerTrouble() (time.Time, error) {
+	return h.e.producerHealth.trouble(troubleAfter)
+}
+
+func (h workerEngine) RefreshProducerMetadata() { h.e.producer.ForceMetadataRefresh() }
+
+func (h workerEngine) HealthChanged() <-chan struct{} { return h.e.health.updated() }
