@@ -98,6 +98,15 @@ func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) 
 	return stored, interpret(err)
 }
 
+// TopicsReplaceSourceID records a new source topic id in place of old,
+// fenced: a topic added with continue whose source was recreated, once its
+// history was proven. A row that holds the new id already is left as is.
+func TopicsReplaceSourceID(ctx context.Context, q DBTX, f LeaseFence, old, id []byte) error {
+	_, err := q.Exec(ctx, `UPDATE mirror_topics SET source_topic_id = $7
+		WHERE mirror = $1 AND topic = $2 AND source_topic_id = $6 AND `+fenced, f.args(old, id)...)
+	return interpret(err)
+}
+
 // TopicsSetReadOnlyEnforced records whether the destination enforces the
 // fence's topic's read-only ACL. ErrNotFound means the fence no longer
 // holds: nothing was written.

@@ -124,7 +124,9 @@ func (w *drWorld) switchover(rb *runbook, round int) {
 	w.produce(w.b, fmt.Sprintf("r%d-b1", round), 4)
 	w.holds(w.b, "B, the primary", nil)
 	rb.run("switchover-published")
-	rb.run("switchover-continue-preview") // skipped while the document marks it pending
+	out, _ = rb.run("switchover-continue-preview")
+	wantOutput(t, "switchover-continue-preview", out, "continue  offset_map")
+	wantOutput(t, "switchover-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("switchover-continue")
 	wantOutput(t, "switchover-continue", out, "All partitions are MIRRORING")
 	w.waitHolds(w.a, "A, mirroring B", nil)
@@ -162,7 +164,9 @@ func (w *drWorld) failback(rb *runbook, what string, consumers bool) {
 		w.consume(w.a, "A", 2)
 	}
 	rb.run("failback-published")
-	rb.run("failback-continue-preview") // skipped while the document marks it pending
+	out, _ = rb.run("failback-continue-preview")
+	wantOutput(t, "failback-continue-preview", out, "continue  offset_map")
+	wantOutput(t, "failback-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("failback-continue")
 	wantOutput(t, "failback-continue", out, "All partitions are MIRRORING")
 	w.waitHolds(w.b, "B, mirroring A again ("+what+")", nil)
@@ -196,15 +200,17 @@ func (w *drWorld) unplanned(rb *runbook) {
 	w.produce(w.b, "u-b", 4)
 	w.holds(w.b, "B, the primary", nil)
 	rb.run("unplanned-published")
-	rb.run("unplanned-continue-preview") // skipped while the document marks it pending
-
 	// A is back, with its tail: orders/1 fails naming it; the others
-	// continue.
+	// continue. The dry run says so first.
 	a1 := aOld.committed["orders"][1]
 	tailStart, tailEnd := a1[len(a1)-len(tail)].Offset, a1[len(a1)-1].Offset+1
 	lastMirrored := a1[len(a1)-len(tail)-1].Offset
 	wantErr := fmt.Sprintf("the destination holds %d record(s) at offsets [%d, %d) past the last mirrored offset %d",
 		len(tail), tailStart, tailEnd, lastMirrored)
+	out, _ = rb.run("unplanned-continue-preview")
+	wantOutput(t, "unplanned-continue-preview", out, fmt.Sprintf("%d in [%d, %d)", len(tail), tailStart, tailEnd))
+	wantOutput(t, "unplanned-continue-preview", out, "orders/1: "+wantErr)
+	wantOutput(t, "unplanned-continue-preview", out, "1 partition(s) would go FAILED")
 	out, _ = rb.run("unplanned-continue")
 	wantOutput(t, "unplanned-continue", out, wantErr)
 	failedOne := &drTP{"orders", 1}

@@ -40,7 +40,12 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	idChecked := make(chan error, 1)
 	go func() { idChecked <- w.checkSourceTopicID(ctx, src) }()
 	created, err := w.ensureDestinationTopic(ctx, src, desire)
-	if idErr := <-idChecked; idErr != nil {
+	// A recreated source fails the partition, unless it continues: then
+	// only a proven continuation below accepts the new topic.
+	var replaced *sourceTopicReplaced
+	if idErr := <-idChecked; errors.As(idErr, &replaced) && desire.ContinueHistory {
+		idErr = nil
+	} else if idErr != nil {
 		return alignResult{}, idErr
 	}
 	if err != nil {
@@ -73,7 +78,10 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		// First start: the destination partition must hold nothing, unless
 		// the topic was added to continue the history it holds.
 		if E > dstOff.Start && desire.ContinueHistory {
-			return w.continueHistory(ctx, src, desire, srcOff, dstOff)
+			return w.continueOnto(ctx, src, desire, replaced, srcOff, dstOff)
+		}
+		if replaced != nil {
+			return alignResult{}, replaced
 		}
 		if E > dstOff.Start {
 			return alignResult{}, permanent("destination %s/%d already holds records [%d, %d) that this mirror did not write; "+
@@ -89,10 +97,13 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// stopped: if the other side mirrored back into it (a failback in the
 	// other direction), the history is proven afresh from the source.
 	if desire.ContinueHistory && E != d {
-		res, err := w.continueHistory(ctx, src, desire, srcOff, dstOff)
+		res, err := w.continueOnto(ctx, src, desire, replaced, srcOff, dstOff)
 		if !errors.Is(err, errNotAFailback) {
 			return res, err
 		}
+	}
+	if replaced != nil {
+		return alignResult{}, replaced
 	}
 	// The source's end is the high watermark here: the LSO can trail an
 	// open transaction without the log having been truncated.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
@@ -17,6 +18,22 @@ import (
 // errNotAFailback: a restarted partition's destination moved past its
 // checkpoint, but no mirror in the source's state wrote there.
 var errNotAFailback = errors.New("not a failback")
+
+// continueOnto is continueHistory that, when the source topic was
+// recreated (replaced is not nil), records the new topic's id once its
+// history is proven.
+func (w *Worker) continueOnto(ctx context.Context, src *Source, desire Desire, replaced *sourceTopicReplaced,
+	srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
+	res, err := w.continueHistory(ctx, src, desire, srcOff, dstOff)
+	if err != nil || replaced == nil {
+		return res, err
+	}
+	if err := w.acceptNewSourceTopic(ctx, replaced); err != nil {
+		return alignResult{}, err
+	}
+	res.summary += fmt.Sprintf("; the source topic was recreated (topic id %x) and holds this history: mirroring it", replaced.id)
+	return res, nil
+}
 
 // continueHistory aligns a partition added with continue whose destination
 // holds records [dstOff.Start, E) it did not write: on its first start, or

@@ -49,9 +49,36 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
 		}
 	}
 	if !bytes.Equal(stored, id[:]) {
-		return permanent("source topic %s was deleted and recreated (topic id %s, mirrored from %s): "+
-			"remove the topic and add it with recreate to mirror the new one", w.key.Topic,
-			hex.EncodeToString(id[:]), hex.EncodeToString(stored))
+		return &sourceTopicReplaced{topic: w.key.Topic, stored: stored, id: id[:]}
+	}
+	return nil
+}
+
+// sourceTopicReplaced: the source topic's id is not the one recorded, so
+// the topic was deleted and created again. It fails the partition for good,
+// unless the topic was added with continue and the destination's history
+// is proven afresh against the new topic (a failback after the other side
+// recreated it): then the new id is recorded instead (acceptNewSourceTopic).
+type sourceTopicReplaced struct {
+	topic      string
+	stored, id []byte
+}
+
+func (e *sourceTopicReplaced) Error() string { return e.Unwrap().Error() }
+
+// Unwrap is the permanent failure it is, unless a continue accepts it.
+func (e *sourceTopicReplaced) Unwrap() error {
+	return permanent("source topic %s was deleted and recreated (topic id %s, mirrored from %s): "+
+		"remove the topic and add it with recreate to mirror the new one, or with continue if the new topic "+
+		"holds this destination's history (the other side recreated it from here)",
+		e.topic, hex.EncodeToString(e.id), hex.EncodeToString(e.stored))
+}
+
+// acceptNewSourceTopic records the new id of a source topic whose history
+// a continue proved.
+func (w *Worker) acceptNewSourceTopic(ctx context.Context, r *sourceTopicReplaced) error {
+	if err := repo.TopicsReplaceSourceID(ctx, w.cfg.Pool, w.fence(), r.stored, r.id); err != nil {
+		return retryable("record the new source topic id: %v", err)
 	}
 	return nil
 }
