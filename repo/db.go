@@ -69,7 +69,7 @@ const (
 // on a small machine, made the pool the bottleneck of 10,000 partitions
 // starting at once: every state change is a short transaction, and 40,000
 // of 47,500 acquires waited. With 12, the same start took 41 s instead of
-// 63 s (docs/benchmarks.md, "Partitions per instance"). They are opened
+// 63 s (docs/benchmarks/scale.md, "Partitions per instance"). They are opened
 // at start and kept: opening them on demand (a fork each on the server)
 // staggered the first partitions of a new mirror by up to 400 ms.
 const DataPoolConns = 12

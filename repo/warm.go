@@ -17,7 +17,7 @@ const warmTimeout = 2 * time.Second
 // indexes. A new mirror's first partitions otherwise paid those first-use
 // costs on each of the pool's fresh connections at once: all MIRRORING
 // came about 220 ms after topics:add for a mirror's first topic, against
-// about 110 ms on warmed connections (docs/benchmarks.md, "Mirroring
+// about 110 ms on warmed connections (docs/benchmarks/throughput.md, "Mirroring
 // throughput").
 //
 // It is best effort and never fails the connection: a database not yet

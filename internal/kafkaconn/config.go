@@ -42,7 +42,7 @@ func (c Config) Validate() error {
 // two clients per mirror and has its own metrics on /metrics, while each
 // push builds a fresh gzip compressor (about 1 MB). Against a broker that
 // asks every 30 s that was a sixth of an idle instance's CPU profile
-// (docs/benchmarks.md, "Idle cost").
+// (docs/benchmarks/idle.md, "Idle cost").
 func (c Config) Opts() ([]kgo.Opt, error) {
 	if len(c.BootstrapServers) == 0 {
 		return nil, errors.New("bootstrap_servers: at least one host:port required")

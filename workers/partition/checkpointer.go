@@ -81,7 +81,7 @@ const catchUpDelay = 10 * time.Millisecond
 // a fifth of the time however many partitions catch up one after another.
 // It was a fixed gap of 100 ms, and a topic's partitions that caught up a
 // few ms after the first one's save showed lag 0 up to 100 ms later, a
-// sixth of a 100 B benchmark copy (docs/benchmarks.md, "Mirroring
+// sixth of a 100 B benchmark copy (docs/benchmarks/throughput.md, "Mirroring
 // throughput"); a save of a few rows takes 1-3 ms.
 const catchUpShare = 4
 

@@ -21,7 +21,7 @@ import (
 // millisecond of each other, and the first one, served alone, put its
 // partition a statement ahead of the other eleven at every later step, up
 // to the fetcher, where kgo waits 10 ms before loading the metadata of
-// partitions added after another (docs/benchmarks.md, "Mirroring
+// partitions added after another (docs/benchmarks/throughput.md, "Mirroring
 // throughput").
 type grouped[Req, Res any] struct {
 	what   string // for the log

@@ -151,7 +151,7 @@ func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.S
 // apart from its clients: until 2026-12-03 (sixth session) they ran in the
 // benchmark's process, where kfake's ~800 MB of live heap made every
 // garbage collection during a copy long, and the copy that happened to
-// grow the heap paid its page faults (docs/benchmarks.md).
+// grow the heap paid its page faults (docs/benchmarks/throughput.md).
 //
 // KMIRROR_BENCH_SOURCE_BROKERS=N gives the source N brokers (default one,
 // as devcluster starts). With one, every fetch goes to one broker and the
@@ -249,7 +249,7 @@ func measureCopy(b *testing.B, clusters *devcluster.Clusters, sz throughputSize,
 // pageFaults counts the process's page faults so far. On this machine (a
 // virtual one) memory the Go runtime gave back to the kernel is slow to
 // touch again, and a copy that faults its buffers in runs at a fraction of
-// the speed of one that reuses them (docs/benchmarks.md).
+// the speed of one that reuses them (docs/benchmarks/throughput.md).
 func pageFaults() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

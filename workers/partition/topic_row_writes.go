@@ -26,7 +26,7 @@ type topicWritten struct {
 // and each wrote the same value: twelve updates queued on the row's lock,
 // one after another, which spread their MIRRORING over 10-20 ms and split
 // their state changes and fetcher adds into several
-// (docs/benchmarks.md, "Mirroring throughput").
+// (docs/benchmarks/throughput.md, "Mirroring throughput").
 //
 // The write runs under the fence of the partition that started it. If that
 // fence no longer holds (its lease moved on), a partition that joined

@@ -406,7 +406,7 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	// epoch) and the context, none of which is read here once it is
 	// produced (the fetch loop tracked the batch's last offset before
 	// delivering it). The copy cost an allocation per batch and the work of
-	// filling it (docs/benchmarks.md, "Mirroring throughput").
+	// filling it (docs/benchmarks/throughput.md, "Mirroring throughput").
 	//
 	// The promise is bound once a batch: a method value taken per record
 	// allocated per record (11% of this function's CPU at 100 B).

@@ -362,7 +362,7 @@ func (w *Worker) step(ctx context.Context) error {
 		// on its own connection and queued on the data pool until its
 		// timeout. The changes are grouped now (the engine's
 		// grouped_statements.go), and without the slot 10,000 partitions
-		// settled no faster (docs/benchmarks.md); it keeps partitions
+		// settled no faster (docs/benchmarks/scale.md); it keeps partitions
 		// UNKNOWN until a slot could prepare them.
 		release, err := w.eng.Prepare(ctx)
 		defer release()
