@@ -455,10 +455,10 @@ type Translation struct {
 
 // Instance is a kmirror server process.
 type Instance struct {
-	ID          string    `json:"id" example:"vm-a"`
-	Hostname    string    `json:"hostname" example:"vm-a.example.com"`
-	Version     string    `json:"version" example:"1.0.0"`
-	StartedAt   time.Time `json:"started_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
+	ID        string    `json:"id" example:"vm-a"`
+	Hostname  string    `json:"hostname" example:"vm-a.example.com"`
+	Version   string    `json:"version" example:"1.0.0"`
+	StartedAt time.Time `json:"started_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	// HeartbeatAt is when the instance last renewed its session, the one
 	// liveness clock it keeps (its start before it opened one).
 	HeartbeatAt time.Time `json:"heartbeat_at" format:"date-time" example:"2026-01-02T15:04:05Z"`

@@ -7,9 +7,9 @@ import (
 
 // Instance is one kmirror server process sharing this database.
 type Instance struct {
-	ID          string
-	Hostname    string
-	Version     string
+	ID        string
+	Hostname  string
+	Version   string
 	StartedAt time.Time
 	// RenewedAt is when its session was last renewed (or opened), its start
 	// before it had one.

@@ -9,9 +9,9 @@ import (
 
 // Instance is a kmirror server process sharing the database.
 type Instance struct {
-	ID          string
-	Hostname    string
-	Version     string
+	ID        string
+	Hostname  string
+	Version   string
 	StartedAt time.Time
 	// HeartbeatAt is when the instance last renewed its session, the one
 	// liveness clock it keeps (its start before it opened one).
