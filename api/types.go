@@ -328,8 +328,8 @@ type PartitionContinuation struct {
 	// aborted records count, and are never copied).
 	RecordsToCopy int64 `json:"records_to_copy" example:"260"`
 	// DivergentTail is what the destination holds past the overlap that
-	// the source never had; null when there is none.
-	DivergentTail *DivergentTail `json:"divergent_tail" extensions:"x-nullable"`
+	// the source never had; absent when there is none.
+	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
 	// Detail says how the overlap was proven, or why it cannot be.
 	Detail string `json:"detail" example:"destination offsets up to 10239 are the source's up to 10239, by mirror ab's offset map"`
 } // @name PartitionContinuation
@@ -432,8 +432,8 @@ type PartitionRow struct {
 	LastMirroredDestinationOffset *int64 `json:"last_mirrored_destination_offset" extensions:"x-nullable" example:"1230"`
 	// DivergentTail is the tail a failback with keep_divergent kept and
 	// mirrored after: destination records the source never had, for
-	// someone to reprocess. Null when none was kept.
-	DivergentTail *DivergentTail `json:"divergent_tail" extensions:"x-nullable"`
+	// someone to reprocess. Absent when none was kept.
+	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.

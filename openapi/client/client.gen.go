@@ -917,8 +917,8 @@ type PartitionContinuation struct {
 	Detail string `json:"detail"`
 
 	// DivergentTail DivergentTail is what the destination holds past the overlap that
-	// the source never had; null when there is none.
-	DivergentTail *DivergentTail `json:"divergent_tail"`
+	// the source never had; absent when there is none.
+	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
 
 	// Outcome Outcome: copy (the destination holds nothing: copied from the
 	// source's start), resume (this mirror wrote the destination and resumes
@@ -1228,8 +1228,8 @@ type PartitionRow struct {
 
 	// DivergentTail DivergentTail is the tail a failback with keep_divergent kept and
 	// mirrored after: destination records the source never had, for
-	// someone to reprocess. Null when none was kept.
-	DivergentTail *DivergentTail `json:"divergent_tail"`
+	// someone to reprocess. Absent when none was kept.
+	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
 
 	// Error Error is the partition's current error: why it is FAILED, or what
 	// it keeps retrying in its state; null when there is none.
