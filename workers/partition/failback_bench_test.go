@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/statetopic"
@@ -150,7 +149,7 @@ func failbackRound(b *testing.B, recreateFirst bool) [2]failbackResult {
 		b.Fatal(err)
 	}
 	ab.WaitStates("ab", service.StateStopped, time.Minute)
-	waitStoppedIn(b, bAddr, "ab", len(topics)*failbackPartitions)
+	waitStoppedPublished(b, bAddr, "ab", topics[:], failbackPartitions)
 	// ab has nothing left to do; stopped, it takes no CPU from the timed
 	// parts (its syncer would pass every 30 s).
 	abRelay.Stop()
@@ -355,31 +354,6 @@ func mirroredRecords(b *testing.B, reg *prometheus.Registry, mirror, topic strin
 		}
 	}
 	return 0
-}
-
-// waitStoppedIn waits until the __mirror_state at addr holds n partitions
-// of mirror STOPPED with their last mirrored offsets, what a failback with
-// continue proves A's history from.
-func waitStoppedIn(b *testing.B, addr, mirror string, n int) {
-	workertest.WaitFor(b, time.Minute, "the STOPPED partitions in "+service.StateTopic, func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		latest, err := statetopic.ReadState(ctx, kafkaconn.Config{BootstrapServers: []string{addr}})
-		if err != nil {
-			return false, err.Error()
-		}
-		snap, err := service.DecodeState(latest)
-		if err != nil {
-			return false, err.Error()
-		}
-		stopped := 0
-		for _, r := range snap.Partitions {
-			if r.Mirror == mirror && r.State == service.StateStopped && r.LastMirroredSrc != nil {
-				stopped++
-			}
-		}
-		return stopped == n, fmt.Sprintf("%d stopped", stopped)
-	})
 }
 
 // produceFailback writes n records of failbackValueBytes, keyed

@@ -331,9 +331,9 @@ func checkContinuationPreview(t *testing.T, ba *engineEnv, a string) {
 
 // waitStoppedPublished waits until the __mirror_state at addr holds each
 // partition of the topics STOPPED with its last mirrored offsets.
-func waitStoppedPublished(t *testing.T, addr, mirror string, topics []string, partitions int32) {
+func waitStoppedPublished(t testing.TB, addr, mirror string, topics []string, partitions int32) {
 	t.Helper()
-	workertest.WaitFor(t, 30*time.Second, "the STOPPED partitions in "+service.StateTopic, func() (bool, string) {
+	workertest.WaitFor(t, time.Minute, "the STOPPED partitions in "+service.StateTopic, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		latest, err := statetopic.ReadState(ctx, kafkaconn.Config{BootstrapServers: []string{addr}})
