@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
@@ -105,31 +106,20 @@ func (s *Service) previewContinuation(ctx context.Context, mirror string, conn k
 				DestinationOffsets: dstOff, KeepDivergent: keepDivergent}})
 		}
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, tailReadParallelism)
+	var g errgroup.Group
+	g.SetLimit(tailReadParallelism)
 	for _, j := range jobs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			pc, err := ProveContinuation(ctx, j.in)
 			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("%s/%d: %w", j.in.Topic, j.in.Partition, err)
-				}
-				mu.Unlock()
-				return
+				return fmt.Errorf("%s/%d: %w", j.in.Topic, j.in.Partition, err)
 			}
 			out[j.topic].Partitions[j.partition] = pc // each job its own element
+			return nil
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return nil, &UnavailableError{Dependency: "kafka", Detail: fmt.Sprintf("proving a continuation: %v", first)}
+	if err := g.Wait(); err != nil {
+		return nil, &UnavailableError{Dependency: "kafka", Detail: fmt.Sprintf("proving a continuation: %v", err)}
 	}
 	return out, nil
 }

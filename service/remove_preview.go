@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"golang.org/x/sync/errgroup"
 
 	"kmirror/internal/kafkaconn"
 	"kmirror/repo"
@@ -126,34 +126,23 @@ func (s *Service) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 	}
 
 	// One small read per lagging partition, a few at a time.
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	sem := make(chan struct{}, tailReadParallelism)
+	var g errgroup.Group
+	g.SetLimit(tailReadParallelism)
 	for _, rd := range reads {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			rec, err := kafkaconn.LastCommittedRecord(ctx, conn, rd.topic, rd.row.Partition, rd.from, rd.to, s.sourceTimeout)
 			if err != nil {
-				mu.Lock()
-				if first == nil {
-					first = fmt.Errorf("reading the last record of %s/%d: %w", rd.topic, rd.row.Partition, err)
-				}
-				mu.Unlock()
-				return
+				return fmt.Errorf("reading the last record of %s/%d: %w", rd.topic, rd.row.Partition, err)
 			}
 			if rec != nil {
 				ts := rec.Timestamp.UTC()
 				rd.row.NewestNotCopied = &ts
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if first != nil {
-		return TopicsResult{}, sourceUnavailable(conn, first)
+	if err := g.Wait(); err != nil {
+		return TopicsResult{}, sourceUnavailable(conn, err)
 	}
 	return TopicsResult{Mirror: mirror, Action: removeTransition.action, Topics: names, Failover: out}, nil
 }
