@@ -22,18 +22,16 @@ func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 	} else {
 		// Only the last partition to stop lifts it: the others are still
 		// being mirrored.
-		busy, err := repo.PartitionsCountStillMirrored(ctx, w.cfg.Pool, w.fence())
-		if err != nil {
-			return retryable("count mirrored partitions: %v", err)
+		busy, cerr := repo.PartitionsCountStillMirrored(ctx, w.cfg.Pool, w.fence())
+		if cerr != nil {
+			return retryable("count mirrored partitions: %v", cerr)
 		}
 		if busy > 0 {
 			return nil
 		}
-		// A deletion that fails is not acted on: the partition goes on to
-		// STOPPED with the ACL left in place, as it did before the worker
-		// had a package of its own (the error went to a shadowed err).
-		// Not changed by the move; to be fixed on its own.
-		_ = w.eng.ReadOnlyACL(ctx, w.key.Topic, false)
+		// A deletion that fails is retried: STOPPED promises a writable
+		// destination topic.
+		err = w.eng.ReadOnlyACL(ctx, w.key.Topic, false)
 	}
 	enforced := true
 	switch {
