@@ -82,8 +82,8 @@ func TopicsWorkerState(ctx context.Context, q DBTX, mirror, topic string) (Topic
 // Every partition of a topic calls it as it prepares, when the row it read
 // had no id yet, and only the first call of a topic writes. The others,
 // often waiting on that first write's row lock, then find the id stored
-// and neither rewrite nor hold the row: a dozen partitions preparing at
-// once used to write it one after another.
+// and neither rewrite nor hold the row, so a dozen partitions preparing at
+// once do not write it one after another.
 func TopicsRecordSourceID(ctx context.Context, q DBTX, f LeaseFence, id []byte) ([]byte, error) {
 	var stored []byte
 	err := q.QueryRow(ctx, `UPDATE mirror_topics SET source_topic_id = $6

@@ -79,10 +79,9 @@ const catchUpDelay = 10 * time.Millisecond
 // catchUpShare bounds the time early saves take: after one, the next waits
 // at least catchUpShare times as long as that one took, so they take at most
 // a fifth of the time however many partitions catch up one after another.
-// It was a fixed gap of 100 ms, and a topic's partitions that caught up a
-// few ms after the first one's save showed lag 0 up to 100 ms later, a
-// sixth of a 100 B benchmark copy (docs/benchmarks/throughput.md, "Mirroring
-// throughput"); a save of a few rows takes 1-3 ms.
+// A fixed gap would hold back the lag 0 of a topic's partitions that catch
+// up a few ms after the first one's save, while a save of a few rows takes
+// 1-3 ms (docs/benchmarks/throughput.md, "Mirroring throughput").
 const catchUpShare = 4
 
 // catchUpWait is how long a catch-up waits before its save, given when the

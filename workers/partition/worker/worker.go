@@ -357,13 +357,10 @@ func (w *Worker) step(ctx context.Context) error {
 		if want == service.DesiredStopped {
 			return w.idle(ctx)
 		}
-		// In a prepare slot like the preparing itself. It was added when
-		// each of thousands of partitions added at once wrote this change
-		// on its own connection and queued on the data pool until its
-		// timeout. The changes are grouped now (the engine's
-		// grouped_statements.go), and without the slot 10,000 partitions
-		// settled no faster (docs/benchmarks/scale.md); it keeps partitions
-		// UNKNOWN until a slot could prepare them.
+		// In a prepare slot like the preparing itself: partitions stay
+		// UNKNOWN until a slot can prepare them, so thousands added at once
+		// do not all queue on the data pool (the change itself is grouped
+		// with others', grouped_statements.go; docs/benchmarks/scale.md).
 		release, err := w.eng.Prepare(ctx)
 		defer release()
 		if err != nil {
