@@ -96,7 +96,7 @@ func (s *Service) previewContinuation(ctx context.Context, mirror string, conn k
 				return nil, destinationUnavailable(err)
 			}
 			if r, ok := own[repo.PartitionID{Mirror: mirror, Topic: name, Partition: p}]; ok && r.DstNext != nil && r.SrcNext != nil &&
-				!movedByAFailback(snap, name, p, dstOff.End, *r.DstNext) {
+				!MovedByAFailback(snap, name, p, dstOff.End, *r.DstNext) {
 				out[i].Partitions = append(out[i].Partitions, resumeContinuation(r, srcOff, dstOff))
 				continue
 			}
@@ -124,11 +124,11 @@ func (s *Service) previewContinuation(ctx context.Context, mirror string, conn k
 	return out, nil
 }
 
-// movedByAFailback says whether a restarted partition's destination, which
-// this mirror wrote up to dstNext, was written past it by a mirror in the
-// other direction: the only case a restart with continue proves again (as
-// the partition workers do).
-func movedByAFailback(snap StateSnapshot, topic string, partition int32, end, dstNext int64) bool {
+// MovedByAFailback says whether a restarted partition's destination, which
+// this mirror wrote up to dstNext and which now ends at end, was written past
+// it by a mirror in the other direction: the only case a restart with
+// continue proves again.
+func MovedByAFailback(snap StateSnapshot, topic string, partition int32, end, dstNext int64) bool {
 	if end == dstNext {
 		return false
 	}

@@ -106,17 +106,18 @@ func sameRecords(a, b []*kgo.Record) bool {
 // lastRecords returns up to want of the committed records at offsets
 // [start, end), the last ones: it reads backwards from end in widening
 // steps, since transaction markers and aborted records take offsets too.
+// Each step reads only the offsets before what the earlier steps read.
 func lastRecords(ctx context.Context, conn kafkaconn.Config, topic string, partition int32, start, end int64, want int, opts ...kgo.Opt) ([]*kgo.Record, error) {
-	from, step := end, int64(want)
-	for {
-		from = max(start, from-step)
-		recs, err := kafkaconn.ReadRecords(ctx, conn, topic, partition, from, end, int(end-from), true, opts...)
+	var recs []*kgo.Record
+	upTo, step := end, int64(want)
+	for len(recs) < want && upTo > start {
+		from := max(start, upTo-step)
+		older, err := kafkaconn.ReadRecords(ctx, conn, topic, partition, from, upTo, int(upTo-from), true, opts...)
 		if err != nil {
 			return nil, err
 		}
-		if len(recs) >= want || from == start {
-			return recs[max(len(recs)-want, 0):], nil
-		}
-		step *= 2
+		recs = append(older, recs...)
+		upTo, step = from, step*2
 	}
+	return recs[max(len(recs)-want, 0):], nil
 }

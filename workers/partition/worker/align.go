@@ -78,7 +78,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		// First start: the destination partition must hold nothing, unless
 		// the topic was added to continue the history it holds.
 		if E > dstOff.Start && desire.ContinueHistory {
-			return w.continueOnto(ctx, src, desire, replaced, srcOff, dstOff)
+			return w.continueHistory(ctx, src, desire, replaced, srcOff, dstOff)
 		}
 		if replaced != nil {
 			return alignResult{}, replaced
@@ -97,7 +97,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// stopped: if the other side mirrored back into it (a failback in the
 	// other direction), the history is proven afresh from the source.
 	if desire.ContinueHistory && E != d {
-		res, err := w.continueOnto(ctx, src, desire, replaced, srcOff, dstOff)
+		res, err := w.continueHistory(ctx, src, desire, replaced, srcOff, dstOff)
 		if !errors.Is(err, errNotAFailback) {
 			return res, err
 		}

@@ -19,40 +19,22 @@ import (
 // checkpoint, but no mirror in the source's state wrote there.
 var errNotAFailback = errors.New("not a failback")
 
-// continueOnto is continueHistory that, when the source topic was
-// recreated (replaced is not nil), records the new topic's id once its
-// history is proven.
-func (w *Worker) continueOnto(ctx context.Context, src *Source, desire Desire, replaced *sourceTopicReplaced,
-	srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
-	res, err := w.continueHistory(ctx, src, desire, srcOff, dstOff)
-	if err != nil || replaced == nil {
-		return res, err
-	}
-	if err := w.acceptNewSourceTopic(ctx, replaced); err != nil {
-		return alignResult{}, err
-	}
-	res.summary += fmt.Sprintf("; the source topic was recreated (topic id %x) and holds this history: mirroring it", replaced.id)
-	return res, nil
-}
-
 // continueHistory aligns a partition added with continue whose destination
 // holds records [dstOff.Start, E) it did not write: on its first start, or
 // on a restart after another mirror wrote into it (errNotAFailback when
-// none did).
-func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire,
+// none did). When the source topic was recreated (replaced is not nil), the
+// new topic's id is recorded once its history is proven.
+func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire, replaced *sourceTopicReplaced,
 	srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	topic, p := w.key.Topic, w.key.Partition
 	snap, err := w.eng.SourceState(ctx, w.key.Mirror, src.Conn)
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: read the source's %s: %v", topic, p, service.StateTopic, err)
 	}
-	if w.row.DstNext != nil {
+	if w.row.DstNext != nil && !service.MovedByAFailback(snap, topic, p, dstOff.End, *w.row.DstNext) {
 		// A restart whose destination moved for another reason (this
 		// mirror's own copies past its checkpoint) is aligned as usual.
-		found := service.StoppedMirrorsOf(snap, topic, p)
-		if len(found) != 1 || *found[0].LastMirroredSrc < *w.row.DstNext {
-			return alignResult{}, errNotAFailback
-		}
+		return alignResult{}, errNotAFailback
 	}
 	pc, err := service.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, Partition: p,
 		Source: src.Conn, SourceAdmin: src.Admin, SourceOpts: w.cfg.SourceOpts, Destination: w.cfg.Destination,
@@ -62,6 +44,15 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 	}
 	if pc.Outcome == service.ContinueRefused {
 		return alignResult{}, permanent("continue %s/%d: %s", topic, p, pc.Detail)
+	}
+	summary := "continued: " + pc.Detail
+	if replaced != nil {
+		// Before the checkpoint: once it is saved, a retry would find the
+		// destination where it expects and no longer prove anything.
+		if err := w.acceptNewSourceTopic(ctx, replaced); err != nil {
+			return alignResult{}, err
+		}
+		summary += fmt.Sprintf("; the source topic was recreated (topic id %x) and holds this history: mirroring it", replaced.id)
 	}
 	if w.row.SrcNext != nil {
 		// A restart: the map this mirror kept from its earlier life is a
@@ -80,5 +71,5 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
 		return alignResult{}, retryable("save the continued offset map: %v", err)
 	}
-	return alignResult{checkpoint: checkpoint{srcNext: pc.SrcNext, dstNext: pc.DstNext}, summary: "continued: " + pc.Detail}, nil
+	return alignResult{checkpoint: checkpoint{srcNext: pc.SrcNext, dstNext: pc.DstNext}, summary: summary}, nil
 }
