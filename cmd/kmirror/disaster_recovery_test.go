@@ -311,17 +311,10 @@ func (w *drWorld) produce(addr, tag string, n int) {
 	t := w.t
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tx, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionalID("orders-app"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := w.ordersApp(addr)
 	defer tx.Close()
 	for i, size := range []int{3, 2, 3} {
 		commit := i != 1
-		if err := tx.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
 		var rs []*kgo.Record
 		for p := range int32(drPartitions) {
 			for j := range size {
@@ -332,12 +325,7 @@ func (w *drWorld) produce(addr, tag string, n int) {
 				rs = append(rs, &kgo.Record{Topic: "orders", Partition: p, Value: []byte(v)})
 			}
 		}
-		if err := tx.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
+		w.transact(ctx, tx, rs, commit)
 		if commit {
 			for _, r := range rs {
 				w.log["orders"][r.Partition] = append(w.log["orders"][r.Partition], string(r.Value))
@@ -370,31 +358,42 @@ func (w *drWorld) produce(addr, tag string, n int) {
 // produceTail writes n records to one partition in a committed transaction,
 // outside the log: the records A takes after B last read it.
 func (w *drWorld) produceTail(addr, topic string, p int32, n int) []string {
-	t := w.t
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	tx, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionalID("orders-app"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := w.ordersApp(addr)
 	defer tx.Close()
-	if err := tx.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
 	var vals []string
 	var rs []*kgo.Record
 	for i := range n {
 		vals = append(vals, fmt.Sprintf("tail-%s-%d-%d", topic, p, i))
 		rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: []byte(vals[i])})
 	}
-	if err := tx.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	w.transact(ctx, tx, rs, true)
 	return vals
+}
+
+// ordersApp is the transactional producer of the applications that write
+// orders, on the primary at addr.
+func (w *drWorld) ordersApp(addr string) *kgo.Client {
+	tx, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID("orders-app"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return tx
+}
+
+// transact writes rs in one transaction, committed or aborted.
+func (w *drWorld) transact(ctx context.Context, tx *kgo.Client, rs []*kgo.Record, commit bool) {
+	if err := tx.BeginTransaction(); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		w.t.Fatal(err)
+	}
 }
 
 // logFromCompacted takes accounts' log from A after compaction, and checks
