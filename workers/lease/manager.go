@@ -477,9 +477,9 @@ func (m *Manager) reap(s *leaseSet) {
 	m.drop(s, expired, "trust deadline passed without renewal", true)
 }
 
-// renew extends the held leases in one statement. A lease the database did
-// not extend is lost; an extended one whose partition no longer needs a
-// worker is handed back.
+// renew checks the held leases against those the database still gives the
+// session, whose renewal extended them all. A lease it no longer gives is
+// lost; one whose partition no longer needs a worker is handed back.
 func (m *Manager) renew(s *leaseSet) error {
 	if len(s.held) == 0 {
 		return nil
@@ -493,7 +493,7 @@ func (m *Manager) renew(s *leaseSet) error {
 	start := m.sessionAt
 	var got []leaseRow
 	err := m.within(s.kind+" lease renew", func(ctx context.Context) (err error) {
-		got, err = s.renew(ctx, m.cfg.InstanceID, m.cfg.TTL, rowsOf(held))
+		got, err = s.owned(ctx, m.cfg.InstanceID)
 		return err
 	})
 	if err != nil {
@@ -552,7 +552,7 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 	start := m.sessionAt // a lease lasts as long as the session
 	var got []leaseRow
 	err := m.within(s.kind+" lease acquire", func(ctx context.Context) (err error) {
-		got, err = s.acquire(ctx, m.cfg.InstanceID, m.cfg.TTL, limit)
+		got, err = s.acquire(ctx, m.cfg.InstanceID, limit)
 		return err
 	})
 	if err != nil {
@@ -667,8 +667,8 @@ func rowsOf(leases []*Lease) []leaseRow {
 // manager's loop (or Stop, after the loop ended) touches it.
 type leaseSet struct {
 	kind    string // "partition" or "mirror metadata", for logs and errors
-	renew   func(ctx context.Context, owner string, ttl time.Duration, held []leaseRow) ([]leaseRow, error)
-	acquire func(ctx context.Context, owner string, ttl time.Duration, limit int) ([]leaseRow, error)
+	owned   func(ctx context.Context, owner string) ([]leaseRow, error)
+	acquire func(ctx context.Context, owner string, limit int) ([]leaseRow, error)
 	release func(ctx context.Context, owner string, held []leaseRow) error
 	demand  func(repo.LeaseDemand) int
 	start   func(ctx context.Context, l *Lease)
@@ -737,10 +737,10 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 	return &leaseSet{
 		kind:    "partition",
 		settled: settled,
-		renew: func(ctx context.Context, owner string, _ time.Duration, _ []leaseRow) ([]leaseRow, error) {
+		owned: func(ctx context.Context, owner string) ([]leaseRow, error) {
 			return fromRepo(repo.PartitionsOwned(ctx, pool, owner, m.session))
 		},
-		acquire: func(ctx context.Context, owner string, _ time.Duration, limit int) ([]leaseRow, error) {
+		acquire: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
 			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, m.session, limit))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
@@ -772,10 +772,10 @@ func (m *Manager) mirrorLeaseSet(r MirrorRunner) *leaseSet {
 	}
 	return &leaseSet{
 		kind: "mirror metadata",
-		renew: func(ctx context.Context, owner string, _ time.Duration, _ []leaseRow) ([]leaseRow, error) {
+		owned: func(ctx context.Context, owner string) ([]leaseRow, error) {
 			return fromRepo(repo.MirrorsOwnedMetaLeases(ctx, pool, owner, m.session))
 		},
-		acquire: func(ctx context.Context, owner string, _ time.Duration, limit int) ([]leaseRow, error) {
+		acquire: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
 			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, m.session, limit))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
