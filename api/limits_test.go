@@ -320,6 +320,11 @@ func TestHTTPServerTimeouts(t *testing.T) {
 		var res struct {
 			Completed bool `json:"completed"`
 		}
+		// A pooled connection may have sat idle as long as the server's idle
+		// timeout while the other subtests ran (2 cores run two at once): the
+		// server may close it just as it is reused, an EOF that is not this
+		// subtest's subject. A new connection carries the request.
+		http.DefaultClient.CloseIdleConnections()
 		start := time.Now()
 		ok(t, e.do(t, "POST", "/v1/mirrors/m1/topics:pause?wait=1500ms", map[string]any{"topic": "orders"}), 200, &res)
 		if d := time.Since(start); d < 1500*time.Millisecond || res.Completed {
