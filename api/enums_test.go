@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 	"kmirror/openapi"
 	"kmirror/service"
 )

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/syncbuf"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/syncbuf"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

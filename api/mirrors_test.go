@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/secretbox"
+	"kmirror/internal/runtime/secretbox"
 )
 
 // TestMirrorLifecycle walks one mirror through create, topic actions, config

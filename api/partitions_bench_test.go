@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"kmirror/api"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/syncbuf"
+	"kmirror/internal/testing/syncbuf"
 )
 
 // TestReadyzSaysNothingOfTheDatabase: /readyz answers anyone, so with

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/api"
-	"kmirror/internal/testnet"
+	"kmirror/internal/testing/testnet"
 )
 
 // produceAt produces records with the given timestamps to one partition of

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/secretbox"
-	"kmirror/internal/testcert"
+	"kmirror/internal/runtime/secretbox"
+	"kmirror/internal/testing/testcert"
 )
 
 // newKeyring is a fresh one-key keyring.

@@ -39,7 +39,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"kmirror/internal/notifier"
+	"kmirror/internal/runtime/notifier"
 	"kmirror/service"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 // TestEventRowsNotifyNobody: migration 000011 dropped the per-row NOTIFY on

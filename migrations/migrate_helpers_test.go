@@ -11,7 +11,7 @@ import (
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 // migratedTo gives a test a database of its own at schema version, from the

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/migrations"
 	"kmirror/repo"
 )

@@ -9,5 +9,5 @@ package openapi
 // .ci/check-generated fails when the checked-in files differ from a fresh run.
 
 //go:generate go tool swag init --quiet --generalInfo server.go --dir ../api,../service --output . --outputTypes json,yaml --parseInternal --requiredByDefault
-//go:generate go run ../internal/openapiconv -in swagger.json -out openapi.json
+//go:generate go run ../internal/tools/openapiconv -in swagger.json -out openapi.json
 //go:generate go tool oapi-codegen -config client/cfg.yaml openapi.json

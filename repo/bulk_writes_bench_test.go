@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
 

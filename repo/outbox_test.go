@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
 

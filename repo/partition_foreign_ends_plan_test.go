@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 // TestStaleForeignEndsPlan: an instance that holds every partition (10,000

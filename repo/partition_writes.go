@@ -2,7 +2,7 @@ package repo
 
 import (
 	"context"
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 	"time"
 )
 

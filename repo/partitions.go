@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 )
 
 // Partition is one row of mirror_partitions: a unit of replication.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 )
 
 // LeaseFence names the partition lease a worker writes under: a write that

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 )
 
 // Topic is one row of mirror_topics, with its partition count.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

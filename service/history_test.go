@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kmirror/internal/syncbuf"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/syncbuf"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

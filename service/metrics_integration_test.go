@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 func TestStateCollector(t *testing.T) {

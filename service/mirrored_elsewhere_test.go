@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"
 )

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/secretbox"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/secretbox"
 	"kmirror/repo"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/secretbox"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/secretbox"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"
 )

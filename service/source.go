@@ -6,7 +6,7 @@ import (
 	"encoding/pem"
 	"slices"
 
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 )
 

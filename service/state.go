@@ -3,7 +3,7 @@ package service
 import (
 	"fmt"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 )
 
 // PartitionState is the actual state of a mirror partition, from the seed's

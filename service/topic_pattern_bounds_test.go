@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"
 )

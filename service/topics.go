@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"kmirror/internal/states"
+	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/syncbuf"
-	"kmirror/internal/testnet"
+	"kmirror/internal/testing/syncbuf"
+	"kmirror/internal/testing/testnet"
 )
 
 // TestSlowSourceRequestsDoNotStallMirroring: 20 concurrent PATCHes that

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/testcert"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testcert"
+	"kmirror/internal/testing/testdb"
 )
 
 // TestAPIOverTLSReloadsOnSIGHUP: with --tls-cert-file and --tls-key-file

@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/pgserver"
-	"kmirror/internal/secretbox"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/devenv/pgserver"
+	"kmirror/internal/runtime/secretbox"
 )
 
 // devConfig is `kmirror dev`'s flags.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/syncbuf"
+	"kmirror/internal/testing/syncbuf"
 )
 
 // TestDevRunsDemoAndCleansUp runs `kmirror dev` on free ports: the demo

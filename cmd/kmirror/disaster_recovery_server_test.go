@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
 )
 
 // startDeployment runs a kmirror deployment in this process: a server with

@@ -16,9 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/testdb"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
 )
 
 // inProcessLeaseTTL is the in-process server's lease TTL; its safety

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/secretbox"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/secretbox"
+	"kmirror/internal/testing/testdb"
 	"kmirror/openapi"
 	"kmirror/openapi/client"
 	"kmirror/service"

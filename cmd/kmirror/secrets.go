@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"kmirror/internal/secretbox"
+	"kmirror/internal/runtime/secretbox"
 	"kmirror/migrations"
 	"kmirror/repo"
 	"kmirror/service"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/secretbox"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/secretbox"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"
 )

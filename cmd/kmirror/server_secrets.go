@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"kmirror/internal/secretbox"
+	"kmirror/internal/runtime/secretbox"
 	"kmirror/service"
 )
 

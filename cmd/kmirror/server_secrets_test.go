@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/syncbuf"
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/syncbuf"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/startstop"
+	"kmirror/internal/runtime/startstop"
 )
 
 // named is a component with the name its stop is logged under.

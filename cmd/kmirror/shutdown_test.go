@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/testnet"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/testnet"
 )
 
 // TestShutdownIsBounded: a SIGTERM (the server's context ending) while

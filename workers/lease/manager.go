@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"kmirror/internal/notifier"
-	"kmirror/internal/startstop"
-	"kmirror/internal/testsignal"
+	"kmirror/internal/runtime/notifier"
+	"kmirror/internal/runtime/startstop"
+	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
 )
 

@@ -16,9 +16,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/notifier"
-	"kmirror/internal/testdb"
-	"kmirror/internal/testsignal"
+	"kmirror/internal/runtime/notifier"
+	"kmirror/internal/testing/testdb"
+	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/notifier"
-	"kmirror/internal/syncbuf"
-	"kmirror/internal/testdb"
+	"kmirror/internal/runtime/notifier"
+	"kmirror/internal/testing/syncbuf"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 
 	"github.com/jackc/pgx/v5/pgconn"

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

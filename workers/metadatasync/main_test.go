@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }

@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/notifier"
-	"kmirror/internal/startstop"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/notifier"
+	"kmirror/internal/runtime/startstop"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/api"
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

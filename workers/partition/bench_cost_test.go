@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/procstat"
-	"kmirror/internal/testdb"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/devenv/procstat"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/workers/statetopic"
 	"kmirror/workers/workertest"
@@ -53,7 +53,7 @@ func newCostMeter(b *testing.B, env *workertest.Env) *costMeter {
 	}
 	if !ok {
 		b.Log("pg_stat_statements is not loaded on this server: statements are not counted, commits and rows are " +
-			"(a server started by internal/pgserver, with KMIRROR_TEST_DATABASE_URL unset, has it)")
+			"(a server started by internal/devenv/pgserver, with KMIRROR_TEST_DATABASE_URL unset, has it)")
 	}
 	return &costMeter{b: b, env: env, pool: pool, statements: ok}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"kmirror/internal/startstop"
+	"kmirror/internal/runtime/startstop"
 	"kmirror/repo"
 	"kmirror/workers/lease"
 )

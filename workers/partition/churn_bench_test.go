@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/notifier"
+	"kmirror/internal/runtime/notifier"
 	"kmirror/repo"
 	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/worker"

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // fetchBatch is what one poll returned for one partition.

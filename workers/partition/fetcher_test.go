@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // recordingSink collects the offsets a sink is handed.

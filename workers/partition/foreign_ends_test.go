@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

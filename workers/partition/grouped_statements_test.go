@@ -12,8 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/testdb"
-	"kmirror/internal/testnet"
+	"kmirror/internal/testing/testdb"
+	"kmirror/internal/testing/testnet"
 	"kmirror/repo"
 	"kmirror/service"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/service"
 	"kmirror/workers/lease"
 	"kmirror/workers/workertest"

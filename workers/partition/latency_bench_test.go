@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/testdb"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/testdb"
 )
 
 func TestMain(m *testing.M) {

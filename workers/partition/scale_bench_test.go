@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/testdb"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/statetopic"

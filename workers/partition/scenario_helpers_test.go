@@ -14,8 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/states"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/devcluster"
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/workers/workertest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/service"
 )
 

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/procstat"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/devenv/procstat"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/devcluster"
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/testdb"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

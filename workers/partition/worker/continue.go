@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"kmirror/internal/kafkaconn"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 )

@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/kafkaconn"
-	"kmirror/internal/startstop"
-	"kmirror/internal/states"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/startstop"
+	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"kmirror/internal/procstat"
+	"kmirror/internal/devenv/procstat"
 )
 
 // processEnv marks a child started for Config.Process; its value is the

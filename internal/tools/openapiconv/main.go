@@ -1,7 +1,7 @@
 // Command openapiconv converts the Swagger 2.0 document swag writes into the
 // OpenAPI 3.0 document kmirror serves and generates its client from.
 //
-//	go run ./internal/openapiconv -in openapi/swagger.json -out openapi/openapi.json
+//	go run ./internal/tools/openapiconv -in openapi/swagger.json -out openapi/openapi.json
 //
 // Besides kin-openapi's conversion it says what Swagger 2.0 cannot:
 //   - error responses (4xx, 5xx and default) whose schema is the Problem

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"kmirror/internal/testdb"
+	"kmirror/internal/testing/testdb"
 )
 
 var (

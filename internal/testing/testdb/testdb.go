@@ -29,7 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/pgserver"
+	"kmirror/internal/devenv/pgserver"
 	"kmirror/migrations"
 )
 

@@ -16,7 +16,7 @@ import (
 
 // KeyFile is a server's keyring, read again from its file on demand
 // (SIGHUP) and whenever the file changes, as the API's TLS pair is
-// (internal/tlsreload): after `kmirror secrets rotate` a server opens the
+// (internal/runtime/tlsreload): after `kmirror secrets rotate` a server opens the
 // re-sealed secrets without a restart. What it opens is exactly what the
 // file holds, so a restart never finds a secret that the running server
 // could open and the file cannot.

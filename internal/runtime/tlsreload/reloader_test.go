@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/testcert"
+	"kmirror/internal/testing/testcert"
 )
 
 // TestReloadOnChangeAndSIGHUP: the served certificate follows its files,

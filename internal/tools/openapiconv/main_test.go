@@ -13,7 +13,7 @@ import (
 // TestConvert converts the checked-in Swagger document and checks what the
 // conversion must fix and keep.
 func TestConvert(t *testing.T) {
-	src, err := os.ReadFile("../../openapi/swagger.json")
+	src, err := os.ReadFile("../../../openapi/swagger.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"kmirror/internal/startstop"
+	"kmirror/internal/runtime/startstop"
 	"kmirror/repo"
 )
 

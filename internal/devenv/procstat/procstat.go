@@ -1,6 +1,6 @@
 // Package procstat reads a Linux process's CPU time and memory from /proc,
 // for benchmarks that measure kmirror apart from the processes beside it
-// (the kfake clusters of internal/devcluster in their own process). It
+// (the kfake clusters of internal/devenv/devcluster in their own process). It
 // imports nothing of kmirror's.
 package procstat
 

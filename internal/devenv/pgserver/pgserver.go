@@ -200,7 +200,7 @@ func (s *Server) pgCtlStart(ctx context.Context) error {
 		"max_connections=300",
 	}
 	if s.bins.statStatementsInstalled() {
-		// Statement counts for benchmarks (internal/testdb's ReadStats);
+		// Statement counts for benchmarks (internal/testing/testdb's ReadStats);
 		// a database sees them after CREATE EXTENSION pg_stat_statements.
 		opts = append(opts, "shared_preload_libraries=pg_stat_statements")
 	}

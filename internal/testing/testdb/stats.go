@@ -23,7 +23,7 @@ import (
 // flushed by each backend at most once a second and by an idle one within
 // about ten seconds, so measure over windows of a minute or more.
 // pg_stat_statements counts at once, but needs the module preloaded
-// (shared_preload_libraries): a server from internal/pgserver has it when
+// (shared_preload_libraries): a server from internal/devenv/pgserver has it when
 // the machine's PostgreSQL ships it; elsewhere Statements is nil.
 type Stats struct {
 	At        time.Time
