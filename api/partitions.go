@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
@@ -22,10 +23,12 @@ import (
 //	@Param			mirror	query		string			false	"Mirror name"
 //	@Param			topic	query		string			false	"RE2 pattern matched against whole topic names"
 //	@Param			state	query		PartitionState	false	"Only partitions in this state"
+//	@Param			erroring		query		bool			false	"Only partitions with an error: FAILED, or retrying in their state (the mirror status's erroring)"
+//	@Param			divergent_tail	query		bool			false	"Only partitions that kept a divergent tail"
 //	@Param			limit	query		int				false	"Most rows in the page"	minimum(1)	maximum(5000)	default(1000)
 //	@Param			cursor	query		string			false	"The next_cursor of the previous page, unchanged"
 //	@Success		200		{object}	PartitionList
-//	@Failure		400		{object}	Problem	"validation: a bad pattern, state, limit or cursor"
+//	@Failure		400		{object}	Problem	"validation: a bad pattern, state, erroring, divergent_tail, limit or cursor"
 //	@Security		BearerAuth
 //	@Failure		401	{object}	Problem	"unauthenticated: no valid bearer token, when the server has tokens"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror"
@@ -35,6 +38,21 @@ import (
 //	@Router			/v1/partitions [get]
 func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	f := service.PartitionFilter{Mirror: q.Get("mirror"), Topic: q.Get("topic"), State: q.Get("state")}
+	var bad service.ValidationError
+	for _, b := range []struct {
+		name string
+		dst  *bool
+	}{{"erroring", &f.Erroring}, {"divergent_tail", &f.DivergentTail}} {
+		var v *service.ValidationError
+		if errors.As(queryBool(r, b.name, b.dst), &v) {
+			bad.Fields = append(bad.Fields, v.Fields...)
+		}
+	}
+	if len(bad.Fields) > 0 {
+		writeError(w, r, &bad)
+		return
+	}
 	limit := service.DefaultPartitionPageLimit
 	if v := q.Get("limit"); v != "" {
 		// A limit that is not an integer is out of range: the service
@@ -53,9 +71,7 @@ func (s *server) listPartitions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	page, err := s.svc.ListPartitionsPage(r.Context(),
-		service.PartitionFilter{Mirror: q.Get("mirror"), Topic: q.Get("topic"), State: q.Get("state")},
-		service.PartitionPageParams{Limit: limit, Cursor: q.Get("cursor")})
+	page, err := s.svc.ListPartitionsPage(r.Context(), f, service.PartitionPageParams{Limit: limit, Cursor: q.Get("cursor")})
 	done(len(page.Rows))
 	if err != nil {
 		writeError(w, r, err)

@@ -91,6 +91,11 @@ type PartitionsListParams struct {
 	Topics []string
 	// State filters by actual state; "UNKNOWN" selects rows with no state.
 	State string
+	// Erroring keeps only rows with a non-empty error (as MirrorsStatus
+	// counts them).
+	Erroring bool
+	// DivergentTail keeps only rows that kept a divergent tail.
+	DivergentTail bool
 	// After, when set, starts the list after this key: keyset pagination
 	// over the primary key, so a page costs the same wherever it starts.
 	After *PartitionKey
@@ -124,6 +129,12 @@ func PartitionsList(ctx context.Context, q DBTX, p PartitionsListParams) ([]Part
 		where = append(where, "p.state IS NULL")
 	default:
 		where = append(where, "p.state = "+arg(p.State))
+	}
+	if p.Erroring {
+		where = append(where, "coalesce(p.error, '') <> ''")
+	}
+	if p.DivergentTail {
+		where = append(where, "p.divergent_tail_start IS NOT NULL")
 	}
 	if a := p.After; a != nil {
 		// A row comparison in the primary key's column order: the index

@@ -52,6 +52,11 @@ type PartitionFilter struct {
 	Topic string
 	// State is a state name, UNKNOWN included.
 	State string
+	// Erroring keeps only partitions with an error: FAILED, or retrying
+	// in their state (MirrorStatus.Erroring counts them).
+	Erroring bool
+	// DivergentTail keeps only partitions that kept a divergent tail.
+	DivergentTail bool
 }
 
 // Describe pages: GET /v1/partitions returns at most a page of rows at a
@@ -165,7 +170,7 @@ func (s *Service) partitionsQuery(ctx context.Context, f PartitionFilter, v *val
 	if err != nil {
 		return repo.PartitionsListParams{}, nil, err
 	}
-	params := repo.PartitionsListParams{Mirror: f.Mirror, State: state}
+	params := repo.PartitionsListParams{Mirror: f.Mirror, State: state, Erroring: f.Erroring, DivergentTail: f.DivergentTail}
 	if re != nil {
 		// The pattern (RE2) is matched against the topic names here, and
 		// only the matching topics' rows are read: at thousands of

@@ -2133,6 +2133,12 @@ type ListPartitionsParams struct {
 	// State Only partitions in this state
 	State *PartitionState `form:"state,omitempty" json:"state,omitempty"`
 
+	// Erroring Only partitions with an error: FAILED, or retrying in their state (the mirror status's erroring)
+	Erroring *bool `form:"erroring,omitempty" json:"erroring,omitempty"`
+
+	// DivergentTail Only partitions that kept a divergent tail
+	DivergentTail *bool `form:"divergent_tail,omitempty" json:"divergent_tail,omitempty"`
+
 	// Limit Most rows in the page
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
@@ -4164,6 +4170,30 @@ func NewListPartitionsRequest(server string, params *ListPartitionsParams) (*htt
 		if params.State != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Erroring != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "erroring", *params.Erroring, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DivergentTail != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "divergent_tail", *params.DivergentTail, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
