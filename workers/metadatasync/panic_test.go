@@ -22,11 +22,13 @@ func TestSyncKindPanicStaysLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var armed atomic.Bool
-	env.startSyncNode("i1", workertest.InstanceOpts{SyncerHooks: metadatasync.SyncerTestHooks{BeforeKind: func(kind string) {
-		if kind == "acls" && armed.CompareAndSwap(true, false) {
-			panic("injected fault")
-		}
-	}}})
+	env.startSyncNode("i1", workertest.InstanceOpts{SyncerSignals: func(s *metadatasync.SyncerTestSignals) {
+		s.BeforeKind.Hook(func(kind string) {
+			if kind == "acls" && armed.CompareAndSwap(true, false) {
+				panic("injected fault")
+			}
+		})
+	}})
 	env.syncCreateMirror("m1", "orders", service.SourceInput{}, nil)
 	env.syncWaitTopic("m1", "orders", service.StateMirroring, 20*time.Second)
 	// The mirror's first pass may still be to come: partitions can reach

@@ -82,9 +82,7 @@ func (p *syncPass) runKind(k kind, loadErr error) {
 			k.fail(&p.res, fmt.Sprintf("panic: %v", v))
 		}
 	}()
-	if h := p.r.s.TestHooks.BeforeKind; h != nil {
-		h(k.name)
-	}
+	p.r.s.TestSignals.BeforeKind.Signal(k.name)
 	k.run(p, loadErr)
 }
 

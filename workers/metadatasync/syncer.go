@@ -20,16 +20,18 @@ import (
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/startstop"
+	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
 )
 
-// SyncerTestHooks are points where tests inject faults.
-type SyncerTestHooks struct {
-	// BeforeKind runs before each kind of a pass, in the pass's goroutine
-	// (a panic there is the kind's).
-	BeforeKind func(kind string)
+// SyncerTestSignals are the Syncer's points of interest for tests.
+type SyncerTestSignals struct {
+	// BeforeKind: a pass is about to run a kind, with the kind's name. It
+	// is raised in the pass's goroutine, so a panic in its hook is the
+	// kind's.
+	BeforeKind testsignal.Signal[string]
 }
 
 // PartitionAwaiter is the partition engine's producer as the sync sees it.
@@ -97,13 +99,14 @@ func (c *Config) validate() error {
 // for as long as its lease is held; all mirrors share one destination client.
 type Syncer struct {
 	startstop.Base
-	// TestHooks let tests inject faults; nil hooks do nothing.
-	TestHooks SyncerTestHooks
-	cfg       Config
-	log       *slog.Logger
-	dst       *kgo.Client
-	dstAdmin  *kadm.Client
-	metrics   *syncMetrics
+	// TestSignals are raised at the points tests wait for or inject faults
+	// at; inert unless a test initializes or hooks them before Start.
+	TestSignals SyncerTestSignals
+	cfg         Config
+	log         *slog.Logger
+	dst         *kgo.Client
+	dstAdmin    *kadm.Client
+	metrics     *syncMetrics
 
 	mu      sync.Mutex
 	mirrors map[string]*mirrorSync

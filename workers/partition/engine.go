@@ -18,7 +18,7 @@ import (
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/startstop"
-	"kmirror/internal/vocabulary/states"
+	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -92,12 +92,13 @@ func (c *EngineConfig) validate() error {
 // (one idempotent producer to the destination, one fetcher per mirror).
 type Engine struct {
 	startstop.Base
-	// TestHooks let tests inject faults; nil hooks do nothing.
-	TestHooks EngineTestHooks
-	cfg       EngineConfig
-	log       *slog.Logger
-	metrics   *metrics.Metrics
-	producer  *kgo.Client
+	// TestSignals are raised at the points tests wait for or inject faults
+	// at; inert unless a test initializes or hooks them before Start.
+	TestSignals EngineTestSignals
+	cfg         EngineConfig
+	log         *slog.Logger
+	metrics     *metrics.Metrics
+	producer    *kgo.Client
 	// gate bounds the producer's buffered records instead of kgo.
 	gate *produce.Gate
 	// producerHealth tracks the errors the producer retries silently.
@@ -120,7 +121,7 @@ type Engine struct {
 	rows   *grouped[repo.PartitionID, repo.Partition]
 
 	// wcfg is what each worker is given besides the engine (worker.Config;
-	// the test hooks are added as it starts).
+	// the test signals are added as it starts).
 	wcfg worker.Config
 
 	mu       sync.Mutex
@@ -141,11 +142,14 @@ type Engine struct {
 	srcStates sourceStates
 }
 
-// EngineTestHooks are points where tests inject faults.
-type EngineTestHooks struct {
-	// BeforeStep runs before each step of a partition worker, in its
-	// goroutine (a panic there is the worker's).
-	BeforeStep func(k lease.Key, state states.Partition)
+// StepPoint is where a partition worker is about to take a step.
+type StepPoint = worker.StepPoint
+
+// EngineTestSignals are the Engine's points of interest for tests.
+type EngineTestSignals struct {
+	// BeforeStep: a partition worker is about to take a step. It is raised
+	// in the worker's goroutine, so a panic in its hook is the worker's.
+	BeforeStep testsignal.Signal[StepPoint]
 }
 
 // NewEngine returns an Engine; Start connects it.
@@ -313,7 +317,7 @@ func (e *Engine) closeClients() {
 // StartPartition starts the worker of a newly leased partition.
 func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	cfg := e.wcfg
-	cfg.BeforeStep = e.TestHooks.BeforeStep
+	cfg.BeforeStep = &e.TestSignals.BeforeStep
 	w := worker.New(cfg, workerEngine{e}, l)
 	e.mu.Lock()
 	if old := e.workers[l.Key]; old != nil {
@@ -388,7 +392,7 @@ func (e *Engine) releaseFetcher(mirror string) {
 // source returns the mirror's source admin and config, reconnecting when the
 // mirror's connection changed. The mirror's row is read afresh, but shared
 // with the partitions that ask at the same time: at 10,000 partitions
-// preparing at once, one read each was a seventh of the data pool's
+// preparing at once, one read each would be a seventh of the data pool's
 // statements.
 func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, error) {
 	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {

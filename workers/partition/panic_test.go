@@ -11,7 +11,7 @@ import (
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/vocabulary/states"
 	"kmirror/service"
-	"kmirror/workers/lease"
+	"kmirror/workers/partition"
 	"kmirror/workers/workertest"
 )
 
@@ -30,11 +30,13 @@ func TestWorkerPanicStaysLocal(t *testing.T) {
 	}
 	env.CreateMirror("m", "boom|calm")
 	var panicked atomic.Bool
-	env.StartInstanceOpts("i1", workertest.InstanceOpts{EngineHooks: partitionHooks(func(k lease.Key, st states.Partition) {
-		if k.Topic == "boom" && k.Partition == 1 && st == states.Mirroring && panicked.CompareAndSwap(false, true) {
-			panic("injected fault")
-		}
-	})})
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{EngineSignals: func(s *partition.EngineTestSignals) {
+		s.BeforeStep.Hook(func(p partition.StepPoint) {
+			if p.Key.Topic == "boom" && p.Key.Partition == 1 && p.State == states.Mirroring && panicked.CompareAndSwap(false, true) {
+				panic("injected fault")
+			}
+		})
+	}})
 	// The test's retry backoff is short: the FAILED step shows in the
 	// events even when the row is already back.
 	workertest.WaitFor(t, 20*time.Second, "boom/1 FAILED by the panic", func() (bool, string) {

@@ -15,11 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 	"kmirror/service"
-	"kmirror/workers/lease"
-	"kmirror/workers/partition"
 	"kmirror/workers/workertest"
 )
 
@@ -170,9 +167,4 @@ func (env *engineEnv) startMirrored(topic string, partitions int32, records int)
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitEndsEqual(env.T, env.Env, topic, partitions, 20*time.Second)
 	return in
-}
-
-// partitionHooks builds engine test hooks from a BeforeStep function.
-func partitionHooks(before func(k lease.Key, st states.Partition)) partition.EngineTestHooks {
-	return partition.EngineTestHooks{BeforeStep: before}
 }

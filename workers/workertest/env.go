@@ -138,9 +138,11 @@ type InstanceOpts struct {
 	// SyncInterval is the sync interval of mirrors that do not set one;
 	// default one hour, so only the first pass and "sync now" run.
 	SyncInterval time.Duration
-	// EngineHooks and SyncerHooks inject faults (set before anything runs).
-	EngineHooks partition.EngineTestHooks
-	SyncerHooks metadatasync.SyncerTestHooks
+	// EngineSignals and SyncerSignals set up the engine's and the syncer's
+	// test signals (Init to wait for them, Hook to inject faults) before
+	// the component starts, so that no raise is missed.
+	EngineSignals func(*partition.EngineTestSignals)
+	SyncerSignals func(*metadatasync.SyncerTestSignals)
 	// ProductionTimings runs the leases, checkpoints and offset
 	// saves at kmirror server's defaults instead of the tests' short ones,
 	// for benchmarks that measure the real load.
@@ -223,7 +225,9 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	eng.TestHooks = o.EngineHooks
+	if o.EngineSignals != nil {
+		o.EngineSignals(&eng.TestSignals)
+	}
 	if err := eng.Start(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -237,7 +241,9 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		syncer.TestHooks = o.SyncerHooks
+		if o.SyncerSignals != nil {
+			o.SyncerSignals(&syncer.TestSignals)
+		}
 		if err := syncer.Start(ctx); err != nil {
 			tb.Fatal(err)
 		}

@@ -1,7 +1,8 @@
 // Package testsignal lets a component tell a test that it reached a point of
 // interest (a lease expired, a renewal failed), so the test waits for the
-// event itself instead of for a timeout with a tolerance. A Signal does
-// nothing until a test calls Init, so production code raises them freely.
+// event itself instead of for a timeout with a tolerance, or injects a
+// fault at that point. A Signal does nothing until a test calls Init or
+// Hook, so production code raises them freely.
 package testsignal
 
 import (
@@ -22,26 +23,45 @@ type TB interface {
 // short enough to fail a stuck test.
 const WaitTimeout = 15 * time.Second
 
-// Signal is one point of interest carrying a value of type T.
+// Signal is one point of interest carrying a value of type T. A test
+// waits for its values (Init), runs a function where it is raised (Hook),
+// or both.
 type Signal[T any] struct {
 	ch      chan T
 	dropped atomic.Int64 // raised while the buffer was full
+	hook    atomic.Pointer[func(T)]
 }
 
-// Init makes the signal deliver; call it before the component starts.
+// Init makes the signal deliver; call it before the component starts, as
+// the component reads the buffer without a lock.
 func (s *Signal[T]) Init() { s.ch = make(chan T, 10_000) }
 
-// Signal raises the signal with v. It never blocks: without Init it does
-// nothing, and a value raised while the buffer is full is counted, and
-// fails the test at its next wait or check.
-func (s *Signal[T]) Signal(v T) {
-	if s.ch == nil {
+// Hook makes fn run at each raise, synchronously in the raiser's goroutine
+// after the value is delivered: a panic in fn is the component's, which is
+// how a test injects a fault at that point. Set it before the component
+// starts so that no raise is missed; a nil fn removes it.
+func (s *Signal[T]) Hook(fn func(T)) {
+	if fn == nil {
+		s.hook.Store(nil)
 		return
 	}
-	select {
-	case s.ch <- v:
-	default:
-		s.dropped.Add(1)
+	s.hook.Store(&fn)
+}
+
+// Signal raises the signal with v. Without Init and Hook it does nothing.
+// Delivery never blocks: a value raised while the buffer is full is
+// counted, and fails the test at its next wait or check. Then the hook,
+// if any, runs with v.
+func (s *Signal[T]) Signal(v T) {
+	if s.ch != nil {
+		select {
+		case s.ch <- v:
+		default:
+			s.dropped.Add(1)
+		}
+	}
+	if fn := s.hook.Load(); fn != nil {
+		(*fn)(v)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/startstop"
+	"kmirror/internal/runtime/testsignal"
 	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 	"kmirror/service"
@@ -30,6 +31,13 @@ type RetryPolicy struct {
 	Initial     time.Duration // default 1s
 	Max         time.Duration // default 300s
 	MaxAttempts int           // default 100
+}
+
+// StepPoint is where a worker is about to take a step: its partition and
+// the state it is in.
+type StepPoint struct {
+	Key   lease.Key
+	State states.Partition
 }
 
 // Config is what a worker is given besides its Engine: the engine's
@@ -51,9 +59,10 @@ type Config struct {
 	// instance's shutdown budget.
 	StopBudget *startstop.Budget
 	Logger     *slog.Logger
-	// BeforeStep, when set, runs before each step, in the worker's
-	// goroutine (a panic there is the worker's). Tests inject faults here.
-	BeforeStep func(k lease.Key, state states.Partition)
+	// BeforeStep, when set, is raised before each step, in the worker's
+	// goroutine (a panic in its hook is the worker's). Tests wait for it
+	// or inject faults there.
+	BeforeStep *testsignal.Signal[StepPoint]
 
 	// Checkpoints saves the worker's verified progress.
 	Checkpoints Checkpoints
@@ -88,8 +97,8 @@ type Worker struct {
 	// desiredChanged is the desired-state cache's change signal, taken
 	// before the desired state the worker acts on was read: a change after
 	// that read has closed it, however busy the worker was when it came.
-	// Taken afresh at each wait, a change that came in between was missed
-	// until the next one (or the session's 30 s tick).
+	// Taken afresh at each wait, it would miss a change that came in
+	// between until the next one (or the session's 30 s tick).
 	desiredChanged <-chan struct{}
 
 	// pokes cuts a FAILED partition's wait for its next retry short: the
@@ -338,8 +347,8 @@ func (w *Worker) safeStep(ctx context.Context) (err error) {
 			err = retryable("panic in partition worker: %v", v)
 		}
 	}()
-	if h := w.cfg.BeforeStep; h != nil {
-		h(w.key, w.row.State)
+	if s := w.cfg.BeforeStep; s != nil {
+		s.Signal(StepPoint{Key: w.key, State: w.row.State})
 	}
 	return w.step(ctx)
 }
