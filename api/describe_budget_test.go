@@ -32,9 +32,9 @@ func TestDescribeBudgetWaitsThenServes(t *testing.T) {
 	t.Parallel()
 	// 5,000 rows at once, then 2,000 a second. The second page reserves
 	// 5,000 rows (its limit) and so waits about 2.5 s less the time the
-	// first page took: a slow first page on a busy machine (166 ms in one
-	// CI run) must not refill the bucket before the second asks, as it
-	// could when the second page needed only 200 ms of refill.
+	// first page took: far more than a slow first page on a busy machine
+	// takes (166 ms in one CI run), so the bucket cannot refill before the
+	// second asks.
 	e := newEnvWith(t, envOpts{describeRate: 2000, describeBurst: 5000, public: true})
 	fillPartitions(t, e, 6000)
 	var page api.PartitionList

@@ -12,9 +12,9 @@ import (
 
 // TestEventsOfAnEarlierMirrorOfTheSameName: a mirror deleted and created
 // again under its name is a new incarnation. A filter by name serves the
-// current one's events only, never the deleted namesake's (which a replay
-// from since=0 used to serve as this mirror's); incarnation=N serves an
-// earlier one's, its delete event included, and incarnation=all every one's.
+// current one's events only, never the deleted namesake's (a replay from
+// since=0 included); incarnation=N serves an earlier one's, its delete
+// event included, and incarnation=all every one's.
 func TestEventsOfAnEarlierMirrorOfTheSameName(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -23,8 +23,8 @@ import (
 // mirror of 10,000 partitions (100 topics × 100), every row owned by a
 // live instance and 1% FAILED with an error. Each sub-benchmark times one
 // request per iteration, the body read in full, and reports the p50 and
-// p99 in ms (nearest rank) and the rows per page; issue 10's target is a
-// p99 ≤ 100 ms for a 1,000-row page.
+// p99 in ms (nearest rank) and the rows per page; the target
+// (docs/benchmarks.md) is a p99 ≤ 100 ms for a 1,000-row page.
 //
 //	go test ./api -run '^$' -bench DescribePage -benchtime=300x
 //

@@ -82,7 +82,7 @@ func TestSecretKeyRequired(t *testing.T) {
 }
 
 // TestInsecureStoreSecretsInClear: --insecure-store-secrets-in-clear stores
-// a secret as given on a server without a key, as before keys were required.
+// a secret as given, unsealed, on a server without a key.
 func TestInsecureStoreSecretsInClear(t *testing.T) {
 	t.Parallel()
 	e := newEnvWith(t, envOpts{noSecretKey: true, insecureClearSecrets: true})
