@@ -203,8 +203,8 @@ func TestTopicWritesSkipUnchangedValues(t *testing.T) {
 
 // Sibling partitions prepare at once, and each finds the topic's row
 // without the value yet: the one whose write waited on another's row lock
-// must then leave the row as that write left it, not write it again (a
-// dozen such writes used to run one after another on a new topic).
+// must then leave the row as that write left it, not write it again (else
+// a dozen such writes run one after another on a new topic).
 func TestTopicWritesWaitingOnASiblingDoNotRewrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

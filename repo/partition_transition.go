@@ -53,8 +53,8 @@ func PartitionsTransition(ctx context.Context, q DBTX, p PartitionsSetStateParam
 // and its From state, with their events and __mirror_state outbox rows, in
 // one statement: one round trip and one commit for all of them. A commit
 // that NOTIFYs (the outbox does) is serialized with every other such
-// commit, flush included, so partitions that started together and wrote
-// their changes one by one queued behind each other.
+// commit, flush included, so partitions that start together and write
+// their changes one by one queue behind each other.
 //
 // The result is aligned with ws: the stored row, or the zero Partition
 // (Mirror "") where nothing was written because the lease or the state had

@@ -14,9 +14,9 @@ const warmTimeout = 2 * time.Second
 // runs on its way to MIRRORING, with keys that match no row: nothing is
 // read or written, but the statements are prepared in pgx's cache and the
 // server backend has loaded the catalog entries of their tables and
-// indexes. A new mirror's first partitions otherwise paid those first-use
+// indexes. A new mirror's first partitions otherwise pay those first-use
 // costs on each of the pool's fresh connections at once: all MIRRORING
-// came about 220 ms after topics:add for a mirror's first topic, against
+// comes about 220 ms after topics:add for a mirror's first topic, against
 // about 110 ms on warmed connections (docs/benchmarks/throughput.md, "Mirroring
 // throughput").
 //

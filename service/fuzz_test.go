@@ -125,7 +125,7 @@ func FuzzDecodeState(f *testing.F) {
 
 // TestPatternSizeIsEstimatedBeforeCompiling: a pattern whose compiled
 // program would be huge is refused from its parse tree, without compiling
-// it (which took seconds), and the estimate never undercounts.
+// it (which takes seconds), and the estimate never undercounts.
 func TestPatternSizeIsEstimatedBeforeCompiling(t *testing.T) {
 	start := time.Now()
 	_, err := CompilePattern(strings.Repeat(`(?:ab|cd|ef){1000}`, 400))

@@ -140,9 +140,9 @@ func (h *History) sample(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, historySampleTimeout)
 	defer cancel()
 	// The sample is dated when its statement starts, which is when its
-	// snapshot is: dated when it returned, a slow statement followed by a
-	// quick one made two samples 4 ms apart, and 300 records between them
-	// read as 70,000 a second.
+	// snapshot is: dated when it returns, a slow statement followed by a
+	// quick one would make two samples 4 ms apart, and 300 records between
+	// them would read as 70,000 a second.
 	at := time.Now()
 	rows, err := repo.PartitionsProgress(ctx, h.cfg.Pool)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -174,7 +174,7 @@ func (s *Service) partitionsQuery(ctx context.Context, f PartitionFilter, v *val
 	if re != nil {
 		// The pattern (RE2) is matched against the topic names here, and
 		// only the matching topics' rows are read: at thousands of
-		// partitions, loading every row to drop most of them was slow.
+		// partitions, loading every row to drop most of them would be slow.
 		params.Topics = []string{}
 		seen := map[string]bool{}
 		for k := range readOnly {

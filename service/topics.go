@@ -402,7 +402,7 @@ func SummarizePartitions(rows []PartitionRow) PartitionSummary {
 
 // TopicSummaries summarizes the partitions of each of a mirror's topics
 // from one grouped read: at thousands of partitions, building every
-// describe row to count them was most of a topic list's cost.
+// describe row to count them would be most of a topic list's cost.
 func (s *Service) TopicSummaries(ctx context.Context, mirror string) (map[string]PartitionSummary, error) {
 	counts, err := repo.TopicsStateCounts(ctx, s.pool, mirror)
 	if err != nil {

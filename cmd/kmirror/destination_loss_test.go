@@ -18,7 +18,7 @@ import (
 	"kmirror/workers/statetopic"
 )
 
-// TestDestinationBackEmptyThroughTheAPI is issue 25's bad day as an
+// TestDestinationBackEmptyThroughTheAPI is the destination's bad day as an
 // operator sees it, end to end through a server: the destination cluster
 // goes away under traffic and comes back empty. Describe says so in every
 // row within 10 s of its return; within 60 s every row is MIRRORING again

@@ -49,7 +49,7 @@ func TestShutdownIsBounded(t *testing.T) {
 }
 
 // shutdownBudget is how long a server told to stop may take, whatever is
-// down (issue 25: at most 5 s), at the default --shutdown-timeout.
+// down (at most 5 s), at the default --shutdown-timeout.
 const shutdownBudget = 5 * time.Second
 
 // TestShutdownIsBoundedOnABadDay: a SIGTERM under traffic while the

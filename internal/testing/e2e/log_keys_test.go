@@ -23,8 +23,8 @@ func TestDuplicateKeys(t *testing.T) {
 			t.Errorf("duplicateKeys(%s) = %v, want %v", c.line, got, c.want)
 		}
 	}
-	// slog's JSON handler repeats an attribute given at two levels, which
-	// is how the instance id came to be logged twice.
+	// slog's JSON handler repeats an attribute given at two levels: an
+	// instance id attached below the root logger as well is logged twice.
 	var buf bytes.Buffer
 	slog.New(slog.NewJSONHandler(&buf, nil)).With("instance", "i1").With("instance", "i1").Info("m")
 	if got := duplicateKeys(bytes.TrimSpace(buf.Bytes())); !slices.Equal(got, []string{"instance"}) {
