@@ -106,7 +106,8 @@ func (r *scaleRunner) write(ctx context.Context, pool repo.DBTX, owner string, d
 //	go test ./workers/lease -run '^$' -bench LeasesAtScale -benchtime=1x
 //
 // KMIRROR_BENCH_HOLD (default 2m) sets how long the leases are held after
-// settling; the 10 minutes is KMIRROR_BENCH_HOLD=10m.
+// settling; the 10-minute hold of docs/benchmarks.md is
+// KMIRROR_BENCH_HOLD=10m.
 func BenchmarkLeasesAtScale(b *testing.B) {
 	hold := 2 * time.Minute
 	if d, err := time.ParseDuration(os.Getenv("KMIRROR_BENCH_HOLD")); err == nil {

@@ -81,9 +81,9 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 func (d *desiredStates) store(m map[[2]string]worker.Desire) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	// Waiters are woken only by a change: the fallback poll every 5 s woke
-	// every worker of the instance (200 wake-ups a second at 1,000
-	// partitions) to find nothing new.
+	// Waiters are woken only by a change: woken by the fallback poll every
+	// 5 s, every worker of the instance (200 wake-ups a second at 1,000
+	// partitions) would find nothing new.
 	if !maps.Equal(d.topics, m) {
 		d.topics = m
 		close(d.changed)

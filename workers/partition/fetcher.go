@@ -24,9 +24,9 @@ type fetchBatch struct {
 
 // fetchSink receives a partition's batches. The fetch loop calls deliver in
 // its own goroutine, as a plain copy loop would produce right after its
-// poll: handing each batch to the partition's worker through a channel cost
-// a goroutine wake-up per partition per poll, about a quarter of a
-// millisecond of mirroring latency (docs/benchmarks/latency.md, "Latency").
+// poll: handing each batch to the partition's worker through a channel
+// would cost a goroutine wake-up per partition per poll, about a quarter of
+// a millisecond of mirroring latency (docs/benchmarks/latency.md, "Latency").
 // deliver must not block for long: it may only wait on the producer's
 // buffer, which every produce's deadline bounds.
 type fetchSink struct {
@@ -202,15 +202,16 @@ func sourceLost(err error) bool {
 
 // apply runs the queued add/remove commands against the client, in as few
 // calls as it can: kgo reassigns every partition on each call, and at
-// 10,000 partitions one call per partition made a graceful stop take 6-14 s,
-// long enough for every lease to expire meanwhile (docs/benchmarks/scale.md,
-// "Partitions per instance").
+// 10,000 partitions one call per partition makes a graceful stop take
+// 6-14 s, long enough for every lease to expire meanwhile
+// (docs/benchmarks/scale.md, "Partitions per instance").
 //
 // A removed partition is parked rather than taken out of the client: kgo
 // stops its whole consumer session to remove one, which kills the fetch in
 // flight and drops what is buffered for every other partition of the
-// mirror, so each pause of one topic cost the mirror's other topics their
-// fetch pipeline (docs/benchmarks/control-plane.md, "Pausing a topic's neighbours").
+// mirror, so each pause of one topic would cost the mirror's other topics
+// their fetch pipeline (docs/benchmarks/control-plane.md, "Pausing a topic's
+// neighbours").
 // Pausing the partition in kgo costs nothing of the kind. Added back at the
 // offset its cursor stands at, a parked partition is just resumed; at any
 // other offset it is removed and added again. Partitions parked for
@@ -218,9 +219,9 @@ func sourceLost(err error) bool {
 //
 // Adds wait addLinger for others first: each call that adds partitions
 // makes kgo load metadata before it fetches them, at most once every
-// 10 ms, so a topic's partitions that reached MIRRORING a millisecond
-// apart were fetched 10-20 ms apart, the first alone in 1 MB fetches
-// meanwhile (docs/benchmarks/throughput.md, "Mirroring throughput").
+// 10 ms, so a topic's partitions that reach MIRRORING a millisecond apart
+// would otherwise be fetched 10-20 ms apart, the first alone in 1 MB
+// fetches meanwhile (docs/benchmarks/throughput.md, "Mirroring throughput").
 func (f *mirrorFetcher) apply(sinks map[topicPartition]*fetchSink) {
 	f.mu.Lock()
 	if slices.ContainsFunc(f.pending, func(c fetchCmd) bool { return c.sink != nil }) && f.addLinger > 0 {

@@ -56,8 +56,8 @@ func (e *Engine) refreshForeignEndsLoop(ctx context.Context) {
 
 // foreignQuietFor is how long a stale end found unchanged at the source is
 // not listed again: an idle partition's end stays stale for good, and
-// listing every idle partition of every other instance each second cost
-// each instance a listing of most of the deployment's partitions.
+// listing every idle partition of every other instance each second would
+// cost each instance a listing of most of the deployment's partitions.
 const foreignQuietFor = 10 * time.Second
 
 // refreshForeignEnds runs one pass: one statement finds the stale ends

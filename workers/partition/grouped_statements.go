@@ -27,10 +27,10 @@ const groupLinger = time.Millisecond
 
 // newStateWrites commits the instance's partition state changes in groups
 // (grouped). Each change commits with a NOTIFY (the __mirror_state outbox),
-// and Postgres serializes such commits, flush included: the twelve
-// partitions of a new topic wrote their first change one after another
-// over 10-20 ms before, and 10,000 partitions starting at once queued
-// 20,000 commits.
+// and Postgres serializes such commits, flush included: one commit each,
+// the twelve partitions of a new topic would write their first change one
+// after another over 10-20 ms, and 10,000 partitions starting at once
+// would queue 20,000 commits.
 func newStateWrites(svc *service.Service, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
 	var commit func(ts []service.PartitionTransition) ([]repo.Partition, []error)
 	// commit writes a group in one statement. If Postgres refuses the
@@ -69,7 +69,7 @@ func statementError(errs []error) error {
 
 // newRowReads reads partition rows in groups (grouped): a worker reads its
 // row when it takes a lease, and the partitions of a new topic take theirs
-// in one lease pass. Twelve reads at once on twelve connections finished
+// in one lease pass. Twelve reads at once on twelve connections finish
 // over 0.5-16 ms on two cores; grouped they are one or two statements.
 func newRowReads(pool *pgxpool.Pool, log *slog.Logger) *grouped[repo.PartitionID, repo.Partition] {
 	return newGrouped("partition reads", groupMax, groupLinger, log, func(ids []repo.PartitionID) ([]repo.Partition, []error) {

@@ -18,7 +18,7 @@ import (
 // A request that finds the runner idle waits linger before its group is
 // taken, so that a burst's first request does not run alone: the twelve
 // workers of a new topic make each request within about half a
-// millisecond of each other, and the first one, served alone, put its
+// millisecond of each other, and the first one, served alone, would put its
 // partition a statement ahead of the other eleven at every later step, up
 // to the fetcher, where kgo waits 10 ms before loading the metadata of
 // partitions added after another (docs/benchmarks/throughput.md, "Mirroring

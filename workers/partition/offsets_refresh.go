@@ -22,8 +22,8 @@ const offsetsFullEvery = 15
 // partition this instance holds fresh, so lag stays true while a partition
 // is paused, failed or idle. Only the ends that changed since they were
 // last saved go to the database (and every offsetsFullEvery-th refresh all
-// of them): at 10,000 idle partitions each refresh otherwise sent all
-// 10,000 to be compared.
+// of them): at 10,000 idle partitions each refresh would otherwise send
+// all 10,000 to be compared.
 func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.OffsetsInterval)
 	defer t.Stop()
@@ -42,8 +42,8 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 			// A mirroring session publishes its source end from its
 			// fetches (each batch's last stable offset) and the
 			// destination end with its checkpoints, so listing its
-			// partitions every round re-sent the same ends: at 1,000
-			// idle partitions that was a fifth of the instance's CPU.
+			// partitions every round would re-send the same ends: at
+			// 1,000 idle partitions a fifth of the instance's CPU.
 			// The full round still lists them, to put right a
 			// checkpoint that wrote an older end over a newer one, and
 			// a partition is listed until one of its ends under the
@@ -183,7 +183,7 @@ type workerState struct {
 }
 
 // workersOf returns the state of each key's worker, under one lock (at
-// 10,000 partitions, a lock per key was a sixth of the loop's CPU).
+// 10,000 partitions, a lock per key would be a sixth of the loop's CPU).
 func (e *Engine) workersOf(keys []lease.Key) []workerState {
 	out := make([]workerState, len(keys))
 	e.mu.Lock()

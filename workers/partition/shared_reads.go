@@ -21,7 +21,7 @@ import (
 // Partitions that ask at the same time share one (coalescer): when a
 // mirror of 10,000 partitions is added, the sixteen partitions preparing
 // at once are mostly of one topic, and each read made once per partition
-// cost the data pool, kmirror and the brokers sixteen times over.
+// would cost the data pool, kmirror and the brokers sixteen times over.
 type sharedReads struct {
 	mirrors     *coalescer[string, repo.Mirror]
 	offsets     *coalescer[offsetsKey, kafkaconn.TopicOffsets]

@@ -22,10 +22,10 @@ type topicWritten struct {
 
 // writeTopicRow makes a fenced write of the fence's topic row once for the
 // topic's partitions that make the same write while it runs. The twelve
-// partitions of a new topic read the row together, found nothing recorded,
-// and each wrote the same value: twelve updates queued on the row's lock,
-// one after another, which spread their MIRRORING over 10-20 ms and split
-// their state changes and fetcher adds into several
+// partitions of a new topic read the row together and find nothing
+// recorded; each writing the same value would queue twelve updates on the
+// row's lock, one after another, spreading their MIRRORING over 10-20 ms
+// and splitting their state changes and fetcher adds into several
 // (docs/benchmarks/throughput.md, "Mirroring throughput").
 //
 // The write runs under the fence of the partition that started it. If that

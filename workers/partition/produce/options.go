@@ -19,7 +19,7 @@ func Options(deliveryTimeout time.Duration) []kgo.Opt {
 		kgo.ProduceRequestTimeout(deliveryTimeout),
 		// No linger: records arrive in fetched batches already, and kgo
 		// batches whatever queues while a request is in flight. A 5 ms
-		// linger cost 5 ms of latency at 5,000 records/s and no throughput
+		// linger costs 5 ms of latency at 5,000 records/s and no throughput
 		// (docs/benchmarks/latency.md, "Latency").
 		kgo.ProducerLinger(0),
 		// No limit here: Gate bounds what is buffered, because a record kgo

@@ -33,7 +33,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		return alignResult{}, retryable("source: %v", err)
 	}
 	// The source topic's id is checked while the destination topic is looked
-	// up or created: neither needs the other, and each took 5-7 ms of a new
+	// up or created: neither needs the other, and each takes 5-7 ms of a new
 	// topic's start. A recreated source still fails the partition before
 	// anything is copied; at most a missing destination topic was created
 	// first, as adding the topic again with recreate would do.
@@ -265,9 +265,9 @@ func (w *Worker) compareDestination(ctx context.Context, want *kgo.Record, dstOf
 }
 
 // compareDestinationRange checks that the destination records from
-// dstStart on are want, one for one. Comparing only the last one passed a
-// destination that skipped a record and repeated another when neighbours
-// were equal (records often share a timestamp and a value); every record is
+// dstStart on are want, one for one. Comparing only the last one would pass
+// a destination that skipped a record and repeated another when neighbours
+// are equal (records often share a timestamp and a value); every record is
 // compared instead, which costs one more read of the k records that the
 // walk of the source has read already. A record the destination cannot
 // serve (compacted away) is not compared, but the last one must be there.
@@ -311,9 +311,9 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 // ensureDestinationTopic creates the destination topic with the source's
 // partition count when it is missing. The topic's partitions preparing
 // together share one look and one create: each then knows the topic is
-// new. Before, the siblings of the one that created it were told it
-// already existed, and read its offsets through metadata that did not show
-// it yet (a 20 ms wait that delayed the last partition's start).
+// new, rather than being told it already exists and reading its offsets
+// through metadata that does not show it yet (a 20 ms wait that would
+// delay the last partition's start).
 func (w *Worker) ensureDestinationTopic(ctx context.Context, src *Source, desire Desire) (created bool, err error) {
 	t, err := w.eng.EnsureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, int16(desire.ReplicationFactor))
 	if err != nil {

@@ -66,9 +66,9 @@ type Session struct {
 	// (produce.Gate); records queued behind a batch in flight may still go
 	// out, in order after it. One context for all is what keeps the
 	// destination in order: with a deadline of its own per batch, kgo
-	// failed a late batch while a later one, produced before its worker
-	// saw the failure, went out at the offsets the late one should have
-	// had, and alignment then found a destination it could not explain.
+	// could fail a late batch while a later one, produced before its
+	// worker sees the failure, goes out at the offsets the late one should
+	// have had, and alignment would find a destination it cannot explain.
 	produceCtx    context.Context
 	produceCancel context.CancelCauseFunc
 	// deadlines are the batches' delivery timers, oldest first; each ends
@@ -112,8 +112,8 @@ var (
 // and its clients' health by itself. Both wake it when they change (the
 // desired-state cache, the engine's health watch), and progress is handed
 // to the checkpointer as it happens, so the tick is only a fallback: at
-// 1,000 partitions a 1 s tick was half of an idle instance's CPU, and a
-// 10 s one still 100 wake-ups a second.
+// 1,000 partitions a 1 s tick would be half of an idle instance's CPU, and
+// a 10 s one is still 100 wake-ups a second (docs/benchmarks/idle.md).
 const sessionTick = 30 * time.Second
 
 // mirror copies records until the desired state changes, the lease ends or
@@ -405,11 +405,12 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	// the result fields (offset, attributes, producer id and epoch, leader
 	// epoch) and the context, none of which is read here once it is
 	// produced (the fetch loop tracked the batch's last offset before
-	// delivering it). The copy cost an allocation per batch and the work of
-	// filling it (docs/benchmarks/throughput.md, "Mirroring throughput").
+	// delivering it). A copy would cost an allocation per batch and the
+	// work of filling it (docs/benchmarks/throughput.md, "Mirroring
+	// throughput").
 	//
 	// The promise is bound once a batch: a method value taken per record
-	// allocated per record (11% of this function's CPU at 100 B).
+	// would allocate per record (11% of this function's CPU at 100 B).
 	promise := s.acks.Promise
 	for _, r := range b.Records {
 		if r.Offset < s.fetchNext {
@@ -556,8 +557,8 @@ func (s *Session) settle(ctx context.Context) {
 func (s *Session) publish() {
 	w := s.w
 	// Only what changed: every poll reports each partition's end, and
-	// republishing an unchanged one made every partition's row a write
-	// each second (5,000 rows a second at 5,000 partitions).
+	// republishing an unchanged one would make every partition's row a
+	// write each second (5,000 rows a second at 5,000 partitions).
 	if len(s.changed) == 0 && (s.srcEnd < 0 || s.srcEnd == s.publishedEnd) {
 		return
 	}
