@@ -33,7 +33,7 @@ const (
 	failbackValueBytes = 100
 )
 
-// BenchmarkFailback is issue 26's cost of a failback: how long B→A takes,
+// BenchmarkFailback is the cost of a failback: how long B→A takes,
 // and how many records it copies, with continue (A keeps its history and
 // receives only B's new records) against recreate (A's topic is dropped and
 // B's whole history copied).

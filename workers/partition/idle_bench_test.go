@@ -22,7 +22,8 @@ import (
 // and are reported apart) and Postgres's commits, statements and rows
 // written per second are measured over a window, with no traffic ("idle")
 // and with 1% of the partitions receiving one record a second
-// ("trickle"). Targets (issue 10): 2% of a core idle, 5% with the trickle.
+// ("trickle"). Targets (docs/benchmarks.md): 2% of a core idle, 5% with
+// the trickle.
 //
 //	go test ./workers/partition -run '^$' -bench IdleCost -benchtime=1x -timeout 20m
 //

@@ -29,8 +29,7 @@ import (
 // KMIRROR_BENCH_WINDOW (default 60s) sets how long each is measured. At
 // 5,000 records a second the 99th percentile is the slowest 1% of the
 // window: in a 20 s window one half-second disturbance of either copier
-// (one was seen in most runs, once per run, in both) lifted p99 by
-// itself.
+// (most runs have one, in both) lifts p99 by itself.
 func BenchmarkLatency(b *testing.B) {
 	window := time.Minute
 	if d, err := time.ParseDuration(os.Getenv("KMIRROR_BENCH_WINDOW")); err == nil {

@@ -70,7 +70,7 @@ func TestScenarioDestinationComesBackEmpty(t *testing.T) {
 	})
 	// Longer than a session waits for its copies (the delivery timeout
 	// plus 2 s): the sessions end with copies in flight that no broker
-	// will answer, as after the 20 s outage.
+	// will answer, as after an outage of 20 s.
 	time.Sleep(time.Until(down.Add(outageEmpty)))
 	if err := env.Clusters.UpEmpty("destination"); err != nil {
 		t.Fatal(err)
@@ -143,8 +143,8 @@ func assertLossEvents(t *testing.T, env *engineEnv, topic string, partitions int
 // on a topic whose destination topic was deleted meanwhile, and a first add
 // with recreate of a topic the destination never had. A topic that is
 // already gone counts as deleted: both mirror from the source's start, with
-// no failed step (before, recreate failed on UNKNOWN_TOPIC_OR_PARTITION and
-// retried without end).
+// no failed step (UNKNOWN_TOPIC_OR_PARTITION from the deletion is not a
+// failure to retry).
 func TestScenarioRecreateWhenDestinationTopicIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -194,9 +194,9 @@ func TestScenarioRecreateWhenDestinationTopicIsGone(t *testing.T) {
 // forever: once they have gone unanswered for SettledWaitMax they are
 // written off and the lease is released, so the other instance takes the
 // partition, still during the outage, and mirrors it exactly once the
-// destination is back. Before, the row kept naming the first instance's
-// live session while no worker of it ran the partition, for as long as the
-// copies went unanswered.
+// destination is back. The row names the first instance's live session
+// while no worker of it runs the partition for SettledWaitMax at most,
+// however long the copies go unanswered.
 func TestScenarioHandBackWithUnansweredCopies(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{DataDir: t.TempDir()})

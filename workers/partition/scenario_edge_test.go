@@ -250,7 +250,7 @@ func TestScenarioForeignWrite(t *testing.T) {
 // TestScenarioAlignmentComparesEveryRecord: records past the checkpoint
 // must be the next source records one for one. Here the destination skipped
 // source record 11 and holds 13 twice, so its last record still matches
-// the source's: alignment compared only that one before, and resumed on a
+// the source's: an alignment that compared only that one would resume on a
 // destination one record off.
 func TestScenarioAlignmentComparesEveryRecord(t *testing.T) {
 	t.Parallel()

@@ -19,7 +19,7 @@ import (
 	"kmirror/workers/workertest"
 )
 
-// TestScenarioFailback is issue 26's planned switchover and failback on
+// TestScenarioFailback is a planned switchover and failback on
 // stock Kafka. Deployment ab mirrors cluster A into B (with committed and
 // aborted transactions, so offsets differ between them) and publishes its
 // state to B's __mirror_state; the topic is failed over (removed) and B

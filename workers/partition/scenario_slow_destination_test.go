@@ -19,10 +19,10 @@ import (
 // destination holds some produce requests for longer than the delivery
 // timeout (1 s here), so batches queued behind them time out. Each such
 // partition may go through FAILED and retry, but no record may land out of
-// order: before the fix, a later batch produced before the worker saw the
-// failure went out at the offsets of the one that timed out, and
-// alignment failed the partition for good ("divergence"). At the end the
-// destination holds exactly the source's records.
+// order: a later batch produced before the worker sees the failure, gone
+// out at the offsets of the one that timed out, would make alignment fail
+// the partition for good ("divergence"). At the end the destination holds
+// exactly the source's records.
 func TestScenarioSlowDestinationKeepsOrder(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})

@@ -73,8 +73,8 @@ func TestScenarioStalledProduceOutlivesSession(t *testing.T) {
 // moves to another instance while its copies are held: a second instance
 // starts and the first hands one of its two partitions back. The lease goes
 // back only once those copies are answered (while it is still renewed), so
-// the new owner's alignment sees them on the destination; before, the new
-// owner copied the same records again beside them.
+// the new owner's alignment sees them on the destination, rather than
+// copying the same records again beside them.
 func TestScenarioStalledProduceOutlivesHandover(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})

@@ -50,8 +50,8 @@ import (
 // Run it with GODEBUG=madvdontneed=0. On this virtual machine a page the Go
 // runtime gave back with MADV_DONTNEED costs a fault to touch again, and
 // each copy starts after a different amount of its memory was given back:
-// a copy that faulted its buffers in (60,000-100,000 faults, reported as
-// *-faults) ran at a third to half the speed of one that did not, loop and
+// a copy that faults its buffers in (60,000-100,000 faults, reported as
+// *-faults) runs at a third to half the speed of one that does not, loop and
 // kmirror alike. With MADV_FREE the pages stay until the kernel needs them.
 func BenchmarkThroughput(b *testing.B) {
 	sizes := []throughputSize{{"1KiB", 300_000, 1024}, {"100B", 1_000_000, 100}}
@@ -148,10 +148,10 @@ func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.S
 
 // benchClusters configures the clusters a run's copies share. They run in
 // a child process unless KMIRROR_BENCH_CLUSTERS=inprocess, as a broker runs
-// apart from its clients: until 2026-12-03 (sixth session) they ran in the
-// benchmark's process, where kfake's ~800 MB of live heap made every
-// garbage collection during a copy long, and the copy that happened to
-// grow the heap paid its page faults (docs/benchmarks/throughput.md).
+// apart from its clients: in the benchmark's process, kfake's ~800 MB of
+// live heap makes every garbage collection during a copy long, and the copy
+// that happens to grow the heap pays its page faults
+// (docs/benchmarks/throughput.md).
 //
 // KMIRROR_BENCH_SOURCE_BROKERS=N gives the source N brokers (default one,
 // as devcluster starts). With one, every fetch goes to one broker and the
@@ -176,9 +176,9 @@ type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize, 
 
 // copyMeter measures a copy's timed part only, from start to stop: the
 // time, the process's CPU and page faults, the clusters' and Postgres's
-// CPU, and (with KMIRROR_BENCH_PROFILE_DIR) a CPU profile. Until 2026-12-03 (fifth
-// session) CPU, faults and profiles covered all of kmirror's copier, so its
-// instance's start, a 300 ms wait and the checks after the copy as well.
+// CPU, and (with KMIRROR_BENCH_PROFILE_DIR) a CPU profile. The copier's
+// instance start, its waits and the checks after the copy stay outside, so
+// they are not counted as the copy's cost (docs/benchmarks/throughput.md).
 type copyMeter struct {
 	b           *testing.B
 	name        string
@@ -368,9 +368,9 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 		b.Fatal(err)
 	}
 	// Only the destination's end offsets are polled during the copy (kfake
-	// answers them in-process): polling Postgres every few ms as well took
-	// CPU from the copy on two cores. Start-up and lag 0 are read from the
-	// rows afterwards.
+	// answers them in-process): polling Postgres every few ms as well would
+	// take CPU from the copy on two cores. Start-up and lag 0 are read from
+	// the rows afterwards.
 	var t copyTimes
 	deadline := start.Add(5 * time.Minute)
 	for !destinationCopied(b, adm, topic, sz) {

@@ -94,11 +94,11 @@ func TestProduceGateWakesEveryWaiter(t *testing.T) {
 // destination must hold exactly the verified records, in order.
 //
 // With kgo's own buffer limit instead of the gate (MaxBufferedRecords(50)),
-// the record whose Produce was waiting for room failed first, ahead of the
-// 50 records before it, in ten runs of ten. In one of ten runs of a
-// throwaway version of this set-up, a later record also landed behind a
-// batch in flight, after records that had failed: the skipped and repeated
-// copies that TestScenarioSlowDestinationKeepsOrder once found under -race.
+// the record whose Produce waits for room fails first, ahead of the 50
+// records before it, in ten runs of ten; in one of ten runs of a variant
+// of this set-up, a later record also lands behind a batch in flight,
+// after records that failed: copies skipped and repeated on the
+// destination (what TestScenarioSlowDestinationKeepsOrder guards against).
 func TestProduceGateKeepsResultsInOrder(t *testing.T) {
 	t.Parallel()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "t"))

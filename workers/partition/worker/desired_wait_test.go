@@ -46,9 +46,9 @@ func (d *desires) store(m map[[2]string]Desire) {
 
 // TestWorkerSeesADesireChangeBeforeItWaits: a desired state that changes
 // after the worker read it, but before it waits, still wakes the wait.
-// Taking the change signal afresh at the wait missed such a change until
-// the next one: a pause that came while a mirroring session handled
-// acknowledgements waited for the session's 30 s tick.
+// Taking the change signal afresh at the wait would miss such a change
+// until the next one: a pause that comes while a mirroring session handles
+// acknowledgements would wait for the session's 30 s tick.
 func TestWorkerSeesADesireChangeBeforeItWaits(t *testing.T) {
 	key := [2]string{"m", "t"}
 	d := &desires{changed: make(chan struct{})}
