@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -31,12 +32,17 @@ const consoleE2E = "../../web/e2e"
 // axe-core) against a real server, started as kmirror dev starts it:
 // Postgres, a kfake source with demo traffic and a kfake destination, and
 // API tokens, so that sign-in and the viewer and operator roles are
-// covered too.
+// covered too. A second server, control plane only, serves a mirror of
+// 10,000 partitions (seedBigMirror), on which the console's cost is
+// measured.
 //
 // It needs node, Chromium and `npm ci` in web/e2e. Without them it skips,
 // unless KMIRROR_BROWSER_TESTS=required (as .ci/run sets), when it fails.
 // KMIRROR_SCREENSHOTS=dir keeps the screenshots; docs/screenshots holds the
 // current ones, refreshed with KMIRROR_SCREENSHOTS=$PWD/docs/screenshots.
+// KMIRROR_CONSOLE_TESTS=regexp runs only the browser tests whose names
+// match (node's --test-name-pattern); most continue from the state the
+// ones before them left, so that is for those that do not.
 func TestConsoleInBrowser(t *testing.T) {
 	if missing := browserTestsMissing(); missing != "" {
 		if os.Getenv("KMIRROR_BROWSER_TESTS") == "required" {
@@ -62,36 +68,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	const operatorToken = "browser-operator-token"
 	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token", File: []api.Token{
 		{Name: "browser-ci", Role: api.RoleOperator, Hash: sha256.Sum256([]byte(operatorToken))}}}
-	ready := make(chan string, 1)
-	serverErr := make(chan error, 1)
-	go func() {
-		serverErr <- runServer(ctx, serverConfig{
-			Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser",
-			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-			LeaseTTL:           15 * time.Second,
-			LeaseRenewInterval: 5 * time.Second,
-			SourceTimeout:      5 * time.Second,
-			HistoryInterval:    time.Second,
-			Tokens:             tokens,
-			Logger:             slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-			Ready:              func(addr string) { ready <- addr },
-		})
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-serverErr:
-		t.Fatalf("server: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("server not ready within 60s")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-serverErr:
-		case <-time.After(30 * time.Second):
-			t.Error("server did not stop within 30s")
-		}
+	addr := startConsoleServer(ctx, t, serverConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser",
+		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+		LeaseTTL:           15 * time.Second,
+		LeaseRenewInterval: 5 * time.Second,
+		SourceTimeout:      5 * time.Second,
+		HistoryInterval:    time.Second,
+		Tokens:             tokens,
+	})
+	bigAddr := startConsoleServer(ctx, t, serverConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: seedBigMirror(t), InstanceID: "browser-big",
+		LeaseTTL: 15 * time.Second, LeaseRenewInterval: 5 * time.Second, Tokens: tokens,
 	})
 
 	shots := os.Getenv("KMIRROR_SCREENSHOTS")
@@ -102,10 +90,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	runCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
 	defer stop()
-	cmd := exec.CommandContext(runCtx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1", "console.test.mjs")
+	args := []string{"--test", "--test-reporter=spec", "--test-concurrency=1"}
+	if only := os.Getenv("KMIRROR_CONSOLE_TESTS"); only != "" {
+		args = append(args, "--test-name-pattern="+only)
+	}
+	cmd := exec.CommandContext(runCtx, "node", append(args, "console.test.mjs")...)
 	cmd.Dir = consoleE2E
 	cmd.Env = append(os.Environ(),
 		"KMIRROR_URL=http://"+addr,
+		"KMIRROR_BIG_URL=http://"+bigAddr,
 		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
 		"KMIRROR_READ_TOKEN="+tokens.Read,
 		"KMIRROR_OPERATOR_TOKEN="+operatorToken,
@@ -121,6 +114,93 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
 	}
+}
+
+// startConsoleServer runs a server with cfg until ctx ends and returns
+// the address it serves on; the test's cleanup waits for it to stop.
+func startConsoleServer(ctx context.Context, t *testing.T, cfg serverConfig) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	ready := make(chan string, 1)
+	serverErr := make(chan error, 1)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Ready = func(addr string) { ready <- addr }
+	go func() { serverErr <- runServer(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-serverErr:
+		case <-time.After(30 * time.Second):
+			t.Errorf("server %s did not stop within 30s", cfg.InstanceID)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr
+	case err := <-serverErr:
+		t.Fatalf("server %s: %v", cfg.InstanceID, err)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server %s not ready within 60s", cfg.InstanceID)
+	}
+	return ""
+}
+
+// bigMirror shapes the mirror the console's cost test reads: 10,000
+// partitions in one mirror, as 90 topics of 100 partitions (t01 … t90) and
+// one of 1,000 (wide).
+const (
+	bigTopics          = 90
+	bigTopicPartitions = 100
+	bigWidePartitions  = 1_000
+)
+
+// seedBigMirror returns a database holding mirror big, its topics and
+// partitions written straight into the tables, as an add and the workers
+// would leave them. No worker runs them (the server that serves big has no
+// destination: it runs the control plane only), so nothing but the test
+// changes what the console shows. Each partition lags 12 records. Partition
+// 7 of each topic is FAILED with an error (91), and partition 8 of t10,
+// t20, … t90 retries one in MIRRORING (9): 100 with an error, two pages of
+// the console's attention list. t03's first three partitions kept a
+// divergent tail.
+func seedBigMirror(t *testing.T) string {
+	t.Helper()
+	dbURL := testdb.New(t)
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO mirrors (name, bootstrap_servers) VALUES ('big', 'source.example:9092')`, nil},
+		{`INSERT INTO mirror_topics (mirror, topic, desired_state, read_only_enforced)
+			SELECT 'big', 't' || lpad(g::text, 2, '0'), 'mirroring', true FROM generate_series(1, $1::int) g
+			UNION ALL SELECT 'big', 'wide', 'mirroring', true`, []any{bigTopics}},
+		{`INSERT INTO mirror_partitions (mirror, topic, partition, state, src_next, dst_next, source_end_offset,
+				destination_end_offset, progressed_at, error, retry_attempt)
+			SELECT 'big', t.topic, p,
+				CASE WHEN p = 7 THEN 'FAILED' ELSE 'MIRRORING' END, 1000, 990, 1012, 990, now(),
+				CASE WHEN p = 7 THEN 'source topic ' || t.topic || ' was recreated'
+					WHEN p = 8 AND t.topic ~ '0$' THEN 'fetch from the source: connection refused; retrying' END,
+				CASE WHEN p = 7 THEN 2 ELSE 0 END
+			FROM mirror_topics t, generate_series(0, $1::int - 1) p
+			WHERE t.mirror = 'big' AND (t.topic = 'wide' OR p < $2::int)`, []any{bigWidePartitions, bigTopicPartitions}},
+		{`UPDATE mirror_partitions SET divergent_tail_start = 20, divergent_tail_end = 23, divergent_tail_records = 3
+			WHERE mirror = 'big' AND topic = 't03' AND partition < 3`, nil},
+		{`ANALYZE`, nil},
+	} {
+		if _, err := conn.Exec(t.Context(), st.sql, st.args...); err != nil {
+			t.Fatalf("seed the big mirror: %v\n%s", err, st.sql)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM mirror_partitions WHERE mirror = 'big'`).Scan(&n); err != nil || n != 10_000 {
+		t.Fatalf("the big mirror has %d partitions (%v), want 10,000", n, err)
+	}
+	return dbURL
 }
 
 // seedFailback makes the topics of the console's failback test (add with

@@ -3,7 +3,8 @@
 // with demo traffic, kfake destination) that TestConsoleInBrowser starts.
 // The tests run in order: each continues from the state the last one left.
 //
-// Environment: KMIRROR_URL, KMIRROR_ADMIN_TOKEN, KMIRROR_READ_TOKEN,
+// Environment: KMIRROR_URL, KMIRROR_BIG_URL (a second server, whose mirror
+// big has 10,000 partitions), KMIRROR_ADMIN_TOKEN, KMIRROR_READ_TOKEN,
 // KMIRROR_SOURCE and KMIRROR_DESTINATION (bootstrap servers), and
 // KMIRROR_SCREENSHOTS (a directory; screenshots are saved there).
 
@@ -66,18 +67,18 @@ async function newPage(viewport) {
   return p;
 }
 
-async function signIn(p, token) {
-  await p.goto(`${base}/#/`);
+async function signIn(p, token, url = base) {
+  await p.goto(`${url}/#/`);
   await p.getByRole('heading', { name: 'Sign in' }).waitFor();
   await p.getByLabel('API token').fill(token);
   await p.getByRole('button', { name: 'Sign in' }).click();
 }
 
-async function shot(p, name) {
+async function shot(p, name, { fullPage = true } = {}) {
   if (!shots) return;
   mkdirSync(shots, { recursive: true });
   await p.evaluate(() => { document.getElementById('toast').hidden = true; });
-  await p.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true });
+  await p.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
 }
 
 // shotOf saves a screenshot of one element, such as an open dialog.
@@ -286,29 +287,6 @@ test('an action whose wait runs out shows the counts so far and says the rest co
   await topicItem(page, 'orders').getByText('MIRRORING 3').waitFor(LONG);
 });
 
-test('the mirror page reads every page of GET /v1/partitions', async () => {
-  // Pages of 2 rows: the 5 partitions of orders and payments take three.
-  const isPartitions = (url) => url.pathname === '/v1/partitions';
-  const asked = [];
-  await page.route(isPartitions, (route) => {
-    const url = new URL(route.request().url());
-    url.searchParams.set('limit', '2');
-    asked.push(url.searchParams.get('cursor'));
-    return route.continue({ url: url.toString() });
-  });
-  try {
-    await page.reload();
-    await expand(page, 'orders');
-    await expand(page, 'payments');
-    const rows = (topic) => topicItem(page, topic).locator('table.partitions tbody tr');
-    await waitFor('3 rows of orders and 2 of payments', async () => await rows('orders').count() === 3 && await rows('payments').count() === 2);
-    assert.deepEqual(await rows('orders').evaluateAll((trs) => trs.map((tr) => tr.cells[0].textContent)), ['0', '1', '2']);
-    assert.ok(asked.includes(null) && asked.filter(Boolean).length >= 2, `cursors asked for: ${JSON.stringify(asked)}`);
-  } finally {
-    await page.unroute(isPartitions);
-  }
-});
-
 test('live: while the event stream is refused the page polls, then it goes live again', async () => {
   const item = topicItem(page, 'orders');
   // The stream is refused from now on; a reload drops the open one.
@@ -508,13 +486,22 @@ test('fail back: add with continue shows each partition\'s plan, refuses one tha
 test('a kept divergent tail shows on the mirror page', async () => {
   // A tail is only kept after a failover in the other direction, which
   // this server has not had: the partition rows are given one on the way.
+  // The page reads the tails with divergent_tail=true: that request is
+  // answered with fb-copied's partition 1 as it would be with one.
   const isPartitions = (url) => url.pathname === '/v1/partitions';
   await page.route(isPartitions, async (route) => {
-    const res = await route.fetch();
+    const url = new URL(route.request().url());
+    const tailsOnly = url.searchParams.get('divergent_tail') === 'true';
+    if (tailsOnly) {
+      url.searchParams.delete('divergent_tail');
+      url.searchParams.set('topic', 'fb-copied');
+    }
+    const res = await route.fetch({ url: url.toString() });
     const body = await res.json();
     for (const p of body.partitions) {
       if (p.topic === 'fb-copied' && p.partition === 1) p.divergent_tail = { start_offset: 20, end_offset: 23, records: 3 };
     }
+    if (tailsOnly) body.partitions = body.partitions.filter((p) => p.divergent_tail);
     return route.fulfill({ response: res, json: body });
   });
   try {
@@ -661,6 +648,167 @@ test('a 401 takes the user back to the token prompt', async () => {
   await page.reload();
   await page.getByRole('heading', { name: 'Sign in' }).waitFor();
   await page.getByText('That token was not accepted').waitFor();
+});
+
+// apiRequests records the /v1 requests p makes, the event stream aside:
+// each with its URL and a promise of its body's size in bytes.
+function apiRequests(p) {
+  const seen = [];
+  p.on('request', (r) => {
+    const url = new URL(r.url());
+    if (!url.pathname.startsWith('/v1/') || url.pathname === '/v1/events') return;
+    const bytes = r.response().then((res) => (res ? res.body().then((b) => b.length) : 0)).catch(() => 0);
+    seen.push({ url, bytes });
+  });
+  return seen;
+}
+
+// costOf runs fn and returns the /v1 requests the page made from its start
+// until none had been made for quietMs, with their bytes.
+async function costOf(seen, fn, quietMs = 1_000) {
+  const from = seen.length;
+  await fn();
+  let n = -1;
+  while (n !== seen.length) {
+    n = seen.length;
+    await new Promise((r) => setTimeout(r, quietMs));
+  }
+  const made = seen.slice(from);
+  const sizes = await Promise.all(made.map((r) => r.bytes));
+  return {
+    requests: made.length,
+    bytes: sizes.reduce((a, b) => a + b, 0),
+    list: made.map((r, i) => `${r.url.pathname}${r.url.search} ${sizes[i]} B`),
+  };
+}
+
+test('a mirror of 10,000 partitions: the page renders in under 1 s, and an event costs it a few small requests', async () => {
+  // Served by a second server, control plane only: nothing but this test
+  // changes the 10,000 partitions of big (t01 … t90 of 100, wide of 1,000;
+  // 100 with an error, t03's first three with a kept tail).
+  const bigBase = env('KMIRROR_BIG_URL');
+  const topics = 91;
+  const p = await newPage(DESKTOP);
+  const seen = apiRequests(p);
+  const report = [];
+  const note = (what, cost) => report.push(`${what}: ${cost.requests} request(s), ${cost.bytes} B\n    ${cost.list.join('\n    ')}`);
+  // __renderedAt is when the page first showed the mirror: its heading, the
+  // lifecycle picture and every topic.
+  await p.addInitScript((n) => {
+    const check = () => {
+      if (window.__renderedAt || document.querySelector('h1')?.textContent !== 'big') return;
+      if (document.querySelector('svg.lifecycle') && document.querySelectorAll('li.topic').length === n) window.__renderedAt = performance.now();
+    };
+    new MutationObserver(check).observe(document, { childList: true, subtree: true });
+  }, topics);
+  try {
+    await signIn(p, env('KMIRROR_ADMIN_TOKEN'), bigBase);
+    await p.getByRole('link', { name: 'big' }).waitFor(LONG);
+
+    const navigate = await costOf(seen, () => p.evaluate(async () => {
+      window.__renderedAt = 0;
+      const start = performance.now();
+      location.hash = '#/mirrors/big';
+      while (!window.__renderedAt) await new Promise((r) => setTimeout(r, 5));
+      window.__navigateMs = window.__renderedAt - start;
+    }));
+    const navigateMs = await p.evaluate(() => window.__navigateMs);
+    note(`from the overview, rendered in ${navigateMs.toFixed(0)} ms`, navigate);
+    const load = await costOf(seen, async () => {
+      await p.reload();
+      await p.waitForFunction(() => window.__renderedAt > 0);
+    });
+    const loadMs = await p.evaluate(() => window.__renderedAt);
+    note(`a reload, rendered ${loadMs.toFixed(0)} ms after navigation start`, load);
+    assert.ok(navigateMs < 1_000, `the mirror page took ${navigateMs} ms from the overview`);
+    assert.ok(loadMs < 1_000, `the mirror page took ${loadMs} ms to load`);
+    assert.ok(load.requests <= 8 && load.bytes <= 150_000, `the mirror page's load cost:\n${load.list.join('\n')}`);
+    // The counts are the server's: every partition, though none was read.
+    assert.match(await p.getByRole('img', { name: /^Partition lifecycle\./ }).getAttribute('aria-label'),
+      /MIRRORING: 9909, .*FAILED: 91\./);
+    await shot(p, 'mirror-10000-partitions-desktop', { fullPage: false });
+    // An event: another client pauses t01. The count starts right after one
+    // of the page's 5-second polls (the history is read only on those), so
+    // that it is the event's cost alone.
+    const act = (action, topic) => fetch(`${bigBase}/v1/mirrors/big/topics:${action}`, {
+      method: 'POST', body: JSON.stringify({ topic }),
+      headers: { Authorization: `Bearer ${env('KMIRROR_ADMIN_TOKEN')}`, 'Content-Type': 'application/json' },
+    }).then((r) => assert.equal(r.status, 200, `${action} ${topic}`));
+    const afterPoll = async () => {
+      await p.waitForEvent('requestfinished', { predicate: (r) => new URL(r.url()).pathname === '/v1/history', timeout: 15_000 });
+      await new Promise((r) => setTimeout(r, 200));
+    };
+    const paused = (topic) => topicItem(p, topic).locator('.badge.desired-paused').waitFor(LONG);
+    await afterPoll();
+    const pause = await costOf(seen, async () => {
+      await act('pause', 't01');
+      await paused('t01');
+    });
+    note('a pause of t01', pause);
+    assert.ok(pause.requests <= 4, `a pause cost ${pause.requests} requests:\n${pause.list.join('\n')}`);
+    assert.ok(pause.bytes <= 100_000, `a pause cost ${pause.bytes} bytes:\n${pause.list.join('\n')}`);
+
+    // What needs attention: 50 of the 100 with an error, FAILED first,
+    // and the next 50 on request; the kept tails.
+    const errors = p.getByRole('region', { name: '91 partition(s) FAILED' });
+    assert.equal(await errors.locator('ul.errors li').count(), 50);
+    assert.match(await errors.locator('ul.errors li').first().innerText(), /^FAILED t01\/7: source topic t01 was recreated/);
+    await errors.getByRole('button', { name: 'Show 50 more' }).click();
+    await waitFor('100 partitions with an error', async () => await errors.locator('ul.errors li').count() === 100);
+    assert.equal(await errors.getByRole('button', { name: /^Show/ }).count(), 0, 'more is offered after the last page');
+    await p.getByRole('region', { name: '3 partition(s) kept a divergent tail' }).waitFor();
+
+    // Opening a topic reads its first page, and its history; more reads the
+    // next page.
+    const wide = topicItem(p, 'wide');
+    const rows = wide.locator('table.partitions tbody tr');
+    const open = await costOf(seen, () => expand(p, 'wide'));
+    note('opening wide', open);
+    assert.equal(await rows.count(), 100);
+    await wide.getByText('100 of 1,000 partitions of wide shown').waitFor();
+    await wide.getByRole('button', { name: 'Show 100 more' }).click();
+    await waitFor('200 rows of wide', async () => await rows.count() === 200);
+    assert.equal(await p.evaluate(() => document.activeElement?.textContent), 'Show 100 more', 'focus left the more button');
+    await wide.locator('p.more').scrollIntoViewIfNeeded();
+    await shot(p, 'mirror-10000-partitions-topic-page', { fullPage: false });
+    // An event about wide reads the 200 rows shown again, in one request.
+    await afterPoll();
+    const widePause = await costOf(seen, async () => {
+      await act('pause', 'wide');
+      await paused('wide');
+    });
+    note('a pause of wide, open with 200 rows', widePause);
+    assert.ok(widePause.requests <= 5, `a pause of wide cost ${widePause.requests} requests:\n${widePause.list.join('\n')}`);
+    assert.ok(widePause.list.some((r) => r.includes('topic=wide') && r.includes('limit=200')), `wide's rows were not read again:\n${widePause.list.join('\n')}`);
+    assert.equal(await rows.count(), 200);
+
+    // A burst: ten pauses at once fold into one refresh, or two.
+    await afterPoll();
+    const burst = ['t11', 't12', 't13', 't14', 't15', 't16', 't17', 't18', 't19', 't20'];
+    const many = await costOf(seen, async () => {
+      await Promise.all(burst.map((t) => act('pause', t)));
+      for (const t of burst) await paused(t);
+    });
+    note('ten pauses at once', many);
+    assert.ok(many.requests <= 10, `ten pauses cost ${many.requests} requests:\n${many.list.join('\n')}`);
+
+    await axeCheck(p, 'mirror page of 10,000 partitions');
+
+    // The failover dialog lists a topic's partitions a page at a time too.
+    await wide.getByRole('group', { name: 'Actions for wide' }).getByRole('button', { name: 'Remove' }).click();
+    const dlg = dialog(p);
+    const listed = dlg.getByRole('region', { name: 'Records not yet mirrored per partition' }).locator('tbody tr');
+    await dlg.getByText('12,000 source record(s) are not mirrored yet').waitFor();
+    await waitFor('100 partitions in the failover dialog', async () => await listed.count() === 100);
+    await dlg.getByRole('button', { name: 'Show 100 more' }).click();
+    await waitFor('200 partitions in the failover dialog', async () => await listed.count() === 200);
+    assert.equal(await p.evaluate(() => document.activeElement?.textContent), 'Show 100 more', 'focus left the more button');
+    await axeCheck(p, 'failover dialog of a topic of 1,000 partitions');
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+  } finally {
+    console.log(`the mirror page of 10,000 partitions:\n  ${report.join('\n  ')}`);
+    await p.context().close();
+  }
 });
 
 test('no page error and no content-policy violation happened', () => {

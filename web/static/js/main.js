@@ -24,10 +24,42 @@ const session = {
   get canAdmin() { return this.role === 'admin'; },
 };
 
-let page = null; // {refresh(event), destroy()}
+let page = null; // {refresh(change), wants(event), destroy()}
 let live = null;
 let refreshing = null;
-let pending = false;
+let pending = null; // the change that arrived during a refresh
+
+/**
+ * A change says what a refresh should read again: poll when lag and rates
+ * may have moved (a poll tick, a page's first read), and topics, the
+ * topics the events were about (null: anything may have changed).
+ */
+const EVERYTHING = { poll: true, topics: null };
+
+// Events come in bursts: pausing a topic changes the state of each of its
+// partitions, twice. A page is refreshed once the events have paused for
+// EVENT_QUIET_MS, and at the latest EVENT_MAX_WAIT_MS after the first event
+// it has not shown yet: a burst costs a refresh or two, not one per event.
+const EVENT_QUIET_MS = 250;
+const EVENT_MAX_WAIT_MS = 1000;
+let burst = null; // {change, first, timer}
+
+function onEvent(ev) {
+  if (page?.wants && !page.wants(ev)) return;
+  burst ??= { change: { poll: false, topics: new Set() }, first: Date.now() };
+  burst.change = merge(burst.change, { poll: false, topics: ev.topic ? new Set([ev.topic]) : null });
+  clearTimeout(burst.timer);
+  burst.timer = setTimeout(() => {
+    const { change } = burst;
+    burst = null;
+    refresh(change);
+  }, Math.max(0, Math.min(EVENT_QUIET_MS, burst.first + EVENT_MAX_WAIT_MS - Date.now())));
+}
+
+function merge(a, b) {
+  if (!a) return b;
+  return { poll: a.poll || b.poll, topics: a.topics && b.topics ? new Set([...a.topics, ...b.topics]) : null };
+}
 
 function route() {
   const path = location.hash.replace(/^#/, '') || '/';
@@ -58,19 +90,19 @@ async function show() {
   else if (r.name === 'new') self = newMirrorPage(ctx);
   else self = overviewPage(ctx);
   page = self;
-  await refresh(null);
+  await refresh(EVERYTHING);
   main.focus({ preventScroll: true });
 }
 
-/** refresh re-renders the page; calls that arrive meanwhile fold into one. */
-async function refresh(event) {
+/** refresh re-renders the page; changes that arrive meanwhile fold into one. */
+async function refresh(change) {
   if (refreshing) {
-    pending = true;
+    pending = merge(pending, change);
     return refreshing;
   }
   refreshing = (async () => {
     try {
-      await page?.refresh(event);
+      await page?.refresh(change);
     } catch (err) {
       if (!(err instanceof ApiError && err.status === 401)) console.warn('refresh failed', err);
     }
@@ -78,8 +110,9 @@ async function refresh(event) {
   await refreshing;
   refreshing = null;
   if (pending) {
-    pending = false;
-    return refresh(null);
+    const next = pending;
+    pending = null;
+    return refresh(next);
   }
   return undefined;
 }
@@ -132,7 +165,7 @@ async function start() {
     return;
   }
   showIdentity();
-  live = new Live((ev) => refresh(ev), setLive);
+  live = new Live((ev) => (ev ? onEvent(ev) : refresh(EVERYTHING)), setLive);
   live.start();
   await show();
 }

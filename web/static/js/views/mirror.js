@@ -1,22 +1,50 @@
-// A mirror's page: its lifecycle picture and charts, the topics with their
-// partitions (FAILED first, errors in full), filters, actions and the
-// offset translator. The controls are built once; the data regions are
-// re-rendered on every change so typing and focus are never lost.
+// A mirror's page: its lifecycle picture and charts, what needs attention
+// (errors in full, kept divergent tails), the topics, filters, actions and
+// the offset translator.
+//
+// Its cost does not grow with the mirror. It reads the server's aggregates:
+// the mirror's partitions per state, lag and rate, and each topic's. Of the
+// partitions it reads bounded pages only: those with an error or a kept
+// tail, and an open topic's, a page at a time. A refresh re-reads what is
+// shown, a few small requests; the history (the charts) is read on the
+// 5-second polls, not on each event, and per topic only while a topic is
+// open. The controls are built once; the data regions are re-rendered on
+// every change so typing and focus are never lost.
 
-import { get, getAll, seg, ApiError } from '../api.js';
+import { get, seg, ApiError } from '../api.js';
 import { h, replace, uid } from '../dom.js';
-import { count, rate, time, ago } from '../format.js';
+import { count, rate, time, ago, regexQuote } from '../format.js';
 import { stateBadge, stateBadges, desiredBadge } from '../badges.js';
 import { lineChart } from '../charts.js';
 import { lifecycle, STATES } from '../lifecycle.js';
 import { keepFocus } from '../focus.js';
-import { syncCell } from './overview.js';
+import { syncCell, SYNC_KINDS, failedKinds } from '../sync.js';
+import { PartitionPages, moreButton } from '../partition_pages.js';
+import { errorsView, tailsView } from './attention.js';
 import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
 import { tailText } from './continuation.js';
 
+// ATTENTION_PAGE is how many partitions with an error, or with a kept
+// tail, are read at a time.
+const ATTENTION_PAGE = 50;
+// TOPIC_PAGE is how many partitions of an open topic are read at a time.
+const TOPIC_PAGE = 100;
+
+const NO_HISTORY = { series: [], window_seconds: 600 };
+
 export function mirrorPage({ session, main, isCurrent }, name) {
-  const view = { name, expanded: new Set(), stateFilter: '', textFilter: '', data: null };
+  const view = {
+    name, stateFilter: '', textFilter: '', data: null,
+    // open holds the PartitionPages of each open topic, by name.
+    open: new Map(),
+    errors: new PartitionPages({ mirror: name, erroring: true }, { pageSize: ATTENTION_PAGE }),
+    tails: new PartitionPages({ mirror: name, divergent_tail: true }, { pageSize: ATTENTION_PAGE }),
+    history: NO_HISTORY,
+    // historyPerTopic: view.history has a series per topic, not only the
+    // mirror's total.
+    historyPerTopic: false,
+  };
   const regions = {
     head: h('div', { class: 'mirror-head' }, h('p', { class: 'loading', role: 'status' }, `Loading mirror ${name}…`)),
     attention: h('div'),
@@ -24,12 +52,43 @@ export function mirrorPage({ session, main, isCurrent }, name) {
     topics: h('div'),
     translate: h('div'),
   };
-  const rerender = () => { if (view.data) render(view, regions, session); };
+  const rerender = () => { if (view.data && isCurrent()) render(view, regions, session); };
   view.rerender = rerender;
 
-  const stateSel = h('select', { onchange: (e) => { view.stateFilter = e.target.value; rerender(); } },
-    h('option', { value: '' }, 'All states'), STATES.map((s) => h('option', { value: s }, s)));
-  const textIn = h('input', { type: 'search', placeholder: 'topic, error or owner', oninput: (e) => { view.textFilter = e.target.value.trim().toLowerCase(); rerender(); } });
+  // topicPages reads a topic's partitions, in the state the filter names.
+  const topicPages = (topic) => new PartitionPages(
+    { mirror: name, topic: regexQuote(topic), state: view.stateFilter }, { pageSize: TOPIC_PAGE });
+  // loadHistory reads the mirror's total series, and the per-topic ones
+  // while a topic is open. Without mirror the answer has each mirror's
+  // total only: its size does not grow with the mirror's topics.
+  const loadHistory = async () => {
+    const perTopic = view.open.size > 0;
+    const history = await get('/v1/history', perTopic ? { mirror: name } : undefined).catch(() => null);
+    if (history) Object.assign(view, { history, historyPerTopic: perTopic });
+  };
+  // settle re-renders once the reads are done, whatever their outcome.
+  const settle = (...reads) => Promise.allSettled(reads).then(rerender);
+  view.toggle = (topic) => {
+    if (view.open.delete(topic)) {
+      rerender();
+      return;
+    }
+    const pages = topicPages(topic);
+    view.open.set(topic, pages);
+    rerender();
+    settle(pages.reload(), view.historyPerTopic ? null : loadHistory());
+  };
+
+  const stateSel = h('select', {
+    onchange: (e) => {
+      view.stateFilter = e.target.value;
+      // The open topics show the partitions in that state: read again.
+      for (const topic of view.open.keys()) view.open.set(topic, topicPages(topic));
+      rerender();
+      settle(...[...view.open.values()].map((p) => p.reload()));
+    },
+  }, h('option', { value: '' }, 'All states'), STATES.map((s) => h('option', { value: s }, s)));
+  const textIn = h('input', { type: 'search', placeholder: 'topic name', oninput: (e) => { view.textFilter = e.target.value.trim().toLowerCase(); rerender(); } });
   const stateId = uid('f');
   const textId = uid('f');
   stateSel.id = stateId;
@@ -46,23 +105,35 @@ export function mirrorPage({ session, main, isCurrent }, name) {
         session.canOperate ? h('button', { type: 'button', class: 'btn primary', onclick: () => addTopicsDialog(name, refreshNow) }, 'Add topics…') : null),
       h('div', { class: 'filters', role: 'search', 'aria-label': 'Filter topics and partitions' },
         h('div', { class: 'field inline' }, h('label', { for: stateId }, 'State'), stateSel),
-        h('div', { class: 'field inline' }, h('label', { for: textId }, 'Filter'), textIn)),
+        h('div', { class: 'field inline' }, h('label', { for: textId }, 'Topic'), textIn)),
       regions.topics),
     h('section', { 'aria-labelledby': 'tr-h' }, h('h2', { id: 'tr-h' }, 'Translate an offset'), regions.translate));
 
   let refreshNow = () => {};
   const page = {
-    async refresh() {
+    /** wants says whether an event may change what this page shows. */
+    wants: (ev) => !ev.mirror || ev.mirror === name,
+    /**
+     * refresh reads what the page shows. change.topics names the topics
+     * the events since the last refresh were about (null: any); an open
+     * topic's rows are read again only when it is among them. change.poll
+     * is a poll, when lag and rates have moved: everything is read, the
+     * history included.
+     */
+    async refresh(change = { poll: true, topics: null }) {
+      const first = !view.data;
+      const reread = [...view.open].filter(([topic]) => change.poll || !change.topics || change.topics.has(topic))
+        .map(([, pages]) => pages.reload().catch(() => {}));
       let mirror;
       let topics;
-      let parts;
-      let history;
       try {
-        [mirror, topics, parts, history] = await Promise.all([
+        [mirror, topics] = await Promise.all([
           get(`/v1/mirrors/${seg(name)}`),
           get(`/v1/mirrors/${seg(name)}/topics`),
-          getAll('/v1/partitions', { mirror: name }, 'partitions'),
-          get('/v1/history', { mirror: name }).catch(() => ({ series: [], window_seconds: 600 })),
+          first || change.poll ? loadHistory() : null,
+          view.errors.reload().catch(() => {}),
+          view.tails.reload().catch(() => {}),
+          ...reread,
         ]);
       } catch (err) {
         if (!isCurrent()) return;
@@ -76,9 +147,10 @@ export function mirrorPage({ session, main, isCurrent }, name) {
         throw err;
       }
       if (!isCurrent()) return;
-      const firstTime = !view.data;
-      view.data = { mirror, topics: topics.topics, parts, history };
-      if (firstTime) {
+      view.data = { mirror, topics: topics.topics };
+      const names = new Set(view.data.topics.map((t) => t.topic));
+      for (const topic of view.open.keys()) if (!names.has(topic)) view.open.delete(topic);
+      if (first) {
         view.translate = translateForm(name, () => view.data.topics);
         replace(regions.translate, view.translate.el);
       }
@@ -88,9 +160,9 @@ export function mirrorPage({ session, main, isCurrent }, name) {
   };
   refreshNow = () => page.refresh();
   view.actions = {
-    pause: (t) => pauseDialog(name, t, view.data.parts, refreshNow),
+    pause: (t) => pauseDialog(name, t, refreshNow),
     resume: (t) => resumeDialog(name, t, refreshNow),
-    remove: (t) => removeDialog(name, t, view.data.parts, refreshNow),
+    remove: (t) => removeDialog(name, t, refreshNow),
     restart: (t) => restartDialog(name, t, refreshNow),
     sync: () => syncDialog(name, refreshNow),
     config: () => configDialog(view.data.mirror, refreshNow),
@@ -100,12 +172,12 @@ export function mirrorPage({ session, main, isCurrent }, name) {
 }
 
 function render(view, regions, session) {
-  const { mirror, topics, parts, history } = view.data;
+  const { mirror } = view.data;
   keepFocus(document.getElementById('main'), () => {
     replace(regions.head, headView(mirror, session, view.actions));
-    replace(regions.attention, attentionView(parts), tailsView(parts));
-    replace(regions.pictures, picturesView(parts, history));
-    replace(regions.topics, topicsView(view, topics, parts, history, session));
+    replace(regions.attention, errorsView(mirror.status, view.errors, view.rerender), tailsView(view.tails, view.rerender));
+    replace(regions.pictures, picturesView(mirror, view.history));
+    replace(regions.topics, topicsView(view, session));
   });
 }
 
@@ -116,6 +188,7 @@ function headView(m, session, actions) {
       h('div', {}, h('dt', {}, 'Source'), h('dd', { class: 'mono wrap' }, m.source.bootstrap_servers)),
       h('div', {}, h('dt', {}, 'Security'), h('dd', {}, m.source.security_protocol || 'PLAINTEXT')),
       h('div', {}, h('dt', {}, 'Last metadata sync'), h('dd', {}, syncCell(m.last_sync))),
+      h('div', {}, h('dt', {}, 'Partitions'), h('dd', {}, count(m.status?.partitions))),
       h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
       h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag)))),
     m.state === 'needs_credentials' ? credentialsNeeded(m) : null,
@@ -139,47 +212,20 @@ function credentialsNeeded(m) {
 }
 
 function syncErrors(s) {
-  const kinds = ['topic_configs', 'partitions', 'new_topics', 'deleted_topics', 'group_offsets', 'acls', 'paused_topics'];
-  const bad = kinds.filter((k) => s[k] && !s[k].ok);
+  const bad = failedKinds(s);
+  const label = new Map(SYNC_KINDS);
   return h('div', { class: 'callout error-box' }, h('p', {}, h('strong', {}, 'The last metadata sync failed:')),
-    h('ul', {}, bad.map((k) => h('li', {}, h('span', { class: 'mono' }, k), ': ', s[k].error || 'failed'))));
+    h('ul', {}, bad.map((k) => h('li', {}, h('span', { class: 'mono', title: label.get(k) }, k), ': ', s[k].error || 'failed'))));
 }
 
-// attentionView lists every FAILED partition first, with its error in full.
-function attentionView(parts) {
-  const failed = parts.filter((p) => p.state === 'FAILED');
-  const erroring = parts.filter((p) => p.state !== 'FAILED' && p.error);
-  if (!failed.length && !erroring.length) return null;
-  return h('section', { class: 'callout error-box', 'aria-labelledby': 'att-h' },
-    h('h2', { id: 'att-h' }, failed.length ? `${failed.length} partition(s) FAILED` : 'Partitions reporting errors'),
-    h('ul', { class: 'errors' }, [...failed, ...erroring].map((p) => h('li', {},
-      stateBadge(p.state), ' ', h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ',
-      h('span', { class: 'error-text' }, p.error || '(no message)'),
-      p.retry_attempt ? h('span', { class: 'muted' }, ` (retry ${p.retry_attempt})`) : null))));
-}
-
-// tailsView lists the divergent tails that failbacks kept: destination
-// records the source never had, which mirroring went on after. Nothing is
-// wrong, but someone may have to reprocess them, so they are not hidden in
-// the partition tables.
-function tailsView(parts) {
-  const kept = parts.filter((p) => p.divergent_tail);
-  if (!kept.length) return null;
-  return h('section', { class: 'callout note-box', 'aria-labelledby': 'tails-h' },
-    h('h2', { id: 'tails-h' }, `${kept.length} partition(s) kept a divergent tail`),
-    h('p', {}, 'Added with continue and keep divergent tail: these destination records were written after the last failover and the source never had them. Mirroring goes on after them; reprocess them if they matter.'),
-    h('ul', { class: 'errors' }, kept.map((p) => h('li', {},
-      h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ', tailText(p.divergent_tail), ' (destination offsets)'))));
-}
-
-function picturesView(parts, history) {
-  const counts = {};
-  for (const p of parts) counts[p.state] = (counts[p.state] || 0) + 1;
-  const total = history.series.find((s) => !s.topic);
+// picturesView draws the lifecycle with the mirror's partitions per state,
+// and its total lag and rate over the recent minutes.
+function picturesView(m, history) {
+  const total = history.series.find((s) => s.mirror === m.name && !s.topic);
   const pts = total ? total.points : [];
   const win = history.window_seconds || 600;
   return [
-    h('figure', { class: 'card' }, lifecycle(counts), h('figcaption', {}, 'Where each partition is in its lifecycle now')),
+    h('figure', { class: 'card' }, lifecycle(m.status?.states || {}), h('figcaption', {}, 'Where each partition is in its lifecycle now')),
     h('div', { class: 'chart-pair' },
       h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.lag })), label: 'Lag, all topics', windowSec: win }),
         h('figcaption', {}, 'Lag (records), all topics')),
@@ -188,39 +234,26 @@ function picturesView(parts, history) {
   ];
 }
 
-function matchesText(view, t, rows) {
-  const q = view.textFilter;
-  if (!q) return true;
-  return t.topic.toLowerCase().includes(q) || rows.some((p) => (p.error || '').toLowerCase().includes(q) || (p.owner || '').toLowerCase().includes(q));
-}
-
-function topicsView(view, topics, parts, history, session) {
+function topicsView(view, session) {
+  const { topics } = view.data;
   if (!topics.length) {
     return h('div', { class: 'empty-state' }, h('p', {}, 'This mirror has no topics yet.'),
       session.canOperate ? h('p', {}, 'Use “Add topics…” to pick source topics by pattern.') : null);
   }
-  const byTopic = new Map(topics.map((t) => [t.topic, []]));
-  for (const p of parts) byTopic.get(p.topic)?.push(p);
   const failedFirst = (a, b) => (b.states?.FAILED || 0) - (a.states?.FAILED || 0) || a.topic.localeCompare(b.topic);
-  const shown = [...topics].sort(failedFirst).filter((t) => {
-    const rows = byTopic.get(t.topic) || [];
-    if (view.stateFilter && !rows.some((p) => p.state === view.stateFilter)) return false;
-    return matchesText(view, t, rows);
-  });
+  const shown = [...topics].sort(failedFirst).filter((t) => (!view.stateFilter || (t.states?.[view.stateFilter] || 0) > 0)
+    && (!view.textFilter || t.topic.toLowerCase().includes(view.textFilter)));
   if (!shown.length) return h('p', { class: 'empty-state', role: 'status' }, 'No topic matches the filters.');
-  const series = new Map(history.series.filter((s) => s.topic).map((s) => [s.topic, s.points]));
-  return h('ul', { class: 'topics' }, shown.map((t) => topicItem(view, t, byTopic.get(t.topic) || [], series.get(t.topic) || [], history.window_seconds || 600, session)));
+  const series = new Map(view.history.series.filter((s) => s.topic).map((s) => [s.topic, s.points]));
+  return h('ul', { class: 'topics' }, shown.map((t) => topicItem(view, t, series.get(t.topic) || [], view.history.window_seconds || 600, session)));
 }
 
-function topicItem(view, t, rows, points, win, session) {
-  const open = view.expanded.has(t.topic);
+function topicItem(view, t, points, win, session) {
+  const open = view.open.has(t.topic);
   const panelId = `topic-panel-${t.topic}`;
   const toggle = h('button', {
     type: 'button', class: 'toggle', 'aria-expanded': String(open), 'aria-controls': panelId, 'data-focus-key': `toggle-${t.topic}`,
-    onclick: () => {
-      if (view.expanded.has(t.topic)) view.expanded.delete(t.topic); else view.expanded.add(t.topic);
-      view.rerender();
-    },
+    onclick: () => view.toggle(t.topic),
   }, h('span', { class: 'chev', 'aria-hidden': 'true' }, open ? '▾' : '▸'), h('span', { class: 'topic-name mono' }, t.topic));
   const ro = t.read_only_enforced === true ? 'read-only enforced' : t.read_only_enforced === false ? 'read-only not enforced' : 'read-only unknown';
   return h('li', { class: `topic${t.states?.FAILED ? ' failed' : ''}`, 'data-topic': t.topic },
@@ -237,7 +270,7 @@ function topicItem(view, t, rows, points, win, session) {
       h('div', { class: 'chart-pair' },
         h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${t.topic}`, windowSec: win }), h('figcaption', {}, `Lag of ${t.topic}`)),
         h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${t.topic}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${t.topic}`))),
-      partitionsTable(view, t, rows)) : null);
+      partitionsPanel(view, t)) : null);
 }
 
 function topicButtons(view, t) {
@@ -257,6 +290,24 @@ function topicButtons(view, t) {
   return h('div', { class: 'topic-actions', role: 'group', 'aria-label': `Actions for ${t.topic}` }, list);
 }
 
+// partitionsPanel shows the rows of an open topic read so far, and offers
+// the next page.
+function partitionsPanel(view, t) {
+  const pages = view.open.get(t.topic);
+  if (!pages.loaded) {
+    return pages.error
+      ? h('p', { class: 'error', role: 'alert' }, `Could not read the partitions of ${t.topic}: ${pages.error.message}`)
+      : h('p', { class: 'loading', role: 'status' }, `Reading the partitions of ${t.topic}…`);
+  }
+  const total = view.stateFilter ? (t.states?.[view.stateFilter] || 0) : t.partitions;
+  return [
+    pages.rows.length ? partitionsTable(t, pages.rows)
+      : h('p', { class: 'empty-state', role: 'status' }, `No partition of ${t.topic} is ${view.stateFilter || 'known yet'}.`),
+    moreButton(pages, { what: `partitions of ${t.topic}`, total: Math.max(total, pages.rows.length), focusKey: `more-${t.topic}`, rerender: view.rerender }),
+    pages.error ? h('p', { class: 'error', role: 'alert' }, `Could not read more partitions of ${t.topic}: ${pages.error.message}`) : null,
+  ];
+}
+
 // lastMirrored is the last record copied, "source → destination"; after a
 // failover it is where a failback continues from.
 function lastMirrored(p) {
@@ -264,9 +315,9 @@ function lastMirrored(p) {
   return `${count(p.last_mirrored_source_offset)} → ${count(p.last_mirrored_destination_offset)}`;
 }
 
-function partitionsTable(view, t, rows) {
-  const shown = rows.filter((p) => !view.stateFilter || p.state === view.stateFilter)
-    .sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
+// partitionsTable shows rows, FAILED first.
+function partitionsTable(t, rows) {
+  const shown = [...rows].sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
   // The tail's column shows only for a topic where a failback kept one.
   const tails = rows.some((p) => p.divergent_tail);
   const cols = [

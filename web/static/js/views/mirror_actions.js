@@ -5,11 +5,8 @@ import { call, get, post, seg } from '../api.js';
 import { h, uid } from '../dom.js';
 import { count } from '../format.js';
 import { modal, button, runAction, field } from '../dialogs.js';
+import { SYNC_KINDS } from '../sync.js';
 
-const SYNC_KINDS = [
-  ['topic_configs', 'Topic configs'], ['partitions', 'Partition counts'], ['new_topics', 'New topics'],
-  ['deleted_topics', 'Deleted topics'], ['group_offsets', 'Consumer group offsets'], ['acls', 'ACLs'], ['paused_topics', 'Paused topics'],
-];
 
 /** syncDialog runs one metadata sync pass now and shows each kind's result. */
 export function syncDialog(mirror, done) {

@@ -7,6 +7,7 @@ import { count, rate, time, ago } from '../format.js';
 import { stateBadges } from '../badges.js';
 import { sparkline } from '../charts.js';
 import { keepFocus } from '../focus.js';
+import { syncCell } from '../sync.js';
 
 export function overviewPage({ session, main, isCurrent }) {
   replace(main, h('p', { class: 'loading', role: 'status' }, 'Loading mirrors…'));
@@ -71,16 +72,6 @@ function mirrorRow(m, points) {
     h('td', { 'data-label': 'Lag, 10 min' }, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}`)),
     h('td', { class: 'num', 'data-label': 'Records/s' }, rate(st.records_per_sec)),
     h('td', { 'data-label': 'Last sync' }, syncCell(m.last_sync)));
-}
-
-/** syncCell summarises the last metadata sync: OK or failed, and when. */
-export function syncCell(s) {
-  if (!s) return h('span', { class: 'muted' }, 'not yet');
-  const failed = ['topic_configs', 'partitions', 'new_topics', 'deleted_topics', 'group_offsets', 'acls', 'paused_topics']
-    .filter((k) => s[k] && !s[k].ok);
-  return h('span', { class: 'sync' },
-    h('span', { class: `badge ${s.ok ? 'ok' : 'st-FAILED'}` }, s.ok ? 'OK' : `failed: ${failed.join(', ') || 'see mirror'}`), ' ',
-    time(s.finished_at), h('span', { class: 'muted' }, ` (${ago(s.finished_at)})`));
 }
 
 function instancesSection(instances) {

@@ -7,6 +7,7 @@
 import { post, seg } from '../api.js';
 import { h, uid } from '../dom.js';
 import { count, regexQuote } from '../format.js';
+import { PartitionPages, moreButton } from '../partition_pages.js';
 import { modal, button, runAction, field } from '../dialogs.js';
 import { WAIT, waitingNote, waitReport } from './wait_report.js';
 import { continuationPlan, continuationView } from './continuation.js';
@@ -124,14 +125,10 @@ function check(input, label, hint, cls = '') {
     h('div', { class: 'field check' }, input, h('label', { for: input.id }, label)), hintEl);
 }
 
-function partitionCount(parts, topic) {
-  return parts.filter((p) => p.topic === topic).length;
-}
-
 /** pauseDialog: stop fetching one topic; it stays read-only. */
-export function pauseDialog(mirror, t, parts, done) {
+export function pauseDialog(mirror, t, done) {
   const dlg = modal(`Pause ${t.topic}`);
-  dlg.body.append(h('p', {}, `Mirroring of ${t.topic} (${count(partitionCount(parts, t.topic))} partitions) stops after the records in flight. `,
+  dlg.body.append(h('p', {}, `Mirroring of ${t.topic} (${count(t.partitions)} partitions) stops after the records in flight. `,
     'The destination topic stays read-only; lag grows until you resume.'));
   const confirm = button('Pause', async () => {
     await runAction(dlg, confirm, () => act(dlg, mirror, 'pause', exactly(t.topic), 'PAUSED'),
@@ -157,13 +154,12 @@ export function resumeDialog(mirror, t, done) {
 
 /**
  * removeDialog is failover: the topic stops being mirrored and becomes
- * writable. It lists the records per partition that are not mirrored yet
- * and asks for the topic's name to be typed.
+ * writable. It says how many records are not mirrored yet, lists them per
+ * partition a page at a time, and asks for the topic's name to be typed.
  */
-export function removeDialog(mirror, t, parts, done) {
+export function removeDialog(mirror, t, done) {
   const dlg = modal(`Fail over ${t.topic}`, { wide: true });
-  const rows = parts.filter((p) => p.topic === t.topic).sort((a, b) => a.partition - b.partition);
-  const missing = rows.reduce((n, p) => n + (p.lag || 0), 0);
+  const pages = new PartitionPages({ mirror, topic: regexQuote(t.topic) }, { pageSize: 100 });
   const typed = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', class: 'mono' });
   const confirm = button('Fail over', async () => {
     await runAction(dlg, confirm, () => act(dlg, mirror, 'remove', exactly(t.topic), 'STOPPED'),
@@ -171,14 +167,25 @@ export function removeDialog(mirror, t, parts, done) {
     done();
   }, { danger: true, disabled: true });
   typed.addEventListener('input', () => { confirm.disabled = typed.value !== t.topic; });
+  const tbody = h('tbody', {});
+  const region = h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Records not yet mirrored per partition', tabindex: '0' },
+    h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'num' }, 'Partition'), h('th', { scope: 'col', class: 'num' }, 'Not yet mirrored'), h('th', { scope: 'col' }, 'State'))),
+      tbody));
+  const more = h('div', {});
+  const status = h('p', { class: 'loading', role: 'status' }, `Reading the partitions of ${t.topic}…`);
+  const show = () => {
+    tbody.replaceChildren(...(pages.rows || []).map((p) => h('tr', {}, h('td', { class: 'num' }, String(p.partition)), h('td', { class: 'num' }, count(p.lag)), h('td', {}, p.state))));
+    status.replaceChildren(pages.error ? h('span', { class: 'error' }, `Could not read the partitions: ${pages.error.message}`) : '');
+    status.className = '';
+    more.replaceChildren(moreButton(pages, { what: 'partitions', total: t.partitions, focusKey: 'remove-more', rerender: show, orFocus: region }) || '');
+  };
+  pages.reload().catch(() => {}).then(show);
   dlg.body.append(
     h('p', {}, 'Mirroring of ', h('strong', { class: 'mono' }, t.topic), ' stops, its last offsets are saved and read-only is lifted, so applications can write to the destination topic.'),
-    h('p', { class: missing ? 'warn' : null }, missing
-      ? `${count(missing)} source record(s) are not mirrored yet and will not be copied:`
+    h('p', { class: t.lag ? 'warn' : null }, t.lag
+      ? `${count(t.lag)} source record(s) are not mirrored yet and will not be copied:`
       : 'Every source record is mirrored: nothing is left behind.'),
-    h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Records not yet mirrored per partition', tabindex: '0' },
-      h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'num' }, 'Partition'), h('th', { scope: 'col', class: 'num' }, 'Not yet mirrored'), h('th', { scope: 'col' }, 'State'))),
-        h('tbody', {}, rows.map((p) => h('tr', {}, h('td', { class: 'num' }, String(p.partition)), h('td', { class: 'num' }, count(p.lag)), h('td', {}, p.state)))))),
+    region, status, more,
     field(`Type ${t.topic} to confirm`, typed));
   dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
   typed.focus();
