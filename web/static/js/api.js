@@ -80,22 +80,5 @@ export async function call(method, path, { query, body, signal } = {}) {
 export const get = (path, query, signal) => call('GET', path, { query, signal });
 export const post = (path, body, query) => call('POST', path, { body, query });
 
-/**
- * getAll reads every page of a paginated list such as GET /v1/partitions:
- * it asks again with cursor=next_cursor until a page has none, and returns
- * the items under key of all the pages, in order.
- */
-export async function getAll(path, query, key, signal) {
-  const items = [];
-  let cursor;
-  for (;;) {
-    const page = await get(path, { ...query, cursor }, signal);
-    for (const item of page[key] || []) items.push(item);
-    if (!page.next_cursor) return items;
-    if (page.next_cursor === cursor) throw new ApiError(0, { detail: 'The server returned the same page twice.' });
-    cursor = page.next_cursor;
-  }
-}
-
 /** m encodes a path segment. */
 export const seg = encodeURIComponent;

@@ -105,7 +105,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
         session.canOperate ? h('button', { type: 'button', class: 'btn primary', onclick: () => addTopicsDialog(name, refreshNow) }, 'Add topics…') : null),
       h('div', { class: 'filters', role: 'search', 'aria-label': 'Filter topics and partitions' },
         h('div', { class: 'field inline' }, h('label', { for: stateId }, 'State'), stateSel),
-        h('div', { class: 'field inline' }, h('label', { for: textId }, 'Topic'), textIn)),
+        h('div', { class: 'field inline' }, h('label', { for: textId }, 'Filter'), textIn)),
       regions.topics),
     h('section', { 'aria-labelledby': 'tr-h' }, h('h2', { id: 'tr-h' }, 'Translate an offset'), regions.translate));
 
