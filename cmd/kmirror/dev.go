@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/devenv/pgserver"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/secretbox"
 )
 

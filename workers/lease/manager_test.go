@@ -17,8 +17,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/runtime/notifier"
-	"kmirror/internal/testing/testdb"
 	"kmirror/internal/runtime/testsignal"
+	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
 
