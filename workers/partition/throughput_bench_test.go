@@ -367,10 +367,11 @@ func copyWithKmirror(b *testing.B, env *engineEnv, topic string, sz throughputSi
 	if _, err := env.Svc.AddTopics(ctx, "bench", service.AddTopicsInput{Topic: topic}); err != nil {
 		b.Fatal(err)
 	}
-	// Only the destination's end offsets are polled during the copy (kfake
-	// answers them in-process): polling Postgres every few ms as well would
-	// take CPU from the copy on two cores. Start-up and lag 0 are read from
-	// the rows afterwards.
+	// Only the destination's end offsets are polled during the copy, every
+	// 5 ms; kfake answers them from memory in the clusters' process (a child
+	// process unless KMIRROR_BENCH_CLUSTERS=inprocess). Polling Postgres
+	// every few ms as well would take CPU from the copy on two cores.
+	// Start-up and lag 0 are read from the rows afterwards.
 	var t copyTimes
 	deadline := start.Add(5 * time.Minute)
 	for !destinationCopied(b, adm, topic, sz) {

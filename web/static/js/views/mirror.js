@@ -274,11 +274,11 @@ function topicItem(view, t, points, win, session) {
 }
 
 function topicButtons(view, t) {
-  // Focus keys are by position: after Pause, focus stays on the first
-  // button, which is now Resume; after Remove, focus.js's trail finds
-  // Restart in its place. Each button is added before the next is made:
-  // made in one push, both took key 0, and a re-render moved focus from
-  // Remove to Pause.
+  // Focus keys are by position, so focus survives an action that swaps the
+  // buttons: after Pause it stays on the first button, now Resume; after
+  // Remove, focus.js's trail finds Restart in its place. A button's key is
+  // the list's length when it is made, so b adds each button to the list
+  // before the next is made, and no two buttons share a key.
   const list = [];
   const b = (label, fn, cls = '') => list.push(h('button', {
     type: 'button', class: `btn small ${cls}`, onclick: () => fn(t), 'data-focus-key': `action-${list.length}-${t.topic}`,
