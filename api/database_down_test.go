@@ -86,7 +86,7 @@ func downDatabaseServer(t *testing.T, user, database string, log *slog.Logger) (
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,8 @@ const unreachable = "127.0.0.1:1"
 type env struct {
 	url       string
 	pool      *pgxpool.Pool
-	svc       *service.Service
+	svc       *service.Control
+	workers   *service.Workers // the data plane's face, for tests that play a worker
 	kafka     *kfake.Cluster
 	bootstrap string
 	logs      *syncbuf.Buffer
@@ -101,7 +102,7 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	if secrets == nil && !opts.noSecretKey {
 		secrets = newKeyring(t)
 	}
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
 		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +134,11 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 			t.Logf("server log (tail):\n%s", log)
 		}
 	})
-	return &env{url: srv.URL, pool: pool, svc: svc, kafka: kafka,
+	workers, err := service.NewWorkers(service.WorkersConfig{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{url: srv.URL, pool: pool, svc: svc, workers: workers, kafka: kafka,
 		bootstrap: strings.Join(kafka.ListenAddrs(), ","), logs: logs}
 }
 

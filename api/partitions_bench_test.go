@@ -55,7 +55,7 @@ func BenchmarkDescribePage(b *testing.B) {
 		}
 	}
 	log := slog.New(slog.DiscardHandler)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second), Logger: log})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second), Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}

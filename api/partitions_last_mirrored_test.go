@@ -35,7 +35,7 @@ func TestLastMirroredInDescribeAndEvents(t *testing.T) {
 		}
 	}
 	for _, p := range []int32{0, 1} {
-		if _, err := e.svc.TransitionPartition(ctx, service.PartitionTransition{Mirror: "m1", Topic: "orders",
+		if _, err := e.workers.TransitionPartition(ctx, service.PartitionTransition{Mirror: "m1", Topic: "orders",
 			Partition: p, Owner: "i1", Epoch: 2, From: service.StateStopping, To: service.StateStopped,
 			Reason: "topic writable"}); err != nil {
 			t.Fatal(err)

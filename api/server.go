@@ -39,13 +39,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"kmirror/internal/runtime/notifier"
 	"kmirror/service"
 )
 
 // Config wires the HTTP handler.
 type Config struct {
-	Service *service.Service
+	Service *service.Control
 	// Pool is pinged by /readyz.
 	Pool   *pgxpool.Pool
 	Logger *slog.Logger
@@ -84,9 +83,6 @@ type Config struct {
 	// default 35s (a sync-now request waits up to 30s for its pass). A topic
 	// action's ?wait is added to it.
 	RequestTimeout time.Duration
-	// Notifier, when set, wakes a topic action's ?wait on partition state
-	// changes; without it the wait polls.
-	Notifier *notifier.Notifier
 }
 
 func (c *Config) validate() error {
@@ -97,9 +93,8 @@ func (c *Config) validate() error {
 }
 
 type server struct {
-	svc         *service.Service
+	svc         *service.Control
 	pool        *pgxpool.Pool
-	notes       *notifier.Notifier
 	authEnabled bool
 	keepAlive   time.Duration
 	// describe paces partition pages; nil when off.
@@ -117,7 +112,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 	}
 	metrics := newHTTPMetrics(reg)
-	s := &server{svc: cfg.Service, pool: cfg.Pool, notes: cfg.Notifier, authEnabled: cfg.Tokens.Enabled(),
+	s := &server{svc: cfg.Service, pool: cfg.Pool, authEnabled: cfg.Tokens.Enabled(),
 		keepAlive: cmp.Or(cfg.EventKeepAlive, 15*time.Second)}
 	var changes *rateLimiter
 	if cfg.ChangeRate >= 0 {

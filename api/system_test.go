@@ -335,7 +335,7 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		{From: service.StatePreparing, To: service.StateFailed, Error: "destination unreachable", Retryable: true},
 	} {
 		tr.Mirror, tr.Topic, tr.Partition, tr.Owner, tr.Epoch = "m1", "orders", 1, "kmirror-0", 7
-		if _, err := e.svc.TransitionPartition(t.Context(), tr); err != nil {
+		if _, err := e.workers.TransitionPartition(t.Context(), tr); err != nil {
 			t.Fatalf("%s → %s: %v", tr.From, tr.To, err)
 		}
 	}
@@ -345,7 +345,7 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		WHERE mirror = 'm1' AND topic = 'orders' AND partition = 2`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.TransitionPartition(t.Context(), service.PartitionTransition{Mirror: "m1", Topic: "orders",
+	if _, err := e.workers.TransitionPartition(t.Context(), service.PartitionTransition{Mirror: "m1", Topic: "orders",
 		Partition: 2, Owner: "kmirror-1", Epoch: 8, From: service.StateUnknown, To: service.StatePreparing}); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		{Cause: "records removed by retention", Summary: "skipped 5", LostRecordsAdd: 5},
 	} {
 		r.Mirror, r.Topic, r.Partition, r.Owner, r.Epoch, r.State = "m1", "orders", 2, "kmirror-1", 8, service.StatePreparing
-		if _, err := e.svc.RecordRealignment(t.Context(), r); err != nil {
+		if _, err := e.workers.RecordRealignment(t.Context(), r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -212,10 +212,7 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 		out.Continuation = append(out.Continuation, continuationView(t))
 	}
 	if wait != nil {
-		// Without a notifier the wait polls.
-		sub := s.notes.Subscribe(service.WaitChannel)
-		defer sub.Unsubscribe()
-		wr, err := s.svc.WaitForTopics(r.Context(), res, *wait, sub.C())
+		wr, err := s.svc.WaitForTopics(r.Context(), res, *wait)
 		if err != nil {
 			writeError(w, r, err)
 			return

@@ -122,7 +122,7 @@ func TestTopicsWaitOutlastsRequestTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(kafka.Close)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ const continuationPreviewTimeout = 60 * time.Second
 // each partition of the topics would do when it starts: the proof the
 // partition workers would run, with nothing written. A cluster that does
 // not answer is an *UnavailableError.
-func (s *Service) previewContinuation(ctx context.Context, mirror string, conn kafkaconn.Config, names []string,
+func (s *Control) previewContinuation(ctx context.Context, mirror string, conn kafkaconn.Config, names []string,
 	keepDivergent bool) ([]TopicContinuation, error) {
 	if s.sourceState == nil || len(s.destination.BootstrapServers) == 0 {
 		return nil, &UnavailableError{Dependency: "destination cluster",

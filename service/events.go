@@ -45,7 +45,7 @@ type EventsFilter struct {
 }
 
 // ListEvents returns a page of events after f.AfterID, oldest first.
-func (s *Service) ListEvents(ctx context.Context, f EventsFilter) ([]Event, error) {
+func (s *Control) ListEvents(ctx context.Context, f EventsFilter) ([]Event, error) {
 	if (f.Incarnation != 0 || f.AllIncarnations) && f.Mirror == "" {
 		return nil, &ValidationError{Fields: []FieldError{{Field: "incarnation", Message: "needs a mirror"}}}
 	}
@@ -67,6 +67,6 @@ func (s *Service) ListEvents(ctx context.Context, f EventsFilter) ([]Event, erro
 }
 
 // LastEventID returns the newest event's id, 0 when there is none.
-func (s *Service) LastEventID(ctx context.Context) (int64, error) {
+func (s *Control) LastEventID(ctx context.Context) (int64, error) {
 	return repo.EventsLastID(ctx, s.pool)
 }

@@ -284,7 +284,7 @@ func seriesOf(k seriesKey, s *progressSeries) ProgressSeries {
 // with mirror set, that mirror's total then one series per topic. A mirror
 // the sampler has not seen yet is looked up: unknown is a NotFoundError,
 // known gets an empty total.
-func (s *Service) ProgressHistory(ctx context.Context, mirror string) (ProgressHistory, error) {
+func (s *Control) ProgressHistory(ctx context.Context, mirror string) (ProgressHistory, error) {
 	out := ProgressHistory{Interval: DefaultHistoryInterval, Window: DefaultHistoryWindow}
 	if s.history != nil {
 		out.Interval, out.Window = s.history.cfg.Interval, s.history.cfg.Window

@@ -18,7 +18,7 @@ import (
 // historyWorld is a Service over a fresh database with a History sampling
 // it every interval, and mirror m1 mirroring orders (3 partitions) and
 // payments (1) from an in-process source.
-func historyWorld(t *testing.T, interval time.Duration) (*service.Service, *service.History, *pgxpool.Pool, *syncbuf.Buffer) {
+func historyWorld(t *testing.T, interval time.Duration) (*service.Control, *service.History, *pgxpool.Pool, *syncbuf.Buffer) {
 	t.Helper()
 	pool := testdb.Pool(t)
 	kafka, err := kfake.NewCluster(kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "payments"))
@@ -32,7 +32,7 @@ func historyWorld(t *testing.T, interval time.Duration) (*service.Service, *serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
 		Logger: log, History: h})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func exec(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) {
 
 // waitSeries polls the history of mirror m1 until cond holds of its series
 // (total first, then orders and payments), or fails after 10s.
-func waitSeries(t *testing.T, svc *service.Service, what string, cond func(total, orders service.ProgressSeries) bool) (service.ProgressSeries, service.ProgressSeries) {
+func waitSeries(t *testing.T, svc *service.Control, what string, cond func(total, orders service.ProgressSeries) bool) (service.ProgressSeries, service.ProgressSeries) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	var last []service.ProgressSeries

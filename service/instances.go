@@ -27,7 +27,7 @@ type Instance struct {
 }
 
 // ListInstances returns the known kmirror instances.
-func (s *Service) ListInstances(ctx context.Context) ([]Instance, error) {
+func (s *Control) ListInstances(ctx context.Context) ([]Instance, error) {
 	list, err := repo.InstancesList(ctx, s.pool)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ func TestListPartitionsTopicFilter(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestListPartitionsTopicFilter(t *testing.T) {
 func BenchmarkListPartitionsOneTopic(b *testing.B) {
 	ctx := context.Background()
 	pool := testdb.Pool(b)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func emptyStatus() MirrorStatus { return MirrorStatus{States: map[string]int{}} 
 
 // mirrorStatuses returns the status of every mirror, or of the one named,
 // from one grouped query.
-func (s *Service) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string) (map[string]MirrorStatus, error) {
+func (s *Control) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string) (map[string]MirrorStatus, error) {
 	rows, err := repo.MirrorsStatus(ctx, q, mirror)
 	if err != nil {
 		return nil, err
@@ -105,7 +105,7 @@ func (s *Service) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 
 // mirrorStatus returns one mirror's status; an empty one when the mirror
 // is gone.
-func (s *Service) mirrorStatus(ctx context.Context, q repo.DBTX, mirror string) (MirrorStatus, error) {
+func (s *Control) mirrorStatus(ctx context.Context, q repo.DBTX, mirror string) (MirrorStatus, error) {
 	all, err := s.mirrorStatuses(ctx, q, mirror)
 	if err != nil {
 		return MirrorStatus{}, err

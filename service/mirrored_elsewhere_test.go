@@ -22,7 +22,7 @@ func TestAddTopicMirroredByAnotherMirror(t *testing.T) {
 	catalog := service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) {
 		return map[string]int32{"orders": 2}, nil
 	})
-	svc, err := service.New(service.Config{Pool: pool, Catalog: catalog})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: catalog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ type WriteOpts struct {
 
 // CreateMirror validates a mirror, checks that its source answers, and
 // stores it.
-func (s *Service) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOpts) (Mirror, error) {
+func (s *Control) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOpts) (Mirror, error) {
 	if in.Source.SecurityProtocol == "" {
 		in.Source.SecurityProtocol = "PLAINTEXT"
 	}
@@ -146,7 +146,7 @@ func mirrorNotFound(name string) error {
 }
 
 // GetMirror returns one mirror with its status.
-func (s *Service) GetMirror(ctx context.Context, name string) (Mirror, error) {
+func (s *Control) GetMirror(ctx context.Context, name string) (Mirror, error) {
 	m, err := s.mirror(ctx, name)
 	if err != nil {
 		return Mirror{}, err
@@ -159,7 +159,7 @@ func (s *Service) GetMirror(ctx context.Context, name string) (Mirror, error) {
 }
 
 // mirror returns one mirror's row, secrets included, for the service's own use.
-func (s *Service) mirror(ctx context.Context, name string) (repo.Mirror, error) {
+func (s *Control) mirror(ctx context.Context, name string) (repo.Mirror, error) {
 	m, err := repo.MirrorsGet(ctx, s.pool, name)
 	if errors.Is(err, repo.ErrNotFound) {
 		return m, mirrorNotFound(name)
@@ -168,7 +168,7 @@ func (s *Service) mirror(ctx context.Context, name string) (repo.Mirror, error) 
 }
 
 // ListMirrors returns every mirror with its status.
-func (s *Service) ListMirrors(ctx context.Context) ([]Mirror, error) {
+func (s *Control) ListMirrors(ctx context.Context) ([]Mirror, error) {
 	list, err := repo.MirrorsList(ctx, s.pool)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ type MirrorPatch struct {
 // connection) that leases, checkpoints or other requests wait on; the row
 // is then locked and, if another update came first, the patch is applied
 // again to the newer row.
-func (s *Service) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (Mirror, error) {
+func (s *Control) UpdateMirror(ctx context.Context, name string, patch MirrorPatch, opts WriteOpts) (Mirror, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := repo.MirrorsGet(ctx, s.pool, name)
 		if errors.Is(err, repo.ErrNotFound) {
@@ -332,7 +332,7 @@ type DeleteOpts struct {
 // tombstones for every record it had in __mirror_state. With opts.Wait it
 // waits for removed topics still STOPPING; a topic not removed at all is
 // refused at once, since waiting would not help.
-func (s *Service) DeleteMirror(ctx context.Context, name string, opts DeleteOpts) error {
+func (s *Control) DeleteMirror(ctx context.Context, name string, opts DeleteOpts) error {
 	if opts.Wait < 0 || opts.Wait > MaxDeleteWait {
 		return &ValidationError{Fields: []FieldError{{Field: "wait",
 			Message: fmt.Sprintf("must be between 0s and %s", MaxDeleteWait)}}}
@@ -359,7 +359,7 @@ type stillStoppingError struct{ conflict *ConflictError }
 func (e *stillStoppingError) Error() string { return e.conflict.Error() }
 func (e *stillStoppingError) Unwrap() error { return e.conflict }
 
-func (s *Service) deleteMirror(ctx context.Context, name string) error {
+func (s *Control) deleteMirror(ctx context.Context, name string) error {
 	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := repo.MirrorsGetForUpdate(ctx, tx, name); errors.Is(err, repo.ErrNotFound) {
 			return mirrorNotFound(name)

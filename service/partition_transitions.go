@@ -131,7 +131,7 @@ func PartitionRecordOf(p repo.Partition) PartitionRecord {
 // writes it, fenced by owner and epoch, with its event and outbox rows in one
 // transaction. An invalid step is an *InvalidTransitionError and writes
 // nothing; a lost lease is ErrLeaseLost.
-func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition) (repo.Partition, error) {
+func (s *Workers) TransitionPartition(ctx context.Context, t PartitionTransition) (repo.Partition, error) {
 	rows, errs := s.TransitionPartitions(ctx, []PartitionTransition{t})
 	return rows[0], errs[0]
 }
@@ -140,7 +140,7 @@ func (s *Service) TransitionPartition(ctx context.Context, t PartitionTransition
 // statement: results and errors are aligned with ts, and each change stands
 // or falls alone (an invalid step or a lost lease writes nothing for that
 // partition only). An error of the statement itself is every one's.
-func (s *Service) TransitionPartitions(ctx context.Context, ts []PartitionTransition) ([]repo.Partition, []error) {
+func (s *Workers) TransitionPartitions(ctx context.Context, ts []PartitionTransition) ([]repo.Partition, []error) {
 	rows, errs := make([]repo.Partition, len(ts)), make([]error, len(ts))
 	var writes []repo.PartitionStateWrite
 	var at []int // index in ts of each write
@@ -222,7 +222,7 @@ type PartitionRealignment struct {
 // RecordRealignment stores a re-aligned checkpoint and any records lost to
 // retention, fenced by owner, epoch and state, with an event and the outbox
 // row, in one transaction. A lost lease or a changed state is ErrLeaseLost.
-func (s *Service) RecordRealignment(ctx context.Context, t PartitionRealignment) (repo.Partition, error) {
+func (s *Workers) RecordRealignment(ctx context.Context, t PartitionRealignment) (repo.Partition, error) {
 	var out repo.Partition
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error

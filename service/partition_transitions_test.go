@@ -119,8 +119,8 @@ func TestTransitionPartitionsEachStandsAlone(t *testing.T) {
 }
 
 // leasedOrders is mirror m1 with topic orders added, the given partitions
-// leased by instance i1 at epoch 4.
-func leasedOrders(t *testing.T, partitions ...int32) (*service.Service, *pgxpool.Pool) {
+// leased by instance i1 at epoch 4, and the workers' face over it.
+func leasedOrders(t *testing.T, partitions ...int32) (*service.Workers, *pgxpool.Pool) {
 	t.Helper()
 	svc, pool := newServiceWithMirror(t)
 	ctx := t.Context()
@@ -134,5 +134,9 @@ func leasedOrders(t *testing.T, partitions ...int32) (*service.Service, *pgxpool
 		WHERE mirror = 'm1' AND topic = 'orders' AND partition = ANY($1)`, partitions); err != nil {
 		t.Fatal(err)
 	}
-	return svc, pool
+	w, err := service.NewWorkers(service.WorkersConfig{Pool: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, pool
 }

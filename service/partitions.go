@@ -90,7 +90,7 @@ type PartitionPage struct {
 // (keyset pagination): a page costs the same wherever it starts, and rows
 // added or removed between two calls shift nothing, so a walk over every
 // page returns each row that existed throughout exactly once.
-func (s *Service) ListPartitionsPage(ctx context.Context, f PartitionFilter, p PartitionPageParams) (PartitionPage, error) {
+func (s *Control) ListPartitionsPage(ctx context.Context, f PartitionFilter, p PartitionPageParams) (PartitionPage, error) {
 	var v validation
 	if p.Limit < 1 || p.Limit > MaxPartitionPageLimit {
 		v.addf("limit", "must be an integer from 1 to %d", MaxPartitionPageLimit)
@@ -127,7 +127,7 @@ func (s *Service) ListPartitionsPage(ctx context.Context, f PartitionFilter, p P
 // ListPartitions returns every describe row that matches f, in (mirror,
 // topic, partition) order, in one piece; GET /v1/partitions pages with
 // ListPartitionsPage.
-func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]PartitionRow, error) {
+func (s *Control) ListPartitions(ctx context.Context, f PartitionFilter) ([]PartitionRow, error) {
 	var v validation
 	params, readOnly, err := s.partitionsQuery(ctx, f, &v)
 	if err != nil {
@@ -143,7 +143,7 @@ func (s *Service) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 // partitionsQuery validates f, adding to v what is wrong with it, and
 // turns it into the repo's filter; it also returns whether each topic of
 // the mirror (of every mirror when f names none) is read-only.
-func (s *Service) partitionsQuery(ctx context.Context, f PartitionFilter, v *validation) (repo.PartitionsListParams, map[[2]string]*bool, error) {
+func (s *Control) partitionsQuery(ctx context.Context, f PartitionFilter, v *validation) (repo.PartitionsListParams, map[[2]string]*bool, error) {
 	if f.Mirror != "" && !validName(f.Mirror) {
 		validateMirrorName(v, f.Mirror)
 	}
@@ -254,7 +254,7 @@ func describeRow(p repo.Partition) PartitionRow {
 }
 
 // TopicPartitions returns the describe rows of one mirror topic.
-func (s *Service) TopicPartitions(ctx context.Context, mirror, topic string) ([]PartitionRow, error) {
+func (s *Control) TopicPartitions(ctx context.Context, mirror, topic string) ([]PartitionRow, error) {
 	if _, err := s.GetTopic(ctx, mirror, topic); err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (s *Service) TopicPartitions(ctx context.Context, mirror, topic string) ([]
 }
 
 // Translate maps a source offset of a mirror partition to the destination.
-func (s *Service) Translate(ctx context.Context, mirror, topic string, partition int32, sourceOffset int64) (Translation, error) {
+func (s *Control) Translate(ctx context.Context, mirror, topic string, partition int32, sourceOffset int64) (Translation, error) {
 	if sourceOffset < 0 {
 		return Translation{}, &ValidationError{Fields: []FieldError{{Field: "source_offset", Message: "must be >= 0"}}}
 	}

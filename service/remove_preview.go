@@ -51,7 +51,7 @@ const tailReadParallelism = 8
 // The source is asked once per call for every topic's ends and once per
 // lagging partition for its last record, each bounded by the source
 // timeout; a source that does not answer is an *UnavailableError.
-func (s *Service) PreviewRemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+func (s *Control) PreviewRemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
 	re, err := compileTopicPattern(pattern)
 	if err != nil {
 		return TopicsResult{}, err
@@ -72,7 +72,7 @@ func (s *Service) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 	if err != nil {
 		return TopicsResult{}, err
 	}
-	conn, err := s.SourceConn(m)
+	conn, err := s.sourceConn(m)
 	if err != nil {
 		return TopicsResult{}, err
 	}

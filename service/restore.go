@@ -112,7 +112,7 @@ func DecodeState(latest map[string][]byte) (StateSnapshot, error) {
 // Restore rebuilds an empty database from the latest __mirror_state value
 // of every key. Checkpoints may be a little old; alignment in PREPARING
 // makes them exact. Leases start free.
-func (s *Service) Restore(ctx context.Context, latest map[string][]byte) (RestoreResult, error) {
+func (s *Control) Restore(ctx context.Context, latest map[string][]byte) (RestoreResult, error) {
 	var res RestoreResult
 	snap, err := DecodeState(latest)
 	if err != nil {

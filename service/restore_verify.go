@@ -26,7 +26,7 @@ const maxListed = 20
 // neither overlap nor leave a gap on the destination, ending at or before
 // the checkpoint) and equal to the published one. Run it right after restore: a server that has run
 // since moves checkpoints past what the topic says.
-func (s *Service) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnds map[string]map[int32]int64) (VerifyReport, error) {
+func (s *Control) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnds map[string]map[int32]int64) (VerifyReport, error) {
 	var rep VerifyReport
 	mirrors, err := repo.MirrorsList(ctx, s.pool)
 	if err != nil {

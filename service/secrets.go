@@ -46,7 +46,7 @@ var ErrSecretKeyRequired = errors.New("secret key required")
 const secretKeyHelp = "create a key with `kmirror secrets new-key > FILE` (chmod 600) and start every server " +
 	"with KMIRROR_SECRET_KEY_FILE=FILE (--secret-key-file)"
 
-func (s *Service) keys() *secretbox.Keyring {
+func (s *core) keys() *secretbox.Keyring {
 	if s.secrets == nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func (s *Service) keys() *secretbox.Keyring {
 }
 
 // requireKey refuses secrets a server could only store in clear.
-func (s *Service) requireKey(saslPassword, tlsKeyPEM string) error {
+func (s *core) requireKey(saslPassword, tlsKeyPEM string) error {
 	if s.insecureClear || s.keys() != nil {
 		return nil
 	}
@@ -76,7 +76,7 @@ func (s *Service) requireKey(saslPassword, tlsKeyPEM string) error {
 // requirePatchKey is requireKey for a patch. Only the secrets it sets
 // count: a mirror whose secrets were stored in clear before keys were
 // required stays patchable, or it could not be fixed.
-func (s *Service) requirePatchKey(p *SourcePatch) error {
+func (s *core) requirePatchKey(p *SourcePatch) error {
 	if p == nil {
 		return nil
 	}
@@ -90,7 +90,7 @@ func (s *Service) requirePatchKey(p *SourcePatch) error {
 	return s.requireKey(pw, key)
 }
 
-func (s *Service) seal(mirror, field, v string) (string, error) {
+func (s *core) seal(mirror, field, v string) (string, error) {
 	k := s.keys()
 	if k == nil || secretbox.Sealed(v) {
 		return v, nil
@@ -98,7 +98,7 @@ func (s *Service) seal(mirror, field, v string) (string, error) {
 	return k.Seal(v, secretAAD(mirror, field))
 }
 
-func (s *Service) open(mirror, field, v string) (string, error) {
+func (s *core) open(mirror, field, v string) (string, error) {
 	if !secretbox.Sealed(v) {
 		return v, nil
 	}
@@ -121,7 +121,7 @@ func (s *Service) open(mirror, field, v string) (string, error) {
 }
 
 // sealSecrets returns m with its secrets sealed, for storing.
-func (s *Service) sealSecrets(m repo.Mirror) (repo.Mirror, error) {
+func (s *core) sealSecrets(m repo.Mirror) (repo.Mirror, error) {
 	var err error
 	if m.SASLPassword, err = s.seal(m.Name, "sasl_password", m.SASLPassword); err != nil {
 		return m, err
@@ -131,7 +131,7 @@ func (s *Service) sealSecrets(m repo.Mirror) (repo.Mirror, error) {
 }
 
 // openSecrets returns m with its secrets in clear.
-func (s *Service) openSecrets(m repo.Mirror) (repo.Mirror, error) {
+func (s *core) openSecrets(m repo.Mirror) (repo.Mirror, error) {
 	var err error
 	if m.SASLPassword, err = s.open(m.Name, "sasl_password", m.SASLPassword); err != nil {
 		return m, err
@@ -142,7 +142,11 @@ func (s *Service) openSecrets(m repo.Mirror) (repo.Mirror, error) {
 
 // SourceConn returns the client configuration for a stored mirror's source
 // cluster, its secrets opened.
-func (s *Service) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
+func (s *Workers) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
+	return s.sourceConn(m)
+}
+
+func (s *core) sourceConn(m repo.Mirror) (kafkaconn.Config, error) {
 	m, err := s.openSecrets(m)
 	if err != nil {
 		return kafkaconn.Config{}, err
@@ -155,7 +159,7 @@ func (s *Service) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
 // rather than failing each mirror's connections later. It returns the
 // mirrors that hold a secret in clear (stored before a key was set), by
 // name.
-func (s *Service) CheckSecrets(ctx context.Context) (clear []string, err error) {
+func (s *Control) CheckSecrets(ctx context.Context) (clear []string, err error) {
 	list, err := repo.MirrorsListSecrets(ctx, s.pool, false)
 	if err != nil {
 		return nil, err
@@ -186,11 +190,11 @@ func (s *Service) CheckSecrets(ctx context.Context) (clear []string, err error) 
 // in one transaction: the service's own keys open them (secrets stored in
 // clear are sealed too), and a failure changes nothing. It returns how many
 // secrets it wrote.
-func (s *Service) RotateSecrets(ctx context.Context, next *secretbox.Keyring) (int, error) {
+func (s *Control) RotateSecrets(ctx context.Context, next *secretbox.Keyring) (int, error) {
 	if next == nil {
 		return 0, errors.New("rotate: no new key")
 	}
-	to := &Service{secrets: next}
+	to := &core{secrets: next}
 	n := 0
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		n = 0

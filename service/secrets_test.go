@@ -38,7 +38,7 @@ func TestSecretsAtRest(t *testing.T) {
 	cert, tlsKey := selfSigned(t)
 	const password = "pw-hunter2-5f1c"
 	svc := newSecretsService(t, pool, key1)
-	create := func(svc *service.Service, name string) {
+	create := func(svc *service.Control, name string) {
 		t.Helper()
 		if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: name, Source: service.SourceInput{
 			BootstrapServers: "h:1", SecurityProtocol: "SASL_SSL", SASLMechanism: "PLAIN", SASLUsername: "u",
@@ -50,7 +50,7 @@ func TestSecretsAtRest(t *testing.T) {
 	create(svc, "m2")
 	noClearSecret(t, pool, password, tlsKey)
 
-	conn := sourceConn(t, svc, pool, "m1")
+	conn := sourceConn(t, key1, pool, "m1")
 	if conn.Security.SASLPassword != password || conn.Security.TLSKeyPEM != tlsKey {
 		t.Fatal("SourceConn does not open the secrets")
 	}
@@ -61,7 +61,7 @@ func TestSecretsAtRest(t *testing.T) {
 		t.Fatalf("patch the certificate: %v", err)
 	}
 	noClearSecret(t, pool, password, tlsKey)
-	if c := sourceConn(t, svc, pool, "m1"); c.Security.SASLPassword != password {
+	if c := sourceConn(t, key1, pool, "m1"); c.Security.SASLPassword != password {
 		t.Fatal("the password does not open after a patch")
 	}
 
@@ -70,7 +70,7 @@ func TestSecretsAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	m1, _ := repo.MirrorsGet(ctx, pool, "m1")
-	if _, err := svc.SourceConn(m1); !errors.Is(err, service.ErrSecretKey) || !strings.Contains(err.Error(), "mirror m1") {
+	if _, err := newSecretsWorkers(t, pool, key1).SourceConn(m1); !errors.Is(err, service.ErrSecretKey) || !strings.Contains(err.Error(), "mirror m1") {
 		t.Fatalf("a ciphertext moved to another mirror: %v", err)
 	}
 	// A rotation that cannot open a secret changes nothing.
@@ -111,9 +111,8 @@ func TestSecretsAtRest(t *testing.T) {
 	if _, err := svc.CheckSecrets(ctx); !errors.Is(err, service.ErrSecretKey) {
 		t.Fatalf("the old key after the rotation: %v", err)
 	}
-	svc2 := newSecretsService(t, pool, key2)
 	for _, name := range []string{"m2", "m3"} {
-		if c := sourceConn(t, svc2, pool, name); c.Security.SASLPassword != password || c.Security.TLSKeyPEM != tlsKey {
+		if c := sourceConn(t, key2, pool, name); c.Security.SASLPassword != password || c.Security.TLSKeyPEM != tlsKey {
 			t.Fatalf("%s does not open under the new key", name)
 		}
 	}
@@ -135,35 +134,52 @@ func newBox(t *testing.T) *secretbox.Keyring {
 }
 
 // newSecretsService is a service with keys (none when box is nil).
-func newSecretsService(t *testing.T, pool *pgxpool.Pool, box *secretbox.Keyring) *service.Service {
+func newSecretsService(t *testing.T, pool *pgxpool.Pool, box *secretbox.Keyring) *service.Control {
 	t.Helper()
 	return newSecretsServiceWith(t, service.Config{Pool: pool, Secrets: box})
 }
 
 // newClearSecretsService is a server without a key started with
 // --insecure-store-secrets-in-clear.
-func newClearSecretsService(t *testing.T, pool *pgxpool.Pool) *service.Service {
+func newClearSecretsService(t *testing.T, pool *pgxpool.Pool) *service.Control {
 	t.Helper()
 	return newSecretsServiceWith(t, service.Config{Pool: pool, InsecureClearSecrets: true})
 }
 
-func newSecretsServiceWith(t *testing.T, cfg service.Config) *service.Service {
+func newSecretsServiceWith(t *testing.T, cfg service.Config) *service.Control {
 	t.Helper()
 	cfg.Catalog = service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) { return nil, nil })
-	svc, err := service.New(cfg)
+	svc, err := service.NewControl(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return svc
 }
 
-func sourceConn(t *testing.T, svc *service.Service, pool *pgxpool.Pool, name string) kafkaconn.Config {
+// newSecretsWorkers is the workers' face of a server with keys (none when
+// box is nil): the face that opens secrets to connect.
+func newSecretsWorkers(t *testing.T, pool *pgxpool.Pool, box *secretbox.Keyring) *service.Workers {
+	t.Helper()
+	cfg := service.WorkersConfig{Pool: pool}
+	if box != nil {
+		cfg.Secrets = box
+	}
+	w, err := service.NewWorkers(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// sourceConn opens mirror name's source as a worker of a server with keys
+// box does.
+func sourceConn(t *testing.T, box *secretbox.Keyring, pool *pgxpool.Pool, name string) kafkaconn.Config {
 	t.Helper()
 	m, err := repo.MirrorsGet(context.Background(), pool, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := svc.SourceConn(m)
+	c, err := newSecretsWorkers(t, pool, box).SourceConn(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +269,7 @@ func TestSecretKeyRequired(t *testing.T) {
 
 	// A mirror stored in clear by an earlier version: still patchable
 	// without a secret, refused with one, and its secret may be removed.
-	create := func(svc *service.Service, name string) {
+	create := func(svc *service.Control, name string) {
 		t.Helper()
 		if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: name, Source: sasl},
 			service.WriteOpts{SkipConnectivityCheck: true}); err != nil {
@@ -288,8 +304,8 @@ func TestSecretKeyRequired(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, svc := range map[string]*service.Service{"no key": keyless, "another key": newSecretsService(t, pool, newBox(t))} {
-		if _, err := svc.SourceConn(m); !errors.Is(err, service.ErrSecretKeyUnavailable) || !strings.Contains(err.Error(), "mirror sealed") {
+	for name, w := range map[string]*service.Workers{"no key": newSecretsWorkers(t, pool, nil), "another key": newSecretsWorkers(t, pool, newBox(t))} {
+		if _, err := w.SourceConn(m); !errors.Is(err, service.ErrSecretKeyUnavailable) || !strings.Contains(err.Error(), "mirror sealed") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

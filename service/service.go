@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/notifier"
 )
 
 // SourceCatalog lists a source cluster's topics with their partition counts.
@@ -36,7 +37,24 @@ func KafkaCatalog(timeout time.Duration) SourceCatalog {
 	})
 }
 
-// Config wires a Service.
+// The domain has two faces over one set of rules. Control is what the API
+// and the CLI's offline commands call: mirrors, topics, the readers behind
+// describe, restore and secrets. Workers is what the data plane and the
+// metadata sync call: partition transitions, the fenced writes of topic and
+// partition rows, and what a sync pass finds on the source. Each is built
+// once, over its own pool (the API's and the data plane's), and neither sees
+// the other's methods; the rules they share live on core.
+
+// core is what both faces need: the database and the source secrets.
+type core struct {
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	secrets SecretKeys
+	// insecureClear: without a key, store secrets as given.
+	insecureClear bool
+}
+
+// Config wires a Control.
 type Config struct {
 	Pool    *pgxpool.Pool
 	Catalog SourceCatalog
@@ -59,6 +77,9 @@ type Config struct {
 	// partition, what continuing would do; without them it is refused.
 	Destination kafkaconn.Config
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
+	// Notifier, when set, wakes a WaitForTopics as soon as a partition
+	// changes state; without it a wait polls.
+	Notifier *notifier.Notifier
 }
 
 func (c *Config) validate() error {
@@ -71,41 +92,59 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Service is the control plane's domain layer.
-type Service struct {
-	pool    *pgxpool.Pool
-	catalog SourceCatalog
-	log     *slog.Logger
-	history *History
-	secrets SecretKeys
-	// insecureClear: without a key, store secrets as given.
-	insecureClear bool
+// Control is the domain as the API sees it.
+type Control struct {
+	core
+	catalog       SourceCatalog
+	history       *History
 	sourceTimeout time.Duration
 	destination   kafkaconn.Config
 	sourceState   func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
+	notes         *notifier.Notifier
 }
 
-// New returns a Service.
-func New(cfg Config) (*Service, error) {
+// NewControl returns the API's face of the domain.
+func NewControl(cfg Config) (*Control, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Service{
-		pool:          cfg.Pool,
+	return &Control{
+		core: core{pool: cfg.Pool, log: cmp.Or(cfg.Logger, slog.Default()),
+			secrets: cfg.Secrets, insecureClear: cfg.InsecureClearSecrets},
 		catalog:       cfg.Catalog,
-		log:           cmp.Or(cfg.Logger, slog.Default()),
 		history:       cfg.History,
-		secrets:       cfg.Secrets,
-		insecureClear: cfg.InsecureClearSecrets,
 		sourceTimeout: cmp.Or(cfg.SourceTimeout, 5*time.Second),
 		destination:   cfg.Destination,
 		sourceState:   cfg.SourceState,
+		notes:         cfg.Notifier,
 	}, nil
+}
+
+// WorkersConfig wires a Workers.
+type WorkersConfig struct {
+	Pool   *pgxpool.Pool
+	Logger *slog.Logger
+	// Secrets opens the source secrets a worker connects with; nil when
+	// the server has no key (secrets are then stored in clear).
+	Secrets SecretKeys
+}
+
+// Workers is the domain as the data plane and the metadata sync see it.
+type Workers struct {
+	core
+}
+
+// NewWorkers returns the workers' face of the domain.
+func NewWorkers(cfg WorkersConfig) (*Workers, error) {
+	if cfg.Pool == nil {
+		return nil, errors.New("service: Pool is required")
+	}
+	return &Workers{core: core{pool: cfg.Pool, log: cmp.Or(cfg.Logger, slog.Default()), secrets: cfg.Secrets}}, nil
 }
 
 // sourceTopics lists the source's topics, turning any failure into an
 // *UnavailableError that names the bootstrap servers.
-func (s *Service) sourceTopics(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
+func (s *Control) sourceTopics(ctx context.Context, conn kafkaconn.Config) (map[string]int32, error) {
 	topics, err := s.catalog.TopicPartitions(ctx, conn)
 	if err != nil {
 		return nil, sourceUnavailable(conn, err)

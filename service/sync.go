@@ -157,7 +157,7 @@ func (e *SyncUnavailableError) Error() string { return e.Detail }
 // run a pass now, waits for it (at most SyncWaitTimeout, or ctx's deadline)
 // and returns its result. The service never talks to workers: the request is
 // a timestamp in Postgres, which the sync polls for.
-func (s *Service) SyncMirror(ctx context.Context, name string) (SyncResult, error) {
+func (s *Control) SyncMirror(ctx context.Context, name string) (SyncResult, error) {
 	var requested time.Time
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
@@ -219,7 +219,7 @@ func (s *Service) SyncMirror(ctx context.Context, name string) (SyncResult, erro
 // topics.include, with their known partition counts. Topics the mirror
 // already has, in any state, are left alone: a removed topic stays removed.
 // It returns the topics it added.
-func (s *Service) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]string, error) {
+func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]string, error) {
 	var added []string
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		existing, err := lockedTopics(ctx, tx, mirror)
@@ -258,7 +258,7 @@ func (s *Service) AddSourceTopics(ctx context.Context, mirror string, topics map
 // source, up to partitions in all; the lease manager then leases them and
 // they are mirrored from the start of the new source partitions. It returns
 // the partitions it added.
-func (s *Service) GrowTopicPartitions(ctx context.Context, mirror, topic string, partitions int32) ([]int32, error) {
+func (s *Workers) GrowTopicPartitions(ctx context.Context, mirror, topic string, partitions int32) ([]int32, error) {
 	var added []int32
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
@@ -288,7 +288,7 @@ func (s *Service) GrowTopicPartitions(ctx context.Context, mirror, topic string,
 // CountSourceMissing records which mirrored topics a sync pass found missing
 // on the source; the count of every other topic starts again from 0. It
 // returns the missing topics with their count of consecutive passes.
-func (s *Service) CountSourceMissing(ctx context.Context, mirror string, missing []string) (map[string]int, error) {
+func (s *Workers) CountSourceMissing(ctx context.Context, mirror string, missing []string) (map[string]int, error) {
 	return repo.TopicsCountSourceMissing(ctx, s.pool, mirror, missing)
 }
 
@@ -296,7 +296,7 @@ func (s *Service) CountSourceMissing(ctx context.Context, mirror string, missing
 // desired state becomes stopped (STOPPING → STOPPED), with one event per
 // topic saying why. Topics no longer mirroring or paused are left alone. It
 // returns the topics it stopped.
-func (s *Service) StopSourceDeletedTopics(ctx context.Context, mirror string, topics []string) ([]string, error) {
+func (s *Workers) StopSourceDeletedTopics(ctx context.Context, mirror string, topics []string) ([]string, error) {
 	var stopped []string
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		existing, err := lockedTopics(ctx, tx, mirror)
@@ -337,7 +337,7 @@ func (s *Service) StopSourceDeletedTopics(ctx context.Context, mirror string, to
 // acceptable, a skipped record is not, and so across a kept divergent tail)
 // and never goes past the row's checkpoint (dst_next). ok is false when
 // nothing of the partition has been mirrored.
-func (s *Service) TranslateGroupOffset(ctx context.Context, row repo.Partition, srcOffset int64) (Translation, bool, error) {
+func (s *Workers) TranslateGroupOffset(ctx context.Context, row repo.Partition, srcOffset int64) (Translation, bool, error) {
 	if row.DstNext == nil {
 		return Translation{}, false, nil
 	}

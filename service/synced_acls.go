@@ -41,7 +41,7 @@ func (a SyncedACL) row() repo.SyncedACL      { return repo.SyncedACL(a) }
 // mirror's new set for __mirror_state, in one transaction. Recording first
 // means a crash in between leaves a record of an ACL that may not exist,
 // never an ACL of kmirror's that nobody knows about.
-func (s *Service) RecordSyncedACLs(ctx context.Context, mirror string, acls []repo.SyncedACL) error {
+func (s *Workers) RecordSyncedACLs(ctx context.Context, mirror string, acls []repo.SyncedACL) error {
 	return repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		for _, a := range acls {
 			if err := repo.SyncedACLsInsert(ctx, tx, mirror, a); err != nil {
@@ -54,7 +54,7 @@ func (s *Service) RecordSyncedACLs(ctx context.Context, mirror string, acls []re
 
 // ForgetSyncedACLs forgets ACLs the sync created once they are gone from
 // the destination, and publishes the mirror's new set, in one transaction.
-func (s *Service) ForgetSyncedACLs(ctx context.Context, mirror string, acls []repo.SyncedACL) error {
+func (s *Workers) ForgetSyncedACLs(ctx context.Context, mirror string, acls []repo.SyncedACL) error {
 	if len(acls) == 0 {
 		return nil
 	}

@@ -32,7 +32,7 @@ func TestAddTenThousandTopicsIsBounded(t *testing.T) {
 	catalog := service.CatalogFunc(func(context.Context, kafkaconn.Config) (map[string]int32, error) {
 		return source, nil
 	})
-	svc, err := service.New(service.Config{Pool: pool, Catalog: catalog})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: catalog})
 	if err != nil {
 		t.Fatal(err)
 	}

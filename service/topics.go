@@ -119,7 +119,7 @@ func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
 // a match already mirroring or paused is a conflict and nothing changes.
 // With in.DryRun every check runs, under the same lock, and nothing is
 // written.
-func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInput) (TopicsResult, error) {
+func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInput) (TopicsResult, error) {
 	re, err := compileTopicPattern(in.Topic)
 	if err != nil {
 		return TopicsResult{}, err
@@ -145,7 +145,7 @@ func (s *Service) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, err
 	}
 	// The source is asked before any write, so a failure changes nothing.
-	conn, err := s.SourceConn(m)
+	conn, err := s.sourceConn(m)
 	if err != nil {
 		return TopicsResult{}, err
 	}
@@ -236,24 +236,24 @@ var (
 )
 
 // PauseTopics stops fetching for mirroring topics; they stay read-only.
-func (s *Service) PauseTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+func (s *Control) PauseTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
 	return s.transitionTopics(ctx, mirror, pattern, pauseTransition)
 }
 
 // ResumeTopics resumes paused topics from their checkpoints.
-func (s *Service) ResumeTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+func (s *Control) ResumeTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
 	return s.transitionTopics(ctx, mirror, pattern, resumeTransition)
 }
 
 // RemoveTopics stops mirroring (failover): the topics become writable once
 // their partitions reach STOPPED.
-func (s *Service) RemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
+func (s *Control) RemoveTopics(ctx context.Context, mirror, pattern string) (TopicsResult, error) {
 	return s.transitionTopics(ctx, mirror, pattern, removeTransition)
 }
 
 // transitionTopics resolves the pattern against the mirror's own topics and
 // moves all of them, or none, to the target desired state.
-func (s *Service) transitionTopics(ctx context.Context, mirror, pattern string, tr topicTransition) (TopicsResult, error) {
+func (s *Control) transitionTopics(ctx context.Context, mirror, pattern string, tr topicTransition) (TopicsResult, error) {
 	re, err := compileTopicPattern(pattern)
 	if err != nil {
 		return TopicsResult{}, err
@@ -365,7 +365,7 @@ func topicConflict(action string, conflicts []TopicState) error {
 }
 
 // ListTopics returns a mirror's topics.
-func (s *Service) ListTopics(ctx context.Context, mirror string) ([]Topic, error) {
+func (s *Control) ListTopics(ctx context.Context, mirror string) ([]Topic, error) {
 	if _, err := s.mirror(ctx, mirror); err != nil {
 		return nil, err
 	}
@@ -403,7 +403,7 @@ func SummarizePartitions(rows []PartitionRow) PartitionSummary {
 // TopicSummaries summarizes the partitions of each of a mirror's topics
 // from one grouped read: at thousands of partitions, building every
 // describe row to count them would be most of a topic list's cost.
-func (s *Service) TopicSummaries(ctx context.Context, mirror string) (map[string]PartitionSummary, error) {
+func (s *Control) TopicSummaries(ctx context.Context, mirror string) (map[string]PartitionSummary, error) {
 	counts, err := repo.TopicsStateCounts(ctx, s.pool, mirror)
 	if err != nil {
 		return nil, err
@@ -422,7 +422,7 @@ func (s *Service) TopicSummaries(ctx context.Context, mirror string) (map[string
 }
 
 // GetTopic returns one mirror topic.
-func (s *Service) GetTopic(ctx context.Context, mirror, topic string) (Topic, error) {
+func (s *Control) GetTopic(ctx context.Context, mirror, topic string) (Topic, error) {
 	if _, err := s.mirror(ctx, mirror); err != nil {
 		return Topic{}, err
 	}

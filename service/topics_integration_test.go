@@ -19,7 +19,7 @@ import (
 
 // newService returns a Service on a fresh database whose mirrors' source is
 // an in-process cluster with topics orders (3 partitions) and payments (1).
-func newService(t *testing.T) (*service.Service, *pgxpool.Pool, string) {
+func newService(t *testing.T) (*service.Control, *pgxpool.Pool, string) {
 	t.Helper()
 	pool := testdb.Pool(t)
 	kafka, err := kfake.NewCluster(kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "payments"))
@@ -27,7 +27,7 @@ func newService(t *testing.T) (*service.Service, *pgxpool.Pool, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(kafka.Close)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -54,21 +54,21 @@ func TestDesiredStateRules(t *testing.T) {
 
 	type action struct {
 		name   string
-		do     func(ctx context.Context, svc *service.Service, mirror string) (service.TopicsResult, error)
+		do     func(ctx context.Context, svc *service.Control, mirror string) (service.TopicsResult, error)
 		target service.DesiredState // desired state after success
 		event  string
 	}
 	actions := []action{
-		{"add", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
+		{"add", func(ctx context.Context, svc *service.Control, m string) (service.TopicsResult, error) {
 			return svc.AddTopics(ctx, m, service.AddTopicsInput{Topic: "orders"})
 		}, service.DesiredMirroring, service.EventTopicsAdded},
-		{"pause", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
+		{"pause", func(ctx context.Context, svc *service.Control, m string) (service.TopicsResult, error) {
 			return svc.PauseTopics(ctx, m, "orders")
 		}, service.DesiredPaused, service.EventTopicsPaused},
-		{"resume", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
+		{"resume", func(ctx context.Context, svc *service.Control, m string) (service.TopicsResult, error) {
 			return svc.ResumeTopics(ctx, m, "orders")
 		}, service.DesiredMirroring, service.EventTopicsResumed},
-		{"remove", func(ctx context.Context, svc *service.Service, m string) (service.TopicsResult, error) {
+		{"remove", func(ctx context.Context, svc *service.Control, m string) (service.TopicsResult, error) {
 			return svc.RemoveTopics(ctx, m, "orders")
 		}, service.DesiredStopped, service.EventTopicsRemoved},
 	}
@@ -175,7 +175,7 @@ func TestDesiredStateRules(t *testing.T) {
 
 // newServiceWithMirror is newService with mirror m1 created over its
 // cluster (topics orders and payments).
-func newServiceWithMirror(t *testing.T) (*service.Service, *pgxpool.Pool) {
+func newServiceWithMirror(t *testing.T) (*service.Control, *pgxpool.Pool) {
 	t.Helper()
 	svc, pool, bootstrap := newService(t)
 	if _, err := svc.CreateMirror(t.Context(), service.MirrorInput{Name: "m1",
@@ -230,10 +230,10 @@ func TestTopicActionErrors(t *testing.T) {
 }
 
 func TestNewRequiresPoolAndCatalog(t *testing.T) {
-	if _, err := service.New(service.Config{Catalog: service.KafkaCatalog(time.Second)}); err == nil || !strings.Contains(err.Error(), "Pool") {
+	if _, err := service.NewControl(service.Config{Catalog: service.KafkaCatalog(time.Second)}); err == nil || !strings.Contains(err.Error(), "Pool") {
 		t.Fatalf("New without a pool: %v", err)
 	}
-	if _, err := service.New(service.Config{Pool: &pgxpool.Pool{}}); err == nil || !strings.Contains(err.Error(), "Catalog") {
+	if _, err := service.NewControl(service.Config{Pool: &pgxpool.Pool{}}); err == nil || !strings.Contains(err.Error(), "Catalog") {
 		t.Fatalf("New without a catalog: %v", err)
 	}
 }

@@ -11,11 +11,6 @@ import (
 // MaxWait bounds how long a topic action may wait for its partitions.
 const MaxWait = 5 * time.Minute
 
-// WaitChannel is the notifier channel whose notifications should wake a
-// WaitForTopics: every partition state change writes an outbox row, and
-// the outbox NOTIFYs on it.
-const WaitChannel = repo.ChannelOutbox
-
 // waitPoll is how often a wait re-reads the partition states when no
 // notification woke it (the notifier is down, or there is none).
 const waitPoll = 300 * time.Millisecond
@@ -83,12 +78,20 @@ func (r WaitResult) settled() bool {
 }
 
 // WaitForTopics waits up to d for every partition of the result's topics to
-// reach the action's target state, re-reading the states when wake fires
-// (a notification of a state change) and every waitPoll otherwise. It
+// reach the action's target state, re-reading the states when the notifier
+// reports a state change (every one writes an outbox row, and the outbox
+// NOTIFYs) and every waitPoll otherwise. It
 // returns early when all partitions are in the target state or FAILED, and
 // when ctx ends; running out of time is not an error: the result then holds
 // the current states with Completed false.
-func (s *Service) WaitForTopics(ctx context.Context, res TopicsResult, d time.Duration, wake <-chan struct{}) (WaitResult, error) {
+func (s *Control) WaitForTopics(ctx context.Context, res TopicsResult, d time.Duration) (WaitResult, error) {
+	sub := s.notes.Subscribe(repo.ChannelOutbox) // nil without a notifier: never fires
+	defer sub.Unsubscribe()
+	return s.waitForTopics(ctx, res, d, sub.C())
+}
+
+// waitForTopics is WaitForTopics woken by wake.
+func (s *Control) waitForTopics(ctx context.Context, res TopicsResult, d time.Duration, wake <-chan struct{}) (WaitResult, error) {
 	start := time.Now()
 	target := TargetState(res.Action)
 	timer := time.NewTimer(d)
@@ -146,7 +149,7 @@ func (s *Service) WaitForTopics(ctx context.Context, res TopicsResult, d time.Du
 }
 
 // topicProgress counts the topics' partitions in the target state.
-func (s *Service) topicProgress(ctx context.Context, mirror string, topics []string, target PartitionState) (WaitResult, error) {
+func (s *Control) topicProgress(ctx context.Context, mirror string, topics []string, target PartitionState) (WaitResult, error) {
 	counts, err := repo.TopicsStateCounts(ctx, s.pool, mirror)
 	if err != nil {
 		return WaitResult{}, err

@@ -39,7 +39,7 @@ func TestWaitForTopicsHonoursContext(t *testing.T) {
 	gone, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	got, err := svc.WaitForTopics(gone, res, time.Minute, nil)
+	got, err := svc.WaitForTopicsWoken(gone, res, time.Minute, nil)
 	if took := time.Since(start); err != nil || took > 5*time.Second || got.Completed ||
 		len(got.Topics) != 1 || got.Topics[0] != (service.TopicWait{Topic: "orders", Target: service.StateMirroring, Total: 3}) {
 		t.Fatalf("after the context ended: %+v, %v after %s", got, err, took)
@@ -50,7 +50,7 @@ func TestWaitForTopicsHonoursContext(t *testing.T) {
 	wake := make(chan struct{}, 1)
 	done := make(chan service.WaitResult, 1)
 	go func() {
-		r, err := svc.WaitForTopics(ctx, res, time.Minute, wake)
+		r, err := svc.WaitForTopicsWoken(ctx, res, time.Minute, wake)
 		if err != nil {
 			t.Error(err)
 		}
@@ -85,7 +85,7 @@ func TestWaitZeroReadsOnce(t *testing.T) {
 	for range 20 { // the select's choice was random: try it many times
 		wake := make(chan struct{}, 1)
 		wake <- struct{}{}
-		got, err := svc.WaitForTopics(ctx, res, 0, wake)
+		got, err := svc.WaitForTopicsWoken(ctx, res, 0, wake)
 		if err != nil || got.Completed || got.Topics[0].Ready != 0 || got.Waited >= 50*time.Millisecond {
 			t.Fatalf("?wait=0s with a wake-up pending: %+v, %v", got, err)
 		}

@@ -64,7 +64,7 @@ func newMirrorsEnvWith(t *testing.T, tokens api.Tokens) mirrorsEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log, Secrets: keys})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log, Secrets: keys})
 	if err != nil {
 		t.Fatal(err)
 	}

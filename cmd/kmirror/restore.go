@@ -51,7 +51,7 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second)})
 	if err != nil {
 		return err
 	}

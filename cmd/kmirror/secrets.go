@@ -87,7 +87,7 @@ func secretsRotate(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second), Secrets: current})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second), Secrets: current})
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func TestSecretsRotateAndStartupCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second), Secrets: box})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second), Secrets: box})
 	if err != nil {
 		t.Fatal(err)
 	}

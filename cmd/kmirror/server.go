@@ -305,7 +305,7 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // The workers use pools of their own, which the API cannot exhaust: the
 // lease manager a small one that nothing else touches, the rest of the data
 // plane another.
-func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, svc *service.Service, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, svc *service.Workers, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
 	pool := pools.data
 	host, _ := os.Hostname()
 	if len(cfg.Destination.BootstrapServers) == 0 {
@@ -393,25 +393,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	}
 	defer closePool(pool, cfg.budget, log)
 
-	// The progress history behind GET /v1/history and the records-per-second
-	// rates reads through the API's pool: it serves the API, not the data plane.
-	history, err := service.NewHistory(service.HistoryConfig{Pool: pool, Logger: log, Interval: cfg.HistoryInterval})
-	if err != nil {
-		return err
-	}
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		SourceTimeout: cfg.SourceTimeout, Logger: log, History: history, Secrets: secrets,
-		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState})
-	if err != nil {
-		return err
-	}
-	if err := checkStoredSecrets(ctx, cfg, svc, secrets, log); err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		service.NewStateCollector(pool))
-	// The data plane's pools and its own service over them.
+	// The data plane's pools, which the API cannot exhaust.
 	var pools workerPools
 	if pools.leases, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{MaxConns: 2}); err != nil {
 		return err
@@ -427,19 +409,40 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	handler, err := api.NewHandler(api.Config{Service: svc, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
+
+	// The progress history behind GET /v1/history and the records-per-second
+	// rates reads through the API's pool: it serves the API, not the data plane.
+	history, err := service.NewHistory(service.HistoryConfig{Pool: pool, Logger: log, Interval: cfg.HistoryInterval})
+	if err != nil {
+		return err
+	}
+	// The domain's two faces, each over its side's pool: the API's, and the
+	// workers'.
+	control, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
+		SourceTimeout: cfg.SourceTimeout, Logger: log, History: history, Secrets: secrets,
+		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState,
+		Notifier: notes})
+	if err != nil {
+		return err
+	}
+	workers, err := service.NewWorkers(service.WorkersConfig{Pool: pools.data, Logger: log, Secrets: secrets})
+	if err != nil {
+		return err
+	}
+	if err := checkStoredSecrets(ctx, cfg, control, secrets, log); err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		service.NewStateCollector(pool))
+	handler, err := api.NewHandler(api.Config{Service: control, Pool: pool, Logger: log, Registry: reg, OpenAPI: openapi.JSON, Tokens: cfg.Tokens,
 		PublicMetrics: cfg.PublicMetrics, PublicDocs: cfg.PublicDocs,
 		ChangeRate: cfg.ChangeRate, ChangeBurst: cfg.ChangeBurst, MaxStreams: cfg.MaxStreams, DescribeRate: cfg.DescribeRate,
-		Console: web.Handler(), Notifier: notes})
+		Console: web.Handler()})
 	if err != nil {
 		return err
 	}
-	workerSvc, err := service.New(service.Config{Pool: pools.data, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
-		Logger: log, Secrets: secrets, InsecureClearSecrets: cfg.InsecureClearSecrets})
-	if err != nil {
-		return err
-	}
-	pieces, err := components(cfg, pools, notes, workerSvc, reg, log)
+	pieces, err := components(cfg, pools, notes, workers, reg, log)
 	if err != nil {
 		return err
 	}

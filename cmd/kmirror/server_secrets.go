@@ -45,7 +45,7 @@ func openSecretKeys(ctx context.Context, cfg serverConfig, log *slog.Logger) (ke
 // that sealed them fails now, naming the mirror, rather than each of those
 // mirrors failing to connect later; and it says, at every start, what a
 // server without a key does.
-func checkStoredSecrets(ctx context.Context, cfg serverConfig, svc *service.Service, keys service.SecretKeys, log *slog.Logger) error {
+func checkStoredSecrets(ctx context.Context, cfg serverConfig, svc *service.Control, keys service.SecretKeys, log *slog.Logger) error {
 	clear, err := svc.CheckSecrets(ctx)
 	if err != nil {
 		return fmt.Errorf("stored source secrets: %w", err)

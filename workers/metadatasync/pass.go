@@ -201,7 +201,7 @@ func (p *syncPass) guard() error {
 	return nil
 }
 
-func (p *syncPass) svc() *service.Service { return p.r.s.cfg.Service }
+func (p *syncPass) svc() *service.Workers { return p.r.s.cfg.Service }
 
 // mirrored reports whether a topic's desired state is mirroring or paused.
 func mirrored(t repo.Topic) bool {

@@ -45,7 +45,7 @@ type PartitionAwaiter interface {
 // defaults.
 type Config struct {
 	Pool        *pgxpool.Pool
-	Service     *service.Service
+	Service     *service.Workers
 	InstanceID  string
 	Destination kafkaconn.Config
 	Logger      *slog.Logger

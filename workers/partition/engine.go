@@ -34,7 +34,7 @@ type RetryPolicy = worker.RetryPolicy
 // EngineConfig wires an Engine.
 type EngineConfig struct {
 	Pool        *pgxpool.Pool
-	Service     *service.Service
+	Service     *service.Workers
 	InstanceID  string
 	Destination kafkaconn.Config
 	Logger      *slog.Logger

@@ -31,7 +31,7 @@ const groupLinger = time.Millisecond
 // the twelve partitions of a new topic would write their first change one
 // after another over 10-20 ms, and 10,000 partitions starting at once
 // would queue 20,000 commits.
-func newStateWrites(svc *service.Service, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
+func newStateWrites(svc *service.Workers, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
 	var commit func(ts []service.PartitionTransition) ([]repo.Partition, []error)
 	// commit writes a group in one statement. If Postgres refuses the
 	// statement itself (a constraint or a character it cannot store, say),

@@ -34,7 +34,7 @@ func stateWritesWorld(t *testing.T, n int) (*pgxpool.Pool, *grouped[service.Part
 			t.Fatal(err)
 		}
 	}
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	svc, err := service.NewWorkers(service.WorkersConfig{Pool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestStateWritesOutageFailsEachChangeOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(time.Second)})
+	svc, err := service.NewWorkers(service.WorkersConfig{Pool: pool})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func runAtScale(b *testing.B, total int, window, hold time.Duration) scaleResult
 
 	// Describe.
 	// Over a pool of its own, as the API has.
-	api, err := service.New(service.Config{Pool: meter.pool, Catalog: service.KafkaCatalog(3 * time.Second)})
+	api, err := service.NewControl(service.Config{Pool: meter.pool, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func holdAtScale(b *testing.B, env *engineEnv, names []string, perTopic int32,
 
 // describeLatency is the median of nine describes of mirror "big" whose
 // topic matches pattern ("" all).
-func describeLatency(b *testing.B, api *service.Service, pattern string) time.Duration {
+func describeLatency(b *testing.B, api *service.Control, pattern string) time.Duration {
 	ctx := context.Background()
 	var ds []time.Duration
 	for range 9 {

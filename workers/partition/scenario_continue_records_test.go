@@ -61,7 +61,7 @@ func TestScenarioContinueByRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	preview, err := service.New(service.Config{Pool: env.Pool, Catalog: service.KafkaCatalog(5 * time.Second),
+	preview, err := service.NewControl(service.Config{Pool: env.Pool, Catalog: service.KafkaCatalog(5 * time.Second),
 		Destination: workertest.Plain(dst), SourceState: statetopic.ReadState})
 	if err != nil {
 		t.Fatal(err)

@@ -285,7 +285,7 @@ func TestScenarioFailback(t *testing.T) {
 // keep_divergent.
 func checkContinuationPreview(t *testing.T, ba *engineEnv, a string) {
 	t.Helper()
-	svc, err := service.New(service.Config{Pool: ba.Pool, Catalog: service.KafkaCatalog(5 * time.Second),
+	svc, err := service.NewControl(service.Config{Pool: ba.Pool, Catalog: service.KafkaCatalog(5 * time.Second),
 		Destination: workertest.Plain(a), SourceState: statetopic.ReadState})
 	if err != nil {
 		t.Fatal(err)

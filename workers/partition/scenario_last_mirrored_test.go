@@ -134,7 +134,7 @@ func TestScenarioLastMirroredOffsets(t *testing.T) {
 
 	// Restored into an empty database, they are the same.
 	fresh := testdb.Pool(t)
-	restored, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: workertest.SecretKeys})
+	restored, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: workertest.SecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}

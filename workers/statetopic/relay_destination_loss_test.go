@@ -34,7 +34,7 @@ func TestRelayRepublishesToARecreatedStateTopic(t *testing.T) {
 	// cannot know whether it was written. A change made during the
 	// outage waits behind it. The destination comes back empty.
 	holdPublishes(t, env, func() {
-		if err := env.Svc.RecordSyncedACLs(ctx, "a", []repo.SyncedACL{readACL("User:carol")}); err != nil {
+		if err := env.Workers.RecordSyncedACLs(ctx, "a", []repo.SyncedACL{readACL("User:carol")}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -136,7 +136,7 @@ func publishedState(t *testing.T) (*engineEnv, *Relay, kafkaconn.Config) {
 	})
 	env.CreateMirror("a", "orders")
 	env.CreateMirror("b", "events")
-	if err := env.Svc.RecordSyncedACLs(ctx, "a", []repo.SyncedACL{readACL("User:alice"), readACL("User:bob")}); err != nil {
+	if err := env.Workers.RecordSyncedACLs(ctx, "a", []repo.SyncedACL{readACL("User:alice"), readACL("User:bob")}); err != nil {
 		t.Fatal(err)
 	}
 	w := service.OffsetMapChunkWidth

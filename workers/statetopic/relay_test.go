@@ -187,7 +187,7 @@ func TestRestoreFromStateTopic(t *testing.T) {
 	<-done
 
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRestoreFromStateTopic(t *testing.T) {
 	if res.Mirrors != 1 || res.Topics != 1 || res.Partitions != 3 {
 		t.Fatalf("restore = %+v", res)
 	}
-	restored := &engineEnv{&workertest.Env{T: t, TB: t, Pool: fresh, Svc: svc, Clusters: env.Clusters}}
+	restored := &engineEnv{workertest.EnvOver(t, fresh, svc, env.Clusters)}
 	restored.StartInstance("i2")
 	restored.WaitStates("m", service.StateMirroring, 30*time.Second)
 	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 3, 5, kgo.NoCompression())

@@ -104,7 +104,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	control := env.Svc // the database that was not lost, for the answers only
 
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: workertest.SecretKeys})
+	svc, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: workertest.SecretKeys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	if d, err := repo.LeasesCountDemand(ctx, fresh, "i2"); err != nil || d.ActivePartitions != 0 || d.Mirrors != 0 {
 		t.Fatalf("lease demand while the mirror needs credentials: %+v %v, want none", d, err)
 	}
-	restored := &engineEnv{&workertest.Env{T: t, TB: t, Pool: fresh, Svc: svc, Clusters: env.Clusters}}
+	restored := &engineEnv{workertest.EnvOver(t, fresh, svc, env.Clusters)}
 	restored.StartInstanceOpts("i2", workertest.InstanceOpts{Dest: dstConn, Sync: true})
 	startRelayTo(t, fresh, dstConn)
 	workertest.HoldsFor(t, time.Second, "nothing leased or failed while the mirror needs credentials", func() (bool, string) {
@@ -203,7 +203,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 		}
 		for p := int32(0); p < e2ePartitions; p++ {
 			srcAt, _ := committed.Lookup(e2eTopic, p)
-			want, ok, err := control.TranslateGroupOffset(ctx, controlRows[p], srcAt.At)
+			want, ok, err := env.Workers.TranslateGroupOffset(ctx, controlRows[p], srcAt.At)
 			if err != nil || !ok {
 				t.Fatalf("control translation of %s/%d@%d: %v %v", g, p, srcAt.At, ok, err)
 			}
@@ -290,7 +290,7 @@ func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
 
 	verify := func(pool *pgxpool.Pool) service.VerifyReport {
 		t.Helper()
-		svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second)})
+		svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestRestoreVerifyFindsAHandChangedCheckpoint(t *testing.T) {
 		return rep
 	}
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func produceTransactions(t *testing.T, ctx context.Context, conn kafkaconn.Confi
 
 // assertSameTranslations compares the translation of every source offset
 // up to each partition's end.
-func assertSameTranslations(t *testing.T, ctx context.Context, control, restored *service.Service, ends map[int32]int64) {
+func assertSameTranslations(t *testing.T, ctx context.Context, control, restored *service.Control, ends map[int32]int64) {
 	t.Helper()
 	for p := int32(0); p < e2ePartitions; p++ {
 		for n := int64(0); n <= ends[p]; n++ {
@@ -503,7 +503,7 @@ func waitPublished(t *testing.T, ctx context.Context, pool *pgxpool.Pool, dest k
 	})
 }
 
-func syncNow(t *testing.T, svc *service.Service, mirror string) service.SyncResult {
+func syncNow(t *testing.T, svc *service.Control, mirror string) service.SyncResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

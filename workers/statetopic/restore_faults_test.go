@@ -31,7 +31,7 @@ func TestRestoreWhenPostgresOrTheDestinationGoesAway(t *testing.T) {
 	defer cancel()
 
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestRestoreLowersACheckpointPastItsMap(t *testing.T) {
 	}
 
 	fresh := testdb.Pool(t)
-	svc, err := service.New(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
+	svc, err := service.NewControl(service.Config{Pool: fresh, Catalog: service.KafkaCatalog(3 * time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestRestoreLowersACheckpointPastItsMap(t *testing.T) {
 	if p, err := repo.PartitionsGet(ctx, fresh, "m", e2eTopic, 0); err != nil || *p.SrcNext != 17 || *p.DstNext != 10 {
 		t.Fatalf("restored checkpoint %+v %v, want (17, 10)", p, err)
 	}
-	restored := &engineEnv{&workertest.Env{T: t, TB: t, Pool: fresh, Svc: svc, Clusters: env.Clusters}}
+	restored := &engineEnv{workertest.EnvOver(t, fresh, svc, env.Clusters)}
 	restored.StartInstance("i2")
 	restored.WaitStates("m", service.StateMirroring, 30*time.Second)
 	waitCheckpointsAt(t, fresh, ends)

@@ -44,12 +44,15 @@ const (
 const SyncTimeout = 2 * time.Second
 
 // Env is one data-plane test's world: its own database, a source and
-// destination kfake cluster, and the service over them.
+// destination kfake cluster, and the domain's two faces over them.
 type Env struct {
 	T    *testing.T // nil in benchmarks
 	TB   testing.TB
 	Pool *pgxpool.Pool
-	Svc  *service.Service
+	// Svc is the API's face (a test acts on mirrors and topics through
+	// it), Workers the data plane's (the instances' engines and syncers).
+	Svc     *service.Control
+	Workers *service.Workers
 	// Clusters are in this process unless the env was made with
 	// devcluster.Config{Process: true} (benchmarks that measure kmirror
 	// alone): then Clusters.Source and Destination are nil, topics are
@@ -83,11 +86,26 @@ func NewEnvTB(tb testing.TB, cfg devcluster.Config) *Env {
 func NewEnvOn(tb testing.TB, clusters *devcluster.Clusters) *Env {
 	tb.Helper()
 	pool := testdb.Pool(tb)
-	svc, err := service.New(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: SecretKeys})
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: SecretKeys})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Env{TB: tb, Pool: pool, Svc: svc, Clusters: clusters}
+	workers, err := service.NewWorkers(service.WorkersConfig{Pool: pool, Secrets: SecretKeys})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Env{TB: tb, Pool: pool, Svc: svc, Workers: workers, Clusters: clusters}
+}
+
+// EnvOver is an Env over a database the test made itself (a restore's
+// fresh one), with svc as its API face and a workers' face over pool.
+func EnvOver(t *testing.T, pool *pgxpool.Pool, svc *service.Control, clusters *devcluster.Clusters) *Env {
+	t.Helper()
+	workers, err := service.NewWorkers(service.WorkersConfig{Pool: pool, Secrets: SecretKeys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Env{T: t, TB: t, Pool: pool, Svc: svc, Workers: workers, Clusters: clusters}
 }
 
 // SecretKeys seal the source secrets of every env's services, as one key
@@ -191,7 +209,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	}
 	in.Notifier = notes
 	in.DataPool = env.Pool
-	dataSvc := env.Svc
+	dataSvc := env.Workers
 	if o.ProductionTimings {
 		// The server's data pool, sized as the server sizes it.
 		dp, err := repo.OpenWith(ctx, env.Pool.Config().ConnString(), repo.OpenParams{DefaultMaxConns: repo.DataPoolConns, Warm: true})
@@ -199,7 +217,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(dp.Close)
-		if dataSvc, err = service.New(service.Config{Pool: dp, Catalog: service.KafkaCatalog(3 * time.Second), Secrets: SecretKeys}); err != nil {
+		if dataSvc, err = service.NewWorkers(service.WorkersConfig{Pool: dp, Secrets: SecretKeys}); err != nil {
 			tb.Fatal(err)
 		}
 		in.DataPool = dp

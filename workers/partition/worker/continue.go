@@ -63,7 +63,7 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 	}
 	// The tail first: a crash between the two leaves it recorded and the
 	// partition PREPARING, which proves it again.
-	if err := repo.PartitionsSetDivergentTail(ctx, w.cfg.Pool, w.fence(), pc.DivergentTail.Stored()); err != nil {
+	if err := w.cfg.Service.KeepDivergentTail(ctx, w.fence(), pc.DivergentTail); err != nil {
 		return alignResult{}, retryable("continue %s/%d: record the divergent tail: %v", topic, p, err)
 	}
 	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,

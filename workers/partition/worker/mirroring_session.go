@@ -270,7 +270,7 @@ func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := repo.PartitionsSetError(wctx, w.cfg.Pool, w.fence(), service.StateMirroring, msg); err != nil {
+	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), service.StateMirroring, msg); err != nil {
 		w.log.Warn("recording the fetch error failed", "err", err)
 		return
 	}

@@ -51,7 +51,7 @@ func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 		return nil
 	}
 	_, err = w.eng.WriteTopicRow(ctx, w.fence(), fmt.Sprint("read_only_enforced=", value), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
-		return nil, repo.TopicsSetReadOnlyEnforced(ctx, w.cfg.Pool, f, value)
+		return nil, w.cfg.Service.RecordReadOnlyEnforced(ctx, f, value)
 	})
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the lease moved on

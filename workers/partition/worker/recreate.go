@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"kmirror/repo"
 )
 
@@ -40,9 +38,7 @@ func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 	if err := w.eng.RecreateDestinationTopic(ctx, w.key.Topic, int32(len(sd.Partitions)), int16(desire.ReplicationFactor)); err != nil {
 		return err
 	}
-	err = repo.WithTx(ctx, w.cfg.Pool, func(tx pgx.Tx) error {
-		return repo.TopicsResetForRecreate(ctx, tx, w.fence())
-	})
+	err = w.cfg.Service.RecordDestinationRecreated(ctx, w.fence())
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the lease moved on
 	}

@@ -39,7 +39,7 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
 	stored := state.SourceTopicID
 	if stored == nil {
 		stored, err = w.eng.WriteTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
-			return repo.TopicsRecordSourceID(ctx, w.cfg.Pool, f, id[:])
+			return w.cfg.Service.RecordSourceTopicID(ctx, f, id[:])
 		})
 		if errors.Is(err, repo.ErrNotFound) {
 			return errStop // the lease moved on
@@ -77,7 +77,7 @@ func (e *sourceTopicReplaced) Unwrap() error {
 // acceptNewSourceTopic records the new id of a source topic whose history
 // a continue proved.
 func (w *Worker) acceptNewSourceTopic(ctx context.Context, r *sourceTopicReplaced) error {
-	if err := repo.TopicsReplaceSourceID(ctx, w.cfg.Pool, w.fence(), r.stored, r.id); err != nil {
+	if err := w.cfg.Service.AcceptRecreatedSourceTopic(ctx, w.fence(), r.stored, r.id); err != nil {
 		return retryable("record the new source topic id: %v", err)
 	}
 	return nil

@@ -45,7 +45,7 @@ type StepPoint struct {
 // instance that it uses as it is.
 type Config struct {
 	Pool        *pgxpool.Pool
-	Service     *service.Service
+	Service     *service.Workers
 	Destination kafkaconn.Config
 	// SourceOpts are extra client options for source clients (tests).
 	SourceOpts []kgo.Opt
@@ -598,7 +598,7 @@ func backoff(p RetryPolicy, attempt int) time.Duration {
 func (w *Worker) noteError(ctx context.Context, state service.PartitionState, msg string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := repo.PartitionsSetError(wctx, w.cfg.Pool, w.fence(), state, msg); err != nil {
+	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), state, msg); err != nil {
 		w.log.Warn("recording the destination's loss failed", "err", err)
 	}
 }
