@@ -46,7 +46,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 	out := InstanceList{Instances: make([]Instance, len(list))}
 	for i, in := range list {
 		out.Instances[i] = Instance{ID: in.ID, Hostname: in.Hostname, Version: in.Version,
-			StartedAt: in.StartedAt, HeartbeatAt: in.HeartbeatAt, StoppedAt: in.StoppedAt, Live: in.Live,
+			StartedAt: in.StartedAt, HeartbeatAt: in.RenewedAt, StoppedAt: in.StoppedAt, Live: in.Live,
 			TakesLeases: in.TakesLeases, Leases: in.Leases}
 	}
 	writeJSON(w, http.StatusOK, out)

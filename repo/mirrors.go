@@ -8,9 +8,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Mirror is one row of mirrors: a named link from a source cluster.
-type Mirror struct {
-	Name             string
+// Source is a mirror's source cluster connection, with Kafka's names. The
+// secrets (SASLPassword, TLSKeyPEM) are stored sealed when the servers
+// have a key.
+type Source struct {
 	BootstrapServers string
 	SecurityProtocol string
 	SASLMechanism    string
@@ -20,8 +21,14 @@ type Mirror struct {
 	TLSCertPEM       string
 	TLSKeyPEM        string
 	TLSServerName    string
-	Config           map[string]string
-	LastSync         json.RawMessage
+}
+
+// Mirror is one row of mirrors: a named link from a source cluster.
+type Mirror struct {
+	Name string
+	Source
+	Config   map[string]string
+	LastSync json.RawMessage
 	// MissingCredentials names the secrets a restored mirror still needs
 	// ("sasl_password", "tls_key_pem"); its partitions are not leased
 	// until it is empty.

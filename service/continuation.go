@@ -104,26 +104,7 @@ type PartitionContinuation struct {
 // DivergentTail is a range of destination offsets holding records that the
 // source never had: written after the mirror in the other direction last
 // read the destination.
-type DivergentTail struct {
-	Start, End int64 // destination offsets [Start, End)
-	Records    int64 // the records in it (markers and aborted ones not counted)
-}
-
-// Stored is the tail as the partition row keeps it (nil stays nil).
-func (t *DivergentTail) Stored() *repo.DivergentTail {
-	if t == nil {
-		return nil
-	}
-	return &repo.DivergentTail{Start: t.Start, End: t.End, Records: t.Records}
-}
-
-// divergentTailOf is a partition row's tail, nil when none was kept.
-func divergentTailOf(t *repo.DivergentTail) *DivergentTail {
-	if t == nil {
-		return nil
-	}
-	return &DivergentTail{Start: t.Start, End: t.End, Records: t.Records}
-}
+type DivergentTail = repo.DivergentTail
 
 // ContinuationInput is what proving one partition's continuation reads.
 type ContinuationInput struct {

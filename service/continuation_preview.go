@@ -142,7 +142,7 @@ func resumeContinuation(r repo.Partition, srcOff, dstOff kafkaconn.PartitionOffs
 	pc := PartitionContinuation{Partition: r.Partition, Outcome: ContinueResume,
 		DestinationStartOffset: dstOff.Start, DestinationEndOffset: dstOff.End, SourceEndOffset: srcOff.End,
 		OverlapSourceOffset: r.LastMirroredSrc, OverlapDestinationOffset: r.LastMirroredDst,
-		RecordsToCopy: max(srcOff.End-*r.SrcNext, 0), DivergentTail: divergentTailOf(r.DivergentTail)}
+		RecordsToCopy: max(srcOff.End-*r.SrcNext, 0), DivergentTail: r.DivergentTail}
 	pc.Detail = fmt.Sprintf("this mirror wrote the destination up to offset %d: it resumes from its checkpoint at source offset %d",
 		*r.DstNext, *r.SrcNext)
 	if dstOff.End != *r.DstNext {

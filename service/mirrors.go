@@ -97,11 +97,10 @@ func (s *Control) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 	if err := s.requireKey(in.Source.SASLPassword, in.Source.TLSKeyPEM); err != nil {
 		return Mirror{}, err
 	}
-	m := repo.Mirror{Name: in.Name, Config: maps.Clone(in.Config)}
+	m := repo.Mirror{Name: in.Name, Source: in.Source, Config: maps.Clone(in.Config)}
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}
-	applySource(&m, in.Source)
 	if !opts.SkipConnectivityCheck {
 		if _, err := s.sourceTopics(ctx, ConnOf(m)); err != nil {
 			return Mirror{}, err
@@ -280,7 +279,7 @@ var errMirrorChanged = errors.New("the mirror changed during the update; try aga
 
 // patchMirror applies a patch to a mirror row and validates the result.
 func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
-	src := sourceOf(m)
+	src := m.Source
 	if p := patch.Source; p != nil {
 		for dst, val := range map[*string]*string{
 			&src.BootstrapServers: p.BootstrapServers, &src.SecurityProtocol: p.SecurityProtocol,
@@ -312,7 +311,7 @@ func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
 	if err := v.err(); err != nil {
 		return repo.Mirror{}, err
 	}
-	applySource(&m, src)
+	m.Source = src
 	m.Config = cfg
 	m.MissingCredentials = stillMissing(m)
 	return m, nil

@@ -240,7 +240,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		LastMirrored: LastMirroredOf(p), DivergentTail: divergentTailOf(p.DivergentTail),
+		LastMirrored: LastMirroredOf(p), DivergentTail: p.DivergentTail,
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)
@@ -299,5 +299,5 @@ func (s *Control) Translate(ctx context.Context, mirror, topic string, partition
 			"nothing of %s/%d has been mirrored yet, so no offset can be translated", topic, partition)}
 	}
 	return roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: mirror, Topic: topic, Partition: partition},
-		sourceOffset, t, divergentTailOf(row.DivergentTail))
+		sourceOffset, t, row.DivergentTail)
 }

@@ -115,13 +115,13 @@ func TestStillMissing(t *testing.T) {
 		m    repo.Mirror
 		want []string
 	}{
-		{"nothing set yet", repo.Mirror{SASLMechanism: "PLAIN", TLSCertPEM: "cert", MissingCredentials: both}, both},
-		{"password set", repo.Mirror{SASLMechanism: "PLAIN", SASLPassword: "p", TLSCertPEM: "cert", MissingCredentials: both},
+		{"nothing set yet", repo.Mirror{Source: repo.Source{SASLMechanism: "PLAIN", TLSCertPEM: "cert"}, MissingCredentials: both}, both},
+		{"password set", repo.Mirror{Source: repo.Source{SASLMechanism: "PLAIN", SASLPassword: "p", TLSCertPEM: "cert"}, MissingCredentials: both},
 			[]string{CredentialTLSKey}},
-		{"key set", repo.Mirror{SASLMechanism: "PLAIN", TLSCertPEM: "cert", TLSKeyPEM: "key", MissingCredentials: both},
+		{"key set", repo.Mirror{Source: repo.Source{SASLMechanism: "PLAIN", TLSCertPEM: "cert", TLSKeyPEM: "key"}, MissingCredentials: both},
 			[]string{CredentialSASLPassword}},
 		{"SASL and the client certificate dropped", repo.Mirror{MissingCredentials: both}, []string{}},
-		{"never missing", repo.Mirror{SASLMechanism: "PLAIN"}, nil},
+		{"never missing", repo.Mirror{Source: repo.Source{SASLMechanism: "PLAIN"}}, nil},
 	}
 	for _, c := range cases {
 		if got := stillMissing(c.m); len(got) != len(c.want) || (len(got) > 0 && !slices.Equal(got, c.want)) {

@@ -11,18 +11,9 @@ import (
 )
 
 // SourceInput is a source cluster's connection as an operator gives it, with
-// Kafka's names. Secrets are write-only.
-type SourceInput struct {
-	BootstrapServers string
-	SecurityProtocol string
-	SASLMechanism    string
-	SASLUsername     string
-	SASLPassword     string
-	TLSCAPEM         string
-	TLSCertPEM       string
-	TLSKeyPEM        string
-	TLSServerName    string
-}
+// Kafka's names: the row's own shape, validated before it is stored.
+// Secrets are write-only.
+type SourceInput = repo.Source
 
 // The security protocols and SASL mechanisms a source may use, with Kafka's
 // names.
@@ -98,27 +89,6 @@ func ConnOf(m repo.Mirror) kafkaconn.Config {
 			TLSKeyPEM:     m.TLSKeyPEM,
 			TLSServerName: m.TLSServerName,
 		},
-	}
-}
-
-func applySource(m *repo.Mirror, in SourceInput) {
-	m.BootstrapServers = in.BootstrapServers
-	m.SecurityProtocol = in.SecurityProtocol
-	m.SASLMechanism = in.SASLMechanism
-	m.SASLUsername = in.SASLUsername
-	m.SASLPassword = in.SASLPassword
-	m.TLSCAPEM = in.TLSCAPEM
-	m.TLSCertPEM = in.TLSCertPEM
-	m.TLSKeyPEM = in.TLSKeyPEM
-	m.TLSServerName = in.TLSServerName
-}
-
-func sourceOf(m repo.Mirror) SourceInput {
-	return SourceInput{
-		BootstrapServers: m.BootstrapServers, SecurityProtocol: m.SecurityProtocol,
-		SASLMechanism: m.SASLMechanism, SASLUsername: m.SASLUsername, SASLPassword: m.SASLPassword,
-		TLSCAPEM: m.TLSCAPEM, TLSCertPEM: m.TLSCertPEM, TLSKeyPEM: m.TLSKeyPEM,
-		TLSServerName: m.TLSServerName,
 	}
 }
 

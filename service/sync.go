@@ -350,7 +350,7 @@ func (s *Workers) TranslateGroupOffset(ctx context.Context, row repo.Partition, 
 		return Translation{}, false, nil
 	}
 	t, err = roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: row.Mirror, Topic: row.Topic, Partition: row.Partition},
-		srcOffset, t, divergentTailOf(row.DivergentTail))
+		srcOffset, t, row.DivergentTail)
 	if err != nil {
 		return Translation{}, false, err
 	}

@@ -53,5 +53,5 @@ func (s *Workers) RecordPartitionError(ctx context.Context, f repo.LeaseFence, s
 // keep_divergent left on the destination (nil clears it), so describe
 // shows it and offset translation rounds down across it.
 func (s *Workers) KeepDivergentTail(ctx context.Context, f repo.LeaseFence, t *DivergentTail) error {
-	return repo.PartitionsSetDivergentTail(ctx, s.pool, f, t.Stored())
+	return repo.PartitionsSetDivergentTail(ctx, s.pool, f, t)
 }
