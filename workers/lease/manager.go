@@ -307,10 +307,9 @@ func (m *Manager) awaitReleases() bool {
 // nothing is released in the database, where the leases stay until they
 // expire. It exists for crash tests.
 func (m *Manager) Crash() {
-	if !m.StopInit() {
+	if !m.StopAndHalt() {
 		return
 	}
-	m.Halt()
 	for _, s := range m.sets {
 		held := s.all()
 		for _, l := range held {
