@@ -55,8 +55,8 @@ func TestCopyKeepsEveryCodec(t *testing.T) {
 		w, g := want[i], got[i]
 		if string(g.Key) != string(w.Key) || string(g.Value) != string(w.Value) || !g.Timestamp.Equal(w.Timestamp) ||
 			g.Offset != w.Offset || !slices.EqualFunc(g.Headers, w.Headers, func(a, b kgo.RecordHeader) bool {
-				return a.Key == b.Key && string(a.Value) == string(b.Value)
-			}) {
+			return a.Key == b.Key && string(a.Value) == string(b.Value)
+		}) {
 			t.Fatalf("record %d: destination %s@%d %q %v %v, source %s@%d %q %v %v", i,
 				g.Key, g.Offset, g.Value, g.Timestamp, g.Headers, w.Key, w.Offset, w.Value, w.Timestamp, w.Headers)
 		}
