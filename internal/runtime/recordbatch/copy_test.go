@@ -207,12 +207,7 @@ type copied struct{ batches, dropped, fallback int }
 func copyPartition(t *testing.T, src, dst *kgo.Client, topic string, partition int32) copied {
 	t.Helper()
 	ctx := t.Context()
-	init := kmsg.NewPtrInitProducerIDRequest()
-	init.TransactionTimeoutMillis = 60_000
-	initResp, err := init.RequestWith(ctx, dst)
-	if err != nil || initResp.ErrorCode != 0 {
-		t.Fatalf("init producer id: %v %v", err, kerr.ErrorForCode(initResp.ErrorCode))
-	}
+	pid, epoch := initProducer(t, dst)
 	dstTopics, err := kadm.NewClient(dst).ListTopics(ctx, topic)
 	if err != nil || dstTopics[topic].Err != nil {
 		t.Fatalf("list destination %s: %v %v", topic, err, dstTopics[topic].Err)
@@ -244,26 +239,51 @@ func copyPartition(t *testing.T, src, dst *kgo.Client, topic string, partition i
 				res.fallback++
 				continue
 			}
-			req := kmsg.NewPtrProduceRequest()
-			req.Acks, req.TimeoutMillis = -1, 10_000
-			rt := kmsg.NewProduceRequestTopic()
-			rt.Topic, rt.TopicID = topic, dstTopics[topic].ID
-			rp := kmsg.NewProduceRequestTopicPartition()
-			rp.Partition = partition
-			rp.Records = b.AppendProduced(nil, initResp.ProducerID, initResp.ProducerEpoch, seq)
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			resp, err := req.RequestWith(ctx, dst)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
-				t.Fatalf("produce of the batch at %d: %v", b.BaseOffset, kerr.ErrorForCode(code))
-			}
+			produceRaw(t, dst, topic, dstTopics[topic].ID, partition, b.AppendProduced(nil, pid, epoch, seq))
 			seq += b.NumRecords
 			res.batches++
 		}
 	}
+}
+
+// produceRaw sends one batch to a partition and fails the test unless the
+// broker takes it.
+func produceRaw(t *testing.T, cl *kgo.Client, topic string, topicID [16]byte, partition int32, batch []byte) {
+	t.Helper()
+	if err := produceRawErr(t, cl, topic, topicID, partition, batch); err != nil {
+		t.Fatalf("produce a batch to %s/%d: %v", topic, partition, err)
+	}
+}
+
+// produceRawErr sends one batch to a partition and returns the broker's
+// error for it.
+func produceRawErr(t *testing.T, cl *kgo.Client, topic string, topicID [16]byte, partition int32, batch []byte) error {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 10_000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = topic, topicID
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// initProducer gets an idempotent producer id from the cluster.
+func initProducer(t *testing.T, cl *kgo.Client) (int64, int16) {
+	t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionTimeoutMillis = 60_000
+	resp, err := req.RequestWith(t.Context(), cl)
+	if err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("init producer id: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	return resp.ProducerID, resp.ProducerEpoch
 }
 
 func fetchRaw(t *testing.T, cl *kgo.Client, topic string, partition int32) ([]byte, []recordbatch.Aborted) {
