@@ -147,6 +147,9 @@ func (b *Batch) Transactional() bool { return b.Attributes&transactionalBit != 0
 // Control says the batch holds a transaction marker, not data.
 func (b *Batch) Control() bool { return b.Attributes&controlBit != 0 }
 
+// Records is the batch's record count.
+func (b *Batch) Records() int32 { return b.NumRecords }
+
 // NextOffset is the offset after the batch's last record.
 func (b *Batch) NextOffset() int64 { return b.BaseOffset + int64(b.LastOffsetDelta) + 1 }
 

@@ -1,0 +1,459 @@
+// Package batchproduce produces whole record batches, built elsewhere, as
+// one idempotent producer: kgo's producer takes records and builds its own
+// batches, so a copier that keeps the source's batches sends raw produce
+// requests instead. The producer owns what the broker checks: the producer
+// id and epoch, and each partition's sequence.
+//
+// A partition has at most one request in flight, so its batches reach the
+// broker in order without relying on the order of concurrent requests on a
+// connection. A request carries the next batch of every partition led by
+// its broker, and several requests to a broker may be in flight.
+package batchproduce
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Payload is one batch to produce (a *recordbatch.Batch is one).
+// AppendProduced writes it as produced by pid at epoch, starting at
+// sequence seq; Records is its record count, by which the partition's
+// sequence advances.
+type Payload interface {
+	AppendProduced(dst []byte, pid int64, epoch int16, seq int32) []byte
+	Records() int32
+}
+
+// Result is a batch's outcome: the destination offset of its first record,
+// or why it was not written. A batch that failed was not written; the
+// batches queued after it on its partition fail too, with ErrEarlierFailed.
+type Result struct {
+	BaseOffset int64
+	Err        error
+}
+
+// ErrEarlierFailed fails the batches queued behind a failed one: producing
+// them would leave a hole in the partition.
+var ErrEarlierFailed = errors.New("an earlier batch of the partition failed")
+
+// ErrClosed fails what is queued when the producer closes.
+var ErrClosed = errors.New("batch producer closed")
+
+// Config wires a Producer.
+type Config struct {
+	// Client reaches the destination: its metadata and its brokers. It
+	// must not produce records itself.
+	Client *kgo.Client
+	Logger *slog.Logger
+	// RequestTimeout bounds a produce request, and is the broker's own
+	// timeout for it; default 10s.
+	RequestTimeout time.Duration
+	// MaxRequestBytes bounds the batches of one request; default 4 MiB.
+	// A batch larger than it goes alone.
+	MaxRequestBytes int
+	// RetryBackoff spaces the retries of a partition whose leader moved or
+	// whose broker did not answer; default 100ms.
+	RetryBackoff time.Duration
+}
+
+// Producer produces Payloads as one idempotent producer.
+type Producer struct {
+	cfg Config
+	log *slog.Logger
+
+	mu    sync.Mutex
+	pid   int64
+	epoch int16
+	// bump: a partition's sequence broke (the broker refused one); the
+	// next send first takes a new epoch, which starts every partition's
+	// sequence at 0.
+	bump   bool
+	parts  map[topicPartition]*partition
+	meta   metadata
+	closed bool
+
+	wake     chan struct{}
+	done     chan struct{}
+	inFlight sync.WaitGroup
+}
+
+type topicPartition struct {
+	topic     string
+	partition int32
+}
+
+type partition struct {
+	tp    topicPartition
+	seq   int32      // the next batch's sequence
+	queue []*pending // not yet sent, oldest first
+	// sending is the batch in flight, nil when none.
+	sending *pending
+	// retryAt holds a batch back after a retriable error.
+	retryAt time.Time
+}
+
+type pending struct {
+	ctx     context.Context
+	payload Payload
+	promise func(Result)
+	// raw is the batch as first sent, kept so that a retry sends the same
+	// bytes under the same sequence and epoch; seq is its first sequence.
+	raw   []byte
+	seq   int32
+	epoch int16
+}
+
+// New returns a started Producer.
+func New(cfg Config) (*Producer, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("batchproduce: Client is required")
+	}
+	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 10*time.Second)
+	cfg.MaxRequestBytes = cmp.Or(cfg.MaxRequestBytes, 4<<20)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 100*time.Millisecond)
+	p := &Producer{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), pid: -1, parts: map[topicPartition]*partition{},
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
+	p.meta.init(cfg.Client)
+	go p.run()
+	return p, nil
+}
+
+// Produce queues a batch for a partition; promise is called once with its
+// result, in the partition's order. A batch whose ctx has ended by the time
+// it would be sent fails with the context's error, and so does every batch
+// queued after it. Once sent, a batch is answered by the broker or fails
+// with the request's error.
+func (p *Producer) Produce(ctx context.Context, topic string, part int32, payload Payload, promise func(Result)) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		promise(Result{Err: ErrClosed})
+		return
+	}
+	tp := topicPartition{topic, part}
+	st := p.parts[tp]
+	if st == nil {
+		st = &partition{tp: tp}
+		p.parts[tp] = st
+	}
+	st.queue = append(st.queue, &pending{ctx: ctx, payload: payload, promise: promise})
+	p.mu.Unlock()
+	p.signal()
+}
+
+// Close fails what is queued with ErrClosed and waits for the requests in
+// flight.
+func (p *Producer) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	var failed []*pending
+	for _, st := range p.parts {
+		failed = append(failed, st.queue...)
+		st.queue = nil
+	}
+	p.mu.Unlock()
+	close(p.done)
+	for _, f := range failed {
+		f.promise(Result{Err: ErrClosed})
+	}
+	p.inFlight.Wait()
+}
+
+func (p *Producer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run sends what is ready whenever something changes, and at the earliest
+// retry time.
+func (p *Producer) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := p.dispatch()
+		if !next.IsZero() {
+			timer.Reset(max(time.Until(next), time.Millisecond))
+		}
+		select {
+		case <-p.done:
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// dispatch sends the next batch of every partition that has none in
+// flight, grouped by leader, and returns when a held-back batch is due.
+func (p *Producer) dispatch() (next time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout)
+	defer cancel()
+	if err := p.ensureProducerID(ctx); err != nil {
+		p.log.Warn("batch producer: no producer id yet; retrying", "err", err)
+		return time.Now().Add(p.cfg.RetryBackoff)
+	}
+	p.mu.Lock()
+	var ready []*partition
+	var failed []func()
+	now := time.Now()
+	topics := map[string]bool{}
+	for _, st := range p.parts {
+		if st.sending != nil || len(st.queue) == 0 {
+			continue
+		}
+		if now.Before(st.retryAt) {
+			if next.IsZero() || st.retryAt.Before(next) {
+				next = st.retryAt
+			}
+			continue
+		}
+		// A batch whose context ended is never sent, nor anything after it.
+		if head := st.queue[0]; head.raw == nil && head.ctx.Err() != nil {
+			failed = append(failed, p.failQueueLocked(st, context.Cause(head.ctx)))
+			continue
+		}
+		ready = append(ready, st)
+		topics[st.tp.topic] = true
+	}
+	p.mu.Unlock()
+	for _, f := range failed {
+		f()
+	}
+	if len(ready) == 0 {
+		return next
+	}
+	leaders, err := p.meta.leaders(ctx, topics)
+	if err != nil {
+		p.log.Warn("batch producer: destination metadata; retrying", "err", err)
+		return time.Now().Add(p.cfg.RetryBackoff)
+	}
+	byBroker := map[int32][]*partition{}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return time.Time{}
+	}
+	for _, st := range ready {
+		if st.sending != nil || len(st.queue) == 0 {
+			continue // Close emptied it meanwhile
+		}
+		l, ok := leaders[st.tp]
+		if !ok {
+			st.retryAt = now.Add(p.cfg.RetryBackoff)
+			if next.IsZero() || st.retryAt.Before(next) {
+				next = st.retryAt
+			}
+			p.meta.stale()
+			continue
+		}
+		byBroker[l.broker] = append(byBroker[l.broker], st)
+	}
+	for broker, parts := range byBroker {
+		var sent []*partition
+		size := 0
+		for _, st := range parts {
+			head := st.queue[0]
+			if head.raw == nil {
+				head.raw, head.seq, head.epoch = head.payload.AppendProduced(nil, p.pid, p.epoch, st.seq), st.seq, p.epoch
+				st.seq += head.payload.Records()
+			}
+			if size > 0 && size+len(head.raw) > p.cfg.MaxRequestBytes {
+				p.signal() // the rest go in the next request
+				break
+			}
+			size += len(head.raw)
+			st.queue = st.queue[1:]
+			st.sending = head
+			sent = append(sent, st)
+		}
+		req := p.request(sent, leaders)
+		p.inFlight.Add(1)
+		go p.send(broker, req, sent)
+	}
+	p.mu.Unlock()
+	return next
+}
+
+// request is one produce request of the batches the partitions send.
+func (p *Producer) request(sent []*partition, leaders map[topicPartition]leader) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, int32(p.cfg.RequestTimeout.Milliseconds())
+	index := map[string]int{}
+	for _, st := range sent {
+		i, ok := index[st.tp.topic]
+		if !ok {
+			t := kmsg.NewProduceRequestTopic()
+			t.Topic, t.TopicID = st.tp.topic, leaders[st.tp].topicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			index[st.tp.topic] = i
+		}
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = st.tp.partition, st.sending.raw
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	return req
+}
+
+// send issues one request and settles each of its partitions' batches.
+func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
+	defer p.inFlight.Done()
+	defer p.signal()
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout+5*time.Second)
+	resp, err := p.cfg.Client.Broker(int(broker)).Request(ctx, req)
+	cancel()
+	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
+	if err == nil {
+		// From v13 the response names topics by id only.
+		names := map[[16]byte]string{}
+		for _, t := range req.Topics {
+			names[t.TopicID] = t.Topic
+		}
+		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+			topic := t.Topic
+			if topic == "" {
+				topic = names[t.TopicID]
+			}
+			for _, rp := range t.Partitions {
+				codes[topicPartition{topic, rp.Partition}] = rp
+			}
+		}
+	}
+	var calls []func()
+	p.mu.Lock()
+	for _, st := range sent {
+		head := st.sending
+		st.sending = nil
+		rp, answered := codes[st.tp]
+		code := kerr.ErrorForCode(rp.ErrorCode)
+		switch {
+		case (err != nil || !answered) && head.ctx.Err() != nil:
+			// Unanswered past its deadline: it may have landed or not,
+			// so the partition's sequence is unknown to us now, and a new
+			// epoch starts it again.
+			p.bump = true
+			cause := fmt.Errorf("produce to %s/%d: no answer (%v) by the batch's deadline: %w", st.tp.topic, st.tp.partition,
+				cmp.Or(err, errors.New("partition missing from the response")), context.Cause(head.ctx))
+			calls = append(calls, func() { head.promise(Result{Err: cause}) })
+			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
+		case err != nil || !answered:
+			// No answer: the batch may have landed, so it is sent again
+			// with the same bytes and sequence, which the broker
+			// deduplicates.
+			p.retryLocked(st, head)
+		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
+			calls = append(calls, func() { head.promise(Result{BaseOffset: rp.BaseOffset}) })
+		case retriable(code):
+			p.retryLocked(st, head)
+		default:
+			// Not written: the partition's next batch takes its sequence,
+			// or, if the broker lost this producer's sequence, a new epoch
+			// starts it again.
+			if head.epoch == p.epoch {
+				st.seq = head.seq
+			}
+			if brokenSequence(code) {
+				p.bump = true
+			}
+			cause := fmt.Errorf("produce to %s/%d: %w", st.tp.topic, st.tp.partition, code)
+			calls = append(calls, func() { head.promise(Result{Err: cause}) })
+			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
+		}
+	}
+	if err != nil || len(codes) < len(sent) {
+		p.meta.stale()
+	}
+	p.mu.Unlock()
+	for _, c := range calls {
+		c()
+	}
+}
+
+// retryLocked puts a batch back at the head of its partition's queue, to be
+// sent again after the backoff with the same bytes.
+func (p *Producer) retryLocked(st *partition, head *pending) {
+	st.queue = append([]*pending{head}, st.queue...)
+	st.retryAt = time.Now().Add(p.cfg.RetryBackoff)
+	p.meta.stale()
+}
+
+// failQueueLocked empties a partition's queue (batches not sent yet) and
+// returns the call that fails each with err, to be made without p.mu.
+func (p *Producer) failQueueLocked(st *partition, err error) func() {
+	queued := st.queue
+	st.queue = nil
+	return func() {
+		for _, q := range queued {
+			q.promise(Result{Err: err})
+		}
+	}
+}
+
+// ensureProducerID takes the producer id, or a new epoch after a broken
+// sequence (KIP-360), with which every partition's sequence starts at 0.
+func (p *Producer) ensureProducerID(ctx context.Context) error {
+	p.mu.Lock()
+	need := p.pid < 0 || p.bump
+	pid, epoch := p.pid, p.epoch
+	p.mu.Unlock()
+	if !need {
+		return nil
+	}
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionTimeoutMillis = 60_000
+	if pid >= 0 {
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+	}
+	resp, err := req.RequestWith(ctx, p.cfg.Client)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pid, p.epoch, p.bump = resp.ProducerID, resp.ProducerEpoch, false
+	// A batch in flight or held for a retry goes out as it was built,
+	// under the old epoch; each partition's next batch starts the new one.
+	for _, st := range p.parts {
+		st.seq = 0
+	}
+	return nil
+}
+
+// retriable errors leave the batch unwritten and the producer's state as
+// it was: the batch is sent again, to the partition's leader as the
+// refreshed metadata says.
+func retriable(err error) bool {
+	for _, e := range []error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.RequestTimedOut,
+		kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.KafkaStorageError, kerr.NetworkException,
+		kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// brokenSequence errors mean the broker no longer follows this producer's
+// sequence for the partition: a new epoch starts it again.
+func brokenSequence(err error) bool {
+	return errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.UnknownProducerID) ||
+		errors.Is(err, kerr.InvalidProducerEpoch)
+}
