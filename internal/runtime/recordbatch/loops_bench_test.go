@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/recordbatch"
 )
 
@@ -26,10 +28,12 @@ func TestMain(m *testing.M) {
 
 // BenchmarkCopyLoops measures, before the data plane copies batches, what
 // copying them whole can gain: a plain franz-go record loop (consume, then
-// produce each record with the source's codec) against a plain batch loop
-// (raw fetches, the batches split, filtered and rewritten, raw produce
-// requests of one batch per partition), over the same source topic, into a
-// blackholed destination, timed to every record copied. The clusters run in
+// produce each record with the source's codec) against two batch loops over
+// the same source topic, into a blackholed destination, timed to every
+// record copied. Both batch loops fetch raw and split, filter and rewrite
+// the batches; the first sends rounds of one batch per partition, one
+// request at a time, the second hands them to batchproduce.Producer, which
+// keeps a request in flight per partition's leader. The clusters run in
 // a child process, so cores are the copier's alone.
 //
 // KMIRROR_BENCH_RECORDS sets the records of a copy (default 300,000 of
@@ -59,6 +63,11 @@ func BenchmarkCopyLoops(b *testing.B) {
 				for range b.N {
 					rec := timeCopy(b, func() { recordLoop(b, clusters, topic, c.codec, n) })
 					bat := timeCopy(b, func() { batchLoop(b, clusters, topic) })
+					prod := timeCopy(b, func() { producerLoop(b, clusters, topic) })
+					b.ReportMetric(mb/prod.wall.Seconds(), "producer-MB/s")
+					b.ReportMetric(rec.wall.Seconds()/prod.wall.Seconds(), "producer/record")
+					b.ReportMetric(prod.cpu.Seconds()/mb*1000, "producer-cpu-ms/MB")
+					b.ReportMetric(prod.cpu.Seconds()/rec.cpu.Seconds(), "producer/record-cpu")
 					b.ReportMetric(mb/rec.wall.Seconds(), "record-MB/s")
 					b.ReportMetric(mb/bat.wall.Seconds(), "batch-MB/s")
 					b.ReportMetric(rec.wall.Seconds()/bat.wall.Seconds(), "batch/record")
@@ -310,5 +319,107 @@ func batchLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 		go func() { resp <- fetch() }()
 		produce(cur)
 		cur = split(<-resp)
+	}
+}
+
+// producerLoop fetches raw as batchLoop does, and hands every kept batch to
+// a batchproduce.Producer, fetching on while the producer sends. At most
+// 64 MiB of fetched batches wait for their answers.
+func producerLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
+	ctx := context.Background()
+	src, err := kgo.NewClient(kgo.SeedBrokers(clusters.SourceAddr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := kgo.NewClient(kgo.SeedBrokers(clusters.DestinationAddr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	p, err := batchproduce.New(batchproduce.Config{Client: dst})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	srcTopics, err := kadm.NewClient(src).ListTopics(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ends, err := kadm.NewClient(src).ListEndOffsets(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srcBroker := src.Broker(int(srcTopics[topic].Partitions[0].Leader))
+	const window = 64 << 20
+	var (
+		mu      sync.Mutex
+		cond    = sync.NewCond(&mu)
+		waiting int // bytes fetched and not answered
+		failed  error
+	)
+	next := make([]int64, loopPartitions)
+	for {
+		done := true
+		for p := range int32(loopPartitions) {
+			if end, _ := ends.Lookup(topic, p); next[p] < end.Offset {
+				done = false
+			}
+		}
+		if done {
+			break
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.IsolationLevel = -1, 100, 50<<20, 1
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = topic, srcTopics[topic].ID
+		for p := range int32(loopPartitions) {
+			fp := kmsg.NewFetchRequestTopicPartition()
+			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, next[p], 1<<20, -1
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		req.Topics = append(req.Topics, ft)
+		resp, err := srcBroker.Request(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, rp := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+			batches, err := recordbatch.Split(rp.RecordBatches)
+			if err != nil {
+				b.Fatal(err)
+			}
+			keep := recordbatch.NewCommitted(nil)
+			for i := range batches {
+				bt := &batches[i]
+				next[rp.Partition] = bt.NextOffset()
+				if ok, err := keep.Keep(bt); err != nil || !ok {
+					continue
+				}
+				size := len(bt.Raw)
+				mu.Lock()
+				for waiting > window && failed == nil {
+					cond.Wait()
+				}
+				waiting += size
+				mu.Unlock()
+				p.Produce(ctx, topic, rp.Partition, bt, func(res batchproduce.Result) {
+					mu.Lock()
+					waiting -= size
+					if res.Err != nil && failed == nil {
+						failed = res.Err
+					}
+					cond.Broadcast()
+					mu.Unlock()
+				})
+			}
+		}
+	}
+	mu.Lock()
+	for waiting > 0 && failed == nil {
+		cond.Wait()
+	}
+	mu.Unlock()
+	if failed != nil {
+		b.Fatal(failed)
 	}
 }
