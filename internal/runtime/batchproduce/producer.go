@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/leaders"
 )
 
 // Payload is one batch to produce (a *recordbatch.Batch is one).
@@ -78,7 +80,7 @@ type Producer struct {
 	// sequence at 0.
 	bump   bool
 	parts  map[topicPartition]*partition
-	meta   metadata
+	meta   *leaders.Cache
 	closed bool
 
 	wake     chan struct{}
@@ -86,10 +88,7 @@ type Producer struct {
 	inFlight sync.WaitGroup
 }
 
-type topicPartition struct {
-	topic     string
-	partition int32
-}
+type topicPartition = leaders.TopicPartition
 
 type partition struct {
 	tp    topicPartition
@@ -121,8 +120,7 @@ func New(cfg Config) (*Producer, error) {
 	cfg.MaxRequestBytes = cmp.Or(cfg.MaxRequestBytes, 4<<20)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 100*time.Millisecond)
 	p := &Producer{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), pid: -1, parts: map[topicPartition]*partition{},
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	p.meta.init(cfg.Client)
+		meta: leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go p.run()
 	return p, nil
 }
@@ -139,7 +137,7 @@ func (p *Producer) Produce(ctx context.Context, topic string, part int32, payloa
 		promise(Result{Err: ErrClosed})
 		return
 	}
-	tp := topicPartition{topic, part}
+	tp := topicPartition{Topic: topic, Partition: part}
 	st := p.parts[tp]
 	if st == nil {
 		st = &partition{tp: tp}
@@ -228,7 +226,7 @@ func (p *Producer) dispatch() (next time.Time) {
 			continue
 		}
 		ready = append(ready, st)
-		topics[st.tp.topic] = true
+		topics[st.tp.Topic] = true
 	}
 	p.mu.Unlock()
 	for _, f := range failed {
@@ -237,7 +235,7 @@ func (p *Producer) dispatch() (next time.Time) {
 	if len(ready) == 0 {
 		return next
 	}
-	leaders, err := p.meta.leaders(ctx, topics)
+	leaderOf, err := p.meta.Leaders(ctx, topics)
 	if err != nil {
 		p.log.Warn("batch producer: destination metadata; retrying", "err", err)
 		return time.Now().Add(p.cfg.RetryBackoff)
@@ -252,16 +250,16 @@ func (p *Producer) dispatch() (next time.Time) {
 		if st.sending != nil || len(st.queue) == 0 {
 			continue // Close emptied it meanwhile
 		}
-		l, ok := leaders[st.tp]
+		l, ok := leaderOf[st.tp]
 		if !ok {
 			st.retryAt = now.Add(p.cfg.RetryBackoff)
 			if next.IsZero() || st.retryAt.Before(next) {
 				next = st.retryAt
 			}
-			p.meta.stale()
+			p.meta.Stale()
 			continue
 		}
-		byBroker[l.broker] = append(byBroker[l.broker], st)
+		byBroker[l.Broker] = append(byBroker[l.Broker], st)
 	}
 	for broker, parts := range byBroker {
 		var sent []*partition
@@ -281,7 +279,7 @@ func (p *Producer) dispatch() (next time.Time) {
 			st.sending = head
 			sent = append(sent, st)
 		}
-		req := p.request(sent, leaders)
+		req := p.request(sent, leaderOf)
 		p.inFlight.Add(1)
 		go p.send(broker, req, sent)
 	}
@@ -290,21 +288,21 @@ func (p *Producer) dispatch() (next time.Time) {
 }
 
 // request is one produce request of the batches the partitions send.
-func (p *Producer) request(sent []*partition, leaders map[topicPartition]leader) *kmsg.ProduceRequest {
+func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leaders.Leader) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, int32(p.cfg.RequestTimeout.Milliseconds())
 	index := map[string]int{}
 	for _, st := range sent {
-		i, ok := index[st.tp.topic]
+		i, ok := index[st.tp.Topic]
 		if !ok {
 			t := kmsg.NewProduceRequestTopic()
-			t.Topic, t.TopicID = st.tp.topic, leaders[st.tp].topicID
+			t.Topic, t.TopicID = st.tp.Topic, leaderOf[st.tp].TopicID
 			req.Topics = append(req.Topics, t)
 			i = len(req.Topics) - 1
-			index[st.tp.topic] = i
+			index[st.tp.Topic] = i
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = st.tp.partition, st.sending.raw
+		rp.Partition, rp.Records = st.tp.Partition, st.sending.raw
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	return req
@@ -330,7 +328,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 				topic = names[t.TopicID]
 			}
 			for _, rp := range t.Partitions {
-				codes[topicPartition{topic, rp.Partition}] = rp
+				codes[topicPartition{Topic: topic, Partition: rp.Partition}] = rp
 			}
 		}
 	}
@@ -347,7 +345,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			// so the partition's sequence is unknown to us now, and a new
 			// epoch starts it again.
 			p.bump = true
-			cause := fmt.Errorf("produce to %s/%d: no answer (%v) by the batch's deadline: %w", st.tp.topic, st.tp.partition,
+			cause := fmt.Errorf("produce to %s/%d: no answer (%v) by the batch's deadline: %w", st.tp.Topic, st.tp.Partition,
 				cmp.Or(err, errors.New("partition missing from the response")), context.Cause(head.ctx))
 			calls = append(calls, func() { head.promise(Result{Err: cause}) })
 			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
@@ -370,13 +368,13 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			if brokenSequence(code) {
 				p.bump = true
 			}
-			cause := fmt.Errorf("produce to %s/%d: %w", st.tp.topic, st.tp.partition, code)
+			cause := fmt.Errorf("produce to %s/%d: %w", st.tp.Topic, st.tp.Partition, code)
 			calls = append(calls, func() { head.promise(Result{Err: cause}) })
 			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
 		}
 	}
 	if err != nil || len(codes) < len(sent) {
-		p.meta.stale()
+		p.meta.Stale()
 	}
 	p.mu.Unlock()
 	for _, c := range calls {
@@ -389,7 +387,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 func (p *Producer) retryLocked(st *partition, head *pending) {
 	st.queue = append([]*pending{head}, st.queue...)
 	st.retryAt = time.Now().Add(p.cfg.RetryBackoff)
-	p.meta.stale()
+	p.meta.Stale()
 }
 
 // failQueueLocked empties a partition's queue (batches not sent yet) and
