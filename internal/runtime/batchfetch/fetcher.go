@@ -1,0 +1,244 @@
+// Package batchfetch reads Kafka partitions as raw record batches,
+// read_committed, for a copier that produces them whole. Each broker has
+// one fetch loop with an incremental fetch session (KIP-227): after the
+// first request, a request names only the partitions whose position moved,
+// and the broker answers only for partitions with something new, so a quiet
+// partition costs nothing per request.
+package batchfetch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/runtime/leaders"
+	"kmirror/internal/runtime/recordbatch"
+)
+
+// Fetched is what one response held for a partition.
+type Fetched struct {
+	Topic     string
+	Partition int32
+	// Batches are the complete batches from the partition's position on,
+	// their CRCs checked. The first may start before the position (a
+	// broker returns the batch that holds it).
+	Batches []recordbatch.Batch
+	// Aborted are the transactions the response lists as aborted, for
+	// recordbatch.NewCommitted.
+	Aborted []recordbatch.Aborted
+	// HighWatermark, LastStableOffset and LogStartOffset are the
+	// partition's, as the leader answered.
+	HighWatermark, LastStableOffset, LogStartOffset int64
+	// Err ends the partition's fetching (its offset is out of range, its
+	// topic is gone, a batch is corrupt) until it is added again.
+	Err error
+}
+
+// Config wires a Fetcher.
+type Config struct {
+	// Client reaches the source cluster; the fetcher uses its metadata
+	// and its brokers, not its consumer.
+	Client *kgo.Client
+	Logger *slog.Logger
+	// MaxWait is how long a broker may hold a request for data; default
+	// 500ms.
+	MaxWait time.Duration
+	// MaxBytes bounds a response, PartitionMaxBytes each partition's part
+	// of it (a broker still returns a first batch larger than either);
+	// defaults 50 MiB and 1 MiB.
+	MaxBytes, PartitionMaxBytes int32
+	// RetryBackoff spaces retries after a broker fails a request; default
+	// 250ms.
+	RetryBackoff time.Duration
+}
+
+// Fetcher fetches the partitions added to it.
+type Fetcher struct {
+	cfg  Config
+	log  *slog.Logger
+	meta *leaders.Cache
+
+	mu      sync.Mutex
+	cond    *sync.Cond // signalled when a delivery ends
+	parts   map[leaders.TopicPartition]*partition
+	brokers map[int32]*brokerLoop
+	closed  bool
+
+	wake chan struct{} // the assigner's
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// partition is one added partition's position and where it is fetched.
+type partition struct {
+	tp      leaders.TopicPartition
+	offset  int64
+	deliver func(Fetched)
+	// broker fetches it, -1 while it waits for a leader.
+	broker int32
+	// stopped: an error was delivered; it is not fetched again.
+	stopped    bool
+	delivering bool
+}
+
+// New returns a started Fetcher.
+func New(cfg Config) (*Fetcher, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("batchfetch: Client is required")
+	}
+	cfg.MaxWait = cmp.Or(cfg.MaxWait, 500*time.Millisecond)
+	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 50<<20)
+	cfg.PartitionMaxBytes = cmp.Or(cfg.PartitionMaxBytes, 1<<20)
+	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 250*time.Millisecond)
+	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
+		parts: map[leaders.TopicPartition]*partition{}, brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
+	f.cond = sync.NewCond(&f.mu)
+	f.ctx, f.stop = context.WithCancel(context.Background())
+	f.wg.Add(1)
+	go f.assign()
+	return f, nil
+}
+
+// Add fetches a partition from offset, handing each response's part to
+// deliver, in order, from one goroutine. deliver must not call Remove or
+// Add. Adding a partition already added moves it to offset.
+func (f *Fetcher) Add(topic string, part int32, offset int64, deliver func(Fetched)) {
+	tp := leaders.TopicPartition{Topic: topic, Partition: part}
+	f.mu.Lock()
+	for f.parts[tp] != nil && f.parts[tp].delivering {
+		f.cond.Wait()
+	}
+	if old := f.parts[tp]; old != nil && old.broker >= 0 {
+		f.brokers[old.broker].drop(tp)
+	}
+	f.parts[tp] = &partition{tp: tp, offset: offset, deliver: deliver, broker: -1}
+	f.mu.Unlock()
+	f.signal()
+}
+
+// Remove stops fetching a partition. No delivery for it runs once Remove
+// returns.
+func (f *Fetcher) Remove(topic string, part int32) {
+	tp := leaders.TopicPartition{Topic: topic, Partition: part}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.parts[tp] != nil && f.parts[tp].delivering {
+		f.cond.Wait()
+	}
+	if p := f.parts[tp]; p != nil && p.broker >= 0 {
+		f.brokers[p.broker].drop(tp)
+	}
+	delete(f.parts, tp)
+}
+
+// Close stops every fetch loop.
+func (f *Fetcher) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.stop()
+	f.wg.Wait()
+}
+
+func (f *Fetcher) signal() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// assign gives each partition waiting for a leader to its leader's fetch
+// loop, whenever partitions are added or lose their leader.
+func (f *Fetcher) assign() {
+	defer f.wg.Done()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-f.wake:
+		case <-retry.C:
+		}
+		if waiting := f.assignOnce(); waiting {
+			retry.Reset(f.cfg.RetryBackoff)
+		}
+	}
+}
+
+// assignOnce assigns what it can and reports whether a partition still
+// waits for a leader.
+func (f *Fetcher) assignOnce() bool {
+	f.mu.Lock()
+	topics := map[string]bool{}
+	for _, p := range f.parts {
+		if p.broker < 0 && !p.stopped {
+			topics[p.tp.Topic] = true
+		}
+	}
+	f.mu.Unlock()
+	if len(topics) == 0 {
+		return false
+	}
+	leaderOf, err := f.meta.Leaders(f.ctx, topics)
+	if err != nil {
+		f.log.Warn("batch fetcher: source metadata; retrying", "err", err)
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	waiting := false
+	for _, p := range f.parts {
+		if p.broker >= 0 || p.stopped {
+			continue
+		}
+		l, ok := leaderOf[p.tp]
+		if !ok {
+			waiting = true
+			f.meta.Stale()
+			continue
+		}
+		b := f.brokers[l.Broker]
+		if b == nil {
+			b = newBrokerLoop(f, l.Broker)
+			f.brokers[l.Broker] = b
+			f.wg.Add(1)
+			go b.run()
+		}
+		p.broker = l.Broker
+		b.add(p.tp, l)
+	}
+	return waiting
+}
+
+// unassign takes a partition off its broker (its leader moved) and hands
+// it back to the assigner.
+func (f *Fetcher) unassignLocked(tp leaders.TopicPartition) {
+	if p := f.parts[tp]; p != nil {
+		p.broker = -1
+	}
+	f.meta.Stale()
+	f.signal()
+}
+
+// leaderMoved errors mean the partition is to be fetched from another
+// broker, which the metadata will name.
+func leaderMoved(err error) bool {
+	for _, e := range []error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.FencedLeaderEpoch,
+		kerr.UnknownLeaderEpoch, kerr.ReplicaNotAvailable, kerr.KafkaStorageError, kerr.OffsetNotAvailable} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

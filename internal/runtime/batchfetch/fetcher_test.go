@@ -1,0 +1,335 @@
+package batchfetch_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/batchfetch"
+	"kmirror/internal/runtime/recordbatch"
+)
+
+// source is a three-broker cluster with topic "t" of n partitions.
+type source struct {
+	c  *kfake.Cluster
+	cl *kgo.Client
+}
+
+func newSource(t *testing.T, partitions int32) *source {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &source{c: c, cl: cl}
+}
+
+// produce writes n records to partition p in batches of per, numbered from
+// first, with codec; txn names a transaction it commits or aborts.
+func (s *source) produce(t *testing.T, p int32, first, n, per int, codec kgo.CompressionCodec, txn string, commit bool) {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(s.c.ListenAddrs()...), kgo.DefaultProduceTopic("t"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(time.Minute)}
+	if txn != "" {
+		opts = append(opts, kgo.TransactionalID(txn))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := t.Context()
+	if txn != "" {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := first; i < first+n; i += per {
+		for j := i; j < min(i+per, first+n); j++ {
+			cl.Produce(ctx, &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "%d-%d %0200d", p, j, 0)}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if txn != "" {
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// collector keeps what a partition's deliveries brought.
+type collector struct {
+	mu      sync.Mutex
+	batches []recordbatch.Batch
+	kept    []recordbatch.Batch // what read_committed keeps
+	lso     int64
+	err     error
+	calls   atomic.Int64
+}
+
+func (c *collector) deliver(f batchfetch.Fetched) {
+	c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f.Err != nil {
+		c.err = f.Err
+		return
+	}
+	c.lso = f.LastStableOffset
+	keep := recordbatch.NewCommitted(f.Aborted)
+	for _, b := range f.Batches {
+		c.batches = append(c.batches, b)
+		if ok, err := keep.Keep(&b); err != nil {
+			c.err = err
+		} else if ok {
+			c.kept = append(c.kept, b)
+		}
+	}
+}
+
+// next is the offset after the last batch delivered.
+func (c *collector) next() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.batches); n > 0 {
+		return c.batches[n-1].NextOffset()
+	}
+	return 0
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newFetcher(t *testing.T, s *source) *batchfetch.Fetcher {
+	t.Helper()
+	f, err := batchfetch.New(batchfetch.Config{Client: s.cl, MaxWait: 100 * time.Millisecond, RetryBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
+}
+
+// contiguous checks that batches cover [0, end) once each, in order.
+func contiguous(t *testing.T, p int32, batches []recordbatch.Batch, end int64) {
+	t.Helper()
+	at := int64(0)
+	for _, b := range batches {
+		if b.BaseOffset != at {
+			t.Fatalf("partition %d: a batch at %d, want %d", p, b.BaseOffset, at)
+		}
+		at = b.NextOffset()
+	}
+	if at != end {
+		t.Fatalf("partition %d: batches end at %d, want %d", p, at, end)
+	}
+}
+
+// TestFetchesEveryBatchOnce: every partition's batches arrive once each,
+// in order and with their codecs, while more are written, and while one
+// partition's leader moves to another broker.
+func TestFetchesEveryBatchOnce(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 6)
+	f := newFetcher(t, s)
+	codecs := []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(),
+		kgo.Lz4Compression(), kgo.ZstdCompression(), kgo.ZstdCompression()}
+	cols := make([]*collector, 6)
+	for p := range int32(6) {
+		cols[p] = &collector{}
+		s.produce(t, p, 0, 50, 10, codecs[p], "", false)
+		f.Add("t", p, 0, cols[p].deliver)
+	}
+	waitFor(t, "the first 50 records of each partition", func() bool {
+		for _, c := range cols {
+			if c.next() < 50 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := s.c.MoveTopicPartition("t", 4, (s.c.LeaderFor("t", 4)+1)%3); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(6) {
+		s.produce(t, p, 50, 50, 10, codecs[p], "", false)
+	}
+	waitFor(t, "all 100 records of each partition", func() bool {
+		for _, c := range cols {
+			if c.next() < 100 {
+				return false
+			}
+		}
+		return true
+	})
+	for p, c := range cols {
+		c.mu.Lock()
+		contiguous(t, int32(p), c.batches, 100)
+		for _, b := range c.batches {
+			if got := b.Codec(); int(got) != codecIndex(p) {
+				t.Fatalf("partition %d: a %s batch, want %s", p, got, recordbatch.Codec(codecIndex(p)))
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+// codecIndex is the codec TestFetchesEveryBatchOnce writes partition p with.
+func codecIndex(p int) int { return []int{0, 1, 2, 3, 4, 4}[p] }
+
+// TestQuietPartitionsAreNotAsked: once the session holds them, requests
+// name only the partitions whose position moved: 200 quiet partitions and
+// one that gets a record a few times cost a handful of partitions per
+// request.
+func TestQuietPartitionsAreNotAsked(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 201)
+	var mu sync.Mutex
+	var sizes []int // partitions named per fetch request
+	s.c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		n := 0
+		for _, t := range req.(*kmsg.FetchRequest).Topics {
+			n += len(t.Partitions)
+		}
+		mu.Lock()
+		sizes = append(sizes, n)
+		mu.Unlock()
+		return nil, nil, false
+	})
+	f := newFetcher(t, s)
+	cols := make([]*collector, 201)
+	for p := range int32(201) {
+		cols[p] = &collector{}
+		f.Add("t", p, 0, cols[p].deliver)
+	}
+	waitFor(t, "the session holding every partition", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		return total >= 201 && len(sizes) >= 3
+	})
+	mu.Lock()
+	sizes = nil
+	mu.Unlock()
+	for i := range 5 {
+		s.produce(t, 7, i, 1, 1, kgo.NoCompression(), "", false)
+		waitFor(t, "the record", func() bool { return cols[7].next() == int64(i+1) })
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) < 5 {
+		t.Fatalf("%d fetch requests for 5 records", len(sizes))
+	}
+	for _, n := range sizes {
+		if n > 1 {
+			t.Fatalf("requests named %v partitions; a session should name only the one that moved", sizes)
+		}
+	}
+	for p, c := range cols {
+		if p != 7 && c.next() != 0 {
+			t.Fatalf("partition %d got batches", p)
+		}
+	}
+}
+
+// TestReadCommitted: a transactional partition's aborted transactions are
+// listed with the response, so the kept batches are the committed ones.
+func TestReadCommitted(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	f := newFetcher(t, s)
+	for i, commit := range []bool{true, false, true} {
+		s.produce(t, 0, i*10, 10, 5, kgo.ZstdCompression(), fmt.Sprintf("%s-%d", t.Name(), i), commit)
+	}
+	var c collector
+	f.Add("t", 0, 0, c.deliver)
+	// Three transactions of two batches and a marker each.
+	waitFor(t, "every batch up to the last marker", func() bool { return c.next() >= 33 })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.kept) != 4 || c.kept[0].BaseOffset != 0 || c.kept[2].BaseOffset != 22 {
+		t.Fatalf("kept %d batches (%+v), want the 4 of the two committed transactions", len(c.kept), c.kept)
+	}
+}
+
+// TestOutOfRangeIsDelivered: a position past the partition's end is
+// delivered as the partition's error, and the partition is not fetched
+// again until it is added again.
+func TestOutOfRangeIsDelivered(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	f := newFetcher(t, s)
+	s.produce(t, 0, 0, 5, 5, kgo.NoCompression(), "", false)
+	var c collector
+	f.Add("t", 0, 100, c.deliver)
+	waitFor(t, "the error", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.err != nil
+	})
+	if !errors.Is(c.err, kerr.OffsetOutOfRange) {
+		t.Fatalf("error %v, want OFFSET_OUT_OF_RANGE", c.err)
+	}
+	calls := c.calls.Load()
+	time.Sleep(300 * time.Millisecond)
+	if c.calls.Load() != calls {
+		t.Fatal("the partition was fetched again after its error")
+	}
+	var again collector
+	f.Add("t", 0, 0, again.deliver)
+	waitFor(t, "the records after adding it again", func() bool { return again.next() == 5 })
+}
+
+// TestRemoveStopsDeliveries: once Remove returns, the partition's deliver
+// is not called, though more records come.
+func TestRemoveStopsDeliveries(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	f := newFetcher(t, s)
+	var c collector
+	f.Add("t", 0, 0, c.deliver)
+	s.produce(t, 0, 0, 5, 5, kgo.NoCompression(), "", false)
+	waitFor(t, "the first records", func() bool { return c.next() == 5 })
+	f.Remove("t", 0)
+	calls := c.calls.Load()
+	s.produce(t, 0, 5, 5, 5, kgo.NoCompression(), "", false)
+	time.Sleep(300 * time.Millisecond)
+	if c.calls.Load() != calls {
+		t.Fatal("a delivery after Remove returned")
+	}
+	if got := c.next(); got != 5 {
+		t.Fatalf("batches up to %d after Remove", got)
+	}
+}
