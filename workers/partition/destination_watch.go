@@ -224,6 +224,9 @@ func (e *Engine) writeOff(topic, why string) {
 		}
 	}
 	e.producer.PurgeTopicsFromProducing(topic)
+	if e.batchProducer != nil {
+		e.batchProducer.Forget(topic, errWrittenOff)
+	}
 }
 
 // takeLoss returns (and forgets) the loss the watch recorded for k.

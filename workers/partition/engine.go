@@ -15,8 +15,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
+	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/notifier"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
@@ -73,6 +75,11 @@ type EngineConfig struct {
 	// (worker/continue.go) reads the source's. Nil: continue cannot prove
 	// anything and fails.
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
+	// CopyBatches copies fetched batches whole, keeping their codec
+	// (batch_clients.go, worker/batch_copy.go), instead of record by
+	// record; batches the destination would refuse as they are are
+	// re-encoded.
+	CopyBatches bool
 }
 
 func (c *EngineConfig) validate() error {
@@ -124,10 +131,16 @@ type Engine struct {
 	// the test signals are added as it starts).
 	wcfg worker.Config
 
-	mu       sync.Mutex
-	workers  map[lease.Key]*worker.Worker
-	fetchers map[string]*mirrorFetcher
-	sources  map[string]*sourceClients
+	// batchProducer and batchDst, and each mirror's batchFetchers, copy
+	// batches whole (CopyBatches).
+	batchProducer *batchproduce.Producer
+	batchDst      *kgo.Client
+
+	mu            sync.Mutex
+	workers       map[lease.Key]*worker.Worker
+	fetchers      map[string]*mirrorFetcher
+	batchFetchers map[string]*batchFetcher
+	sources       map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
 	unsettled map[lease.Key]*unsettledCopies
 	// sessions are the running mirroring sessions, for the destination
@@ -169,7 +182,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
-		workers: map[lease.Key]*worker.Worker{}, fetchers: map[string]*mirrorFetcher{},
+		workers: map[lease.Key]*worker.Worker{}, fetchers: map[string]*mirrorFetcher{}, batchFetchers: map[string]*batchFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
 		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
@@ -189,7 +202,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.wcfg = worker.Config{Pool: cfg.Pool, Service: cfg.Service, Destination: cfg.Destination,
 		SourceOpts: cfg.SourceOpts, Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
 		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log,
-		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics}
+		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{}}
 	return e, nil
 }
 
@@ -217,6 +230,11 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	)...)
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
+	}
+	if e.cfg.CopyBatches {
+		if err := e.startBatchProducer(); err != nil {
+			return fmt.Errorf("destination batch producer: %w", err)
+		}
 	}
 	if e.dstAdminClient, err = e.cfg.Destination.NewClient(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
@@ -263,6 +281,9 @@ func (e *Engine) watchHealth(ctx context.Context) {
 		for _, f := range e.fetchers {
 			clients = append(clients, f.health)
 		}
+		for _, f := range e.batchFetchers {
+			clients = append(clients, f.health)
+		}
 		e.mu.Unlock()
 		e.health.check(clients, troubleAfter)
 	}
@@ -299,6 +320,10 @@ func (e *Engine) closeClients() {
 	if e.producer != nil {
 		e.producer.Close()
 	}
+	if e.batchProducer != nil {
+		e.batchProducer.Close()
+		e.batchDst.Close()
+	}
 	if e.dstAdmin != nil {
 		e.dstAdmin.Close()
 	}
@@ -307,6 +332,10 @@ func (e *Engine) closeClients() {
 	for name, f := range e.fetchers {
 		f.close()
 		delete(e.fetchers, name)
+	}
+	for name, f := range e.batchFetchers {
+		f.close()
+		delete(e.batchFetchers, name)
 	}
 	for name, s := range e.sources {
 		s.close()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
@@ -130,6 +131,9 @@ func (h workerEngine) WriteOff(topic, why string) { h.e.writeOff(topic, why) }
 // closed when its last partition leaves.
 func (h workerEngine) Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
 	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
+	if h.e.cfg.CopyBatches {
+		return h.e.fetchBatches(mirror, conn, topic, partition, from, deliver)
+	}
 	f, err := h.e.fetcher(mirror, conn)
 	if err != nil {
 		return nil, err
@@ -160,10 +164,20 @@ func (h workerEngine) Produce(ctx context.Context, r *kgo.Record, promise func(*
 	h.e.producer.Produce(ctx, r, promise)
 }
 
+func (h workerEngine) ProduceBatch(ctx context.Context, topic string, partition int32, b batchproduce.Payload,
+	promise func(batchproduce.Result)) {
+	h.e.produceBatch(ctx, topic, partition, b, promise)
+}
+
 func (h workerEngine) ProducerTrouble() (time.Time, error) {
 	return h.e.producerHealth.trouble(troubleAfter)
 }
 
-func (h workerEngine) RefreshProducerMetadata() { h.e.producer.ForceMetadataRefresh() }
+func (h workerEngine) RefreshProducerMetadata() {
+	h.e.producer.ForceMetadataRefresh()
+	if h.e.batchProducer != nil {
+		h.e.batchProducer.RefreshMetadata()
+	}
+}
 
 func (h workerEngine) HealthChanged() <-chan struct{} { return h.e.health.updated() }

@@ -182,7 +182,15 @@ type InstanceOpts struct {
 	// (statetopic.ReadState; the harness cannot import it: statetopic's
 	// tests import the harness).
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
+	// CopyBatches copies fetched batches whole (EngineConfig.CopyBatches).
+	// KMIRROR_TEST_COPY_BATCHES=1 turns it on for every instance, to run a
+	// package's scenarios over the batch copy.
+	CopyBatches bool
 }
+
+// CopyBatches says whether KMIRROR_TEST_COPY_BATCHES=1 runs every
+// instance's engine copying batches whole.
+func CopyBatches() bool { return os.Getenv("KMIRROR_TEST_COPY_BATCHES") == "1" }
 
 // StartInstance runs an instance with short lease timings; it is stopped
 // gracefully at cleanup unless the test stopped or crashed it.
@@ -225,7 +233,8 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
-		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
+		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second},
+		CopyBatches: o.CopyBatches || CopyBatches()}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool
 	if o.ProductionTimings {

@@ -148,6 +148,34 @@ func (p *Producer) Produce(ctx context.Context, topic string, part int32, payloa
 	p.signal()
 }
 
+// Forget fails every batch of the topic not sent yet with err, and starts
+// a new epoch before the next batch: the topic was deleted or recreated
+// under the producer, or its copies were written off, so the broker's
+// sequences for it no longer follow this producer's.
+func (p *Producer) Forget(topic string, err error) {
+	p.mu.Lock()
+	var calls []func()
+	for tp, st := range p.parts {
+		if tp.Topic != topic {
+			continue
+		}
+		calls = append(calls, p.failQueueLocked(st, err))
+	}
+	p.bump = true
+	p.mu.Unlock()
+	p.meta.Stale()
+	for _, c := range calls {
+		c()
+	}
+	p.signal()
+}
+
+// RefreshMetadata makes the next send read the partition leaders again.
+func (p *Producer) RefreshMetadata() {
+	p.meta.Stale()
+	p.signal()
+}
+
 // Close fails what is queued with ErrClosed and waits for the requests in
 // flight.
 func (p *Producer) Close() {
@@ -312,7 +340,7 @@ func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leader
 func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
 	defer p.inFlight.Done()
 	defer p.signal()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout+p.cfg.RequestTimeout/4)
 	resp, err := p.cfg.Client.Broker(int(broker)).Request(ctx, req)
 	cancel()
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
@@ -356,6 +384,15 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			p.retryLocked(st, head)
 		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
 			calls = append(calls, func() { head.promise(Result{BaseOffset: rp.BaseOffset}) })
+		case retriable(code) && head.ctx.Err() != nil:
+			// Not written, and past its deadline: it fails, and the
+			// partition's next batch takes its sequence.
+			if head.epoch == p.epoch {
+				st.seq = head.seq
+			}
+			cause := fmt.Errorf("produce to %s/%d: %w (by the batch's deadline: %w)", st.tp.Topic, st.tp.Partition, code, context.Cause(head.ctx))
+			calls = append(calls, func() { head.promise(Result{Err: cause}) })
+			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
 		case retriable(code):
 			p.retryLocked(st, head)
 		default:

@@ -26,6 +26,9 @@ type Metrics struct {
 	// losses counts the partitions this instance found the destination to
 	// have lost (the engine's destination watch).
 	losses *prometheus.CounterVec
+	// batches counts the source batches a batch copy produced, by how:
+	// "whole", or why it was re-encoded.
+	batches *prometheus.CounterVec
 
 	mu sync.Mutex
 	// touched is when each mirror's series were last looked up, so that
@@ -41,7 +44,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_mirrored_records_total",
 			Help: "Records this instance copied to the destination and verified, by mirror and source topic."}, []string{"mirror", "topic"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_mirrored_bytes_total",
-			Help: "Key and value bytes of the records this instance copied to the destination and verified, by mirror and source topic."}, []string{"mirror", "topic"}),
+			Help: "Bytes of the records this instance copied to the destination and verified, by mirror and source topic: their keys and values when copying record by record, the batches as stored when copying batches whole."}, []string{"mirror", "topic"}),
 		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kmirror_last_mirrored_timestamp_seconds",
 			Help: "When this instance last verified a copied record of the topic (Unix time); time() minus it is the seconds since the last mirrored record."}, []string{"mirror", "topic"}),
 		checkpoint: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_checkpoint_save_duration_seconds",
@@ -55,10 +58,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_destination_losses_total",
 			Help: "Partitions this instance found the destination to have lost records of (a topic gone, or its end below what was acknowledged), by mirror and topic; each is re-mirrored from what the destination still holds."}, []string{"mirror", "topic"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_copied_batches_total",
+			Help: "Source batches this instance produced when copying batches, by mirror, source topic and how: whole (producer fields and CRC rewritten, records and codec as they were) or re-encoded, by why (an old message format, compaction gaps, log-append time, a compaction delete horizon, a batch that starts before the copy's next offset)."}, []string{"mirror", "topic", "how"}),
 		touched: map[string]time.Time{},
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce, m.losses} {
+		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce, m.losses, m.batches} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("partition engine: register metrics: %w", err)
 			}
@@ -104,6 +109,17 @@ func (t Topic) Add(n, b int64) {
 	if b > 0 {
 		t.bytes.Add(float64(b))
 	}
+}
+
+// BatchCopied counts a source batch of the topic that a batch copy
+// produced: how is "whole" or why it was re-encoded
+// (recordbatch.WholeCopyProblem).
+func (m *Metrics) BatchCopied(mirror, topic, how string) {
+	if m == nil {
+		return
+	}
+	m.touch(mirror)
+	m.batches.WithLabelValues(mirror, topic, how).Inc()
 }
 
 // Lost counts a partition found lost on the destination.
@@ -181,6 +197,7 @@ func (m *Metrics) ForgetMirrorsExcept(present map[string]bool, readAt time.Time)
 		m.last.DeletePartialMatch(labels)
 		m.fetch.DeletePartialMatch(labels)
 		m.losses.DeletePartialMatch(labels)
+		m.batches.DeletePartialMatch(labels)
 		delete(m.touched, mirror)
 	}
 }

@@ -142,6 +142,45 @@ func (a *Acks) Promise(r *kgo.Record, err error) {
 	}
 }
 
+// PromiseBatch is the result of a batch of n records produced whole (bytes
+// of keys and values in all): it landed from destination offset base on,
+// or failed with err. Batches of a partition are answered one at a time,
+// in the order produced, as records are.
+func (a *Acks) PromiseBatch(n, bytes, base int64, err error) {
+	k := a.results
+	a.results = k + n
+	if !a.failed {
+		if err == nil && base == a.base+k {
+			a.bytes += bytes
+		} else {
+			a.failed = true
+			a.verifiedBytes.Store(a.bytes)
+			a.verified.Store(k)
+			a.mu.Lock()
+			a.failure = &Failure{Index: k, Err: err, Got: base}
+			a.mu.Unlock()
+			if a.onFailure != nil {
+				a.onFailure()
+			}
+		}
+	}
+	if !a.failed {
+		a.verifiedBytes.Store(a.bytes)
+		a.verified.Store(k + n)
+	}
+	a.done.Store(k + n)
+	if a.gate != nil {
+		a.gate.Release(k + n - a.released)
+		a.released = k + n
+	}
+	if !a.woken.Load() && !a.woken.Swap(true) {
+		select {
+		case a.notify <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // Take is the worker's side: how many results arrived and were verified,
 // and the first failure if there was one.
 func (a *Acks) Take() (done, verified int64, failure *Failure) {

@@ -7,7 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -98,6 +100,9 @@ type Engine interface {
 	Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64, deliver func(FetchBatch)) (Fetch, error)
 	// Produce hands a record to the instance's idempotent producer.
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
+	// ProduceBatch hands a whole batch to the instance's batch producer,
+	// when the engine copies batches (its fetches then deliver Raw).
+	ProduceBatch(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
 	// ProducerTrouble is the producer's current run of errors, once it has
 	// lasted long enough to report (zero and nil otherwise).
 	ProducerTrouble() (since time.Time, err error)
@@ -135,9 +140,15 @@ type Fetch interface {
 	Stop()
 }
 
-// FetchBatch is what one poll returned for one partition.
+// FetchBatch is what one poll returned for one partition: its records, or
+// with Raw its record batches as the broker sent them.
 type FetchBatch struct {
 	Records []*kgo.Record
+	Raw     bool
+	Batches []recordbatch.Batch
+	// Aborted are the aborted transactions the response listed, for the
+	// Raw batches.
+	Aborted []recordbatch.Aborted
 	Err     error
 	// LSO is the source's last stable offset (read_committed end), -1
 	// unknown.

@@ -86,8 +86,8 @@ type Session struct {
 
 // pendingRun is what a session has sent and not yet seen acknowledged: n
 // records whose source offsets and destination offsets both follow on
-// from src and dst, or one source transaction marker (control), which is
-// never produced. A fetched batch is usually one run, so the bookkeeping
+// from src and dst, or n source offsets that are never produced (control):
+// a transaction marker, or a copied batch's markers and aborted records. A fetched batch is usually one run, so the bookkeeping
 // is per batch rather than per record.
 type pendingRun struct {
 	src, dst int64
@@ -374,6 +374,10 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 		s.failure = errStop
 		return
 	}
+	if b.Raw {
+		s.copyBatches(b)
+		return
+	}
 	// Every record of this batch must land or fail within the delivery
 	// timeout: if one is still unsettled then, produceCtx ends, and kgo
 	// fails the records it has not sent from the first that reaches the
@@ -385,20 +389,8 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 			n++
 		}
 	}
-	if upTo := s.produced + n; n > 0 {
-		// Room for the whole batch first: once one record of it is handed
-		// to kgo, every later one must follow, or the destination could
-		// skip one (produce.Gate). If produceCtx ends meanwhile, none is.
-		if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
-			s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
-			return
-		}
-		s.acks.SetProducedEnd(upTo)
-		s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.cfg.DeliveryTimeout, func() {
-			if s.acks.Base()+s.acks.Done() < upTo {
-				s.produceCancel(errDeliveryTimeout)
-			}
-		})})
+	if !s.admit(n) {
+		return
 	}
 	// The fetched records are produced as they are, not copied: kgo hands
 	// a fetched record to its reader for good, and producing it writes only
@@ -431,6 +423,30 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 		w.eng.Produce(s.produceCtx, r, promise)
 	}
 	s.passControls()
+}
+
+// admit takes produce room for n more copies and arms their delivery
+// deadline; false (with the session's failure set) when produceCtx ended
+// first. Room for a whole batch comes first: once one record of it is
+// handed to the producer, every later one must follow, or the destination
+// could skip one (produce.Gate). If produceCtx ends meanwhile, none is.
+func (s *Session) admit(n int64) bool {
+	if n == 0 {
+		return true
+	}
+	w := s.w
+	upTo := s.produced + n
+	if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
+		s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
+		return false
+	}
+	s.acks.SetProducedEnd(upTo)
+	s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.cfg.DeliveryTimeout, func() {
+		if s.acks.Base()+s.acks.Done() < upTo {
+			s.produceCancel(errDeliveryTimeout)
+		}
+	})})
+	return true
 }
 
 // Acks are the session's produce results, which the engine's destination
@@ -503,7 +519,7 @@ func (s *Session) handleAcks() {
 func (s *Session) passControls() {
 	for len(s.pending) > 0 && s.pending[0].control {
 		if s.failure == nil {
-			s.srcNext = s.pending[0].src + 1
+			s.srcNext = s.pending[0].src + s.pending[0].n
 		}
 		s.pending = s.pending[1:]
 	}

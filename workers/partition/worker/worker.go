@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
 	"kmirror/internal/vocabulary/states"
@@ -71,6 +72,9 @@ type Config struct {
 	Gate *produce.Gate
 	// Metrics counts verified copies; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Codecs re-encodes the fetched batches that cannot be produced whole
+	// (batch_copy.go), shared by the instance's sessions.
+	Codecs *recordbatch.Codecs
 }
 
 // Worker owns one leased mirror partition: it moves the partition's actual

@@ -1,0 +1,137 @@
+package partition
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/runtime/batchfetch"
+	"kmirror/internal/runtime/batchproduce"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/workers/partition/worker"
+)
+
+// The clients of an engine that copies batches whole (EngineConfig.
+// CopyBatches): one raw fetcher per mirror, and one batch producer to the
+// destination. Their kgo clients carry the same health hooks as the record
+// path's, so trouble is reported the same way.
+
+// batchFetcher is a mirror's raw fetcher and its client.
+type batchFetcher struct {
+	cl     *kgo.Client
+	f      *batchfetch.Fetcher
+	health *clientHealth
+	users  int
+}
+
+func (f *batchFetcher) close() {
+	f.f.Close()
+	f.cl.Close()
+}
+
+// startBatchProducer opens the batch producer and its destination client.
+func (e *Engine) startBatchProducer() error {
+	cl, err := e.cfg.Destination.NewClient(kgo.WithHooks(e.producerHealth), kgo.MetadataMinAge(250*time.Millisecond),
+		e.metrics.ProduceOpt())
+	if err != nil {
+		return err
+	}
+	// A request is answered, or fails, within half the delivery timeout,
+	// so a batch past its deadline settles before its session gives up.
+	p, err := batchproduce.New(batchproduce.Config{Client: cl, Logger: e.log.With("client", "batch producer"),
+		RequestTimeout: e.cfg.DeliveryTimeout / 2})
+	if err != nil {
+		cl.Close()
+		return err
+	}
+	e.batchDst, e.batchProducer = cl, p
+	return nil
+}
+
+// batchFetcherFor returns the mirror's raw fetcher, creating it on first
+// use.
+func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFetcher, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if f := e.batchFetchers[mirror]; f != nil {
+		f.users++
+		return f, nil
+	}
+	health := &clientHealth{}
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	bf, err := batchfetch.New(batchfetch.Config{Client: cl, Logger: e.log.With("client", "batch fetcher", "mirror", mirror),
+		MaxWait: defaultFetchMaxWait})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	f := &batchFetcher{cl: cl, f: bf, health: health, users: 1}
+	e.batchFetchers[mirror] = f
+	return f, nil
+}
+
+func (e *Engine) releaseBatchFetcher(mirror string) {
+	e.mu.Lock()
+	f := e.batchFetchers[mirror]
+	if f == nil {
+		e.mu.Unlock()
+		return
+	}
+	if f.users--; f.users > 0 {
+		e.mu.Unlock()
+		return
+	}
+	delete(e.batchFetchers, mirror)
+	e.mu.Unlock()
+	f.close()
+}
+
+// fetchBatches registers a partition with its mirror's raw fetcher.
+func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
+	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
+	f, err := e.batchFetcherFor(mirror, conn)
+	if err != nil {
+		return nil, err
+	}
+	f.f.Add(topic, partition, from, func(got batchfetch.Fetched) {
+		lso := got.LastStableOffset
+		if got.Err != nil {
+			lso = -1
+		}
+		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
+	})
+	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
+}
+
+// batchFetchRegistration is one partition's place in its mirror's raw
+// fetcher.
+type batchFetchRegistration struct {
+	e         *Engine
+	f         *batchFetcher
+	mirror    string
+	topic     string
+	partition int32
+}
+
+func (r *batchFetchRegistration) Trouble() (time.Time, error) {
+	return r.f.health.trouble(troubleAfter)
+}
+
+func (r *batchFetchRegistration) Stop() {
+	r.f.f.Remove(r.topic, r.partition)
+	r.e.releaseBatchFetcher(r.mirror)
+}
+
+// errWrittenOff fails the batches of a topic not sent yet when its copies
+// are written off.
+var errWrittenOff = errors.New("the destination topic's copies were written off")
+
+// produceBatch hands a batch to the batch producer.
+func (e *Engine) produceBatch(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
+	e.batchProducer.Produce(ctx, topic, partition, b, promise)
+}

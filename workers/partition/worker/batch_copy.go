@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"fmt"
+
+	"kmirror/internal/runtime/batchproduce"
+	"kmirror/internal/runtime/recordbatch"
+)
+
+// copyBatches copies a partition's fetched batches (FetchBatch.Raw) in
+// order: whole where the destination takes them as they are, re-encoded
+// where it does not (recordbatch.WholeCopyProblem). Markers and aborted
+// transactions' batches are never produced; the checkpoint passes them
+// once every copy before them is acknowledged. The caller holds s.mu and
+// has checked the batch's error and the lease.
+func (s *Session) copyBatches(b FetchBatch) {
+	w := s.w
+	keep := recordbatch.NewCommitted(b.Aborted)
+	for i := range b.Batches {
+		bt := &b.Batches[i]
+		if bt.NextOffset() <= s.fetchNext {
+			continue // already copied (a re-fetch after re-adding)
+		}
+		kept, err := keep.Keep(bt)
+		if err != nil {
+			s.failure = retryable("source batch at offset %d: %v", bt.BaseOffset, err)
+			return
+		}
+		var payload *recordbatch.Batch
+		var sources []int64 // a re-encoded batch's source offsets
+		if kept {
+			if payload, sources, err = s.payloadOf(bt); err != nil {
+				s.failure = retryable("source batch at offset %d: %v", bt.BaseOffset, err)
+				return
+			}
+		}
+		if payload == nil {
+			from := max(bt.BaseOffset, s.fetchNext)
+			s.pending = append(s.pending, pendingRun{src: from, n: bt.NextOffset() - from, control: true})
+			s.fetchNext = bt.NextOffset()
+			continue
+		}
+		n := int64(payload.Records())
+		if !s.admit(n) {
+			return
+		}
+		if sources == nil {
+			s.addRun(bt.BaseOffset, n)
+		} else {
+			for _, src := range sources {
+				s.addRun(src, 1)
+			}
+		}
+		s.fetchNext = bt.NextOffset()
+		size := int64(len(payload.Raw))
+		w.eng.ProduceBatch(s.produceCtx, w.key.Topic, w.key.Partition, payload, func(r batchproduce.Result) {
+			s.acks.PromiseBatch(n, size, r.BaseOffset, r.Err)
+		})
+	}
+	s.passControls()
+}
+
+// payloadOf is the batch to produce for a kept source batch: the batch
+// itself, or, when the destination would refuse or restamp it as it is, a
+// new one of its records from the session's next offset with their source
+// offsets. It is nil when no record is left to copy.
+func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
+	why := bt.WholeCopyProblem(s.fetchNext)
+	if why == "" {
+		s.w.cfg.Metrics.BatchCopied(s.w.key.Mirror, s.w.key.Topic, "whole")
+		return bt, nil, nil
+	}
+	s.w.cfg.Metrics.BatchCopied(s.w.key.Mirror, s.w.key.Topic, why)
+	raw, re, err := s.w.cfg.Codecs.Reencode(nil, bt, s.fetchNext, bt.Codec(), 0, 0, 0)
+	if err != nil || len(re.Sources) == 0 {
+		return nil, nil, err
+	}
+	out, err := recordbatch.Split(raw)
+	if err != nil || len(out) != 1 {
+		return nil, nil, fmt.Errorf("re-encoded batch: %v", err)
+	}
+	return &out[0], re.Sources, nil
+}
+
+// addRun records n copies from source offset src to the next destination
+// offsets, extending the last pending run when both sides follow on.
+func (s *Session) addRun(src, n int64) {
+	if k := len(s.pending); k > 0 && !s.pending[k-1].control &&
+		s.pending[k-1].src+s.pending[k-1].n == src && s.pending[k-1].dst+s.pending[k-1].n == s.produced {
+		s.pending[k-1].n += n
+	} else {
+		s.pending = append(s.pending, pendingRun{src: src, dst: s.produced, n: n})
+	}
+	s.produced += n
+}
