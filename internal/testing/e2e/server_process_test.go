@@ -59,6 +59,10 @@ func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destinati
 		"--lease-renew-interval", leaseRenew.String(),
 		"--delivery-timeout", deliveryTimeout.String(),
 		"--log-level", "info")
+	if os.Getenv("KMIRROR_TEST_COPY_BATCHES") == "1" {
+		// The crash tests over the batch copy (--copy-batches).
+		s.cmd.Args = append(s.cmd.Args, "--copy-batches")
+	}
 	s.cmd.Env = childEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	// Strict JSON log pipelines reject a key given twice in one line.
