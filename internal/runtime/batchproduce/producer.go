@@ -248,8 +248,15 @@ func (p *Producer) dispatch() (next time.Time) {
 			}
 			continue
 		}
-		// A batch whose context ended is never sent, nor anything after it.
-		if head := st.queue[0]; head.raw == nil && head.ctx.Err() != nil {
+		// A batch whose context ended is never sent, nor anything after it;
+		// nor sent again: the context ends with the copier's right to
+		// write (its lease), and a retry is sent only while it holds. An
+		// earlier send went unanswered, so whether it landed is unknown,
+		// and a new epoch starts the partition's sequence again.
+		if head := st.queue[0]; head.ctx.Err() != nil {
+			if head.raw != nil {
+				p.bump = true
+			}
 			failed = append(failed, p.failQueueLocked(st, context.Cause(head.ctx)))
 			continue
 		}

@@ -304,3 +304,30 @@ func TestDroppedConnectionIsRetried(t *testing.T) {
 		t.Fatalf("partition 3 holds %v", v)
 	}
 }
+
+// TestNoRetryAfterTheContextEnds: a batch whose request went unanswered is
+// not sent again once its context has ended (the copier's lease ended with
+// it): it fails, and nothing of it lands.
+func TestNoRetryAfterTheContextEnds(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	ctx, cancel := context.WithCancelCause(t.Context())
+	defer cancel(nil)
+	leaseLost := errors.New("the lease ended")
+	w.cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		// The lease ends after the failed request is answered, while the
+		// batch waits for its retry (20 ms).
+		time.AfterFunc(5*time.Millisecond, func() { cancel(leaseLost) })
+		return nil, errors.New("connection dropped"), true
+	})
+	var r results
+	w.p.Produce(ctx, "t", 4, batch(t, 4, 0, 5), r.promise(4))
+	if res := r.wait(t, 1)[4][0]; !errors.Is(res.Err, leaseLost) {
+		t.Fatalf("the unanswered batch after its context ended: %+v, want the context's cause", res)
+	}
+	var next results
+	w.p.Produce(t.Context(), "t", 4, batch(t, 4, 0, 5), next.promise(4))
+	if res := next.wait(t, 1)[4][0]; res.Err != nil || res.BaseOffset != 0 {
+		t.Fatalf("the next batch: %+v, want it at offset 0: the first never landed", res)
+	}
+}
