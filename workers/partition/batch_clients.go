@@ -38,10 +38,10 @@ func (e *Engine) startBatchProducer() error {
 	if err != nil {
 		return err
 	}
-	// A request is answered, or fails, within half the delivery timeout,
-	// so a batch past its deadline settles before its session gives up.
+	// The broker's timeout of a request is the delivery timeout, as the
+	// record producer's is (produce.Options).
 	p, err := batchproduce.New(batchproduce.Config{Client: cl, Logger: e.log.With("client", "batch producer"),
-		RequestTimeout: e.cfg.DeliveryTimeout / 2})
+		RequestTimeout: e.cfg.DeliveryTimeout})
 	if err != nil {
 		cl.Close()
 		return err

@@ -56,8 +56,11 @@ type Config struct {
 	// must not produce records itself.
 	Client *kgo.Client
 	Logger *slog.Logger
-	// RequestTimeout bounds a produce request, and is the broker's own
-	// timeout for it; default 10s.
+	// RequestTimeout is the broker's timeout of a produce request (how
+	// long it may wait for its replicas); default 10s. The producer itself
+	// waits for the answer as long as the connection lives, as kgo's does:
+	// a batch reported failed while its request could still be appended
+	// would land behind the copier's back.
 	RequestTimeout time.Duration
 	// MaxRequestBytes bounds the batches of one request; default 4 MiB.
 	// A batch larger than it goes alone.
@@ -83,9 +86,23 @@ type Producer struct {
 	meta   *leaders.Cache
 	closed bool
 
+	// answers are the promises to call, in the order their results were
+	// decided under mu; one goroutine calls them (answer), so a partition's
+	// promises run one at a time and in its order even when two
+	// goroutines decide results one after the other.
+	answers    []func()
+	answerWake chan struct{}
+	// answersDone: closed, and nothing in flight; answer returns once
+	// the queue is empty.
+	answersDone bool
+	answered    chan struct{} // closed when answer returns
+
 	wake     chan struct{}
 	done     chan struct{}
 	inFlight sync.WaitGroup
+	// ctx is the requests', ended by Close.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 type topicPartition = leaders.TopicPartition
@@ -109,6 +126,9 @@ type pending struct {
 	raw   []byte
 	seq   int32
 	epoch int16
+	// maybeWritten: a send went unanswered, so the batch may be in the
+	// log; it is sent again until an answer says where.
+	maybeWritten bool
 }
 
 // New returns a started Producer.
@@ -120,11 +140,45 @@ func New(cfg Config) (*Producer, error) {
 	cfg.MaxRequestBytes = cmp.Or(cfg.MaxRequestBytes, 4<<20)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 100*time.Millisecond)
 	p := &Producer{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), pid: -1, parts: map[topicPartition]*partition{},
-		meta: leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{})}
+		meta: leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{}),
+		answerWake: make(chan struct{}, 1), answered: make(chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	go p.run()
+	go p.answer()
 	return p, nil
 }
 
+// answerLocked queues promise calls behind those decided before.
+func (p *Producer) answerLocked(calls ...func()) {
+	p.answers = append(p.answers, calls...)
+	select {
+	case p.answerWake <- struct{}{}:
+	default:
+	}
+}
+
+// answer calls the queued promises in order until the producer closes and
+// they are all called.
+func (p *Producer) answer() {
+	defer close(p.answered)
+	for {
+		p.mu.Lock()
+		calls := p.answers
+		p.answers = nil
+		done := p.answersDone
+		p.mu.Unlock()
+		for _, c := range calls {
+			c()
+		}
+		switch {
+		case len(calls) > 0:
+			continue // more may have come meanwhile
+		case done:
+			return
+		}
+		<-p.answerWake
+	}
+}
 // Produce queues a batch for a partition; promise is called once with its
 // result, in the partition's order. A batch whose ctx has ended by the time
 // it would be sent fails with the context's error, and so does every batch
@@ -154,19 +208,14 @@ func (p *Producer) Produce(ctx context.Context, topic string, part int32, payloa
 // sequences for it no longer follow this producer's.
 func (p *Producer) Forget(topic string, err error) {
 	p.mu.Lock()
-	var calls []func()
 	for tp, st := range p.parts {
-		if tp.Topic != topic {
-			continue
+		if tp.Topic == topic {
+			p.answerLocked(p.failQueueLocked(st, err))
 		}
-		calls = append(calls, p.failQueueLocked(st, err))
 	}
 	p.bump = true
 	p.mu.Unlock()
 	p.meta.Stale()
-	for _, c := range calls {
-		c()
-	}
 	p.signal()
 }
 
@@ -182,22 +231,24 @@ func (p *Producer) Close() {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
+		<-p.answered
 		return
 	}
 	p.closed = true
-	var failed []*pending
 	for _, st := range p.parts {
-		failed = append(failed, st.queue...)
-		st.queue = nil
+		p.answerLocked(p.failQueueLocked(st, ErrClosed))
 	}
 	p.mu.Unlock()
 	close(p.done)
-	for _, f := range failed {
-		f.promise(Result{Err: ErrClosed})
-	}
+	p.cancel()
 	p.inFlight.Wait()
+	// Every result is decided: the answers end once they are called.
+	p.mu.Lock()
+	p.answersDone = true
+	p.answerLocked()
+	p.mu.Unlock()
+	<-p.answered
 }
-
 func (p *Producer) signal() {
 	select {
 	case p.wake <- struct{}{}:
@@ -235,7 +286,6 @@ func (p *Producer) dispatch() (next time.Time) {
 	}
 	p.mu.Lock()
 	var ready []*partition
-	var failed []func()
 	now := time.Now()
 	topics := map[string]bool{}
 	for _, st := range p.parts {
@@ -248,25 +298,15 @@ func (p *Producer) dispatch() (next time.Time) {
 			}
 			continue
 		}
-		// A batch whose context ended is never sent, nor anything after it;
-		// nor sent again: the context ends with the copier's right to
-		// write (its lease), and a retry is sent only while it holds. An
-		// earlier send went unanswered, so whether it landed is unknown,
-		// and a new epoch starts the partition's sequence again.
-		if head := st.queue[0]; head.ctx.Err() != nil {
-			if head.raw != nil {
-				p.bump = true
-			}
-			failed = append(failed, p.failQueueLocked(st, context.Cause(head.ctx)))
+		// A batch whose context ended is never sent, nor anything after it.
+		if head := st.queue[0]; head.ctx.Err() != nil && !head.maybeWritten {
+			p.failEndedLocked(st, head)
 			continue
 		}
 		ready = append(ready, st)
 		topics[st.tp.Topic] = true
 	}
 	p.mu.Unlock()
-	for _, f := range failed {
-		f()
-	}
 	if len(ready) == 0 {
 		return next
 	}
@@ -284,6 +324,14 @@ func (p *Producer) dispatch() (next time.Time) {
 	for _, st := range ready {
 		if st.sending != nil || len(st.queue) == 0 {
 			continue // Close emptied it meanwhile
+		}
+		// Checked again right before sending: reading the leaders may have
+		// taken a while, and a batch is never sent once its context (the
+		// copier's lease) has ended, unless an earlier send of it may have
+		// landed (see send).
+		if head := st.queue[0]; head.ctx.Err() != nil && !head.maybeWritten {
+			p.failEndedLocked(st, head)
+			continue
 		}
 		l, ok := leaderOf[st.tp]
 		if !ok {
@@ -347,9 +395,7 @@ func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leader
 func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
 	defer p.inFlight.Done()
 	defer p.signal()
-	ctx, cancel := context.WithTimeout(context.Background(), p.cfg.RequestTimeout+p.cfg.RequestTimeout/4)
-	resp, err := p.cfg.Client.Broker(int(broker)).Request(ctx, req)
-	cancel()
+	resp, err := p.cfg.Client.Broker(int(broker)).Request(p.ctx, req)
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
 	if err == nil {
 		// From v13 the response names topics by id only.
@@ -367,7 +413,6 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			}
 		}
 	}
-	var calls []func()
 	p.mu.Lock()
 	for _, st := range sent {
 		head := st.sending
@@ -375,32 +420,20 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 		rp, answered := codes[st.tp]
 		code := kerr.ErrorForCode(rp.ErrorCode)
 		switch {
-		case (err != nil || !answered) && head.ctx.Err() != nil:
-			// Unanswered past its deadline: it may have landed or not,
-			// so the partition's sequence is unknown to us now, and a new
-			// epoch starts it again.
-			p.bump = true
-			cause := fmt.Errorf("produce to %s/%d: no answer (%v) by the batch's deadline: %w", st.tp.Topic, st.tp.Partition,
-				cmp.Or(err, errors.New("partition missing from the response")), context.Cause(head.ctx))
-			calls = append(calls, func() { head.promise(Result{Err: cause}) })
-			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
 		case err != nil || !answered:
-			// No answer: the batch may have landed, so it is sent again
-			// with the same bytes and sequence, which the broker
-			// deduplicates.
+			// No answer: the batch may have landed. Like a copy in flight
+			// it cannot be cancelled, so it is sent again with the same
+			// bytes and sequence, which the broker deduplicates, until the
+			// broker answers, even after its context ended: its copier
+			// waits for the answer before the partition is written again
+			// (or writes it off: Forget).
+			head.maybeWritten = true
 			p.retryLocked(st, head)
 		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
-			calls = append(calls, func() { head.promise(Result{BaseOffset: rp.BaseOffset}) })
-		case retriable(code) && head.ctx.Err() != nil:
-			// Not written, and past its deadline: it fails, and the
-			// partition's next batch takes its sequence.
-			if head.epoch == p.epoch {
-				st.seq = head.seq
-			}
-			cause := fmt.Errorf("produce to %s/%d: %w (by the batch's deadline: %w)", st.tp.Topic, st.tp.Partition, code, context.Cause(head.ctx))
-			calls = append(calls, func() { head.promise(Result{Err: cause}) })
-			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
+			p.answerLocked(func() { head.promise(Result{BaseOffset: rp.BaseOffset}) })
 		case retriable(code):
+			// Not written: sent again, unless its context ends first
+			// (dispatch then fails it).
 			p.retryLocked(st, head)
 		default:
 			// Not written: the partition's next batch takes its sequence,
@@ -413,17 +446,13 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 				p.bump = true
 			}
 			cause := fmt.Errorf("produce to %s/%d: %w", st.tp.Topic, st.tp.Partition, code)
-			calls = append(calls, func() { head.promise(Result{Err: cause}) })
-			calls = append(calls, p.failQueueLocked(st, ErrEarlierFailed))
+			p.answerLocked(func() { head.promise(Result{Err: cause}) }, p.failQueueLocked(st, ErrEarlierFailed))
 		}
 	}
 	if err != nil || len(codes) < len(sent) {
 		p.meta.Stale()
 	}
 	p.mu.Unlock()
-	for _, c := range calls {
-		c()
-	}
 }
 
 // retryLocked puts a batch back at the head of its partition's queue, to be
@@ -434,8 +463,18 @@ func (p *Producer) retryLocked(st *partition, head *pending) {
 	p.meta.Stale()
 }
 
+// failEndedLocked fails a partition's queue from head, whose context ended
+// before it could be (sent or) sent again, certainly not written: the
+// partition's next batch takes its sequence.
+func (p *Producer) failEndedLocked(st *partition, head *pending) {
+	if head.raw != nil && head.epoch == p.epoch {
+		st.seq = head.seq
+	}
+	p.answerLocked(p.failQueueLocked(st, context.Cause(head.ctx)))
+}
+
 // failQueueLocked empties a partition's queue (batches not sent yet) and
-// returns the call that fails each with err, to be made without p.mu.
+// returns the call that fails each with err, for answerLocked.
 func (p *Producer) failQueueLocked(st *partition, err error) func() {
 	queued := st.queue
 	st.queue = nil

@@ -305,29 +305,83 @@ func TestDroppedConnectionIsRetried(t *testing.T) {
 	}
 }
 
-// TestNoRetryAfterTheContextEnds: a batch whose request went unanswered is
-// not sent again once its context has ended (the copier's lease ended with
-// it): it fails, and nothing of it lands.
-func TestNoRetryAfterTheContextEnds(t *testing.T) {
+// TestUnansweredBatchIsSentAgainAfterItsContextEnds: a batch whose request
+// went unanswered may be in the log, so, like a copy in flight, it is not
+// cancelled when its context ends: it is sent again until the broker
+// answers, lands once, and the next batch follows it. A batch not yet sent
+// whose context ended is never sent (TestEndedContextFailsTheRest).
+func TestUnansweredBatchIsSentAgainAfterItsContextEnds(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	ctx, cancel := context.WithCancelCause(t.Context())
 	defer cancel(nil)
-	leaseLost := errors.New("the lease ended")
 	w.cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
-		// The lease ends after the failed request is answered, while the
-		// batch waits for its retry (20 ms).
-		time.AfterFunc(5*time.Millisecond, func() { cancel(leaseLost) })
+		// The session ends after the request failed, while the batch
+		// waits to be sent again (20 ms).
+		time.AfterFunc(5*time.Millisecond, func() { cancel(errors.New("the session ended")) })
 		return nil, errors.New("connection dropped"), true
 	})
 	var r results
 	w.p.Produce(ctx, "t", 4, batch(t, 4, 0, 5), r.promise(4))
-	if res := r.wait(t, 1)[4][0]; !errors.Is(res.Err, leaseLost) {
-		t.Fatalf("the unanswered batch after its context ended: %+v, want the context's cause", res)
+	if res := r.wait(t, 1)[4][0]; res.Err != nil || res.BaseOffset != 0 {
+		t.Fatalf("the unanswered batch: %+v, want it sent again and landed at 0", res)
 	}
 	var next results
-	w.p.Produce(t.Context(), "t", 4, batch(t, 4, 0, 5), next.promise(4))
-	if res := next.wait(t, 1)[4][0]; res.Err != nil || res.BaseOffset != 0 {
-		t.Fatalf("the next batch: %+v, want it at offset 0: the first never landed", res)
+	w.p.Produce(t.Context(), "t", 4, batch(t, 4, 5, 5), next.promise(4))
+	if res := next.wait(t, 1)[4][0]; res.Err != nil || res.BaseOffset != 5 {
+		t.Fatalf("the next batch: %+v, want it at offset 5", res)
+	}
+	if v := values(t, w.cl, 4); !slices.Equal(v, want(4, 10)) {
+		t.Fatalf("partition 4 holds %v", v)
+	}
+}
+
+// TestPromisesKeepThePartitionsOrder: a partition's promises run one at a
+// time and in its order, though the success of a batch in flight and the
+// failure of the one queued behind it (its context ended) are decided by
+// two goroutines one right after the other.
+func TestPromisesKeepThePartitionsOrder(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	// Other partitions keep the producer dispatching, as a busy engine's
+	// do, so that a dispatch can run between the two decisions.
+	busy, stop := context.WithCancel(t.Context())
+	defer stop()
+	go func() {
+		for i := 0; busy.Err() == nil; i++ {
+			w.p.Produce(busy, "t", int32(i%4), batch(t, int32(i%4), i, 1), func(batchproduce.Result) {})
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	for i := range 200 {
+		var mu sync.Mutex
+		var order []string
+		note := func(what string) func(batchproduce.Result) {
+			return func(batchproduce.Result) {
+				mu.Lock()
+				order = append(order, what)
+				mu.Unlock()
+			}
+		}
+		ended, cancel := context.WithCancel(t.Context())
+		w.p.Produce(t.Context(), "t", 5, batch(t, 5, i*2, 1), note("first"))
+		w.p.Produce(ended, "t", 5, batch(t, 5, i*2+1, 1), note("second"))
+		cancel()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			n := len(order)
+			mu.Unlock()
+			if n == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d of 2 promises", i, n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if !slices.Equal(order, []string{"first", "second"}) {
+			t.Fatalf("round %d: promises ran %v", i, order)
+		}
 	}
 }
