@@ -179,6 +179,7 @@ func (p *Producer) answer() {
 		<-p.answerWake
 	}
 }
+
 // Produce queues a batch for a partition; promise is called once with its
 // result, in the partition's order. A batch whose ctx has ended by the time
 // it would be sent fails with the context's error, and so does every batch
