@@ -47,6 +47,11 @@ import (
 //
 // KMIRROR_BENCH_PROFILE=1 runs kmirror alone, for -cpuprofile and friends.
 //
+// KMIRROR_BENCH_CODEC (none, gzip, snappy, lz4, zstd; default none) writes
+// the source with that codec, and the loop produces with it too, as a copy
+// that keeps the source's codec must. KMIRROR_TEST_COPY_BATCHES=1 runs
+// kmirror copying batches whole.
+//
 // Run it with GODEBUG=madvdontneed=0. On this virtual machine a page the Go
 // runtime gave back with MADV_DONTNEED costs a fault to touch again, and
 // each copy starts after a different amount of its memory was given back:
@@ -167,6 +172,25 @@ func benchClusters(b *testing.B) devcluster.Config {
 		cfg.SourceBrokers = n
 	}
 	return cfg
+}
+
+// benchCodec is the source's codec, KMIRROR_BENCH_CODEC (default none).
+func benchCodec(b *testing.B) kgo.CompressionCodec {
+	switch v := os.Getenv("KMIRROR_BENCH_CODEC"); v {
+	case "", "none":
+		return kgo.NoCompression()
+	case "gzip":
+		return kgo.GzipCompression()
+	case "snappy":
+		return kgo.SnappyCompression()
+	case "lz4":
+		return kgo.Lz4Compression()
+	case "zstd":
+		return kgo.ZstdCompression()
+	default:
+		b.Fatalf("KMIRROR_BENCH_CODEC=%q: want none, gzip, snappy, lz4 or zstd", v)
+		return kgo.NoCompression()
+	}
 }
 
 // copySeq numbers the copies of a run, for their profiles' names.
@@ -290,7 +314,7 @@ func fillSource(b *testing.B, env *engineEnv, topic string, sz throughputSize) {
 	env.CreateSourceTopics(throughputPartitions, topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.MaxBufferedRecords(1<<20))
+		kgo.ProducerBatchCompression(benchCodec(b)), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -442,7 +466,8 @@ func copyPlain(b *testing.B, env *engineEnv, topic string, sz throughputSize, m 
 	}
 	defer src.Close()
 	dst, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.DestinationAddr()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchCompression(benchCodec(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -182,24 +182,13 @@ func recordLoop(b *testing.B, clusters *devcluster.Clusters, topic string, codec
 // takes one batch of a partition per request), as one idempotent producer.
 func batchLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 	ctx := context.Background()
-	src, err := kgo.NewClient(kgo.SeedBrokers(clusters.SourceAddr()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
+	src := newRawSource(b, clusters, topic)
+	defer src.cl.Close()
 	dst, err := kgo.NewClient(kgo.SeedBrokers(clusters.DestinationAddr()))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dst.Close()
-	srcTopics, err := kadm.NewClient(src).ListTopics(ctx, topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ends, err := kadm.NewClient(src).ListEndOffsets(ctx, topic)
-	if err != nil {
-		b.Fatal(err)
-	}
 	dstTopics, err := kadm.NewClient(dst).ListTopics(ctx, topic)
 	if err != nil {
 		b.Fatal(err)
@@ -210,36 +199,11 @@ func batchLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 	if err != nil || pid.ErrorCode != 0 {
 		b.Fatalf("init producer id: %v %v", err, kerr.ErrorForCode(pid.ErrorCode))
 	}
-	srcBroker := src.Broker(int(srcTopics[topic].Partitions[0].Leader))
 	dstBroker := dst.Broker(int(dstTopics[topic].Partitions[0].Leader))
-
 	next := make([]int64, loopPartitions)
 	seq := make([]int32, loopPartitions)
-	done := func() bool {
-		for p := range int32(loopPartitions) {
-			if end, _ := ends.Lookup(topic, p); next[p] < end.Offset {
-				return false
-			}
-		}
-		return true
-	}
-	fetch := func() *kmsg.FetchResponse {
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.IsolationLevel = -1, 100, 50<<20, 1
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = topic, srcTopics[topic].ID
-		for p := range int32(loopPartitions) {
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, next[p], 1<<20, -1
-			ft.Partitions = append(ft.Partitions, fp)
-		}
-		req.Topics = append(req.Topics, ft)
-		resp, err := srcBroker.Request(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return resp.(*kmsg.FetchResponse)
-	}
+	done := func() bool { return src.done(next) }
+	fetch := func() *kmsg.FetchResponse { return src.fetch(next) }
 	type fetched struct{ parts [][]recordbatch.Batch }
 	// split turns a response into each partition's kept batches and moves
 	// the fetch positions past them.
@@ -327,11 +291,8 @@ func batchLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 // 64 MiB of fetched batches wait for their answers.
 func producerLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 	ctx := context.Background()
-	src, err := kgo.NewClient(kgo.SeedBrokers(clusters.SourceAddr()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
+	src := newRawSource(b, clusters, topic)
+	defer src.cl.Close()
 	dst, err := kgo.NewClient(kgo.SeedBrokers(clusters.DestinationAddr()))
 	if err != nil {
 		b.Fatal(err)
@@ -342,15 +303,6 @@ func producerLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	srcTopics, err := kadm.NewClient(src).ListTopics(ctx, topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ends, err := kadm.NewClient(src).ListEndOffsets(ctx, topic)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srcBroker := src.Broker(int(srcTopics[topic].Partitions[0].Leader))
 	const window = 64 << 20
 	var (
 		mu      sync.Mutex
@@ -359,31 +311,9 @@ func producerLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 		failed  error
 	)
 	next := make([]int64, loopPartitions)
-	for {
-		done := true
-		for p := range int32(loopPartitions) {
-			if end, _ := ends.Lookup(topic, p); next[p] < end.Offset {
-				done = false
-			}
-		}
-		if done {
-			break
-		}
-		req := kmsg.NewPtrFetchRequest()
-		req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.IsolationLevel = -1, 100, 50<<20, 1
-		ft := kmsg.NewFetchRequestTopic()
-		ft.Topic, ft.TopicID = topic, srcTopics[topic].ID
-		for p := range int32(loopPartitions) {
-			fp := kmsg.NewFetchRequestTopicPartition()
-			fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, next[p], 1<<20, -1
-			ft.Partitions = append(ft.Partitions, fp)
-		}
-		req.Topics = append(req.Topics, ft)
-		resp, err := srcBroker.Request(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, rp := range resp.(*kmsg.FetchResponse).Topics[0].Partitions {
+	for !src.done(next) {
+		resp := src.fetch(next)
+		for _, rp := range resp.Topics[0].Partitions {
 			batches, err := recordbatch.Split(rp.RecordBatches)
 			if err != nil {
 				b.Fatal(err)
@@ -422,4 +352,62 @@ func producerLoop(b *testing.B, clusters *devcluster.Clusters, topic string) {
 	if failed != nil {
 		b.Fatal(failed)
 	}
+}
+
+// rawSource fetches a topic's partitions raw from its one broker, to the
+// ends they had when it was made.
+type rawSource struct {
+	b      *testing.B
+	cl     *kgo.Client
+	topic  string
+	id     [16]byte
+	ends   kadm.ListedOffsets
+	broker *kgo.Broker
+}
+
+func newRawSource(b *testing.B, clusters *devcluster.Clusters, topic string) *rawSource {
+	ctx := context.Background()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(clusters.SourceAddr()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	topics, err := kadm.NewClient(cl).ListTopics(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawSource{b: b, cl: cl, topic: topic, id: topics[topic].ID, ends: ends,
+		broker: cl.Broker(int(topics[topic].Partitions[0].Leader))}
+}
+
+// done says whether every partition was read to its end.
+func (s *rawSource) done(next []int64) bool {
+	for p := range int32(loopPartitions) {
+		if end, _ := s.ends.Lookup(s.topic, p); next[p] < end.Offset {
+			return false
+		}
+	}
+	return true
+}
+
+// fetch reads every partition from next, read_committed.
+func (s *rawSource) fetch(next []int64) *kmsg.FetchResponse {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MaxBytes, req.IsolationLevel = -1, 100, 50<<20, 1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic, ft.TopicID = s.topic, s.id
+	for p := range int32(loopPartitions) {
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = p, next[p], 1<<20, -1
+		ft.Partitions = append(ft.Partitions, fp)
+	}
+	req.Topics = append(req.Topics, ft)
+	resp, err := s.broker.Request(context.Background(), req)
+	if err != nil {
+		s.b.Fatal(err)
+	}
+	return resp.(*kmsg.FetchResponse)
 }
