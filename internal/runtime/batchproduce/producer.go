@@ -351,7 +351,7 @@ func (p *Producer) dispatch() (next time.Time) {
 		for _, st := range parts {
 			head := st.queue[0]
 			if head.raw == nil {
-				head.raw, head.seq, head.epoch = head.payload.AppendProduced(nil, p.pid, p.epoch, st.seq), st.seq, p.epoch
+				head.raw, head.seq, head.epoch = head.payload.AppendProduced(getBuffer(), p.pid, p.epoch, st.seq), st.seq, p.epoch
 				st.seq += head.payload.Records()
 			}
 			if size > 0 && size+len(head.raw) > p.cfg.MaxRequestBytes {
@@ -431,7 +431,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			head.maybeWritten = true
 			p.retryLocked(st, head)
 		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
-			p.answerLocked(func() { head.promise(Result{BaseOffset: rp.BaseOffset}) })
+			p.answerLocked(func() { head.answer(Result{BaseOffset: rp.BaseOffset}) })
 		case retriable(code):
 			// Not written: sent again, unless its context ends first
 			// (dispatch then fails it).
@@ -447,7 +447,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 				p.bump = true
 			}
 			cause := fmt.Errorf("produce to %s/%d: %w", st.tp.Topic, st.tp.Partition, code)
-			p.answerLocked(func() { head.promise(Result{Err: cause}) }, p.failQueueLocked(st, ErrEarlierFailed))
+			p.answerLocked(func() { head.answer(Result{Err: cause}) }, p.failQueueLocked(st, ErrEarlierFailed))
 		}
 	}
 	if err != nil || len(codes) < len(sent) {
@@ -462,6 +462,35 @@ func (p *Producer) retryLocked(st *partition, head *pending) {
 	st.queue = append([]*pending{head}, st.queue...)
 	st.retryAt = time.Now().Add(p.cfg.RetryBackoff)
 	p.meta.Stale()
+}
+
+// answer calls the batch's promise and gives its bytes back: no request
+// holds them once it is answered.
+func (q *pending) answer(r Result) {
+	q.promise(r)
+	if q.raw != nil {
+		putBuffer(q.raw)
+		q.raw = nil
+	}
+}
+
+// buffers hold the produced batches, which are as large as the source's
+// (up to a MiB): made anew for each, they and their zeroing were a quarter
+// of a batch copy's CPU.
+var buffers sync.Pool
+
+func getBuffer() []byte {
+	if b, ok := buffers.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return nil
+}
+
+func putBuffer(b []byte) {
+	if cap(b) > 8<<20 {
+		return // an outsized batch is not kept
+	}
+	buffers.Put(&b)
 }
 
 // failEndedLocked fails a partition's queue from head, whose context ended
@@ -481,7 +510,7 @@ func (p *Producer) failQueueLocked(st *partition, err error) func() {
 	st.queue = nil
 	return func() {
 		for _, q := range queued {
-			q.promise(Result{Err: err})
+			q.answer(Result{Err: err})
 		}
 	}
 }
