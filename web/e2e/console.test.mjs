@@ -778,7 +778,16 @@ test('a mirror of 10,000 partitions: the page renders in seconds at most, and an
     await wide.getByRole('button', { name: 'Show 100 more' }).click();
     await waitFor('200 rows of wide', async () => await rows.count() === 200);
     assert.equal(await p.evaluate(() => document.activeElement?.textContent), 'Show 100 more', 'focus left the more button');
-    await wide.locator('p.more').scrollIntoViewIfNeeded();
+    // The page's refresh every 5 s may replace the element between finding
+    // and scrolling it (Playwright: "not attached to the DOM"): find it again.
+    for (let i = 0; ; i++) {
+      try {
+        await wide.locator('p.more').scrollIntoViewIfNeeded({ timeout: 5_000 });
+        break;
+      } catch (e) {
+        if (i >= 2 || !/not attached/.test(String(e))) throw e;
+      }
+    }
     await shot(p, 'mirror-10000-partitions-topic-page', { fullPage: false });
     // An event about wide reads the 200 rows shown again, in one request.
     await afterPoll();
