@@ -57,7 +57,7 @@ func TestMirrorStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for key, val := range map[string]string{"topics": "0", "partitions": "0", "states": "{}", "lag": "0",
-		"erroring": "0", "records_per_sec": "0"} {
+		"erroring": "0", "records_per_sec": "0", "throttled_seconds": "0"} {
 		if string(raw.Status[key]) != val {
 			t.Fatalf("status.%s of m2 is %s, want %s: %s", key, raw.Status[key], val, r.body)
 		}

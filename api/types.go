@@ -122,6 +122,10 @@ type MirrorStatus struct {
 	// RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
+	// ThrottledSeconds sums, over the mirror's partitions, how long their
+	// copies have waited for the mirror's replication throttle
+	// (mirror.replication.throttled.rate), each since it was added.
+	ThrottledSeconds float64 `json:"throttled_seconds" format:"double" example:"12.5"`
 	// Source is whether the mirror's source cluster answers the holder of
 	// its metadata lease.
 	Source ClusterReachability `json:"source"`
@@ -434,6 +438,10 @@ type PartitionRow struct {
 	// mirrored after: destination records the source never had, for
 	// someone to reprocess. Absent when none was kept.
 	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
+	// ThrottledMs is how long this partition's copies have waited for the
+	// mirror's replication throttle (mirror.replication.throttled.rate), in
+	// all since it was added.
+	ThrottledMs int64 `json:"throttled_ms" example:"1500"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -595,8 +603,8 @@ func mirrorView(m service.Mirror) Mirror {
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
-			RecordsPerSec: m.Status.RecordsPerSec,
-			Source:        clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
+			RecordsPerSec: m.Status.RecordsPerSec, ThrottledSeconds: float64(m.Status.ThrottledMs) / 1000,
+			Source: clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
 		CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Incarnation: m.Incarnation,
 	}
@@ -617,7 +625,8 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
-		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt}
+		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
+		ThrottledMs: p.ThrottledMs}
 	v.Error = nonEmpty(p.Error)
 	if l := p.LastMirrored; l != nil {
 		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset

@@ -16,6 +16,9 @@ type MirrorStateCount struct {
 	Lag int64
 	// Erroring counts partitions with a non-empty error.
 	Erroring int
+	// ThrottledMs sums the partitions' throttled_ms: how long their copies
+	// have waited for the mirror's replication throttle.
+	ThrottledMs int64
 }
 
 // MirrorsStatus groups the partitions of every mirror (or of the one named,
@@ -27,13 +30,14 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 			SELECT mirror, coalesce(state, 'UNKNOWN') AS state, count(*) AS partitions,
 				coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0))
 					FILTER (WHERE source_end_offset IS NOT NULL), 0)::bigint AS lag,
-				count(*) FILTER (WHERE coalesce(error, '') <> '') AS erroring
+				count(*) FILTER (WHERE coalesce(error, '') <> '') AS erroring,
+				sum(throttled_ms)::bigint AS throttled_ms
 			FROM mirror_partitions WHERE ($1 = '' OR mirror = $1) GROUP BY 1, 2
 		), topics AS (
 			SELECT mirror, count(*) AS topics FROM mirror_topics WHERE ($1 = '' OR mirror = $1) GROUP BY 1
 		)
 		SELECT m.name, coalesce(t.topics, 0), coalesce(p.state, ''), coalesce(p.partitions, 0),
-			coalesce(p.lag, 0), coalesce(p.erroring, 0)
+			coalesce(p.lag, 0), coalesce(p.erroring, 0), coalesce(p.throttled_ms, 0)
 		FROM mirrors m
 		LEFT JOIN topics t ON t.mirror = m.name
 		LEFT JOIN parts p ON p.mirror = m.name
@@ -46,7 +50,7 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 	var out []MirrorStateCount
 	for rows.Next() {
 		var c MirrorStateCount
-		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring); err != nil {
+		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring, &c.ThrottledMs); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, c)

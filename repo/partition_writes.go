@@ -97,6 +97,9 @@ type Checkpoint struct {
 	Runs []OffsetRun
 	// ResetRetries clears retry_attempt: mirroring has made progress again.
 	ResetRetries bool
+	// ThrottledMs is how long the partition's copies have waited for the
+	// mirror's replication throttle in all, since the partition was added.
+	ThrottledMs int64
 }
 
 // CheckpointsSave stores the checkpoints of one owner in one statement,
@@ -108,12 +111,12 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	mirrors, topics := make([]string, n), make([]string, n)
 	parts := make([]int32, n)
 	epochs, src, dst, srcEnd, dstEnd := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	lastSrc, lastDst := make([]int64, n), make([]int64, n)
+	lastSrc, lastDst, throttled := make([]int64, n), make([]int64, n), make([]int64, n)
 	reset := make([]bool, n)
 	for i, c := range cps {
 		mirrors[i], topics[i], parts[i], epochs[i] = c.Mirror, c.Topic, c.Partition, c.Epoch
 		src[i], dst[i], srcEnd[i], dstEnd[i] = c.SrcNext, c.DstNext, c.SourceEnd, c.DestinationEnd
-		reset[i] = c.ResetRetries
+		reset[i], throttled[i] = c.ResetRetries, c.ThrottledMs
 		lastSrc[i], lastDst[i] = -1, -1
 		for _, r := range c.Runs {
 			if end := r.SrcStart + r.Count - 1; end > lastSrc[i] {
@@ -124,8 +127,8 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	rows, err := q.Query(ctx, `
 		WITH v AS (
 			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[],
-				$11::bigint[], $12::bigint[])
-				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst)
+				$11::bigint[], $12::bigint[], $13::bigint[])
+				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst, throttled_ms)
 		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			-- A slower save of an older checkpoint must not move it back.
@@ -143,12 +146,14 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 				THEN now() ELSE p.source_end_at END,
 			destination_end_offset = CASE WHEN v.dst_end < 0 THEN p.destination_end_offset ELSE v.dst_end END,
 			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,
+			-- A running total, so an older checkpoint's is never the larger.
+			throttled_ms = greatest(p.throttled_ms, v.throttled_ms),
 			updated_at = now()
 		FROM v, locked l
 		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
 		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition
 		RETURNING p.mirror, p.topic, p.partition`,
-		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst)
+		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -41,6 +41,9 @@ type Partition struct {
 	// DivergentTail is the tail a failback with keep_divergent continued
 	// after; nil when none was kept.
 	DivergentTail *DivergentTail
+	// ThrottledMs is how long the partition's copies have waited for the
+	// mirror's replication throttle in all, since it was added.
+	ThrottledMs int64
 	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
 	// the owner's session still holds the lease, and when the owner last
 	// renewed its session.
@@ -52,7 +55,8 @@ const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesc
 	coalesce(error, ''), retryable, retry_attempt, next_retry_at, coalesce(lease_owner, ''),
 	lease_epoch, src_next, dst_next, source_end_offset,
 	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at,
-	last_mirrored_src, last_mirrored_dst, divergent_tail_start, divergent_tail_end, divergent_tail_records`
+	last_mirrored_src, last_mirrored_dst, divergent_tail_start, divergent_tail_end, divergent_tail_records,
+	throttled_ms`
 
 // DivergentTail is a range of destination offsets holding records that the
 // source never had: written to the destination after the mirror that
@@ -88,7 +92,8 @@ func newPartitionScan(extra ...any) *partitionScan {
 		&p.Retryable, &p.RetryAttempt, &p.NextRetryAt, &p.LeaseOwner, &p.LeaseEpoch,
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
 		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt,
-		&p.LastMirroredSrc, &p.LastMirroredDst, &s.tail[0], &s.tail[1], &s.tail[2]}, extra...)
+		&p.LastMirroredSrc, &p.LastMirroredDst, &s.tail[0], &s.tail[1], &s.tail[2],
+		&p.ThrottledMs}, extra...)
 	return s
 }
 

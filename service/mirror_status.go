@@ -22,6 +22,9 @@ type MirrorStatus struct {
 	Erroring int
 	// RecordsPerSec is the latest rate the History sampled; 0 until known.
 	RecordsPerSec float64
+	// ThrottledMs sums how long the partitions' copies have waited for the
+	// mirror's replication throttle, each since it was added.
+	ThrottledMs int64
 	// Source and Destination say whether kmirror reaches each cluster.
 	Source, Destination ClusterReachability
 }
@@ -97,6 +100,7 @@ func (s *Control) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 			st.Partitions += r.Partitions
 			st.Lag += r.Lag
 			st.Erroring += r.Erroring
+			st.ThrottledMs += r.ThrottledMs
 		}
 		out[r.Mirror] = st
 	}

@@ -43,6 +43,9 @@ type PartitionRow struct {
 	// DivergentTail is the tail a failback with keep_divergent continued
 	// after, nil when none was kept.
 	DivergentTail *DivergentTail
+	// ThrottledMs is how long the partition's copies have waited for the
+	// mirror's replication throttle in all, since it was added.
+	ThrottledMs int64
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -240,7 +243,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		State: p.State, Error: p.Error, RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		LastMirrored: LastMirroredOf(p), DivergentTail: p.DivergentTail,
+		LastMirrored: LastMirroredOf(p), DivergentTail: p.DivergentTail, ThrottledMs: p.ThrottledMs,
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)

@@ -896,6 +896,13 @@ type MirrorStatus struct {
 	// no partition is in are left out.
 	States PartitionStateCounts `json:"states"`
 
+	// ThrottledSeconds ThrottledSeconds sums, over the mirror's partitions, how long their
+	// copies have waited for the mirror's replication throttle
+	// (mirror.replication.throttled.rate), each since it was added.
+	//
+	// Example: 12.5
+	ThrottledSeconds float64 `json:"throttled_seconds"`
+
 	// Topics Example: 2
 	Topics int `json:"topics"`
 }
@@ -1312,6 +1319,13 @@ type PartitionRow struct {
 
 	// State Example: MIRRORING
 	State PartitionState `json:"state"`
+
+	// ThrottledMs ThrottledMs is how long this partition's copies have waited for the
+	// mirror's replication throttle (mirror.replication.throttled.rate), in
+	// all since it was added.
+	//
+	// Example: 1500
+	ThrottledMs int `json:"throttled_ms"`
 
 	// Topic Example: orders
 	Topic string `json:"topic"`

@@ -15,6 +15,15 @@ export function rate(r) {
   return `${r >= 100 ? int.format(r) : dec.format(r)}/s`;
 }
 
+/** seconds formats a length of time given in seconds: "12.5 s", "4 min", "3.2 h". */
+export function seconds(s) {
+  if (s === null || s === undefined) return '—';
+  // The bounds are where one decimal would round up to "60".
+  if (s < 59.95) return `${dec.format(s)} s`;
+  if (s < 3597) return `${dec.format(s / 60)} min`;
+  return `${dec.format(s / 3600)} h`;
+}
+
 const timeFmt = new Intl.DateTimeFormat(undefined, {
   year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit',
 });

@@ -13,7 +13,7 @@
 
 import { get, seg, ApiError } from '../api.js';
 import { h, replace, uid } from '../dom.js';
-import { count, rate, time, ago, regexQuote } from '../format.js';
+import { count, rate, seconds, time, ago, regexQuote } from '../format.js';
 import { stateBadge, stateBadges, desiredBadge } from '../badges.js';
 import { lineChart } from '../charts.js';
 import { lifecycle, STATES } from '../lifecycle.js';
@@ -190,7 +190,11 @@ function headView(m, session, actions) {
       h('div', {}, h('dt', {}, 'Last metadata sync'), h('dd', {}, syncCell(m.last_sync))),
       h('div', {}, h('dt', {}, 'Partitions'), h('dd', {}, count(m.status?.partitions))),
       h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
-      h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag)))),
+      h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag))),
+      // Shown once the mirror's replication throttle has held a copy back.
+      m.status?.throttled_seconds > 0 ? h('div', {}, h('dt', {}, 'Throttled'),
+        h('dd', { title: 'How long copies have waited for mirror.replication.throttled.rate, over all partitions' },
+          seconds(m.status.throttled_seconds))) : null),
     m.state === 'needs_credentials' ? credentialsNeeded(m) : null,
     m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
     session.canOperate ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
@@ -320,9 +324,12 @@ function partitionsTable(t, rows) {
   const shown = [...rows].sort((a, b) => (b.state === 'FAILED') - (a.state === 'FAILED') || a.partition - b.partition);
   // The tail's column shows only for a topic where a failback kept one.
   const tails = rows.some((p) => p.divergent_tail);
+  // So does the throttled time's, where the replication throttle held one back.
+  const throttled = rows.some((p) => p.throttled_ms > 0);
   const cols = [
     ['Partition', 'num'], ['Source offset', 'num'], ['Destination offset', 'num'], ['Lag', 'num'], ['State'], ['Owner'],
-    ['Retries', 'num'], ['Lost', 'num'], ['Last mirrored', 'num', ' (source → destination offset)'],
+    ['Retries', 'num'], ['Lost', 'num'], throttled ? ['Throttled', 'num'] : null,
+    ['Last mirrored', 'num', ' (source → destination offset)'],
     tails ? ['Kept divergent tail'] : null, ['Progressed'], ['Error'],
   ].filter(Boolean);
   return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${t.topic}`, tabindex: '0' },
@@ -340,6 +347,7 @@ function partitionsTable(t, rows) {
         h('td', { class: 'mono', 'data-label': 'Owner' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
         h('td', { class: 'num', 'data-label': 'Retries' }, count(p.retry_attempt)),
         h('td', { class: 'num', 'data-label': 'Lost' }, count(p.lost_records)),
+        throttled ? h('td', { class: 'num', 'data-label': 'Throttled' }, seconds(p.throttled_ms / 1000)) : null,
         h('td', { class: 'num', 'data-label': 'Last mirrored' }, lastMirrored(p)),
         tails ? h('td', { 'data-label': 'Kept divergent tail' }, p.divergent_tail ? tailText(p.divergent_tail) : '—') : null,
         h('td', { 'data-label': 'Progressed' }, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
