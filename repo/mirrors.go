@@ -190,3 +190,34 @@ func MirrorsSetSecrets(ctx context.Context, q DBTX, m MirrorSecrets) error {
 	}
 	return nil
 }
+
+// MirrorCopyConfig is what the data plane reads of a mirror: its set
+// configuration, and how many partitions its topics that are to be
+// mirrored have (a per-mirror limit is shared out by them).
+type MirrorCopyConfig struct {
+	Config     map[string]string
+	Partitions int
+}
+
+// MirrorsListCopyConfigs returns every mirror's MirrorCopyConfig by name.
+func MirrorsListCopyConfigs(ctx context.Context, q DBTX) (map[string]MirrorCopyConfig, error) {
+	rows, err := q.Query(ctx, `
+		SELECT m.name, m.config, (SELECT count(*) FROM mirror_partitions p
+			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
+			WHERE p.mirror = m.name AND t.desired_state = 'mirroring')
+		FROM mirrors m`)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	out := map[string]MirrorCopyConfig{}
+	for rows.Next() {
+		var name string
+		var c MirrorCopyConfig
+		if err := rows.Scan(&name, &c.Config, &c.Partitions); err != nil {
+			rows.Close()
+			return nil, interpret(err)
+		}
+		out[name] = c
+	}
+	return out, interpret(rows.Err())
+}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,7 +17,18 @@ const (
 	CfgGroupsExclude             = "groups.exclude"
 	CfgACLsInclude               = "acls.include"
 	CfgTopicPropertiesExclude    = "topic.properties.exclude"
+	CfgCompressionType           = "mirror.compression.type"
+	CfgThrottledRate             = "mirror.replication.throttled.rate"
 )
+
+// CompressionSource is mirror.compression.type's default: each batch keeps
+// the codec it has on the source.
+const CompressionSource = "source"
+
+// MinThrottledRate is the lowest replication throttle, in bytes a second:
+// a copy waits for its batch's bytes, and below this one source batch of
+// 1 MiB would hold a partition for more than a quarter of an hour.
+const MinThrottledRate = 1024
 
 type configKind int
 
@@ -24,12 +36,14 @@ const (
 	kindLong  configKind = iota // a decimal integer within [min, max]
 	kindRegex                   // an RE2 pattern matched against whole names; "" matches nothing
 	kindList                    // comma-separated names; an entry may end in * as a prefix wildcard
+	kindEnum                    // one of the key's values
 )
 
 type configKey struct {
 	kind     configKind
 	def      string
 	min, max int64
+	values   []string // kindEnum's
 }
 
 var configKeys = map[string]configKey{
@@ -42,6 +56,10 @@ var configKeys = map[string]configKey{
 	CfgTopicPropertiesExclude: {kind: kindList, def: "follower.replication.throttled.replicas," +
 		"leader.replication.throttled.replicas,message.timestamp.*," +
 		"unclean.leader.election.enable,min.insync.replicas"},
+	CfgCompressionType: {kind: kindEnum, def: CompressionSource,
+		values: []string{CompressionSource, "none", "gzip", "snappy", "lz4", "zstd"}},
+	// 0: no throttle. Otherwise at least MinThrottledRate (validateConfig).
+	CfgThrottledRate: {kind: kindLong, def: "0", min: 0, max: 1 << 40},
 }
 
 // ConfigKeys returns the known configuration keys, sorted.
@@ -83,6 +101,12 @@ func validateConfig(v *validation, cfg map[string]string) {
 				v.addf(field, "value %q is not an integer", val)
 			} else if n < ck.min || n > ck.max {
 				v.addf(field, "value %d is out of range [%d, %d]", n, ck.min, ck.max)
+			} else if k == CfgThrottledRate && n > 0 && n < MinThrottledRate {
+				v.addf(field, "value %d is below %d bytes a second (0 turns the throttle off)", n, MinThrottledRate)
+			}
+		case kindEnum:
+			if !slices.Contains(ck.values, val) {
+				v.addf(field, "value %q is not one of %s", val, strings.Join(ck.values, ", "))
 			}
 		case kindRegex:
 			if val == "" {
@@ -114,4 +138,29 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// CopySettings are the mirror configs the data plane follows while it
+// copies.
+type CopySettings struct {
+	// Compression is the codec the destination's batches get:
+	// CompressionSource keeps each source batch's own.
+	Compression string
+	// ThrottledRate is the mirror's copy rate limit in bytes a second; 0
+	// is none.
+	ThrottledRate int64
+}
+
+// CopySettingsOf reads a mirror's copy settings from its set config. Values
+// were checked when they were set; one that does not parse (a row written
+// by hand) counts as the default.
+func CopySettingsOf(set map[string]string) CopySettings {
+	s := CopySettings{Compression: CompressionSource}
+	if v, ok := set[CfgCompressionType]; ok && slices.Contains(configKeys[CfgCompressionType].values, v) {
+		s.Compression = v
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(set[CfgThrottledRate]), 10, 64); err == nil && n >= MinThrottledRate {
+		s.ThrottledRate = n
+	}
+	return s
 }

@@ -21,6 +21,8 @@ type desiredStates struct {
 	pool *pgxpool.Pool
 	// metrics, when set, loses the series of mirrors that are gone.
 	metrics *metrics.Metrics
+	// copy, when set, is refreshed with the mirrors' copy configs.
+	copy *copySettings
 
 	mu     sync.RWMutex
 	topics map[[2]string]worker.Desire
@@ -36,6 +38,12 @@ func newDesiredStates(pool *pgxpool.Pool) *desiredStates {
 // gone, in every instance, not only in the one whose API deleted them.
 func (d *desiredStates) withMetrics(m *metrics.Metrics) *desiredStates {
 	d.metrics = m
+	return d
+}
+
+// withCopySettings makes each refresh read the mirrors' copy configs too.
+func (d *desiredStates) withCopySettings(c *copySettings) *desiredStates {
+	d.copy = c
 	return d
 }
 
@@ -71,6 +79,13 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 			ReplicationFactor: r.ReplicationFactor, Recreate: r.Recreate, ContinueHistory: r.ContinueHistory,
 			KeepDivergent: r.KeepDivergent}
 		present[r.Mirror] = true
+	}
+	if d.copy != nil {
+		cfgs, err := repo.MirrorsListCopyConfigs(ctx, d.pool)
+		if err != nil {
+			return err
+		}
+		d.copy.store(cfgs)
 	}
 	d.store(m)
 	d.metrics.ForgetMirrorsExcept(present, readAt)

@@ -117,6 +117,9 @@ type Engine struct {
 	cp             *checkpointer
 	prep           prepareSlots
 	desired        *desiredStates
+	// copy holds the mirrors' copy settings and throttles, refreshed with
+	// desired.
+	copy *copySettings
 	// health wakes the mirroring sessions when a client's trouble changes.
 	health *healthChanges
 	// shared are the reads that partitions preparing at the same time
@@ -194,7 +197,8 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp.saveDuration = e.metrics.CheckpointSaves()
 	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
-	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics)
+	e.copy = newCopySettings()
+	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)

@@ -111,13 +111,21 @@ func (h workerEngine) AddSession(k lease.Key, s *worker.Session) (remove func())
 	e.mu.Lock()
 	e.sessions[k] = s
 	e.mu.Unlock()
+	e.copy.copying(k.Mirror, 1)
 	return func() {
+		e.copy.copying(k.Mirror, -1)
 		e.mu.Lock()
 		if e.sessions[k] == s {
 			delete(e.sessions, k)
 		}
 		e.mu.Unlock()
 	}
+}
+
+func (h workerEngine) CopySettings(mirror string) service.CopySettings { return h.e.copy.get(mirror) }
+
+func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror string, n int64) (time.Duration, error) {
+	return h.e.copy.wait(ctx, done, mirror, n)
 }
 
 func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {

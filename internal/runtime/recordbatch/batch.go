@@ -57,6 +57,17 @@ const (
 	Zstd
 )
 
+// ParseCodec returns the codec Kafka names name ("none", "gzip", "snappy",
+// "lz4", "zstd"); ok is false for any other name.
+func ParseCodec(name string) (c Codec, ok bool) {
+	for c := None; c <= Zstd; c++ {
+		if c.String() == name {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
 func (c Codec) String() string {
 	switch c {
 	case None:

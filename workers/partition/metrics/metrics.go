@@ -29,6 +29,9 @@ type Metrics struct {
 	// batches counts the source batches a batch copy produced, by how:
 	// "whole", or why it was re-encoded.
 	batches *prometheus.CounterVec
+	// throttled sums how long copies waited for their mirror's
+	// replication throttle.
+	throttled *prometheus.CounterVec
 
 	mu sync.Mutex
 	// touched is when each mirror's series were last looked up, so that
@@ -60,10 +63,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Partitions this instance found the destination to have lost records of (a topic gone, or its end below what was acknowledged), by mirror and topic; each is re-mirrored from what the destination still holds."}, []string{"mirror", "topic"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_copied_batches_total",
 			Help: "Source batches this instance produced when copying batches, by mirror, source topic and how: whole (producer fields and CRC rewritten, records and codec as they were) or re-encoded, by why (an old message format, compaction gaps, log-append time, a compaction delete horizon, a batch that starts before the copy's next offset)."}, []string{"mirror", "topic", "how"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_throttled_seconds_total",
+			Help: "Seconds this instance's copies waited for their mirror's replication throttle (mirror.replication.throttled.rate), by mirror and source topic, summed over the topic's partitions: its rate over time is how many partitions were held back at once."}, []string{"mirror", "topic"}),
 		touched: map[string]time.Time{},
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce, m.losses, m.batches} {
+		for _, c := range []prometheus.Collector{m.records, m.bytes, m.last, m.checkpoint, m.fetch, m.produce, m.losses, m.batches, m.throttled} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("partition engine: register metrics: %w", err)
 			}
@@ -120,6 +125,16 @@ func (m *Metrics) BatchCopied(mirror, topic, how string) {
 	}
 	m.touch(mirror)
 	m.batches.WithLabelValues(mirror, topic, how).Inc()
+}
+
+// Throttled counts d of a partition's copies waiting for the mirror's
+// replication throttle.
+func (m *Metrics) Throttled(mirror, topic string, d time.Duration) {
+	if m == nil || d <= 0 {
+		return
+	}
+	m.touch(mirror)
+	m.throttled.WithLabelValues(mirror, topic).Add(d.Seconds())
 }
 
 // Lost counts a partition found lost on the destination.
@@ -198,6 +213,7 @@ func (m *Metrics) ForgetMirrorsExcept(present map[string]bool, readAt time.Time)
 		m.fetch.DeletePartialMatch(labels)
 		m.losses.DeletePartialMatch(labels)
 		m.batches.DeletePartialMatch(labels)
+		m.throttled.DeletePartialMatch(labels)
 		delete(m.touched, mirror)
 	}
 }

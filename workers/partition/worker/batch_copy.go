@@ -61,17 +61,24 @@ func (s *Session) copyBatches(b FetchBatch) {
 }
 
 // payloadOf is the batch to produce for a kept source batch: the batch
-// itself, or, when the destination would refuse or restamp it as it is, a
-// new one of its records from the session's next offset with their source
+// itself, or, when the destination would refuse or restamp it as it is or
+// the mirror asks for another codec (mirror.compression.type), a new one
+// of its records from the session's next offset, with their source
 // offsets. It is nil when no record is left to copy.
 func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
-	why := bt.WholeCopyProblem(s.fetchNext)
+	codec, why := bt.Codec(), bt.WholeCopyProblem(s.fetchNext)
+	if want, ok := recordbatch.ParseCodec(s.w.eng.CopySettings(s.w.key.Mirror).Compression); ok && want != codec {
+		codec = want
+		if why == "" {
+			why = "recompressed"
+		}
+	}
 	if why == "" {
 		s.w.cfg.Metrics.BatchCopied(s.w.key.Mirror, s.w.key.Topic, "whole")
 		return bt, nil, nil
 	}
 	s.w.cfg.Metrics.BatchCopied(s.w.key.Mirror, s.w.key.Topic, why)
-	raw, re, err := s.w.cfg.Codecs.Reencode(nil, bt, s.fetchNext, bt.Codec(), 0, 0, 0)
+	raw, re, err := s.w.cfg.Codecs.Reencode(nil, bt, s.fetchNext, codec, 0, 0, 0)
 	if err != nil || len(re.Sources) == 0 {
 		return nil, nil, err
 	}

@@ -108,6 +108,13 @@ type Engine interface {
 	ProducerTrouble() (since time.Time, err error)
 	// RefreshProducerMetadata makes the producer reload its metadata.
 	RefreshProducerMetadata()
+	// CopySettings returns the mirror's copy settings from the engine's
+	// cache (refreshed with the desired states).
+	CopySettings(mirror string) service.CopySettings
+	// Throttle waits until the mirror's replication throttle lets n more
+	// bytes through, or ctx ends or done is closed; it returns how long it
+	// waited. Without a limit it returns at once.
+	Throttle(ctx context.Context, done <-chan struct{}, mirror string, n int64) (time.Duration, error)
 	// HealthChanged returns a channel closed when what the clients' health
 	// would put in the partitions' rows next changes.
 	HealthChanged() <-chan struct{}
@@ -153,6 +160,23 @@ type FetchBatch struct {
 	// LSO is the source's last stable offset (read_committed end), -1
 	// unknown.
 	LSO int64
+}
+
+// size is what the batch counts against the mirror's throttle, as the
+// mirrored-bytes metric counts it: the batches as fetched, or the records'
+// keys and values.
+func (b FetchBatch) size() int64 {
+	n := 0
+	if b.Raw {
+		for i := range b.Batches {
+			n += len(b.Batches[i].Raw)
+		}
+		return int64(n)
+	}
+	for _, r := range b.Records {
+		n += len(r.Key) + len(r.Value)
+	}
+	return int64(n)
 }
 
 // Desire is a mirror topic's desired state.

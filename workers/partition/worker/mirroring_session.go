@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,6 +23,9 @@ import (
 type Session struct {
 	mu     sync.Mutex
 	closed bool
+	// closing is closed when the worker closes the session: a delivery
+	// waiting for the throttle gives up.
+	closing chan struct{}
 	// halted wakes the worker when a delivered batch failed or fell out of
 	// range.
 	halted chan struct{}
@@ -82,6 +86,10 @@ type Session struct {
 	// is the acks' verified bytes already counted.
 	mirrored     metrics.Topic
 	countedBytes int64
+	// throttledMs is how long the partition's copies have waited for the
+	// mirror's throttle, since it was added: its row's figure when the
+	// session began, plus the session's waits.
+	throttledMs atomic.Int64
 }
 
 // pendingRun is what a session has sent and not yet seen acknowledged: n
@@ -135,7 +143,9 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	}
 	w.mirroring.Store(true)
 	defer w.mirroring.Store(false)
-	s := &Session{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1}
+	s := &Session{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
+		closing: make(chan struct{})}
+	s.throttledMs.Store(w.row.ThrottledMs)
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.mirrored = w.cfg.Metrics.Topic(w.key.Mirror, w.key.Topic)
 	s.acks = produce.NewAcks(s.dstNext, w.cfg.Gate, func() { s.produceCancel(errCopyFailed) })
@@ -189,6 +199,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 		}
 	}
 	// No batch is delivered from here on; the session is the worker's alone.
+	close(s.closing)
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -302,8 +313,21 @@ func (w *Worker) syncRow(s *Session) {
 	w.row.SrcNext, w.row.DstNext = &src, &dst
 }
 
-// deliver copies one fetched batch, in the fetch goroutine.
+// deliver copies one fetched batch, in the fetch goroutine, once the
+// mirror's throttle lets its bytes through. The wait holds up the fetch
+// goroutine, and with it the fetches of the mirror's partitions that
+// share it: the throttle paces what is read, not only what is written.
 func (s *Session) deliver(ctx context.Context, b FetchBatch) {
+	if n := b.size(); n > 0 {
+		waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key.Mirror, n)
+		if waited > 0 {
+			s.throttledMs.Add(waited.Milliseconds())
+			s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
+		}
+		if err != nil {
+			return // the session or the lease ended
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.failure != nil || s.outOfRange || s.interrupted != nil {
@@ -583,7 +607,7 @@ func (s *Session) publish() {
 	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
 	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
-		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset})
+		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load()})
 	if reset {
 		w.row.RetryAttempt = 0
 	}

@@ -1,0 +1,164 @@
+package partition_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/service"
+	"kmirror/workers/workertest"
+)
+
+// TestScenarioThrottle: a mirror limited by mirror.replication.throttled.rate
+// copies at the limit (within 5% over 10 s), shares it evenly across its
+// partitions, and a PATCH to a higher rate takes effect within 2 s. The
+// partitions' rows count the time their copies waited.
+func TestScenarioThrottle(t *testing.T) {
+	t.Parallel()
+	const (
+		partitions = 4
+		valueSize  = 1024
+		first      = 2_000_000 // bytes a second
+		second     = 4_000_000
+	)
+	env := newEngineEnv(t, devcluster.Config{})
+	env.CreateSourceTopics(partitions, "bulk")
+	// 60 MB: more than 12 s at the first rate and 8 s at the second.
+	produceIncompressible(t, env.Clusters.SourceAddr(), "bulk", partitions, 15_000, valueSize)
+
+	ctx := context.Background()
+	rate := fmt.Sprint(first)
+	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "m",
+		Source: service.SourceInput{BootstrapServers: env.Clusters.SourceAddr()},
+		Config: map[string]string{service.CfgThrottledRate: rate}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: "bulk"}); err != nil {
+		t.Fatal(err)
+	}
+	env.StartInstance("i1")
+	dst := workertest.Plain(env.Clusters.DestinationAddr())
+	copied := func() (sum int64, per map[int32]int64) {
+		per = workertest.EndOffsets(t, dst, "bulk")
+		for _, n := range per {
+			sum += n
+		}
+		return sum, per
+	}
+	workertest.WaitFor(t, 20*time.Second, "copying to begin", func() (bool, string) {
+		n, _ := copied()
+		return n > 0, fmt.Sprintf("%d copied", n)
+	})
+	time.Sleep(time.Second) // past the first batches, which go at once
+
+	// 10 s at the first rate.
+	_, per0 := copied()
+	got, n := copyRate(t, copied, 10*time.Second)
+	_, per1 := copied()
+	t.Logf("at %d B/s: copied %.0f B/s", first, got*valueSize)
+	if got*valueSize < 0.95*first || got*valueSize > 1.05*first {
+		t.Errorf("copied %.0f B/s under a limit of %d B/s, want within 5%%", got*valueSize, first)
+	}
+	all := int64(0)
+	for p := range int32(partitions) {
+		all += per1[p] - per0[p]
+	}
+	for p := range int32(partitions) {
+		share := float64(per1[p]-per0[p]) / float64(all)
+		if share < 0.15 || share > 0.35 {
+			t.Errorf("partition %d had %.0f%% of the copies, want about %d%%", p, 100*share, 100/partitions)
+		}
+	}
+
+	// A PATCH to the second rate: copying runs at it from 2 s on.
+	rate = fmt.Sprint(second)
+	if _, err := env.Svc.UpdateMirror(ctx, "m", service.MirrorPatch{Config: map[string]*string{service.CfgThrottledRate: &rate}},
+		service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // the 2 s the PATCH may take
+	got, n = copyRate(t, copied, 5*time.Second)
+	t.Logf("from 2 s after the PATCH to %d B/s: copied %.0f B/s", second, got*valueSize)
+	if got*valueSize < 0.95*second || got*valueSize > 1.05*second {
+		t.Errorf("copied %.0f B/s from 2 s after a PATCH to %d B/s, want within 5%%", got*valueSize, second)
+	}
+	if n >= partitions*15_000 {
+		t.Fatalf("the source ran out of records before the second window ended (%d copied)", n)
+	}
+
+	// The rows count the waits once the checkpoint is saved.
+	workertest.WaitFor(t, 10*time.Second, "the throttled time in the rows", func() (bool, string) {
+		var ms []int64
+		for _, p := range env.Partitions("m") {
+			ms = append(ms, p.ThrottledMs)
+		}
+		for _, v := range ms {
+			if v < 1000 {
+				return false, fmt.Sprintf("throttled ms per partition %v", ms)
+			}
+		}
+		return true, ""
+	})
+
+	// No limit: the rest is copied at once, exactly.
+	if _, err := env.Svc.UpdateMirror(ctx, "m", service.MirrorPatch{Config: map[string]*string{service.CfgThrottledRate: nil}},
+		service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	workertest.WaitMirrored(t, env.Env, "bulk", partitions, 30*time.Second)
+}
+
+// copyRate samples the records copied every 100 ms for d and returns the
+// rate the samples follow (a least-squares fit, so that the steps in which
+// batches land do not count as the window's edges happen to fall), and
+// the count at the end.
+func copyRate(t *testing.T, copied func() (int64, map[int32]int64), d time.Duration) (perSec float64, last int64) {
+	t.Helper()
+	var xs, ys []float64
+	start := time.Now()
+	for time.Since(start) < d {
+		n, _ := copied()
+		xs, ys = append(xs, time.Since(start).Seconds()), append(ys, float64(n))
+		last = n
+		time.Sleep(100 * time.Millisecond) // the sampling interval
+	}
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/float64(len(xs)), my/float64(len(xs))
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	return sxy / sxx, last
+}
+
+// produceIncompressible writes n records of size random bytes to each
+// partition, uncompressed.
+func produceIncompressible(t *testing.T, addr, topic string, partitions int32, n, size int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(256<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	rs := make([]*kgo.Record, 0, int(partitions)*n)
+	for p := range partitions {
+		for range n {
+			v := make([]byte, size)
+			rand.Read(v)
+			rs = append(rs, &kgo.Record{Topic: topic, Partition: p, Value: v})
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
