@@ -58,9 +58,9 @@ type serverConfig struct {
 	DeliveryTimeout time.Duration
 	// Retry is the FAILED → PREPARING backoff policy.
 	Retry partition.RetryPolicy
-	// CopyBatches copies fetched batches whole, keeping their codec,
-	// instead of record by record (partition.EngineConfig.CopyBatches).
-	CopyBatches bool
+	// CopyRecords copies record by record instead of batches whole
+	// (partition.EngineConfig.CopyRecords).
+	CopyRecords bool
 	// StatePartitions and StateReplicationFactor shape __mirror_state when
 	// kmirror creates it (mirror.topic.num.partitions, default 50).
 	StatePartitions        int
@@ -205,7 +205,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", defaultShutdownTimeout), "how long the steps of a shutdown may wait in all, whatever is down; a second past it the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
-	fs.BoolVar(&cfg.CopyBatches, "copy-batches", envBool("KMIRROR_COPY_BATCHES"), "copy fetched record batches whole, keeping each batch's codec, instead of record by record; batches a destination would refuse as they are (compaction gaps, log-append time, old formats) are re-encoded (KMIRROR_COPY_BATCHES)")
+	fs.BoolVar(&cfg.CopyRecords, "copy-records", envBool("KMIRROR_COPY_RECORDS"), "copy record by record, the fallback to copying batches whole: every batch is decompressed and its records compressed again with snappy, and mirror.compression.type is not followed (KMIRROR_COPY_RECORDS)")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
 	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
 	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
@@ -332,7 +332,7 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	}
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
-		Notifier: notes, Registerer: reg, StopBudget: cfg.budget, SourceState: statetopic.ReadState, CopyBatches: cfg.CopyBatches})
+		Notifier: notes, Registerer: reg, StopBudget: cfg.budget, SourceState: statetopic.ReadState, CopyRecords: cfg.CopyRecords})
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // The clients of an engine that copies batches whole (EngineConfig.
-// CopyBatches): one raw fetcher per mirror, and one batch producer to the
+// unless CopyRecords): one raw fetcher per mirror, and one batch producer to the
 // destination. Their kgo clients carry the same health hooks as the record
 // path's, so trouble is reported the same way.
 

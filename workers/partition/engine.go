@@ -75,11 +75,13 @@ type EngineConfig struct {
 	// (worker/continue.go) reads the source's. Nil: continue cannot prove
 	// anything and fails.
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
-	// CopyBatches copies fetched batches whole, keeping their codec
-	// (batch_clients.go, worker/batch_copy.go), instead of record by
-	// record; batches the destination would refuse as they are are
-	// re-encoded.
-	CopyBatches bool
+	// CopyRecords copies record by record, the fallback: kgo decodes
+	// every fetched batch and the records are produced again, compressed
+	// with the producer's codec (snappy), so neither the source's codec
+	// nor mirror.compression.type is kept. By default batches are copied
+	// whole (batch_clients.go, worker/batch_copy.go), keeping their codec,
+	// and those the destination would refuse as they are are re-encoded.
+	CopyRecords bool
 }
 
 func (c *EngineConfig) validate() error {
@@ -135,7 +137,7 @@ type Engine struct {
 	wcfg worker.Config
 
 	// batchProducer and batchDst, and each mirror's batchFetchers, copy
-	// batches whole (CopyBatches).
+	// batches whole (unless CopyRecords).
 	batchProducer *batchproduce.Producer
 	batchDst      *kgo.Client
 
@@ -235,7 +237,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
-	if e.cfg.CopyBatches {
+	if !e.cfg.CopyRecords {
 		if err := e.startBatchProducer(); err != nil {
 			return fmt.Errorf("destination batch producer: %w", err)
 		}

@@ -93,7 +93,7 @@ func TestMirroredMetrics(t *testing.T) {
 		}
 	}
 	want := []string{"kmirror_checkpoint_save_duration_seconds", "kmirror_produce_request_duration_seconds", "kmirror_fetch_request_duration_seconds"}
-	if workertest.CopyBatches() {
+	if !workertest.CopyRecords() {
 		want = append(want, "kmirror_copied_batches_total")
 	}
 	for _, name := range want {
@@ -106,10 +106,10 @@ func TestMirroredMetrics(t *testing.T) {
 	}
 	got := values["kmirror_mirrored_bytes_total"]
 	switch {
-	case workertest.CopyBatches() && got <= float64(wantBytes):
+	case !workertest.CopyRecords() && got <= float64(wantBytes):
 		// The batches as stored hold every key and value, and their framing.
 		t.Errorf("kmirror_mirrored_bytes_total = %v copying batches, want more than the %d key and value bytes", got, wantBytes)
-	case !workertest.CopyBatches() && got != float64(wantBytes):
+	case workertest.CopyRecords() && got != float64(wantBytes):
 		t.Errorf("kmirror_mirrored_bytes_total = %v, want %d", got, wantBytes)
 	}
 	last := values["kmirror_last_mirrored_timestamp_seconds"]

@@ -139,7 +139,7 @@ func (h workerEngine) WriteOff(topic, why string) { h.e.writeOff(topic, why) }
 // closed when its last partition leaves.
 func (h workerEngine) Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
 	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
-	if h.e.cfg.CopyBatches {
+	if !h.e.cfg.CopyRecords {
 		return h.e.fetchBatches(mirror, conn, topic, partition, from, deliver)
 	}
 	f, err := h.e.fetcher(mirror, conn)

@@ -59,9 +59,9 @@ func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destinati
 		"--lease-renew-interval", leaseRenew.String(),
 		"--delivery-timeout", deliveryTimeout.String(),
 		"--log-level", "info")
-	if os.Getenv("KMIRROR_TEST_COPY_BATCHES") == "1" {
-		// The crash tests over the batch copy (--copy-batches).
-		s.cmd.Args = append(s.cmd.Args, "--copy-batches")
+	if os.Getenv("KMIRROR_TEST_COPY_RECORDS") == "1" {
+		// The crash tests over the record path (--copy-records).
+		s.cmd.Args = append(s.cmd.Args, "--copy-records")
 	}
 	s.cmd.Env = childEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
