@@ -102,6 +102,10 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 				src_next = coalesce(w.src_next, p.src_next), dst_next = coalesce(w.dst_next, p.dst_next),
 				lost_records = p.lost_records + w.lost_add,
 				last_mirrored_src = e.src, last_mirrored_dst = e.dst,
+				-- MIRRORING is reached after alignment, under the epoch that
+				-- aligned; any change ends a clean hand-back's mark.
+				aligned_epoch = CASE WHEN w.to_state = 'MIRRORING' THEN w.epoch ELSE p.aligned_epoch END,
+				handed_back_dst = NULL,
 				state_changed_at = now(), updated_at = now()
 			FROM w LEFT JOIN LATERAL (
 				SELECT r.src_start + r.count - 1 AS src, r.dst_start + r.count - 1 AS dst

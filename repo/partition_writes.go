@@ -46,6 +46,7 @@ func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecord
 	f := p.Fence
 	return scanPartition(q.QueryRow(ctx, `
 		UPDATE mirror_partitions SET src_next = $7, dst_next = $8, lost_records = lost_records + $9,
+			aligned_epoch = $5, handed_back_dst = NULL,
 			(last_mirrored_src, last_mirrored_dst) = (SELECT max(r.src_start + r.count - 1), max(r.dst_start + r.count - 1)
 				FROM (SELECT src_start, dst_start, count FROM offset_map_runs
 					WHERE mirror = $1 AND topic = $2 AND partition = $3
@@ -100,6 +101,10 @@ type Checkpoint struct {
 	// ThrottledMs is how long the partition's copies have waited for the
 	// mirror's replication throttle in all, since the partition was added.
 	ThrottledMs int64
+	// HandBack marks the last checkpoint of a clean hand-back: every copy
+	// was answered, and the destination ends at DstNext as far as this
+	// mirror wrote it (handed_back_dst). Any other save clears the mark.
+	HandBack bool
 }
 
 // CheckpointsSave stores the checkpoints of one owner in one statement,
@@ -112,11 +117,11 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	parts := make([]int32, n)
 	epochs, src, dst, srcEnd, dstEnd := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	lastSrc, lastDst, throttled := make([]int64, n), make([]int64, n), make([]int64, n)
-	reset := make([]bool, n)
+	reset, handBack := make([]bool, n), make([]bool, n)
 	for i, c := range cps {
 		mirrors[i], topics[i], parts[i], epochs[i] = c.Mirror, c.Topic, c.Partition, c.Epoch
 		src[i], dst[i], srcEnd[i], dstEnd[i] = c.SrcNext, c.DstNext, c.SourceEnd, c.DestinationEnd
-		reset[i], throttled[i] = c.ResetRetries, c.ThrottledMs
+		reset[i], throttled[i], handBack[i] = c.ResetRetries, c.ThrottledMs, c.HandBack
 		lastSrc[i], lastDst[i] = -1, -1
 		for _, r := range c.Runs {
 			if end := r.SrcStart + r.Count - 1; end > lastSrc[i] {
@@ -127,8 +132,8 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	rows, err := q.Query(ctx, `
 		WITH v AS (
 			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[],
-				$11::bigint[], $12::bigint[], $13::bigint[])
-				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst, throttled_ms)
+				$11::bigint[], $12::bigint[], $13::bigint[], $14::bool[])
+				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst, throttled_ms, hand_back)
 		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			-- A slower save of an older checkpoint must not move it back.
@@ -148,12 +153,13 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			retry_attempt = CASE WHEN v.reset THEN 0 ELSE p.retry_attempt END,
 			-- A running total, so an older checkpoint's is never the larger.
 			throttled_ms = greatest(p.throttled_ms, v.throttled_ms),
+			handed_back_dst = CASE WHEN v.hand_back THEN v.dst_next END,
 			updated_at = now()
 		FROM v, locked l
 		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
 		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition
 		RETURNING p.mirror, p.topic, p.partition`,
-		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled)
+		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled, handBack)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -44,6 +44,13 @@ type Partition struct {
 	// ThrottledMs is how long the partition's copies have waited for the
 	// mirror's replication throttle in all, since it was added.
 	ThrottledMs int64
+	// HandedBackDst is the destination offset at which the previous owner
+	// handed the partition back cleanly (every copy answered, the
+	// checkpoint saved at it); -1 when it was not.
+	HandedBackDst int64
+	// AlignedEpoch is the lease epoch under which the partition was last
+	// aligned: under a newer one, its owner is re-aligning it (Realigning).
+	AlignedEpoch int64
 	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
 	// the owner's session still holds the lease, and when the owner last
 	// renewed its session.
@@ -56,7 +63,7 @@ const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesc
 	lease_epoch, src_next, dst_next, source_end_offset,
 	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at,
 	last_mirrored_src, last_mirrored_dst, divergent_tail_start, divergent_tail_end, divergent_tail_records,
-	throttled_ms`
+	throttled_ms, coalesce(handed_back_dst, -1), coalesce(aligned_epoch, 0)`
 
 // DivergentTail is a range of destination offsets holding records that the
 // source never had: written to the destination after the mirror that
@@ -93,7 +100,7 @@ func newPartitionScan(extra ...any) *partitionScan {
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
 		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt,
 		&p.LastMirroredSrc, &p.LastMirroredDst, &s.tail[0], &s.tail[1], &s.tail[2],
-		&p.ThrottledMs}, extra...)
+		&p.ThrottledMs, &p.HandedBackDst, &p.AlignedEpoch}, extra...)
 	return s
 }
 
@@ -107,6 +114,17 @@ func (s *partitionScan) scan(row scanner) (Partition, error) {
 		p.DivergentTail = &DivergentTail{Start: *t[0], End: *t[1], Records: *t[2]}
 	}
 	return p, interpret(err)
+}
+
+// Realigning says whether the partition's new owner is re-aligning it
+// after taking it over: it keeps the state it was left in (MIRRORING,
+// PAUSING, STOPPING) until alignment has found where to resume.
+func (p Partition) Realigning() bool {
+	switch p.State {
+	case states.Mirroring, states.Pausing, states.Stopping:
+		return p.LeaseOwner != "" && p.AlignedEpoch != p.LeaseEpoch
+	}
+	return false
 }
 
 // PartitionKey is a mirror partition's primary key.

@@ -3,6 +3,8 @@ package partition_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,19 +26,29 @@ import (
 // instance goes away and ends when a record written to each of its
 // partitions at that moment is on the destination. At the end every
 // partition's destination must hold exactly the source's records.
+// KMIRROR_BENCH_PARTITIONS (default 300; a multiple of 300) sets how many
+// partitions the three share, in topics of 100.
 //
 //	go test ./workers/partition -run '^$' -bench Handover -benchtime=1x -timeout 20m
 func BenchmarkHandover(b *testing.B) {
-	const topics, perTopic = 3, 100
+	const perTopic = 100
+	topics := 3
+	if v := os.Getenv("KMIRROR_BENCH_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 300 || n%300 != 0 {
+			b.Fatalf("KMIRROR_BENCH_PARTITIONS=%q: want a multiple of 300", v)
+		}
+		topics = n / perTopic
+	}
 	env := &engineEnv{workertest.NewEnvTB(b, devcluster.Config{})}
 	names := make([]string, topics)
 	for i := range names {
-		names[i] = fmt.Sprintf("ho-%d", i)
+		names[i] = fmt.Sprintf("ho-%03d", i)
 		if err := env.Clusters.Source.CreateTopic(names[i], perTopic, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
-	env.CreateMirror("m", `ho-\d`)
+	env.CreateMirror("m", `ho-\d+`)
 	opts := workertest.InstanceOpts{ProductionTimings: true}
 	ins := []*workertest.Instance{env.StartInstanceOpts("i1", opts), env.StartInstanceOpts("i2", opts), env.StartInstanceOpts("i3", opts)}
 
@@ -58,12 +70,12 @@ func BenchmarkHandover(b *testing.B) {
 	crashed := ins[0].Engine.Running()
 	start := time.Now()
 	ins[0].Crash()
-	crash := timeToCopy(b, src, srcAdm, dstAdm, crashed, start, 2*time.Minute)
+	crash := timeToCopy(b, "crash", src, srcAdm, dstAdm, crashed, start, 2*time.Minute)
 
 	stopped := ins[1].Engine.Running()
 	start = time.Now()
 	ins[1].Stop()
-	graceful := timeToCopy(b, src, srcAdm, dstAdm, stopped, start, time.Minute)
+	graceful := timeToCopy(b, "graceful stop", src, srcAdm, dstAdm, stopped, start, 2*time.Minute)
 	b.StopTimer()
 
 	for _, t := range names {
@@ -99,14 +111,16 @@ func waitShared(b *testing.B, env *engineEnv, ins []*workertest.Instance, total 
 }
 
 // timeToCopy writes one record to each of keys and returns how long after
-// start the last of them reached the destination.
-func timeToCopy(b *testing.B, src *kgo.Client, srcAdm, dstAdm *kadm.Client, keys []lease.Key, start time.Time, timeout time.Duration) time.Duration {
+// start the last of them reached the destination; it logs when a tenth
+// and half of them had.
+func timeToCopy(b *testing.B, what string, src *kgo.Client, srcAdm, dstAdm *kadm.Client, keys []lease.Key, start time.Time, timeout time.Duration) time.Duration {
 	ctx := context.Background()
-	for _, k := range keys {
-		r := &kgo.Record{Topic: k.Topic, Partition: k.Partition, Value: []byte("handover")}
-		if err := src.ProduceSync(ctx, r).FirstErr(); err != nil {
-			b.Fatal(err)
-		}
+	rs := make([]*kgo.Record, len(keys))
+	for i, k := range keys {
+		rs[i] = &kgo.Record{Topic: k.Topic, Partition: k.Partition, Value: []byte("handover")}
+	}
+	if err := src.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		b.Fatal(err)
 	}
 	topicsOf := map[string]bool{}
 	for _, k := range keys {
@@ -121,6 +135,7 @@ func timeToCopy(b *testing.B, src *kgo.Client, srcAdm, dstAdm *kadm.Client, keys
 		b.Fatal(err)
 	}
 	deadline := start.Add(timeout)
+	var tenth, half time.Duration
 	for {
 		got, err := dstAdm.ListEndOffsets(ctx, ts...)
 		behind := 0
@@ -131,8 +146,18 @@ func timeToCopy(b *testing.B, src *kgo.Client, srcAdm, dstAdm *kadm.Client, keys
 				behind++
 			}
 		}
+		arrived := len(keys) - behind
+		if tenth == 0 && arrived*10 >= len(keys) {
+			tenth = time.Since(start)
+		}
+		if half == 0 && arrived*2 >= len(keys) {
+			half = time.Since(start)
+		}
 		if behind == 0 {
-			return time.Since(start)
+			all := time.Since(start)
+			b.Logf("%s, %d partitions: markers on the destination, 10%% after %s, 50%% after %s, all after %s",
+				what, len(keys), tenth.Round(time.Millisecond), half.Round(time.Millisecond), all.Round(time.Millisecond))
+			return all
 		}
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d partitions not copying %s after the instance went away", behind, len(keys), timeout)

@@ -117,6 +117,12 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	}
 	var res alignResult
 	switch {
+	case E == d && w.row.HandedBackDst == d:
+		// Handed back cleanly at d, and nothing was written since: the
+		// previous owner verified every copy up to here, and the source
+		// topic's id was checked above.
+		res = alignResult{checkpoint: checkpoint{s, d},
+			summary: fmt.Sprintf("handed back cleanly at destination offset %d; resuming at source offset %d", d, s)}
 	case E == d:
 		if err := w.verifyLastMirrored(ctx, src, d, srcOff); err != nil {
 			return alignResult{}, err

@@ -241,6 +241,15 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	if !w.lease.Valid() {
 		return errStop
 	}
+	if stopReason == errStop && s.inFlight() == 0 && len(s.pending) == 0 {
+		// A clean hand-back: every copy is answered and in the checkpoint,
+		// so the destination ends at dstNext as far as this mirror wrote
+		// it. Saying so lets the next owner resume after one offset check
+		// instead of reading records back (align.go).
+		w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+			Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: -1, DestinationEnd: s.dstNext,
+			ThrottledMs: s.throttledMs.Load(), HandBack: true})
+	}
 	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil && stopReason != errStop {
 		return retryable("save checkpoint: %v", err)
 	}

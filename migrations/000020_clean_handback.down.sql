@@ -1,0 +1,1 @@
+ALTER TABLE mirror_partitions DROP COLUMN handed_back_dst, DROP COLUMN aligned_epoch;
