@@ -126,6 +126,10 @@ type MirrorStatus struct {
 	// copies have waited for the mirror's replication throttle
 	// (mirror.replication.throttled.rate), each since it was added.
 	ThrottledSeconds float64 `json:"throttled_seconds" format:"double" example:"12.5"`
+	// Realigning counts the mirror's partitions whose new owner is
+	// re-aligning them after taking them over (see PartitionRow's
+	// realigning).
+	Realigning int `json:"realigning" example:"0"`
 	// Source is whether the mirror's source cluster answers the holder of
 	// its metadata lease.
 	Source ClusterReachability `json:"source"`
@@ -442,6 +446,10 @@ type PartitionRow struct {
 	// mirror's replication throttle (mirror.replication.throttled.rate), in
 	// all since it was added.
 	ThrottledMs int64 `json:"throttled_ms" example:"1500"`
+	// Realigning is true while the partition's new owner re-aligns it
+	// after taking it over: it keeps the state it was left in (MIRRORING,
+	// PAUSING or STOPPING) until alignment has found where to resume.
+	Realigning bool `json:"realigning" example:"false"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -602,7 +610,7 @@ func mirrorView(m service.Mirror) Mirror {
 			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
-			Lag: m.Status.Lag, Erroring: m.Status.Erroring,
+			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning,
 			RecordsPerSec: m.Status.RecordsPerSec, ThrottledSeconds: float64(m.Status.ThrottledMs) / 1000,
 			Source: clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
@@ -626,7 +634,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		ThrottledMs: p.ThrottledMs}
+		ThrottledMs: p.ThrottledMs, Realigning: p.Realigning}
 	v.Error = nonEmpty(p.Error)
 	if l := p.LastMirrored; l != nil {
 		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset

@@ -19,6 +19,9 @@ type MirrorStateCount struct {
 	// ThrottledMs sums the partitions' throttled_ms: how long their copies
 	// have waited for the mirror's replication throttle.
 	ThrottledMs int64
+	// Realigning counts the partitions their new owner is re-aligning
+	// after taking them over: Partition.Realigning, in SQL.
+	Realigning int
 }
 
 // MirrorsStatus groups the partitions of every mirror (or of the one named,
@@ -31,13 +34,16 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 				coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0))
 					FILTER (WHERE source_end_offset IS NOT NULL), 0)::bigint AS lag,
 				count(*) FILTER (WHERE coalesce(error, '') <> '') AS erroring,
-				sum(throttled_ms)::bigint AS throttled_ms
+				sum(throttled_ms)::bigint AS throttled_ms,
+				count(*) FILTER (WHERE state IN ('MIRRORING', 'PAUSING', 'STOPPING')
+					AND coalesce(lease_owner, '') <> '' AND coalesce(aligned_epoch, 0) <> lease_epoch) AS realigning
 			FROM mirror_partitions WHERE ($1 = '' OR mirror = $1) GROUP BY 1, 2
 		), topics AS (
 			SELECT mirror, count(*) AS topics FROM mirror_topics WHERE ($1 = '' OR mirror = $1) GROUP BY 1
 		)
 		SELECT m.name, coalesce(t.topics, 0), coalesce(p.state, ''), coalesce(p.partitions, 0),
-			coalesce(p.lag, 0), coalesce(p.erroring, 0), coalesce(p.throttled_ms, 0)
+			coalesce(p.lag, 0), coalesce(p.erroring, 0), coalesce(p.throttled_ms, 0),
+			coalesce(p.realigning, 0)
 		FROM mirrors m
 		LEFT JOIN topics t ON t.mirror = m.name
 		LEFT JOIN parts p ON p.mirror = m.name
@@ -50,7 +56,7 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 	var out []MirrorStateCount
 	for rows.Next() {
 		var c MirrorStateCount
-		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring, &c.ThrottledMs); err != nil {
+		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring, &c.ThrottledMs, &c.Realigning); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, c)

@@ -25,6 +25,9 @@ type MirrorStatus struct {
 	// ThrottledMs sums how long the partitions' copies have waited for the
 	// mirror's replication throttle, each since it was added.
 	ThrottledMs int64
+	// Realigning counts the partitions their new owner is re-aligning
+	// after taking them over.
+	Realigning int
 	// Source and Destination say whether kmirror reaches each cluster.
 	Source, Destination ClusterReachability
 }
@@ -101,6 +104,7 @@ func (s *Control) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 			st.Lag += r.Lag
 			st.Erroring += r.Erroring
 			st.ThrottledMs += r.ThrottledMs
+			st.Realigning += r.Realigning
 		}
 		out[r.Mirror] = st
 	}

@@ -46,6 +46,10 @@ type PartitionRow struct {
 	// ThrottledMs is how long the partition's copies have waited for the
 	// mirror's replication throttle in all, since it was added.
 	ThrottledMs int64
+	// Realigning: the partition's new owner is re-aligning it after taking
+	// it over; it keeps the state it was left in until alignment has found
+	// where to resume.
+	Realigning bool
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -244,6 +248,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
 		LastMirrored: LastMirroredOf(p), DivergentTail: p.DivergentTail, ThrottledMs: p.ThrottledMs,
+		Realigning: p.Realigning(),
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)

@@ -882,6 +882,13 @@ type MirrorStatus struct {
 	// Partitions Example: 4
 	Partitions int `json:"partitions"`
 
+	// Realigning Realigning counts the mirror's partitions whose new owner is
+	// re-aligning them after taking them over (see PartitionRow's
+	// realigning).
+	//
+	// Example: 0
+	Realigning int `json:"realigning"`
+
 	// RecordsPerSec RecordsPerSec is the latest rate this API instance sampled (see
 	// GET /v1/history); 0 until known.
 	//
@@ -1306,6 +1313,13 @@ type PartitionRow struct {
 	// topic read-only (false: the destination has no authorizer); null
 	// until the topic is first mirrored.
 	ReadOnlyEnforced *bool `json:"read_only_enforced"`
+
+	// Realigning Realigning is true while the partition's new owner re-aligns it
+	// after taking it over: it keeps the state it was left in (MIRRORING,
+	// PAUSING or STOPPING) until alignment has found where to resume.
+	//
+	// Example: false
+	Realigning bool `json:"realigning"`
 
 	// RetryAttempt RetryAttempt counts the retries of a FAILED partition (0 otherwise).
 	//

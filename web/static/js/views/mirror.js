@@ -194,7 +194,11 @@ function headView(m, session, actions) {
       // Shown once the mirror's replication throttle has held a copy back.
       m.status?.throttled_seconds > 0 ? h('div', {}, h('dt', {}, 'Throttled'),
         h('dd', { title: 'How long copies have waited for mirror.replication.throttled.rate, over all partitions' },
-          seconds(m.status.throttled_seconds))) : null),
+          seconds(m.status.throttled_seconds))) : null,
+      // Shown while new owners re-align partitions they took over.
+      m.status?.realigning > 0 ? h('div', {}, h('dt', {}, 'Re-aligning'),
+        h('dd', { title: 'Partitions their new owner is re-aligning after taking them over' },
+          count(m.status.realigning))) : null),
     m.state === 'needs_credentials' ? credentialsNeeded(m) : null,
     m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
     session.canOperate ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
@@ -343,7 +347,11 @@ function partitionsTable(t, rows) {
         h('td', { class: 'num', 'data-label': 'Source offset' }, count(p.source_offset)),
         h('td', { class: 'num', 'data-label': 'Destination offset' }, count(p.destination_offset)),
         h('td', { class: 'num', 'data-label': 'Lag' }, count(p.lag)),
-        h('td', { 'data-label': 'State' }, stateBadge(p.state)),
+        // A new owner re-aligning the partition keeps the state it was left in
+        // until alignment has found where to resume: say so in words.
+        h('td', { 'data-label': 'State' }, stateBadge(p.state), p.realigning ? h('span', {
+          class: 'muted', title: 'Its new owner is re-aligning it after taking it over',
+        }, ' · re-aligning') : null),
         h('td', { class: 'mono', 'data-label': 'Owner' }, p.owner || '—', p.owner && !p.lease_live ? h('span', { class: 'badge off' }, 'lease not live') : null),
         h('td', { class: 'num', 'data-label': 'Retries' }, count(p.retry_attempt)),
         h('td', { class: 'num', 'data-label': 'Lost' }, count(p.lost_records)),
