@@ -34,6 +34,12 @@ type PartitionStateWrite struct {
 	// EventLastMirrored adds the stored last mirrored offsets to the
 	// event's message and data.
 	EventLastMirrored bool
+	// Realign records a realignment instead of a state change: From and To
+	// are the state kept, SrcNext and DstNext the checkpoint alignment
+	// found. The previous state, the retry fields and the time of the last
+	// state change are kept; the error is cleared, and the partition counts
+	// as aligned under Epoch.
+	Realign bool
 }
 
 // PartitionsTransition writes one state change (see PartitionsTransitions);
@@ -73,7 +79,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		partitions, attempts                      = make([]int32, n), make([]int32, n)
 		epochs, lostAdds                          = make([]int64, n), make([]int64, n)
 		srcNexts, dstNexts                        = make([]*int64, n), make([]*int64, n)
-		retryables, notes                         = make([]bool, n), make([]bool, n)
+		retryables, notes, realigns               = make([]bool, n), make([]bool, n), make([]bool, n)
 		nextRetries                               = make([]*time.Time, n)
 	)
 	for i, w := range ws {
@@ -85,28 +91,31 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 			srcNexts[i], dstNexts[i] = p.SrcNext, p.DstNext
 		}
 		kinds[i], messages[i], data[i], keys[i] = w.Event.Kind, w.Event.Message, string(w.Event.Data), w.OutboxKey
-		notes[i] = w.EventLastMirrored
+		notes[i], realigns[i] = w.EventLastMirrored, w.Realign
 	}
 	rows, err := q.Query(ctx, `
 		WITH w AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[],
 				$7::text[], $8::text[], $9::bool[], $10::int[], $11::timestamptz[], $12::bigint[],
-				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $20::bool[])
+				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $20::bool[], $21::bool[])
 			WITH ORDINALITY AS w (mirror, topic, partition, owner, epoch, from_state, to_state, error,
 				retryable, retry_attempt, next_retry_at, src_next, dst_next, lost_add,
-				ev_kind, ev_message, ev_data, outbox_key, ev_note, ord)
+				ev_kind, ev_message, ev_data, outbox_key, ev_note, realign, ord)
 		), upd AS (
 			UPDATE mirror_partitions p SET
-				previous_state = p.state, state = w.to_state, error = nullif(w.error, ''),
-				retryable = w.retryable, retry_attempt = w.retry_attempt, next_retry_at = w.next_retry_at,
+				previous_state = CASE WHEN w.realign THEN p.previous_state ELSE p.state END,
+				state = w.to_state, error = nullif(w.error, ''),
+				retryable = CASE WHEN w.realign THEN p.retryable ELSE w.retryable END,
+				retry_attempt = CASE WHEN w.realign THEN p.retry_attempt ELSE w.retry_attempt END,
+				next_retry_at = CASE WHEN w.realign THEN p.next_retry_at ELSE w.next_retry_at END,
 				src_next = coalesce(w.src_next, p.src_next), dst_next = coalesce(w.dst_next, p.dst_next),
 				lost_records = p.lost_records + w.lost_add,
 				last_mirrored_src = e.src, last_mirrored_dst = e.dst,
 				-- MIRRORING is reached after alignment, under the epoch that
 				-- aligned; any change ends a clean hand-back's mark.
-				aligned_epoch = CASE WHEN w.to_state = 'MIRRORING' THEN w.epoch ELSE p.aligned_epoch END,
+				aligned_epoch = CASE WHEN w.realign OR w.to_state = 'MIRRORING' THEN w.epoch ELSE p.aligned_epoch END,
 				handed_back_dst = NULL,
-				state_changed_at = now(), updated_at = now()
+				state_changed_at = CASE WHEN w.realign THEN p.state_changed_at ELSE now() END, updated_at = now()
 			FROM w LEFT JOIN LATERAL (
 				SELECT r.src_start + r.count - 1 AS src, r.dst_start + r.count - 1 AS dst
 				FROM offset_map_runs r
@@ -131,7 +140,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		)
 		SELECT ord, `+partitionColumns+` FROM upd`,
 		mirrors, topics, partitions, owners, epochs, froms, tos, errs, retryables, attempts, nextRetries,
-		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion, notes)
+		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion, notes, realigns)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -27,37 +27,6 @@ type PartitionsSetStateParams struct {
 	LostRecordsAdd int64
 }
 
-// PartitionsRecordRealignmentParams is a re-aligned checkpoint, kept in the
-// same state.
-type PartitionsRecordRealignmentParams struct {
-	Fence LeaseFence
-	// State must still be the stored state; it is kept.
-	State            states.Partition
-	SrcNext, DstNext int64
-	LostRecordsAdd   int64
-}
-
-// PartitionsRecordRealignment stores the checkpoint a partition re-aligned
-// to (after a takeover, or in place), adds the records lost to retention,
-// and keeps its state, with the last mirrored offsets of the map alignment
-// left (it may have cut it). ErrNotFound means the lease or the state moved
-// on.
-func PartitionsRecordRealignment(ctx context.Context, q DBTX, p PartitionsRecordRealignmentParams) (Partition, error) {
-	f := p.Fence
-	return scanPartition(q.QueryRow(ctx, `
-		UPDATE mirror_partitions SET src_next = $7, dst_next = $8, lost_records = lost_records + $9,
-			aligned_epoch = $5, handed_back_dst = NULL,
-			(last_mirrored_src, last_mirrored_dst) = (SELECT max(r.src_start + r.count - 1), max(r.dst_start + r.count - 1)
-				FROM (SELECT src_start, dst_start, count FROM offset_map_runs
-					WHERE mirror = $1 AND topic = $2 AND partition = $3
-					ORDER BY src_start DESC LIMIT 1) r),
-			error = NULL, updated_at = now()
-		WHERE mirror = $1 AND topic = $2 AND partition = $3
-		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
-		RETURNING `+partitionColumns,
-		f.Mirror, f.Topic, f.Partition, f.Owner, f.Epoch, p.State, p.SrcNext, p.DstNext, p.LostRecordsAdd))
-}
-
 // PartitionsSetError records (or, with "", clears) an error that a
 // partition keeps retrying through without leaving its state, fenced by
 // owner, epoch and state; a moved-on lease writes nothing. Only a change is

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"kmirror/repo"
 )
 
@@ -221,35 +219,55 @@ type PartitionRealignment struct {
 
 // RecordRealignment stores a re-aligned checkpoint and any records lost to
 // retention, fenced by owner, epoch and state, with an event and the outbox
-// row, in one transaction. A lost lease or a changed state is ErrLeaseLost.
+// row, in one statement. A lost lease or a changed state is ErrLeaseLost.
 func (s *Workers) RecordRealignment(ctx context.Context, t PartitionRealignment) (repo.Partition, error) {
-	var out repo.Partition
-	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = repo.PartitionsRecordRealignment(ctx, tx, repo.PartitionsRecordRealignmentParams{
-			Fence: repo.LeaseFence{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch},
-			State: t.State, SrcNext: t.SrcNext, DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd})
-		if errors.Is(err, repo.ErrNotFound) {
-			return ErrLeaseLost
-		} else if err != nil {
-			return err
+	rows, errs := s.RecordRealignments(ctx, []PartitionRealignment{t})
+	return rows[0], errs[0]
+}
+
+// RecordRealignments is RecordRealignment for many partitions, in one
+// statement, as TransitionPartitions writes state changes: a new owner
+// takes over thousands of partitions at once after a hand-back, and one
+// commit each would queue them behind each other.
+func (s *Workers) RecordRealignments(ctx context.Context, ts []PartitionRealignment) ([]repo.Partition, []error) {
+	writes := make([]repo.PartitionStateWrite, len(ts))
+	for i, t := range ts {
+		writes[i] = realignmentWrite(t)
+	}
+	rows, errs := make([]repo.Partition, len(ts)), make([]error, len(ts))
+	stored, err := repo.PartitionsTransitions(ctx, s.pool, writes, RecordVersion)
+	for i := range ts {
+		switch {
+		case err != nil:
+			errs[i] = err
+		case stored[i].Mirror == "":
+			errs[i] = ErrLeaseLost
+		default:
+			rows[i] = stored[i]
 		}
-		kind, msg := EventPartitionRealigned, fmt.Sprintf("%s/%d: re-aligned while %s (%s): %s",
-			t.Topic, t.Partition, t.State, t.Cause, t.Summary)
-		if t.Takeover {
-			prev := cmp.Or(t.Previous, "none")
-			kind, msg = EventPartitionOwner, fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
-				t.Topic, t.Partition, prev, t.Owner, t.Epoch, t.State, t.Summary)
-		}
-		data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
-			State: t.State.String(), Cause: t.Cause, Epoch: t.Epoch, Owner: t.Owner}
-		if t.Takeover {
-			data.Cause, data.PreviousOwner = "", t.Previous
-		}
-		p := t.Partition
-		return recordChange(ctx, tx, repo.Event{Kind: kind, Mirror: t.Mirror,
-			Topic: t.Topic, Partition: &p, Message: msg, Data: data.raw()},
-			PartitionKey(t.Mirror, t.Topic, t.Partition), PartitionRecordOf(out))
-	})
-	return out, err
+	}
+	return rows, errs
+}
+
+// realignmentWrite is a realignment as the repo writes it: the state kept,
+// the new checkpoint, and its event.
+func realignmentWrite(t PartitionRealignment) repo.PartitionStateWrite {
+	kind, msg := EventPartitionRealigned, fmt.Sprintf("%s/%d: re-aligned while %s (%s): %s",
+		t.Topic, t.Partition, t.State, t.Cause, t.Summary)
+	data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
+		State: t.State.String(), Cause: t.Cause, Epoch: t.Epoch, Owner: t.Owner}
+	if t.Takeover {
+		kind, msg = EventPartitionOwner, fmt.Sprintf("%s/%d: owner %s → %s at epoch %d while %s; re-aligned: %s",
+			t.Topic, t.Partition, cmp.Or(t.Previous, "none"), t.Owner, t.Epoch, t.State, t.Summary)
+		data.Cause, data.PreviousOwner = "", t.Previous
+	}
+	src, dst := t.SrcNext, t.DstNext
+	return repo.PartitionStateWrite{
+		PartitionsSetStateParams: repo.PartitionsSetStateParams{
+			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
+			From: t.State, To: t.State, SrcNext: &src, DstNext: &dst, LostRecordsAdd: t.LostRecordsAdd},
+		Event:     repo.Event{Kind: kind, Message: msg, Data: data.raw()},
+		OutboxKey: PartitionKey(t.Mirror, t.Topic, t.Partition),
+		Realign:   true,
+	}
 }

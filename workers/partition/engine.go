@@ -130,6 +130,8 @@ type Engine struct {
 	// states commits the workers' state changes, and rows reads their
 	// partition rows, in groups (grouped_statements.go).
 	states *grouped[service.PartitionTransition, repo.Partition]
+	// realigns commits the workers' realignments, grouped likewise.
+	realigns *grouped[service.PartitionRealignment, repo.Partition]
 	rows   *grouped[repo.PartitionID, repo.Partition]
 
 	// wcfg is what each worker is given besides the engine (worker.Config;
@@ -204,6 +206,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.health = newHealthChanges()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
+	e.realigns = newRealignments(cfg.Service, stateWriteTimeout, log)
 	e.rows = newRowReads(cfg.Pool, log)
 	e.wcfg = worker.Config{Pool: cfg.Pool, Service: cfg.Service, Destination: cfg.Destination,
 		SourceOpts: cfg.SourceOpts, Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,

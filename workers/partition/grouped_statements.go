@@ -32,26 +32,39 @@ const groupLinger = time.Millisecond
 // after another over 10-20 ms, and 10,000 partitions starting at once
 // would queue 20,000 commits.
 func newStateWrites(svc *service.Workers, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
-	var commit func(ts []service.PartitionTransition) ([]repo.Partition, []error)
-	// commit writes a group in one statement. If Postgres refuses the
-	// statement itself (a constraint or a character it cannot store, say),
-	// each change is written alone, so that one bad change fails only its
-	// own partition. An error from the connection or a timeout is every
-	// change's: alone they would only wait for the same outage once each.
-	commit = func(ts []service.PartitionTransition) ([]repo.Partition, []error) {
+	return newGroupedWrites("state changes", timeout, log, svc.TransitionPartitions)
+}
+
+// newRealignments commits the instance's realignments in groups, for the
+// same reason: after a hand-back the new owner re-aligns thousands of
+// partitions at once, and each realignment commits with a NOTIFY too.
+func newRealignments(svc *service.Workers, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionRealignment, repo.Partition] {
+	return newGroupedWrites("realignments", timeout, log, svc.RecordRealignments)
+}
+
+// newGroupedWrites commits a group of partition writes in one statement
+// (write). If Postgres refuses the statement itself (a constraint or a
+// character it cannot store, say), each write is made alone, so that one
+// bad write fails only its own partition. An error from the connection or
+// a timeout is every write's: alone they would only wait for the same
+// outage once each.
+func newGroupedWrites[W any](what string, timeout time.Duration, log *slog.Logger,
+	write func(ctx context.Context, ws []W) ([]repo.Partition, []error)) *grouped[W, repo.Partition] {
+	var commit func(ws []W) ([]repo.Partition, []error)
+	commit = func(ws []W) ([]repo.Partition, []error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		rows, errs := svc.TransitionPartitions(ctx, ts)
-		if err := statementError(errs); len(ts) > 1 && err != nil && !errors.Is(err, repo.ErrUnavailable) {
-			log.Warn("a group of state changes was refused; writing them one by one", "changes", len(ts), "err", err)
-			for i := range ts {
-				r, e := commit(ts[i : i+1])
+		rows, errs := write(ctx, ws)
+		if err := statementError(errs); len(ws) > 1 && err != nil && !errors.Is(err, repo.ErrUnavailable) {
+			log.Warn("a group of "+what+" was refused; writing them one by one", "writes", len(ws), "err", err)
+			for i := range ws {
+				r, e := commit(ws[i : i+1])
 				rows[i], errs[i] = r[0], e[0]
 			}
 		}
 		return rows, errs
 	}
-	return newGrouped("state changes", groupMax, groupLinger, log, commit)
+	return newGrouped(what, groupMax, groupLinger, log, commit)
 }
 
 // statementError is the error of the statement itself among a group's

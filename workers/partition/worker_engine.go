@@ -41,6 +41,10 @@ func (h workerEngine) Transition(t service.PartitionTransition) (repo.Partition,
 	return h.e.states.do(t)
 }
 
+func (h workerEngine) Realign(r service.PartitionRealignment) (repo.Partition, error) {
+	return h.e.realigns.do(r)
+}
+
 func (h workerEngine) Source(ctx context.Context, mirror string) (*worker.Source, error) {
 	s, err := h.e.source(ctx, mirror)
 	if err != nil {

@@ -41,6 +41,9 @@ type Engine interface {
 	// a context: each statement has its own timeout.
 	Row(id repo.PartitionID) (repo.Partition, error)
 	Transition(t service.PartitionTransition) (repo.Partition, error)
+	// Realign records a realignment (the state kept, a new checkpoint,
+	// its event), in one statement with the other workers' of the moment.
+	Realign(r service.PartitionRealignment) (repo.Partition, error)
 
 	// Source returns the mirror's source cluster, read from its row afresh
 	// (shared with the partitions that ask at the same time).

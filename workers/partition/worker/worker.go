@@ -280,9 +280,7 @@ func (w *Worker) realign(ctx context.Context, previous, cause string) error {
 	if err != nil {
 		return err
 	}
-	writeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	row, err := w.cfg.Service.RecordRealignment(writeCtx, service.PartitionRealignment{Mirror: w.key.Mirror,
+	row, err := w.eng.Realign(service.PartitionRealignment{Mirror: w.key.Mirror,
 		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
 		Takeover: cause == "", Previous: previous, Cause: cause, State: w.row.State,
 		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
