@@ -51,11 +51,19 @@ type checkpointer struct {
 
 	// soon asks for a save ahead of the interval (see CaughtUp).
 	soon chan struct{}
+
+	// saves groups the partitions' own saves (Save): at a graceful stop
+	// every worker saves its last checkpoint at once, and the leases are
+	// handed back only when all have, so one statement each, one at a
+	// time, would hold up the hand-back of thousands of partitions.
+	saves *grouped[lease.Key, struct{}]
 }
 
 func newCheckpointer(pool *pgxpool.Pool, owner string, log *slog.Logger) *checkpointer {
-	return &checkpointer{pool: pool, owner: owner, log: log, dirty: map[lease.Key]*repo.Checkpoint{},
+	c := &checkpointer{pool: pool, owner: owner, log: log, dirty: map[lease.Key]*repo.Checkpoint{},
 		soon: make(chan struct{}, 1)}
+	c.saves = newGrouped("checkpoint saves", groupMax, groupLinger, log, c.saveNow)
+	return c
 }
 
 // CaughtUp asks for the pending checkpoints to be saved within
@@ -230,24 +238,47 @@ func (c *checkpointer) flush(ctx context.Context) {
 
 // Save saves one partition's pending checkpoint now, before a state change
 // that must not run ahead of it.
-func (c *checkpointer) Save(ctx context.Context, k lease.Key) error {
+func (c *checkpointer) Save(_ context.Context, k lease.Key) error {
+	_, err := c.saves.do(k)
+	return err
+}
+
+// saveNow saves the pending checkpoints of keys in one statement, for the
+// partitions' own saves made together (Save); the results are aligned
+// with keys.
+func (c *checkpointer) saveNow(keys []lease.Key) ([]struct{}, []error) {
 	c.saveMu.Lock()
 	defer c.saveMu.Unlock()
-	cp := c.take(k)
-	if cp == nil {
-		return nil
+	errs := make([]error, len(keys))
+	var cps []repo.Checkpoint
+	taken := map[lease.Key]bool{}
+	for _, k := range keys {
+		if cp := c.take(k); cp != nil {
+			cps = append(cps, *cp)
+			taken[k] = true
+		}
 	}
-	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.budget.Bound(checkpointSaveTimeout, stopSaveTimeout))
+	if len(cps) == 0 {
+		return make([]struct{}, len(keys)), errs
+	}
+	saveCtx, cancel := context.WithTimeout(context.Background(), c.budget.Bound(checkpointSaveTimeout, stopSaveTimeout))
 	defer cancel()
-	saved, err := c.save(saveCtx, []repo.Checkpoint{*cp})
+	saved, err := c.save(saveCtx, cps)
+	for i, k := range keys {
+		id := repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}
+		switch {
+		case err != nil:
+			errs[i] = err
+		case taken[k] && !saved[id]:
+			errs[i] = errCheckpointFenced
+		}
+	}
 	if err != nil {
-		c.Update(k, *cp)
-		return err
+		for _, cp := range cps {
+			c.Update(lease.Key{Mirror: cp.Mirror, Topic: cp.Topic, Partition: cp.Partition}, cp)
+		}
 	}
-	if !saved[repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition}] {
-		return errCheckpointFenced
-	}
-	return nil
+	return make([]struct{}, len(keys)), errs
 }
 
 var errCheckpointFenced = errors.New("checkpoint not saved: the lease moved on")
