@@ -132,7 +132,7 @@ type Engine struct {
 	states *grouped[service.PartitionTransition, repo.Partition]
 	// realigns commits the workers' realignments, grouped likewise.
 	realigns *grouped[service.PartitionRealignment, repo.Partition]
-	rows   *grouped[repo.PartitionID, repo.Partition]
+	rows     *grouped[repo.PartitionID, repo.Partition]
 
 	// wcfg is what each worker is given besides the engine (worker.Config;
 	// the test signals are added as it starts).

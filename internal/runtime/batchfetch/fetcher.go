@@ -66,8 +66,11 @@ type Fetcher struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when a delivery ends
-	parts   map[leaders.TopicPartition]*partition
-	brokers map[int32]*brokerLoop
+	parts map[leaders.TopicPartition]*partition
+	// unassigned are the partitions waiting for a leader's fetch loop, so
+	// that assigning a few added ones does not walk every partition.
+	unassigned map[leaders.TopicPartition]*partition
+	brokers    map[int32]*brokerLoop
 	closed  bool
 
 	wake chan struct{} // the assigner's
@@ -98,7 +101,8 @@ func New(cfg Config) (*Fetcher, error) {
 	cfg.PartitionMaxBytes = cmp.Or(cfg.PartitionMaxBytes, 1<<20)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 250*time.Millisecond)
 	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
-		parts: map[leaders.TopicPartition]*partition{}, brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
+		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},
+		brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
 	f.cond = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
 	f.wg.Add(1)
@@ -118,7 +122,8 @@ func (f *Fetcher) Add(topic string, part int32, offset int64, deliver func(Fetch
 	if old := f.parts[tp]; old != nil && old.broker >= 0 {
 		f.brokers[old.broker].drop(tp)
 	}
-	f.parts[tp] = &partition{tp: tp, offset: offset, deliver: deliver, broker: -1}
+	p := &partition{tp: tp, offset: offset, deliver: deliver, broker: -1}
+	f.parts[tp], f.unassigned[tp] = p, p
 	f.mu.Unlock()
 	f.signal()
 }
@@ -136,6 +141,7 @@ func (f *Fetcher) Remove(topic string, part int32) {
 		f.brokers[p.broker].drop(tp)
 	}
 	delete(f.parts, tp)
+	delete(f.unassigned, tp)
 }
 
 // Close stops every fetch loop.
@@ -178,8 +184,8 @@ func (f *Fetcher) assign() {
 func (f *Fetcher) assignOnce() bool {
 	f.mu.Lock()
 	topics := map[string]bool{}
-	for _, p := range f.parts {
-		if p.broker < 0 && !p.stopped {
+	for _, p := range f.unassigned {
+		if !p.stopped {
 			topics[p.tp.Topic] = true
 		}
 	}
@@ -198,8 +204,9 @@ func (f *Fetcher) assignOnce() bool {
 		return false
 	}
 	waiting := false
-	for _, p := range f.parts {
+	for tp, p := range f.unassigned {
 		if p.broker >= 0 || p.stopped {
+			delete(f.unassigned, tp)
 			continue
 		}
 		l, ok := leaderOf[p.tp]
@@ -216,6 +223,7 @@ func (f *Fetcher) assignOnce() bool {
 			go b.run()
 		}
 		p.broker = l.Broker
+		delete(f.unassigned, tp)
 		b.add(p.tp, l)
 	}
 	return waiting
@@ -226,6 +234,7 @@ func (f *Fetcher) assignOnce() bool {
 func (f *Fetcher) unassignLocked(tp leaders.TopicPartition) {
 	if p := f.parts[tp]; p != nil {
 		p.broker = -1
+		f.unassigned[tp] = p
 	}
 	f.meta.Stale()
 	f.signal()
