@@ -1,7 +1,6 @@
 package batchfetch
 
 import (
-	"cmp"
 	"errors"
 	"math"
 	"time"
@@ -20,7 +19,15 @@ type brokerLoop struct {
 	// assigned are the partitions this loop fetches, with their leader;
 	// guarded by f.mu.
 	assigned map[leaders.TopicPartition]leaders.Leader
-	wake     chan struct{}
+	// changed are the partitions whose assignment or position changed
+	// since the last request: in a session, a request looks at these
+	// only, not at every partition the loop fetches (at 10,000 quiet
+	// partitions and a trickle, the walk over all of them was most of the
+	// fetcher's CPU). names are the topics' names by id, for responses
+	// that name topics by id. Both guarded by f.mu.
+	changed map[leaders.TopicPartition]struct{}
+	names   map[[16]byte]string
+	wake    chan struct{}
 
 	// The session, the loop's own: its id and next epoch (id 0: none),
 	// and the position it holds for each partition.
@@ -29,25 +36,31 @@ type brokerLoop struct {
 }
 
 // sessionEntry is what the broker's session holds for a partition: its
-// position, and its topic's id (to forget it by).
+// position, its topic's id (to forget it by), and the partition it was
+// asked for (a partition removed and added again is another).
 type sessionEntry struct {
 	offset  int64
 	topicID [16]byte
+	p       *partition
 }
 
 func newBrokerLoop(f *Fetcher, id int32) *brokerLoop {
 	return &brokerLoop{f: f, id: id, assigned: map[leaders.TopicPartition]leaders.Leader{},
+		changed: map[leaders.TopicPartition]struct{}{}, names: map[[16]byte]string{},
 		wake: make(chan struct{}, 1), inSession: map[leaders.TopicPartition]sessionEntry{}}
 }
 
 // add and drop change what the loop fetches; f.mu is held.
 func (b *brokerLoop) add(tp leaders.TopicPartition, l leaders.Leader) {
 	b.assigned[tp] = l
+	b.names[l.TopicID] = tp.Topic
+	b.changed[tp] = struct{}{}
 	b.signal()
 }
 
 func (b *brokerLoop) drop(tp leaders.TopicPartition) {
 	delete(b.assigned, tp)
+	b.changed[tp] = struct{}{}
 	b.signal()
 }
 
@@ -68,7 +81,7 @@ func (b *brokerLoop) run() {
 	f := b.f
 	defer f.wg.Done()
 	for f.ctx.Err() == nil {
-		req, asked := b.request()
+		req, sent := b.request()
 		if req == nil {
 			select {
 			case <-f.ctx.Done():
@@ -98,14 +111,17 @@ func (b *brokerLoop) run() {
 			clear(b.inSession)
 			continue
 		}
-		b.sessionUpdated(req, resp.(*kmsg.FetchResponse))
-		b.handle(resp.(*kmsg.FetchResponse), req, asked)
+		full := b.sessionID == 0
+		b.sessionUpdated(req, resp.(*kmsg.FetchResponse), sent)
+		b.handle(resp.(*kmsg.FetchResponse), sent, full)
 	}
 }
 
 // request builds the next fetch: with no session, every partition the loop
 // fetches; in a session, those whose position moved or that are new, and
-// the ones to forget. It returns nil when there is nothing to ask.
+// the ones to forget, found among the partitions that changed since the
+// last request. It returns nil when there is nothing to ask, and the
+// partitions it asks for, with the positions asked.
 func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]requested) {
 	f := b.f
 	f.mu.Lock()
@@ -113,22 +129,11 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel =
 		-1, int32(f.cfg.MaxWait.Milliseconds()), 1, f.cfg.MaxBytes, 1
-	full := b.sessionID == 0
-	if full {
-		clear(b.inSession)
-	}
 	req.SessionID, req.SessionEpoch = b.sessionID, b.sessionEpoch
-	asked := map[leaders.TopicPartition]requested{}
+	sent := map[leaders.TopicPartition]requested{}
 	topics := map[string]int{}
-	for tp, l := range b.assigned {
-		p := f.parts[tp]
-		if p == nil || p.stopped || p.broker != b.id {
-			continue
-		}
-		asked[tp] = requested{p: p, offset: p.offset}
-		if e, ok := b.inSession[tp]; ok && e.offset == p.offset {
-			continue // the session already holds this position
-		}
+	ask := func(tp leaders.TopicPartition, l leaders.Leader, p *partition) {
+		sent[tp] = requested{p: p, offset: p.offset}
 		i, ok := topics[tp.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
@@ -143,10 +148,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 	}
 	forgotten := map[string]int{}
-	for tp, e := range b.inSession {
-		if _, ok := asked[tp]; ok {
-			continue
-		}
+	forget := func(tp leaders.TopicPartition, e sessionEntry) {
 		i, ok := forgotten[tp.Topic]
 		if !ok {
 			t := kmsg.NewFetchRequestForgottenTopic()
@@ -157,14 +159,48 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 		}
 		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
 	}
-	if len(asked) == 0 && len(req.ForgottenTopics) == 0 {
+	if b.sessionID == 0 {
+		clear(b.inSession)
+		for tp, l := range b.assigned {
+			if p := b.fetching(tp); p != nil {
+				ask(tp, l, p)
+			}
+		}
+	} else {
+		for tp := range b.changed {
+			p := b.fetching(tp)
+			e, inSession := b.inSession[tp]
+			switch {
+			case p != nil && (!inSession || e.offset != p.offset || e.p != p):
+				ask(tp, b.assigned[tp], p)
+			case p == nil && inSession:
+				forget(tp, e)
+			}
+		}
+	}
+	clear(b.changed)
+	// A session's request naming nothing still asks for what the session
+	// holds: it is the next long poll.
+	if len(sent) == 0 && len(req.ForgottenTopics) == 0 && (b.sessionID == 0 || len(b.inSession) == 0) {
 		return nil, nil
 	}
-	return req, asked
+	return req, sent
+}
+
+// fetching returns the partition if this loop fetches it; f.mu is held.
+func (b *brokerLoop) fetching(tp leaders.TopicPartition) *partition {
+	if _, ok := b.assigned[tp]; !ok {
+		return nil
+	}
+	p := b.f.parts[tp]
+	if p == nil || p.stopped || p.broker != b.id {
+		return nil
+	}
+	return p
 }
 
 // sessionUpdated records what the broker's session now holds after req.
-func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested) {
 	if b.sessionID == 0 {
 		// A full request asked for a new session; a broker without
 		// sessions answers id 0, and every request stays full.
@@ -181,7 +217,8 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			b.inSession[leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = sessionEntry{offset: p.FetchOffset, topicID: t.TopicID}
+			tp := leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, topicID: t.TopicID, p: sent[tp].p}
 		}
 	}
 	for _, t := range req.ForgottenTopics {
@@ -191,23 +228,29 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	}
 }
 
-// handle hands each partition's part of a response to its deliver. From
-// v13 the response names topics by id only.
-func (b *brokerLoop) handle(resp *kmsg.FetchResponse, req *kmsg.FetchRequest, asked map[leaders.TopicPartition]requested) {
-	names := map[[16]byte]string{}
-	for _, t := range req.Topics {
-		names[t.TopicID] = t.Topic
-	}
-	b.f.mu.Lock()
-	for tp, l := range b.assigned {
-		names[l.TopicID] = tp.Topic
-	}
-	b.f.mu.Unlock()
+// handle hands each partition's part of a response to its deliver: a full
+// request's partitions as sent, a session's as the session holds them (a
+// session's response has the partitions with something to say, asked for
+// in this request or an earlier one). From v13 the response names topics
+// by id only.
+func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
 	for _, t := range resp.Topics {
-		topic := cmp.Or(t.Topic, names[t.TopicID])
+		topic := t.Topic
+		if topic == "" {
+			b.f.mu.Lock()
+			topic = b.names[t.TopicID]
+			b.f.mu.Unlock()
+		}
 		for i := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: topic, Partition: t.Partitions[i].Partition}
-			if r, ok := asked[tp]; ok {
+			r, ok := sent[tp]
+			if !full && b.sessionID != 0 {
+				var e sessionEntry
+				if e, ok = b.inSession[tp]; ok {
+					r = requested{p: e.p, offset: e.offset}
+				}
+			}
+			if ok && r.p != nil {
 				b.deliver(tp, r, &t.Partitions[i])
 			}
 		}
@@ -225,7 +268,7 @@ func (b *brokerLoop) deliver(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	}
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	if leaderMoved(err) {
-		delete(b.assigned, tp)
+		b.drop(tp)
 		f.unassignLocked(tp)
 		f.mu.Unlock()
 		return
@@ -240,10 +283,10 @@ func (b *brokerLoop) deliver(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	}
 	if out.Err != nil {
 		p.stopped = true
-		delete(b.assigned, tp)
-		b.signal() // forget it in the session
+		b.drop(tp) // forget it in the session
 	} else if n := len(out.Batches); n > 0 && p.offset == r.offset {
 		p.offset = max(p.offset, out.Batches[n-1].NextOffset())
+		b.changed[tp] = struct{}{}
 	}
 	p.delivering = true
 	deliver := p.deliver

@@ -343,3 +343,24 @@ func TestRemoveStopsDeliveries(t *testing.T) {
 		t.Fatalf("batches up to %d after Remove", got)
 	}
 }
+
+// TestQuietRoundsKeepFetching: responses that bring nothing change nothing
+// the next request would name, and the session is still asked: records
+// written after several empty long polls arrive, on partitions that had
+// data before and on ones that never had.
+func TestQuietRoundsKeepFetching(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 3)
+	f := newFetcher(t, s)
+	cols := make([]*collector, 3)
+	for p := range int32(3) {
+		cols[p] = &collector{}
+		f.Add("t", p, 0, cols[p].deliver)
+	}
+	s.produce(t, 0, 0, 1, 1, kgo.NoCompression(), "", false)
+	waitFor(t, "the first record", func() bool { return cols[0].next() == 1 })
+	time.Sleep(400 * time.Millisecond) // four empty long polls of 100 ms: the spell under test
+	s.produce(t, 0, 1, 1, 1, kgo.NoCompression(), "", false)
+	s.produce(t, 2, 0, 1, 1, kgo.NoCompression(), "", false)
+	waitFor(t, "the records after the quiet spell", func() bool { return cols[0].next() == 2 && cols[2].next() == 1 })
+}
