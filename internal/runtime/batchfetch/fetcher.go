@@ -64,14 +64,14 @@ type Fetcher struct {
 	log  *slog.Logger
 	meta *leaders.Cache
 
-	mu      sync.Mutex
-	cond    *sync.Cond // signalled when a delivery ends
+	mu    sync.Mutex
+	cond  *sync.Cond // signalled when a delivery ends
 	parts map[leaders.TopicPartition]*partition
 	// unassigned are the partitions waiting for a leader's fetch loop, so
 	// that assigning a few added ones does not walk every partition.
 	unassigned map[leaders.TopicPartition]*partition
 	brokers    map[int32]*brokerLoop
-	closed  bool
+	closed     bool
 
 	wake chan struct{} // the assigner's
 	ctx  context.Context
