@@ -155,16 +155,22 @@ func (s *Workers) TransitionPartitions(ctx context.Context, ts []PartitionTransi
 	}
 	stored, err := repo.PartitionsTransitions(ctx, s.pool, writes, RecordVersion)
 	for j, i := range at {
-		switch {
-		case err != nil:
-			errs[i] = err
-		case stored[j].Mirror == "":
-			errs[i] = ErrLeaseLost
-		default:
-			rows[i] = stored[j]
-		}
+		rows[i], errs[i] = storedWrite(stored, err, j)
 	}
 	return rows, errs
+}
+
+// storedWrite is the outcome of write j of a repo.PartitionsTransitions
+// statement: the statement's error, ErrLeaseLost when its fence held
+// nothing, or the stored row.
+func storedWrite(stored []repo.Partition, err error, j int) (repo.Partition, error) {
+	switch {
+	case err != nil:
+		return repo.Partition{}, err
+	case stored[j].Mirror == "":
+		return repo.Partition{}, ErrLeaseLost
+	}
+	return stored[j], nil
 }
 
 // partitionStateWrite is a valid state change as the repo writes it: the
@@ -237,14 +243,7 @@ func (s *Workers) RecordRealignments(ctx context.Context, ts []PartitionRealignm
 	rows, errs := make([]repo.Partition, len(ts)), make([]error, len(ts))
 	stored, err := repo.PartitionsTransitions(ctx, s.pool, writes, RecordVersion)
 	for i := range ts {
-		switch {
-		case err != nil:
-			errs[i] = err
-		case stored[i].Mirror == "":
-			errs[i] = ErrLeaseLost
-		default:
-			rows[i] = stored[i]
-		}
+		rows[i], errs[i] = storedWrite(stored, err, i)
 	}
 	return rows, errs
 }

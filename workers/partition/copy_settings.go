@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/internal/runtime/throttle"
 	"kmirror/repo"
 	"kmirror/service"
@@ -22,27 +23,29 @@ import (
 // shared evenly and equally busy, the instances' rates add up to the
 // limit; an instance whose partitions are quiet leaves its share unused.
 type copySettings struct {
-	mu        sync.Mutex
-	settings  map[string]service.CopySettings
-	total     map[string]int // the mirror's partitions to mirror
-	held      map[string]int // of them, those copying here
-	throttles map[string]*throttle.Throttle
+	mu       sync.Mutex
+	settings map[string]service.CopySettings
+	// recompress is the codec of each mirror that recompresses
+	// (mirror.compression.type other than source), parsed once here
+	// rather than for every batch.
+	recompress map[string]recordbatch.Codec
+	total      map[string]int // the mirror's partitions to mirror
+	held       map[string]int // of them, those copying here
+	throttles  map[string]*throttle.Throttle
 }
 
 func newCopySettings() *copySettings {
-	return &copySettings{settings: map[string]service.CopySettings{}, total: map[string]int{},
-		held: map[string]int{}, throttles: map[string]*throttle.Throttle{}}
+	return &copySettings{settings: map[string]service.CopySettings{}, recompress: map[string]recordbatch.Codec{},
+		total: map[string]int{}, held: map[string]int{}, throttles: map[string]*throttle.Throttle{}}
 }
 
-// get returns a mirror's settings; a mirror not loaded yet has the
-// defaults.
-func (c *copySettings) get(mirror string) service.CopySettings {
+// recompression returns the codec the mirror's batches are to be stored
+// with, if it is not each batch's own.
+func (c *copySettings) recompression(mirror string) (recordbatch.Codec, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, ok := c.settings[mirror]; ok {
-		return s
-	}
-	return service.CopySettingsOf(nil)
+	codec, ok := c.recompress[mirror]
+	return codec, ok
 }
 
 // store takes every mirror's copy config and moves each throttle to its
@@ -51,10 +54,14 @@ func (c *copySettings) store(configs map[string]repo.MirrorCopyConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.settings)
+	clear(c.recompress)
 	clear(c.total)
 	for m, cfg := range configs {
-		c.settings[m] = service.CopySettingsOf(cfg.Config)
-		c.total[m] = cfg.Partitions
+		s := service.CopySettingsOf(cfg.Config)
+		c.settings[m], c.total[m] = s, cfg.Partitions
+		if codec, ok := recordbatch.ParseCodec(s.Compression); ok {
+			c.recompress[m] = codec
+		}
 	}
 	for m := range c.throttles {
 		c.pace(m)
@@ -96,13 +103,18 @@ func (c *copySettings) pace(mirror string) {
 	t.SetRate(share)
 }
 
-// wait paces n bytes of the mirror's copies by its throttle.
-func (c *copySettings) wait(ctx context.Context, done <-chan struct{}, mirror string, n int64) (time.Duration, error) {
+// wait paces the mirror's copies by its throttle; size, the bytes of the
+// copy, is counted only when the mirror has one.
+func (c *copySettings) wait(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error) {
 	c.mu.Lock()
 	t := c.throttles[mirror]
 	c.mu.Unlock()
 	if t == nil {
 		return 0, nil
+	}
+	n := size()
+	if n == 0 {
+		return 0, nil // nothing to copy: a delivery of ends only
 	}
 	return t.Wait(ctx, done, n)
 }

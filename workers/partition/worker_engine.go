@@ -8,6 +8,7 @@ import (
 
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
@@ -126,10 +127,12 @@ func (h workerEngine) AddSession(k lease.Key, s *worker.Session) (remove func())
 	}
 }
 
-func (h workerEngine) CopySettings(mirror string) service.CopySettings { return h.e.copy.get(mirror) }
+func (h workerEngine) Recompression(mirror string) (recordbatch.Codec, bool) {
+	return h.e.copy.recompression(mirror)
+}
 
-func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror string, n int64) (time.Duration, error) {
-	return h.e.copy.wait(ctx, done, mirror, n)
+func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error) {
+	return h.e.copy.wait(ctx, done, mirror, size)
 }
 
 func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {

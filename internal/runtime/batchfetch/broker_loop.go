@@ -244,7 +244,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 		for i := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: topic, Partition: t.Partitions[i].Partition}
 			r, ok := sent[tp]
-			if !full && b.sessionID != 0 {
+			if !full {
 				var e sessionEntry
 				if e, ok = b.inSession[tp]; ok {
 					r = requested{p: e.p, offset: e.offset}

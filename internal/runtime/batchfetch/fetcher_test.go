@@ -351,6 +351,12 @@ func TestRemoveStopsDeliveries(t *testing.T) {
 func TestQuietRoundsKeepFetching(t *testing.T) {
 	t.Parallel()
 	s := newSource(t, 3)
+	var fetches atomic.Int64
+	s.c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
 	f := newFetcher(t, s)
 	cols := make([]*collector, 3)
 	for p := range int32(3) {
@@ -359,7 +365,8 @@ func TestQuietRoundsKeepFetching(t *testing.T) {
 	}
 	s.produce(t, 0, 0, 1, 1, kgo.NoCompression(), "", false)
 	waitFor(t, "the first record", func() bool { return cols[0].next() == 1 })
-	time.Sleep(400 * time.Millisecond) // four empty long polls of 100 ms: the spell under test
+	after := fetches.Load()
+	waitFor(t, "four more fetches, empty ones", func() bool { return fetches.Load() >= after+4 })
 	s.produce(t, 0, 1, 1, 1, kgo.NoCompression(), "", false)
 	s.produce(t, 2, 0, 1, 1, kgo.NoCompression(), "", false)
 	waitFor(t, "the records after the quiet spell", func() bool { return cols[0].next() == 2 && cols[2].next() == 1 })

@@ -67,7 +67,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 // offsets. It is nil when no record is left to copy.
 func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
 	codec, why := bt.Codec(), bt.WholeCopyProblem(s.fetchNext)
-	if want, ok := recordbatch.ParseCodec(s.w.eng.CopySettings(s.w.key.Mirror).Compression); ok && want != codec {
+	if want, ok := s.w.eng.Recompression(s.w.key.Mirror); ok && want != codec {
 		codec = want
 		if why == "" {
 			why = "recompressed"

@@ -111,13 +111,15 @@ type Engine interface {
 	ProducerTrouble() (since time.Time, err error)
 	// RefreshProducerMetadata makes the producer reload its metadata.
 	RefreshProducerMetadata()
-	// CopySettings returns the mirror's copy settings from the engine's
-	// cache (refreshed with the desired states).
-	CopySettings(mirror string) service.CopySettings
-	// Throttle waits until the mirror's replication throttle lets n more
-	// bytes through, or ctx ends or done is closed; it returns how long it
-	// waited. Without a limit it returns at once.
-	Throttle(ctx context.Context, done <-chan struct{}, mirror string, n int64) (time.Duration, error)
+	// Recompression returns the codec the mirror's batches are stored
+	// with (mirror.compression.type), when it is not each batch's own,
+	// from the engine's cache (refreshed with the desired states).
+	Recompression(mirror string) (recordbatch.Codec, bool)
+	// Throttle waits until the mirror's replication throttle lets size()
+	// more bytes through, or ctx ends or done is closed; it returns how
+	// long it waited. Without a limit it returns at once, and size is not
+	// called.
+	Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error)
 	// HealthChanged returns a channel closed when what the clients' health
 	// would put in the partitions' rows next changes.
 	HealthChanged() <-chan struct{}

@@ -327,15 +327,13 @@ func (w *Worker) syncRow(s *Session) {
 // goroutine, and with it the fetches of the mirror's partitions that
 // share it: the throttle paces what is read, not only what is written.
 func (s *Session) deliver(ctx context.Context, b FetchBatch) {
-	if n := b.size(); n > 0 {
-		waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key.Mirror, n)
-		if waited > 0 {
-			s.throttledMs.Add(waited.Milliseconds())
-			s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
-		}
-		if err != nil {
-			return // the session or the lease ended
-		}
+	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key.Mirror, b.size)
+	if waited > 0 {
+		s.throttledMs.Add(waited.Milliseconds())
+		s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
+	}
+	if err != nil {
+		return // the session or the lease ended
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
