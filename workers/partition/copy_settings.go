@@ -63,6 +63,11 @@ func (c *copySettings) store(configs map[string]repo.MirrorCopyConfig) {
 			c.recompress[m] = codec
 		}
 	}
+	// Every mirror copying here, not only those with a throttle already:
+	// a PATCH may set a limit on a mirror whose partitions are copying.
+	for m := range c.held {
+		c.pace(m)
+	}
 	for m := range c.throttles {
 		c.pace(m)
 	}
