@@ -33,6 +33,7 @@ func TestScenarioCleanHandBack(t *testing.T) {
 	stopTraffic := startTraffic(t, env.Clusters.SourceAddr(), topics, 10)
 	a, b := env.StartInstance("a"), env.StartInstance("b")
 	waitShare(t, env, 30*time.Second, a, b)
+	waitCopying(t, env)
 
 	// A graceful stop of a: each of its partitions is taken over cleanly.
 	handed := a.Engine.Running()
@@ -48,6 +49,7 @@ func TestScenarioCleanHandBack(t *testing.T) {
 	// A crash of b: no mark, so its partitions are verified as before.
 	a = env.StartInstance("a")
 	waitShare(t, env, 30*time.Second, a, b)
+	waitCopying(t, env)
 	crashed := b.Engine.Running()
 	b.Crash()
 	waitShare(t, env, workertest.TTL+20*time.Second, a)
@@ -84,6 +86,32 @@ func waitAligned(t *testing.T, env *engineEnv) {
 			}
 		}
 		return len(re) == 0, fmt.Sprintf("re-aligning: %v", re)
+	})
+}
+
+// waitCopying waits until every partition is aligned under its owner and
+// has saved a checkpoint past where it stood then: its mirroring session
+// runs. Sharing is settled by rows and running workers before that, and an
+// instance stopped while it still re-aligns what it took over hands those
+// partitions back before any session could mark them.
+func waitCopying(t *testing.T, env *engineEnv) {
+	t.Helper()
+	waitAligned(t, env)
+	from := map[string]int64{}
+	for _, p := range env.Partitions("m") {
+		if p.DstNext != nil {
+			from[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = *p.DstNext
+		}
+	}
+	workertest.WaitFor(t, 30*time.Second, "every partition copying under its owner", func() (bool, string) {
+		var still []string
+		for _, p := range env.Partitions("m") {
+			k := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
+			if p.Realigning() || p.DstNext == nil || *p.DstNext <= from[k] {
+				still = append(still, k)
+			}
+		}
+		return len(still) == 0, fmt.Sprintf("not yet copying: %v", still)
 	})
 }
 
