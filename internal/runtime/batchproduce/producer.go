@@ -27,11 +27,13 @@ import (
 )
 
 // Payload is one batch to produce (a *recordbatch.Batch is one).
-// AppendProduced writes it as produced by pid at epoch, starting at
-// sequence seq; Records is its record count, by which the partition's
+// Produced returns its bytes as produced by pid at epoch, starting at
+// sequence seq; the producer calls it once, and may send the bytes until
+// the batch is answered, so it can rewrite the payload's own bytes rather
+// than copy them. Records is its record count, by which the partition's
 // sequence advances.
 type Payload interface {
-	AppendProduced(dst []byte, pid int64, epoch int16, seq int32) []byte
+	Produced(pid int64, epoch int16, seq int32) []byte
 	Records() int32
 }
 
@@ -351,7 +353,7 @@ func (p *Producer) dispatch() (next time.Time) {
 		for _, st := range parts {
 			head := st.queue[0]
 			if head.raw == nil {
-				head.raw, head.seq, head.epoch = head.payload.AppendProduced(getBuffer(), p.pid, p.epoch, st.seq), st.seq, p.epoch
+				head.raw, head.seq, head.epoch = head.payload.Produced(p.pid, p.epoch, st.seq), st.seq, p.epoch
 				st.seq += head.payload.Records()
 			}
 			if size > 0 && size+len(head.raw) > p.cfg.MaxRequestBytes {
@@ -464,33 +466,11 @@ func (p *Producer) retryLocked(st *partition, head *pending) {
 	p.meta.Stale()
 }
 
-// answer calls the batch's promise and gives its bytes back: no request
+// answer calls the batch's promise and lets its bytes go: no request
 // holds them once it is answered.
 func (q *pending) answer(r Result) {
 	q.promise(r)
-	if q.raw != nil {
-		putBuffer(q.raw)
-		q.raw = nil
-	}
-}
-
-// buffers hold the produced batches, which are as large as the source's
-// (up to a MiB): made anew for each, they and their zeroing were a quarter
-// of a batch copy's CPU.
-var buffers sync.Pool
-
-func getBuffer() []byte {
-	if b, ok := buffers.Get().(*[]byte); ok {
-		return (*b)[:0]
-	}
-	return nil
-}
-
-func putBuffer(b []byte) {
-	if cap(b) > 8<<20 {
-		return // an outsized batch is not kept
-	}
-	buffers.Put(&b)
+	q.raw = nil
 }
 
 // failEndedLocked fails a partition's queue from head, whose context ended

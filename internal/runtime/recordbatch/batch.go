@@ -196,18 +196,33 @@ func (b *Batch) WholeCopyProblem(from int64) string {
 // sends it: base offset 0 (the broker assigns offsets), no leader epoch,
 // not transactional, sequence seq, and a new CRC. The records and their
 // offset and timestamp deltas are copied as they are. It is meant for
-// batches whose WholeCopyProblem is "".
+// batches whose WholeCopyProblem is "" and whose CRC holds (Split checks
+// it: the new CRC is derived from it).
 func (b *Batch) AppendProduced(dst []byte, pid int64, epoch int16, seq int32) []byte {
 	start := len(dst)
 	dst = append(dst, b.Raw...)
-	out := dst[start:]
+	rewriteProduced(dst[start:], b.Attributes, pid, epoch, seq)
+	return dst
+}
+
+// Produced rewrites the batch's own bytes as AppendProduced writes them and
+// returns them: no copy, for a batch that is produced once and not read
+// again (its header fields stay as fetched).
+func (b *Batch) Produced(pid int64, epoch int16, seq int32) []byte {
+	rewriteProduced(b.Raw, b.Attributes, pid, epoch, seq)
+	return b.Raw
+}
+
+func rewriteProduced(out []byte, attributes int16, pid int64, epoch int16, seq int32) {
+	var before [offNumRecords - offAttributes]byte
+	copy(before[:], out[offAttributes:offNumRecords])
 	binary.BigEndian.PutUint64(out[offBaseOffset:], 0)
 	binary.BigEndian.PutUint32(out[offLeaderEpoch:], 0xffffffff) // -1
-	attrs := uint16(b.Attributes) &^ transactionalBit
+	attrs := uint16(attributes) &^ transactionalBit
 	binary.BigEndian.PutUint16(out[offAttributes:], attrs)
 	binary.BigEndian.PutUint64(out[offProducerID:], uint64(pid))
 	binary.BigEndian.PutUint16(out[offProducerEpoch:], uint16(epoch))
 	binary.BigEndian.PutUint32(out[offBaseSequence:], uint32(seq))
-	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], castagnoli))
-	return dst
+	crc := updatedCRC(binary.BigEndian.Uint32(out[offCRC:]), before[:], out[offAttributes:])
+	binary.BigEndian.PutUint32(out[offCRC:], crc)
 }

@@ -164,6 +164,25 @@ func TestAppendProduced(t *testing.T) {
 	if err != nil || len(again) != 1 {
 		t.Fatalf("the produced batch does not split (CRC): %v", err)
 	}
+	// Produced writes the same bytes over the batch's own.
+	if own := got[0].Produced(99, 4, 1234); !bytes.Equal(own, out[6:]) || &own[0] != &got[0].Raw[0] {
+		t.Fatal("Produced differs from AppendProduced, or copied")
+	}
+}
+
+// TestProducedLargeBatch: past the size from which the CRC is updated
+// rather than computed, the produced batch's CRC still holds.
+func TestProducedLargeBatch(t *testing.T) {
+	in := encodeBatch(t, batchSpec{base: 7, codec: kgo.NoCompression(), attrs: 0x10, records: records(64, 1024)})
+	got, err := recordbatch.Split(in)
+	if err != nil || len(in) < 64<<10 {
+		t.Fatalf("%d bytes: %v", len(in), err)
+	}
+	out := got[0].Produced(1<<40+3, 7, 1<<30)
+	again, err := recordbatch.Split(out)
+	if err != nil || len(again) != 1 || again[0].ProducerID != 1<<40+3 || again[0].BaseSequence != 1<<30 || again[0].Transactional() {
+		t.Fatalf("the produced batch: %+v, %v", again, err)
+	}
 }
 
 // The benchmarks compare a whole-batch copy's work on one batch (check the

@@ -11,8 +11,10 @@ import (
 // order: whole where the destination takes them as they are, re-encoded
 // where it does not (recordbatch.WholeCopyProblem). Markers and aborted
 // transactions' batches are never produced; the checkpoint passes them
-// once every copy before them is acknowledged. The caller holds s.mu and
-// has checked the batch's error and the lease.
+// once every copy before them is acknowledged. The producer rewrites a
+// whole batch's header in place (Batch.Produced): the fetched bytes are
+// the session's, and nothing reads them once they are handed over. The
+// caller holds s.mu and has checked the batch's error and the lease.
 func (s *Session) copyBatches(b FetchBatch) {
 	w := s.w
 	keep := recordbatch.NewCommitted(b.Aborted)
