@@ -23,8 +23,9 @@ import (
 // shared evenly and equally busy, the instances' rates add up to the
 // limit; an instance whose partitions are quiet leaves its share unused.
 type copySettings struct {
-	mu       sync.Mutex
-	settings map[string]service.CopySettings
+	mu sync.Mutex
+	// limits are the mirrors' throttle limits in bytes a second (0: none).
+	limits map[string]int64
 	// recompress is the codec of each mirror that recompresses
 	// (mirror.compression.type other than source), parsed once here
 	// rather than for every batch.
@@ -35,7 +36,7 @@ type copySettings struct {
 }
 
 func newCopySettings() *copySettings {
-	return &copySettings{settings: map[string]service.CopySettings{}, recompress: map[string]recordbatch.Codec{},
+	return &copySettings{limits: map[string]int64{}, recompress: map[string]recordbatch.Codec{},
 		total: map[string]int{}, held: map[string]int{}, throttles: map[string]*throttle.Throttle{}}
 }
 
@@ -53,22 +54,20 @@ func (c *copySettings) recompression(mirror string) (recordbatch.Codec, bool) {
 func (c *copySettings) store(configs map[string]repo.MirrorCopyConfig) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.settings)
+	clear(c.limits)
 	clear(c.recompress)
 	clear(c.total)
 	for m, cfg := range configs {
 		s := service.CopySettingsOf(cfg.Config)
-		c.settings[m], c.total[m] = s, cfg.Partitions
+		c.limits[m], c.total[m] = s.ThrottledRate, cfg.Partitions
 		if codec, ok := recordbatch.ParseCodec(s.Compression); ok {
 			c.recompress[m] = codec
 		}
 	}
 	// Every mirror copying here, not only those with a throttle already:
 	// a PATCH may set a limit on a mirror whose partitions are copying.
+	// (A mirror has a throttle only while it copies here: pace drops it.)
 	for m := range c.held {
-		c.pace(m)
-	}
-	for m := range c.throttles {
 		c.pace(m)
 	}
 }
@@ -88,7 +87,7 @@ func (c *copySettings) copying(mirror string, delta int) {
 // pace sets the mirror's throttle to this instance's share of its limit,
 // making the throttle when there is a limit.
 func (c *copySettings) pace(mirror string) {
-	limit := c.settings[mirror].ThrottledRate
+	limit := c.limits[mirror]
 	t := c.throttles[mirror]
 	if limit == 0 || c.held[mirror] == 0 {
 		if t != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"testing"
 	"time"
@@ -29,7 +27,8 @@ import (
 // partitions at that moment is on the destination. At the end every
 // partition's destination must hold exactly the source's records.
 // KMIRROR_BENCH_PARTITIONS (default 300; a multiple of 300) sets how many
-// partitions the three share, in topics of 100.
+// partitions the three share, in topics of 100. KMIRROR_BENCH_PROFILE_DIR
+// writes profiles of the graceful stop's window (profilePhase).
 //
 //	go test ./workers/partition -run '^$' -bench Handover -benchtime=1x -timeout 20m
 func BenchmarkHandover(b *testing.B) {
@@ -75,7 +74,7 @@ func BenchmarkHandover(b *testing.B) {
 	crash := timeToCopy(b, "crash", src, srcAdm, dstAdm, crashed, start, 2*time.Minute)
 
 	stopped := ins[1].Engine.Running()
-	stopProfile := profileTo(b, "handover-graceful.cpu")
+	stopProfile := profilePhase(b, "handover-graceful")
 	start = time.Now()
 	ins[1].Stop()
 	graceful := timeToCopy(b, "graceful stop", src, srcAdm, dstAdm, stopped, start, 2*time.Minute)
@@ -89,26 +88,6 @@ func BenchmarkHandover(b *testing.B) {
 	b.ReportMetric(graceful.Seconds(), "graceful-handover-s")
 	b.Logf("crash of %s (%d partitions): all copying again after %s (target TTL 15s + 5s); graceful stop of %s (%d partitions): after %s (target 2s); destination exact",
 		ins[0].ID, len(crashed), crash.Round(time.Millisecond), ins[1].ID, len(stopped), graceful.Round(time.Millisecond))
-}
-
-// profileTo writes a CPU profile to name in KMIRROR_BENCH_PROFILE_DIR, when
-// it is set, until the returned function is called.
-func profileTo(b *testing.B, name string) (stop func()) {
-	dir := os.Getenv("KMIRROR_BENCH_PROFILE_DIR")
-	if dir == "" {
-		return func() {}
-	}
-	f, err := os.Create(filepath.Join(dir, name))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		b.Fatal(err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}
 }
 
 // waitShared waits until every partition is MIRRORING with a worker on one

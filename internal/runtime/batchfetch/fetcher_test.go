@@ -79,6 +79,17 @@ func (s *source) produce(t *testing.T, p int32, first, n, per int, codec kgo.Com
 }
 
 // collector keeps what a partition's deliveries brought.
+// addCollected adds partitions 0 to n-1 of topic t from offset 0, each
+// delivering to a collector of its own.
+func addCollected(f *batchfetch.Fetcher, n int32) []*collector {
+	cols := make([]*collector, n)
+	for p := range n {
+		cols[p] = &collector{}
+		f.Add("t", p, 0, cols[p].deliver)
+	}
+	return cols
+}
+
 type collector struct {
 	mu      sync.Mutex
 	batches []recordbatch.Batch
@@ -227,11 +238,7 @@ func TestQuietPartitionsAreNotAsked(t *testing.T) {
 		return nil, nil, false
 	})
 	f := newFetcher(t, s)
-	cols := make([]*collector, 201)
-	for p := range int32(201) {
-		cols[p] = &collector{}
-		f.Add("t", p, 0, cols[p].deliver)
-	}
+	cols := addCollected(f, 201)
 	waitFor(t, "the session holding every partition", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -358,11 +365,7 @@ func TestQuietRoundsKeepFetching(t *testing.T) {
 		return nil, nil, false
 	})
 	f := newFetcher(t, s)
-	cols := make([]*collector, 3)
-	for p := range int32(3) {
-		cols[p] = &collector{}
-		f.Add("t", p, 0, cols[p].deliver)
-	}
+	cols := addCollected(f, 3)
 	s.produce(t, 0, 0, 1, 1, kgo.NoCompression(), "", false)
 	waitFor(t, "the first record", func() bool { return cols[0].next() == 1 })
 	after := fetches.Load()
