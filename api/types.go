@@ -403,10 +403,12 @@ type PartitionRow struct {
 	// Lag is source end offset − next source offset to mirror.
 	Lag   *int64         `json:"lag" extensions:"x-nullable" example:"3"`
 	State PartitionState `json:"state" example:"MIRRORING"`
-	// Error is the partition's current error: why it is FAILED, or what
-	// it keeps retrying in its state; null when there is none.
+	// Error is the partition's current error: why it is FAILED (kept
+	// while a retry runs), or what it keeps retrying in its state; null
+	// when there is none.
 	Error *string `json:"error" extensions:"x-nullable" example:"source cluster 127.0.0.1:19092: dial tcp: connection refused"`
-	// RetryAttempt counts the retries of a FAILED partition (0 otherwise).
+	// RetryAttempt counts the retries of a failing partition: while FAILED
+	// and through each retry, until it mirrors again (0 otherwise).
 	RetryAttempt int `json:"retry_attempt" example:"0"`
 	// LostRecords counts source records removed by retention before they
 	// were mirrored.

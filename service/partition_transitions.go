@@ -184,8 +184,11 @@ func partitionStateWrite(t PartitionTransition) repo.PartitionStateWrite {
 		msg += ": " + t.Error
 	}
 	data := PartitionEventData{Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition,
-		From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error), Error: t.Error,
+		From: t.From.String(), To: t.To.String(), Reason: cmp.Or(t.Reason, t.Error),
 		Epoch: t.Epoch, Owner: t.Owner}
+	if t.To == StateFailed {
+		data.Error = t.Error // a retry's row keeps it too; its event does not repeat it
+	}
 	return repo.PartitionStateWrite{
 		PartitionsSetStateParams: repo.PartitionsSetStateParams{
 			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,

@@ -1245,8 +1245,9 @@ type PartitionRow struct {
 	// someone to reprocess. Absent when none was kept.
 	DivergentTail *DivergentTail `json:"divergent_tail,omitempty"`
 
-	// Error Error is the partition's current error: why it is FAILED, or what
-	// it keeps retrying in its state; null when there is none.
+	// Error Error is the partition's current error: why it is FAILED (kept
+	// while a retry runs), or what it keeps retrying in its state; null
+	// when there is none.
 	//
 	// Example: source cluster 127.0.0.1:19092: dial tcp: connection refused
 	Error *string `json:"error"`
@@ -1321,7 +1322,8 @@ type PartitionRow struct {
 	// Example: false
 	Realigning bool `json:"realigning"`
 
-	// RetryAttempt RetryAttempt counts the retries of a FAILED partition (0 otherwise).
+	// RetryAttempt RetryAttempt counts the retries of a failing partition: while FAILED
+	// and through each retry, until it mirrors again (0 otherwise).
 	//
 	// Example: 0
 	RetryAttempt int `json:"retry_attempt"`

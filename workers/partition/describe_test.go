@@ -162,7 +162,7 @@ func TestDescribeShowsASourceThatCannotBeReached(t *testing.T) {
 // TestDescribeShowsADestinationThatCannotBeReached: with the destination
 // gone, every partition's describe row says why nothing moves: records
 // never sent fail (the partition goes FAILED and retries with backoff, the
-// dial error in its error), and a produce that kgo keeps retrying because
+// dial error in its row through the retry), and a produce that kgo keeps retrying because
 // it may already have landed shows while the partition stays MIRRORING.
 func TestDescribeShowsADestinationThatCannotBeReached(t *testing.T) {
 	t.Parallel()
@@ -186,10 +186,25 @@ func TestDescribeShowsADestinationThatCannotBeReached(t *testing.T) {
 		}
 		for _, p := range ps {
 			if strings.Contains(p.Error, "producing to the destination has failed") ||
-				(p.State == service.StateFailed && strings.Contains(p.Error, "dial") && p.RetryAttempt > 0) {
+				(p.RetryAttempt > 0 && strings.Contains(p.Error, "dial")) {
 				seen[p.Partition] = p.Error
 			}
 		}
 		return len(seen) == 2, fmt.Sprint(seen)
+	})
+	// A retry keeps the failure's cause on the row while it dials again.
+	workertest.WaitFor(t, 20*time.Second, "a retrying row that keeps the error", func() (bool, string) {
+		ps, err := env.Svc.ListPartitions(ctx, service.PartitionFilter{Mirror: "m"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc := ""
+		for _, p := range ps {
+			if p.State == service.StatePreparing && p.RetryAttempt > 0 && strings.Contains(p.Error, "dial") {
+				return true, ""
+			}
+			desc += fmt.Sprintf("%d:%s attempt=%d %q ", p.Partition, p.State, p.RetryAttempt, p.Error)
+		}
+		return false, desc
 	})
 }

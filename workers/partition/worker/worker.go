@@ -465,7 +465,10 @@ func (w *Worker) step(ctx context.Context) error {
 				return nil
 			}
 		}
-		return w.transition(service.StatePreparing, transitionOpts{
+		// The row keeps the failure's cause while the retry runs, so a
+		// describe between attempts still says why nothing moves; reaching
+		// MIRRORING clears it.
+		return w.transition(service.StatePreparing, transitionOpts{errMsg: w.row.Error,
 			reason: fmt.Sprintf("retry %d", w.row.RetryAttempt), keepRetries: true})
 	}
 	return permanent("unknown partition state %q", state)
