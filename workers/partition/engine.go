@@ -118,6 +118,7 @@ type Engine struct {
 	authorizer     *authorizerProbe
 	cp             *checkpointer
 	prep           prepareSlots
+	takeovers      prepareSlots
 	desired        *desiredStates
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
@@ -201,6 +202,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp.saveDuration = e.metrics.CheckpointSaves()
 	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
+	e.takeovers = make(prepareSlots, takeoverSlots)
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.health = newHealthChanges()

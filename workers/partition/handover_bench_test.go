@@ -76,9 +76,13 @@ func BenchmarkHandover(b *testing.B) {
 	stopped := ins[1].Engine.Running()
 	stopProfile := profilePhase(b, "handover-graceful")
 	start = time.Now()
+	sampled := sampleRunning(ins[2], stopped, start)
 	ins[1].Stop()
+	stoppedIn := time.Since(start)
 	graceful := timeToCopy(b, "graceful stop", src, srcAdm, dstAdm, stopped, start, 2*time.Minute)
 	stopProfile()
+	b.Logf("graceful stop: %s returned after %s; %s; %s", ins[1].ID, stoppedIn.Round(time.Millisecond),
+		sampled(), ownerEvents(b, env, start, len(stopped)))
 	b.StopTimer()
 
 	for _, t := range names {
@@ -167,4 +171,61 @@ func timeToCopy(b *testing.B, what string, src *kgo.Client, srcAdm, dstAdm *kadm
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// sampleRunning samples, every 10 ms, how many of keys have a worker on in;
+// the returned func stops it and says when a tenth, half and all had.
+func sampleRunning(in *workertest.Instance, keys []lease.Key, start time.Time) func() string {
+	want := make(map[lease.Key]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	marks := []float64{0.1, 0.5, 1}
+	at := make([]time.Duration, len(marks))
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		for {
+			n := 0
+			for _, k := range in.Engine.Running() {
+				if want[k] {
+					n++
+				}
+			}
+			for i, m := range marks {
+				if at[i] == 0 && float64(n) >= m*float64(len(keys)) {
+					at[i] = time.Since(start)
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return func() string {
+		close(done)
+		<-finished
+		return fmt.Sprintf("workers on %s: 10%% after %s, 50%% after %s, all after %s", in.ID,
+			at[0].Round(time.Millisecond), at[1].Round(time.Millisecond), at[2].Round(time.Millisecond))
+	}
+}
+
+// ownerEvents says when the takeovers' partition.owner events (written
+// once the new owner re-aligned) were committed, relative to start.
+func ownerEvents(b *testing.B, env *engineEnv, start time.Time, n int) string {
+	var p10, p50, p100 float64
+	var count int
+	err := env.Pool.QueryRow(context.Background(), `
+		SELECT count(*),
+		       coalesce(percentile_disc(0.1) WITHIN GROUP (ORDER BY extract(epoch FROM at - $1)), 0),
+		       coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM at - $1)), 0),
+		       coalesce(max(extract(epoch FROM at - $1)), 0)
+		FROM events WHERE kind = $2 AND at >= $1`, start, service.EventPartitionOwner).Scan(&count, &p10, &p50, &p100)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fmt.Sprintf("%d of %d owner events: 10%% at %.3fs, 50%% at %.3fs, last at %.3fs", count, n, p10, p50, p100)
 }

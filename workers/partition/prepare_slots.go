@@ -15,6 +15,16 @@ func newPrepareSlots(poolConns int32) prepareSlots {
 	return make(prepareSlots, max(16, 4*int(poolConns)))
 }
 
+// takeoverSlots bound the partitions that load their row and re-align
+// after a new lease at once. A takeover handed back cleanly needs only
+// coalesced reads and a grouped write (shared_reads.go,
+// grouped_statements.go): no connection of its own, so many at once make
+// bigger groups, not a longer queue. Through the prepare slots, 1,500
+// handed back partitions queued 48 at a time for about 40 ms each. One that
+// must read records back takes a prepare slot as well (the worker's
+// readSlot).
+const takeoverSlots = 512
+
 // acquire waits for a slot, or for ctx; release gives it back.
 func (s prepareSlots) acquire(ctx context.Context) (release func(), err error) {
 	select {

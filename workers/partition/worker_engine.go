@@ -36,6 +36,10 @@ func (h workerEngine) Prepare(ctx context.Context) (release func(), err error) {
 	return h.e.prep.acquire(ctx)
 }
 
+func (h workerEngine) TakeOver(ctx context.Context) (release func(), err error) {
+	return h.e.takeovers.acquire(ctx)
+}
+
 func (h workerEngine) Row(id repo.PartitionID) (repo.Partition, error) { return h.e.rows.do(id) }
 
 func (h workerEngine) Transition(t service.PartitionTransition) (repo.Partition, error) {

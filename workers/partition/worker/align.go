@@ -78,6 +78,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		// First start: the destination partition must hold nothing, unless
 		// the topic was added to continue the history it holds.
 		if E > dstOff.Start && desire.ContinueHistory {
+			release, err := w.readSlot(ctx)
+			defer release()
+			if err != nil {
+				return alignResult{}, err
+			}
 			return w.continueHistory(ctx, src, desire, replaced, srcOff, dstOff)
 		}
 		if replaced != nil {
@@ -97,6 +102,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// stopped: if the other side mirrored back into it (a failback in the
 	// other direction), the history is proven afresh from the source.
 	if desire.ContinueHistory && E != d {
+		release, err := w.readSlot(ctx)
+		defer release()
+		if err != nil {
+			return alignResult{}, err
+		}
 		res, err := w.continueHistory(ctx, src, desire, replaced, srcOff, dstOff)
 		if !errors.Is(err, errNotAFailback) {
 			return res, err
@@ -116,6 +126,14 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 			"the source topic was truncated or recreated", w.key.Topic, w.key.Partition, srcHWM.End, s)
 	}
 	var res alignResult
+	if E != d || w.row.HandedBackDst != d {
+		// Records are read back, or the offset map queried.
+		release, err := w.readSlot(ctx)
+		defer release()
+		if err != nil {
+			return alignResult{}, err
+		}
+	}
 	switch {
 	case E == d && w.row.HandedBackDst == d:
 		// Handed back cleanly at d, and nothing was written since: the

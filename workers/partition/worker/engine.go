@@ -33,8 +33,12 @@ type Engine interface {
 	RefreshDesires(ctx context.Context) error
 
 	// Prepare waits for one of the slots that bound how many partitions
-	// load and align at once.
+	// prepare or read records back to align at once.
 	Prepare(ctx context.Context) (release func(), err error)
+	// TakeOver waits for one of the wider slots that bound how many
+	// partitions load their row and re-align after a new lease at once;
+	// a re-alignment that reads records back takes a Prepare slot too.
+	TakeOver(ctx context.Context) (release func(), err error)
 	// Row reads a partition's row, and Transition writes one state change
 	// through the service (state machine, fencing, event and outbox), each
 	// in one statement with the other workers' of the moment. Neither takes

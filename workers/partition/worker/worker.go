@@ -93,6 +93,9 @@ type Worker struct {
 	// destination topic; the checkpoint is re-read afterwards.
 	awaitingRecreate bool
 
+	// inSlot is set while the worker holds a prepare slot, so its
+	// alignment's record reads do not wait for a second one (readSlot).
+	inSlot bool
 	// leaseCtx ends only with the lease; mirroring runs under it.
 	leaseCtx context.Context
 	// mirroring is set while a mirroring session runs (read by the offsets
@@ -207,7 +210,8 @@ func (w *Worker) Run(leaseCtx context.Context) {
 }
 
 // start loads the partition and, where another owner left it in flight,
-// re-aligns it, in one of the engine's prepare slots. False ends the worker.
+// re-aligns it, in one of the engine's takeover slots. False ends the
+// worker.
 func (w *Worker) start(ctx context.Context) bool {
 	// Before a slot: a partition waiting on a stalled destination must not
 	// hold one that others could use.
@@ -215,7 +219,7 @@ func (w *Worker) start(ctx context.Context) bool {
 		w.log.Warn("an earlier session's copies are unanswered; giving the lease time to move on", "err", err)
 		return false
 	}
-	release, err := w.eng.Prepare(ctx)
+	release, err := w.eng.TakeOver(ctx)
 	defer release()
 	if err != nil {
 		return false
@@ -395,7 +399,7 @@ func (w *Worker) step(ctx context.Context) error {
 		if msg, ok := w.eng.TakeLoss(w.key); ok {
 			w.noteError(ctx, service.StatePreparing, msg)
 		}
-		release, err := w.eng.Prepare(ctx)
+		release, err := w.prepare(ctx)
 		defer release()
 		if err != nil {
 			return err
@@ -472,6 +476,26 @@ func (w *Worker) step(ctx context.Context) error {
 			reason: fmt.Sprintf("retry %d", w.row.RetryAttempt), keepRetries: true})
 	}
 	return permanent("unknown partition state %q", state)
+}
+
+// prepare takes one of the engine's prepare slots for what follows.
+func (w *Worker) prepare(ctx context.Context) (func(), error) {
+	release, err := w.eng.Prepare(ctx)
+	if err != nil {
+		return release, err
+	}
+	w.inSlot = true
+	return func() { w.inSlot = false; release() }, nil
+}
+
+// readSlot bounds an alignment's record reads and offset-map queries (a
+// takeover not handed back cleanly, a destination that moved) by the
+// prepare slots, unless the worker holds one already.
+func (w *Worker) readSlot(ctx context.Context) (release func(), err error) {
+	if w.inSlot {
+		return func() {}, nil
+	}
+	return w.prepare(ctx)
 }
 
 // idle waits for a desired-state change or the end of the lease.
