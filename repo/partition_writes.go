@@ -40,10 +40,13 @@ func PartitionsSetError(ctx context.Context, q DBTX, f LeaseFence, state states.
 }
 
 // lockOwned locks, in primary-key order, the rows of CTE v (mirror, topic,
-// partition, epoch) that owner $1 still holds at that epoch. Every bulk
-// write to mirror_partitions locks this way, so two of them can never wait
-// on each other in a cycle (SQLSTATE 40P01).
-const lockOwned = `SELECT p.mirror, p.topic, p.partition
+// partition, epoch) that owner $1 still holds at that epoch, and returns
+// v's rows for them. Every bulk write to mirror_partitions locks this way,
+// so two of them can never wait on each other in a cycle (SQLSTATE 40P01).
+// The update joins only this result: the planner guesses 10 rows for an
+// unnest, and joined to v as well, it compared every row with every other
+// (a save of 1,000 checkpoints took 0.4 s, nearly all of it there).
+const lockOwned = `SELECT v.*
 	FROM mirror_partitions p
 	JOIN v ON p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
 	WHERE p.lease_owner = $1 AND p.lease_epoch = v.epoch
@@ -124,9 +127,8 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			throttled_ms = greatest(p.throttled_ms, v.throttled_ms),
 			handed_back_dst = CASE WHEN v.hand_back THEN v.dst_next END,
 			updated_at = now()
-		FROM v, locked l
-		WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
-		  AND v.mirror = l.mirror AND v.topic = l.topic AND v.partition = l.partition
+		FROM locked v
+		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
 		RETURNING p.mirror, p.topic, p.partition`,
 		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled, handBack)
 	if err != nil {
