@@ -20,10 +20,11 @@ func newPrepareSlots(poolConns int32) prepareSlots {
 // coalesced reads and a grouped write (shared_reads.go,
 // grouped_statements.go): no connection of its own, so many at once make
 // bigger groups, not a longer queue. Through the prepare slots, 1,500
-// handed back partitions queued 48 at a time for about 40 ms each. One that
-// must read records back takes a prepare slot as well (the worker's
-// readSlot).
-const takeoverSlots = 512
+// handed back partitions queued 48 at a time for about 40 ms each; with
+// 5,100 handed back, 512 slots copied again in 2.98 s and 2,048 in 2.3-2.5 s
+// (docs/benchmarks/handover.md). One that must read records back takes a
+// prepare slot as well (the worker's readSlot).
+const takeoverSlots = 2048
 
 // acquire waits for a slot, or for ctx; release gives it back.
 func (s prepareSlots) acquire(ctx context.Context) (release func(), err error) {
