@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -61,8 +62,9 @@ const (
 // none failed, and no row is missing, extra or orphaned.
 //
 // Mirroring throughput: before each drain, bench is paused,
-// 1,500,000 records (100-byte values) are produced to its source and it is
-// resumed; the destination's end offsets, polled every 5 ms, time the copy
+// 1,500,000 records (random 100-byte values, uncompressed: the batch copy
+// moves compressible zeros faster than a poll can time) are produced to
+// its source and it is resumed; the destination's end offsets, polled every 5 ms, time the copy
 // from its first record to its last. Nine drains alternate idle and
 // loaded, idle first and last; in a loaded one the 50 clients start a
 // second before the resume and run until the copy is done and 5 s have
@@ -556,15 +558,20 @@ type backlogFiller struct {
 	tb       testing.TB
 	producer *kgo.Client
 	src, dst *kadm.Client
-	value    []byte
+	values   [][]byte
 }
 
 func newBacklogFiller(tb testing.TB, source, destination string) *backlogFiller {
 	tb.Helper()
-	f := &backlogFiller{tb: tb, value: make([]byte, backlogValue)}
+	f := &backlogFiller{tb: tb, values: make([][]byte, 4096)}
+	for i := range f.values {
+		f.values[i] = make([]byte, backlogValue)
+		rand.Read(f.values[i])
+	}
 	var err error
 	if f.producer, err = kgo.NewClient(kgo.SeedBrokers(source), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000)); err != nil {
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000),
+		kgo.ProducerBatchCompression(kgo.NoCompression())); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(f.producer.Close)
@@ -590,7 +597,7 @@ func (f *backlogFiller) produce() map[int32]int64 {
 	var mu sync.Mutex
 	var firstErr error
 	for i := range backlogRecords {
-		f.producer.Produce(ctx, &kgo.Record{Topic: "bench", Partition: int32(i % 3), Value: f.value}, func(_ *kgo.Record, err error) {
+		f.producer.Produce(ctx, &kgo.Record{Topic: "bench", Partition: int32(i % 3), Value: f.values[i%len(f.values)]}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
 				if firstErr == nil {
