@@ -24,6 +24,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/devenv/devcluster"
 )
 
 const (
@@ -47,7 +49,8 @@ const (
 )
 
 // BenchmarkControlPlaneUnderLoad: a full in-process server (API, engine,
-// syncer, lease manager; Postgres from testdb; kfake clusters) mirrors
+// syncer, lease manager; Postgres from testdb; kfake clusters in a child
+// process, the destination blackholed) mirrors
 // topic bench (3 partitions) and ten topics ctl-00..ctl-09 (2 partitions
 // each) of mirror m; mirror bulk adds 10,000 describe rows of stopped
 // topics. Then, four times for 5 s or more, 50 clients run: 40 walk every
@@ -64,8 +67,8 @@ const (
 // Mirroring throughput: before each drain, bench is paused,
 // 1,500,000 records (random 100-byte values, uncompressed: the batch copy
 // moves compressible zeros faster than a poll can time) are produced to
-// its source and it is resumed; the destination's end offsets, polled every 5 ms, time the copy
-// from its first record to its last. Nine drains alternate idle and
+// its source and it is resumed; the destination's end offsets, polled
+// every 5 ms, time the copy from its first record to its last. Nine drains alternate idle and
 // loaded, idle first and last; in a loaded one the 50 clients start a
 // second before the resume and run until the copy is done and 5 s have
 // passed (20 s of load in all). The drop compares the medians.
@@ -112,7 +115,23 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 	// The server's default lease TTL (15 s) and delivery timeout (4 s), not
 	// the tests' short ones: this measures a deployment, and a copy at
 	// full speed on 2 busy vCPUs can hold a batch longer than 1 s.
-	srv := startInProcessServer(b, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	// The clusters run in a child process and the destination keeps no
+	// records (its offsets still advance): in this process, a drain is
+	// kmirror's copy, not kfake storing 150 MB beside the API
+	// (persistBatchToSegment was 38% of the process's CPU).
+	clusters, err := devcluster.Start(devcluster.Config{Process: true, BlackholeDestination: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(clusters.Close)
+	srcAdm := newAdmin(b, clusters.SourceAddr())
+	actorTopics := make([]string, loadActors)
+	for i := range actorTopics {
+		actorTopics[i] = fmt.Sprintf("ctl-%02d", i)
+	}
+	createTopics(b, srcAdm, 3, "bench")
+	createTopics(b, srcAdm, 2, actorTopics...)
+	srv := startServerOn(b, slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo})), clusters,
 		func(c *serverConfig) {
 			c.LeaseTTL, c.LeaseRenewInterval, c.DeliveryTimeout = 15*time.Second, 5*time.Second, 4*time.Second
 			if limits {
@@ -120,14 +139,6 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 			}
 		})
 	ctx := b.Context()
-	var actorTopics []string
-	for i := range loadActors {
-		topic := fmt.Sprintf("ctl-%02d", i)
-		if err := srv.clusters.Source.CreateTopic(topic, 2, nil); err != nil {
-			b.Fatal(err)
-		}
-		actorTopics = append(actorTopics, topic)
-	}
 	hc := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2 * (loadReaders + loadActors)}}
 	c := apiClient{tb: b, base: srv.base, http: hc}
 	c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, srv.clusters.SourceAddr()))
@@ -179,8 +190,10 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 		if loaded {
 			window = time.After(loadWindow)
 			stop = load.start()
-			time.Sleep(time.Second) // every client is running
 		}
+		// Every client is running by now; idle drains wait as long, so
+		// that neither starts while the fill's memory is still given back.
+		time.Sleep(time.Second)
 		c.post("/v1/mirrors/m/topics:resume", `{"topic":"bench"}`)
 		rate, err := fill.awaitCopied(srcEnd, time.Minute)
 		if err != nil {
@@ -552,6 +565,29 @@ func waitStates(b *testing.B, hc *http.Client, base string, want map[string]stri
 	}
 }
 
+// newAdmin is an admin client of the cluster at addr, closed by cleanup.
+func newAdmin(tb testing.TB, addr string) *kadm.Client {
+	tb.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// createTopics creates topics of the given partitions (replication 1).
+func createTopics(tb testing.TB, adm *kadm.Client, partitions int32, topics ...string) {
+	tb.Helper()
+	res, err := adm.CreateTopics(context.Background(), partitions, 1, nil, topics...)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		tb.Fatalf("create %v: %v", topics, err)
+	}
+}
+
 // backlogFiller produces backlogs to the source's bench topic and waits
 // for the destination to hold them.
 type backlogFiller struct {
@@ -575,17 +611,7 @@ func newBacklogFiller(tb testing.TB, source, destination string) *backlogFiller 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(f.producer.Close)
-	for _, a := range []struct {
-		addr string
-		to   **kadm.Client
-	}{{source, &f.src}, {destination, &f.dst}} {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(a.addr))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(cl.Close)
-		*a.to = kadm.NewClient(cl)
-	}
+	f.src, f.dst = newAdmin(tb, source), newAdmin(tb, destination)
 	return f
 }
 

@@ -55,7 +55,6 @@ type inProcessServer struct {
 // delivery timeout the tests use; tune, when given, changes its config.
 func startInProcessServer(tb testing.TB, log *slog.Logger, tune ...func(*serverConfig)) inProcessServer {
 	tb.Helper()
-	dbURL := testdb.New(tb)
 	clusters, err := devcluster.Start(devcluster.Config{
 		SourceOpts:      []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")},
 		DestinationOpts: []kfake.Opt{kfake.NumBrokers(1)},
@@ -64,7 +63,14 @@ func startInProcessServer(tb testing.TB, log *slog.Logger, tune ...func(*serverC
 		tb.Fatal(err)
 	}
 	tb.Cleanup(clusters.Close) // after the server stops: cleanups are LIFO
+	return startServerOn(tb, log, clusters, tune...)
+}
 
+// startServerOn is startInProcessServer against clusters the caller
+// started (and closes after the server: register its Close first).
+func startServerOn(tb testing.TB, log *slog.Logger, clusters *devcluster.Clusters, tune ...func(*serverConfig)) inProcessServer {
+	tb.Helper()
+	dbURL := testdb.New(tb)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	serverErr := make(chan error, 1)

@@ -4,7 +4,11 @@ import (
 	"os"
 	"testing"
 
+	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/testing/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	devcluster.ServeIfChild() // the control-plane benchmark's clusters, when re-executed as their process
+	os.Exit(testdb.Main(m))
+}
