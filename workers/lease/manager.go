@@ -245,10 +245,27 @@ func (m *Manager) Stop() {
 }
 
 // register records the instance, reviving a stopped id.
+//
+// A database that answers slowly at that moment (a busy machine, a
+// failover in progress) is tried again, each time under Timeout, for up to
+// a TTL: an instance holds no lease yet, so waiting costs nothing, and
+// giving up would make its caller exit for a passing stall.
 func (m *Manager) register(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
-	defer cancel()
-	return repo.InstancesRegister(ctx, m.cfg.Pool, m.cfg.InstanceID, m.cfg.Hostname, m.cfg.Version, m.takesLeases())
+	deadline := time.Now().Add(m.cfg.TTL)
+	for {
+		attempt, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
+		err := repo.InstancesRegister(attempt, m.cfg.Pool, m.cfg.InstanceID, m.cfg.Hostname, m.cfg.Version, m.takesLeases())
+		cancel()
+		if err == nil || !errors.Is(err, repo.ErrUnavailable) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		m.log.Warn("registering the instance failed; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(m.cfg.Timeout / 4):
+		}
+	}
 }
 
 // markStopped records a clean stop, so the instance is no longer listed

@@ -834,3 +834,44 @@ func TestLeaseManagerHoldsUnsettledHandBacks(t *testing.T) {
 	a.runner.setUnsettled(nil)
 	waitShares(t, 30*time.Second, a, b)
 }
+
+// TestLeaseManagerRegisterWaitsOutAStall: the instances table is locked for
+// one and a half statement timeouts (within the TTL) when an instance starts (a database that stalls
+// for a moment). Start tries again rather than failing, and returns once
+// the lock is gone, with the instance registered. A manager that gave up
+// after one statement timeout failed CI's busiest test runs with "register
+// instance: database unavailable".
+func TestLeaseManagerRegisterWaitsOutAStall(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	tx, err := admin.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `LOCK TABLE instances IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	held := testTimeout * 3 / 2
+	time.AfterFunc(held, func() { _ = tx.Rollback(context.Background()) })
+	m, err := NewManager(ManagerConfig{Pool: openPool(t, dbURL), InstanceID: "slow", Hostname: "h", Version: "v",
+		TTL: testTTL, RenewInterval: testRenew, Margin: testMargin, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatalf("start with the instances table locked for %s: %v", held, err)
+	}
+	t.Cleanup(m.Stop)
+	if took := time.Since(start); took < held-100*time.Millisecond {
+		t.Errorf("start returned after %s, before the lock (%s) was released", took, held)
+	}
+	list, err := repo.InstancesList(t.Context(), admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != "slow" || list[0].StoppedAt != nil {
+		t.Errorf("instances after start: %+v, want slow registered", list)
+	}
+}
