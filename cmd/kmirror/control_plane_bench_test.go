@@ -68,10 +68,11 @@ const (
 // 1,500,000 records (random 100-byte values, uncompressed: the batch copy
 // moves compressible zeros faster than a poll can time) are produced to
 // its source and it is resumed; the destination's end offsets, polled
-// every 5 ms, time the copy from its first record to its last. Nine drains alternate idle and
-// loaded, idle first and last; in a loaded one the 50 clients start a
-// second before the resume and run until the copy is done and 5 s have
-// passed (20 s of load in all). The drop compares the medians.
+// every 5 ms, time the copy from its first record to its last. Nine
+// drains alternate idle and loaded, idle first and last; each waits a
+// second before the resume, a loaded one with the 50 clients running, and
+// those run until the copy is done and 5 s have passed (20 s of load in
+// all). The drop compares the medians.
 //
 // closed-loop sends each client's next request as soon as the last is
 // answered: the most the instance serves. paced-1s sends one request a

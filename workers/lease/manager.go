@@ -256,7 +256,7 @@ func (m *Manager) register(ctx context.Context) error {
 		attempt, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 		err := repo.InstancesRegister(attempt, m.cfg.Pool, m.cfg.InstanceID, m.cfg.Hostname, m.cfg.Version, m.takesLeases())
 		cancel()
-		if err == nil || !errors.Is(err, repo.ErrUnavailable) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !errors.Is(err, repo.ErrUnavailable) || time.Now().After(deadline) {
 			return err
 		}
 		m.log.Warn("registering the instance failed; trying again", "err", err)

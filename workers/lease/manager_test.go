@@ -836,9 +836,10 @@ func TestLeaseManagerHoldsUnsettledHandBacks(t *testing.T) {
 }
 
 // TestLeaseManagerRegisterWaitsOutAStall: the instances table is locked for
-// one and a half statement timeouts (within the TTL) when an instance starts (a database that stalls
-// for a moment). Start tries again rather than failing, and returns once
-// the lock is gone, with the instance registered. A manager that gave up
+// one and a half statement timeouts (within the TTL) when an instance
+// starts, as a database that stalls for a moment would be. Start tries
+// again rather than failing, and returns once the lock is gone, with the
+// instance registered. A manager that gave up
 // after one statement timeout failed CI's busiest test runs with "register
 // instance: database unavailable".
 func TestLeaseManagerRegisterWaitsOutAStall(t *testing.T) {

@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/service"
 	"kmirror/workers/workertest"
 )
 
@@ -43,6 +45,8 @@ func TestScenarioRealigningShowsLiveLag(t *testing.T) {
 	var held atomic.Int32
 	holding.Store(true)
 	release := make(chan struct{})
+	releaseAll := sync.OnceFunc(func() { holding.Store(false); close(release) })
+	defer releaseAll()
 	dst := env.Clusters.Destination
 	dst.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
 		dst.KeepControl()
@@ -52,39 +56,33 @@ func TestScenarioRealigningShowsLiveLag(t *testing.T) {
 		}
 		return nil, nil, false
 	})
-	defer func() {
-		if holding.CompareAndSwap(true, false) {
-			close(release)
-		}
-	}()
-
-	env.StartInstance("b")
-	produce("b", 40)
-	workertest.WaitFor(t, 20*time.Second, "describe to show rl/0 re-aligning under b, 40 records behind", func() (bool, string) {
+	// describe returns rl/0's describe row, and what it says for a log.
+	describe := func() (service.PartitionRow, bool, string) {
 		rows, err := env.Svc.TopicPartitions(ctx, "m", "rl")
 		if err != nil || len(rows) != 1 {
-			return false, fmt.Sprint(rows, err)
+			return service.PartitionRow{}, false, fmt.Sprint(rows, err)
 		}
 		r := rows[0]
 		lag := int64(-1)
 		if r.Lag != nil {
 			lag = *r.Lag
 		}
-		return r.Realigning && r.Owner == "b" && lag == 40,
-			fmt.Sprintf("state %s realigning %v owner %q lag %d; %d offset reads held", r.State, r.Realigning, r.Owner, lag, held.Load())
+		return r, true, fmt.Sprintf("state %s realigning %v owner %q lag %d; %d offset reads held",
+			r.State, r.Realigning, r.Owner, lag, held.Load())
+	}
+
+	env.StartInstance("b")
+	produce("b", 40)
+	workertest.WaitFor(t, 20*time.Second, "describe to show rl/0 re-aligning under b, 40 records behind", func() (bool, string) {
+		r, ok, says := describe()
+		return ok && r.Realigning && r.Owner == "b" && r.Lag != nil && *r.Lag == 40, says
 	})
 
-	holding.Store(false)
-	close(release)
+	releaseAll()
 	workertest.WaitEndsEqual(t, env.Env, "rl", 1, 30*time.Second)
 	workertest.WaitFor(t, 20*time.Second, "describe to show rl/0 aligned under b, caught up", func() (bool, string) {
-		rows, err := env.Svc.TopicPartitions(ctx, "m", "rl")
-		if err != nil || len(rows) != 1 {
-			return false, fmt.Sprint(rows, err)
-		}
-		r := rows[0]
-		return !r.Realigning && r.Owner == "b" && r.Lag != nil && *r.Lag == 0,
-			fmt.Sprintf("state %s realigning %v owner %q lag %v", r.State, r.Realigning, r.Owner, r.Lag)
+		r, ok, says := describe()
+		return ok && !r.Realigning && r.Owner == "b" && r.Lag != nil && *r.Lag == 0, says
 	})
 	workertest.AssertMirrored(t, env.Env, "rl", 1)
 }
