@@ -170,6 +170,7 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 		if fetches.IsClientClosed() {
 			return
 		}
+		var turns []*recordTurn
 		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
 			if p.Err == context.Canceled || p.Err == context.DeadlineExceeded {
 				return
@@ -186,11 +187,52 @@ func (f *mirrorFetcher) run(ctx context.Context) {
 			if sink == nil || (len(p.Records) == 0 && p.Err == nil && p.LastStableOffset < 0) {
 				return
 			}
-			sink.deliver(fetchBatch{records: p.Records, err: p.Err, lso: p.LastStableOffset})
+			turns = append(turns, &recordTurn{sink: sink, rest: p.Records, err: p.Err, lso: p.LastStableOffset})
 		})
+		deliverInTurns(turns)
 		// No wake-up is re-sent here: the next turn applies whatever is
 		// pending first. Re-sending one on every turn cancelled each poll at
 		// once, and an idle fetcher spun on a core.
+	}
+}
+
+// pieceBytes is about how much of one partition's records a poll hands
+// over before the next partition's turn (deliverInTurns).
+const pieceBytes = 256 << 10
+
+// recordTurn is what is left to hand over of one partition's records from
+// a poll.
+type recordTurn struct {
+	sink *fetchSink
+	rest []*kgo.Record
+	err  error
+	lso  int64
+}
+
+// deliverInTurns hands the partitions' records on in turns, about
+// pieceBytes of each in each round (at least one record), so that a
+// mirror's throttle, which holds every delivery up, paces the partitions
+// evenly: handing on each partition's part whole let one partition's
+// megabyte go before the next one's started. A partition's error goes
+// with its last piece.
+func deliverInTurns(turns []*recordTurn) {
+	for len(turns) > 0 {
+		next := turns[:0]
+		for _, t := range turns {
+			n, bytes := 0, 0
+			for n < len(t.rest) && (n == 0 || bytes+len(t.rest[n].Key)+len(t.rest[n].Value) <= pieceBytes) {
+				bytes += len(t.rest[n].Key) + len(t.rest[n].Value)
+				n++
+			}
+			b := fetchBatch{records: t.rest[:n:n], lso: t.lso}
+			if t.rest = t.rest[n:]; len(t.rest) > 0 {
+				next = append(next, t)
+			} else {
+				b.err = t.err
+			}
+			t.sink.deliver(b)
+		}
+		turns = next
 	}
 }
 

@@ -190,3 +190,42 @@ func TestMirrorFetcherGathersAdds(t *testing.T) {
 		f.close()
 	}
 }
+
+// TestDeliverInTurns: a poll's partitions are handed about pieceBytes of
+// records each in turn, every record once and in order, and a partition's
+// error comes with its last piece.
+func TestDeliverInTurns(t *testing.T) {
+	var order []string
+	var got [2][]int64
+	var errs [2]error
+	var turns []*recordTurn
+	for i, n := range []int{3, 1} { // pieces of two records of half pieceBytes
+		var recs []*kgo.Record
+		for o := range int64(2 * n) {
+			recs = append(recs, &kgo.Record{Offset: o, Value: make([]byte, pieceBytes/2)})
+		}
+		sink := &fetchSink{deliver: func(b fetchBatch) {
+			order = append(order, fmt.Sprintf("%d:%d", i, len(b.records)))
+			for _, r := range b.records {
+				got[i] = append(got[i], r.Offset)
+			}
+			if b.err != nil {
+				if len(got[i]) != 2*n {
+					t.Errorf("partition %d's error came after %d of %d records", i, len(got[i]), 2*n)
+				}
+				errs[i] = b.err
+			}
+		}}
+		turns = append(turns, &recordTurn{sink: sink, rest: recs, err: fmt.Errorf("end of %d", i), lso: 9})
+	}
+	deliverInTurns(turns)
+	if want := []string{"0:2", "1:2", "0:2", "0:2"}; !slices.Equal(order, want) {
+		t.Fatalf("delivered %v, want %v", order, want)
+	}
+	if !slices.Equal(got[0], []int64{0, 1, 2, 3, 4, 5}) || !slices.Equal(got[1], []int64{0, 1}) {
+		t.Fatalf("offsets %v, want each partition's once and in order", got)
+	}
+	if errs[0] == nil || errs[1] == nil || errs[0].Error() != "end of 0" {
+		t.Fatalf("errors %v, want each partition's with its last piece", errs)
+	}
+}

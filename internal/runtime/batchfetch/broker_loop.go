@@ -228,12 +228,14 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	}
 }
 
-// handle hands each partition's part of a response to its deliver: a full
+// handle hands each partition's part of a response to its deliver, the
+// partitions taking turns (deliverInTurns): a full
 // request's partitions as sent, a session's as the session holds them (a
 // session's response has the partitions with something to say, asked for
 // in this request or an earlier one). From v13 the response names topics
 // by id only.
 func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
+	var turns []*pieces
 	for _, t := range resp.Topics {
 		topic := t.Topic
 		if topic == "" {
@@ -251,27 +253,31 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 				}
 			}
 			if ok && r.p != nil {
-				b.deliver(tp, r, &t.Partitions[i])
+				if ps := b.prepare(tp, r, &t.Partitions[i]); ps != nil {
+					turns = append(turns, ps)
+				}
 			}
 		}
 	}
+	b.deliverInTurns(turns)
 }
 
-// deliver hands one partition's part of a response to its deliver.
-func (b *brokerLoop) deliver(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition) {
+// prepare splits one partition's part of a response into the pieces its
+// deliver is handed, and moves the partition's position past them. It
+// returns nil when the partition is no longer fetched here.
+func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition) *pieces {
 	f := b.f
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	p := f.parts[tp]
 	if p != r.p || p.stopped || p.broker != b.id {
-		f.mu.Unlock() // removed, added again or moved meanwhile
-		return
+		return nil // removed, added again or moved meanwhile
 	}
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	if leaderMoved(err) {
 		b.drop(tp)
 		f.unassignLocked(tp)
-		f.mu.Unlock()
-		return
+		return nil
 	}
 	out := Fetched{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: rp.HighWatermark,
 		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err}
@@ -284,9 +290,41 @@ func (b *brokerLoop) deliver(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	if out.Err != nil {
 		p.stopped = true
 		b.drop(tp) // forget it in the session
+		return &pieces{p: p, tp: tp, rest: []Fetched{out}}
 	} else if n := len(out.Batches); n > 0 && p.offset == r.offset {
 		p.offset = max(p.offset, out.Batches[n-1].NextOffset())
 		b.changed[tp] = struct{}{}
+	}
+	return &pieces{p: p, tp: tp, rest: split(out, int(f.cfg.PieceBytes))}
+}
+
+// deliverInTurns hands the partitions' pieces on in turns, a piece of each
+// in each round, so that a mirror's throttle, which holds every delivery
+// up, paces the partitions evenly: handing on each partition's part whole
+// let one partition's megabyte go before the next one's started.
+func (b *brokerLoop) deliverInTurns(turns []*pieces) {
+	for len(turns) > 0 {
+		next := turns[:0]
+		for _, ps := range turns {
+			b.deliver(ps.tp, ps.p, ps.rest[0])
+			if ps.rest = ps.rest[1:]; len(ps.rest) > 0 {
+				next = append(next, ps)
+			}
+		}
+		turns = next
+	}
+}
+
+// deliver hands one piece of a partition's part of a response to its
+// deliver, unless the partition was removed or added again since the
+// response came. Only this loop moves its partitions elsewhere, in
+// prepare, so a partition with pieces left is still this loop's.
+func (b *brokerLoop) deliver(tp leaders.TopicPartition, p *partition, out Fetched) {
+	f := b.f
+	f.mu.Lock()
+	if f.parts[tp] != p {
+		f.mu.Unlock() // removed, or added again, between two pieces
+		return
 	}
 	p.delivering = true
 	deliver := p.deliver

@@ -53,6 +53,9 @@ type Config struct {
 	// of it (a broker still returns a first batch larger than either);
 	// defaults 50 MiB and 1 MiB.
 	MaxBytes, PartitionMaxBytes int32
+	// PieceBytes is about how much of one partition's part of a response
+	// is handed over before the next partition's turn; default 256 KiB.
+	PieceBytes int32
 	// RetryBackoff spaces retries after a broker fails a request; default
 	// 250ms.
 	RetryBackoff time.Duration
@@ -99,6 +102,7 @@ func New(cfg Config) (*Fetcher, error) {
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 500*time.Millisecond)
 	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 50<<20)
 	cfg.PartitionMaxBytes = cmp.Or(cfg.PartitionMaxBytes, 1<<20)
+	cfg.PieceBytes = cmp.Or(cfg.PieceBytes, 256<<10)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 250*time.Millisecond)
 	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
 		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},

@@ -69,6 +69,19 @@ func (c *Committed) Keep(b *Batch) (bool, error) {
 	return len(offsets) == 0 || b.BaseOffset < offsets[0], nil
 }
 
+// Open returns the aborted transactions not ended by the batches kept so
+// far: what a response's later batches are filtered with, when they are
+// handed on apart from the earlier ones.
+func (c *Committed) Open() []Aborted {
+	var open []Aborted
+	for id, offsets := range c.aborting {
+		for _, o := range offsets {
+			open = append(open, Aborted{ProducerID: id, FirstOffset: o})
+		}
+	}
+	return open
+}
+
 // abortMarker reads a control batch's first record's key: a version and a
 // type, 0 for abort and 1 for commit.
 func (b *Batch) abortMarker() (bool, error) {
