@@ -206,7 +206,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 // readyz godoc
 //
 //	@Summary		Readiness: the database answers
-//	@Description	200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
+//	@Description	200 when PostgreSQL answers a ping within 2s as a primary (not a read-only standby), else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //	@ID				readyz
 //	@Tags			system
 //	@Produce		json
@@ -217,10 +217,10 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	if err := s.pool.Ping(ctx); err != nil {
+	if err := service.DatabaseWritable(ctx, s.pool); err != nil {
 		// The error names the database's user, name and address, and
 		// /readyz answers anyone: the detail goes to the log only.
-		logger(ctx).WarnContext(ctx, "readiness: the database did not answer",
+		logger(ctx).WarnContext(ctx, "readiness: the database did not answer, or only as a read-only standby",
 			"timeout", readyTimeout, slog.Any("err", err))
 		w.Header().Set("Retry-After", readyRetryAfter)
 		writeProblem(w, r, kindDatabaseDown, "database unavailable", nil)

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -80,7 +81,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 // streamEvents godoc
 //
 //	@Summary		Stream events (server-sent events)
-//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+//	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
 //	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 //	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 //	@Description	A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
@@ -157,13 +158,28 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	poll := time.NewTicker(eventPollInterval)
 	defer poll.Stop()
 	lastWrite := time.Now()
+	waiting := false // for the database, which did not answer
 	for {
 		filter.AfterID = after
 		events, err := s.svc.ListEvents(ctx, filter)
-		if err != nil {
-			if ctx.Err() == nil {
-				logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)
+		switch {
+		case err == nil && waiting:
+			logger(ctx).InfoContext(ctx, "event stream: the database answers again")
+			waiting = false
+		case err == nil:
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, service.ErrDatabaseUnavailable):
+			// An outage or a failover: the stream stays open, kept alive,
+			// and goes on from the last event sent once the database is
+			// back. A browser's EventSource does not reconnect after a
+			// 503, so ending the stream here would end it for good.
+			if !waiting {
+				logger(ctx).WarnContext(ctx, "event stream: waiting for the database", "err", err)
+				waiting = true
 			}
+		default:
+			logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)
 			return
 		}
 		if len(events) > 0 || time.Since(lastWrite) > s.keepAlive {

@@ -97,6 +97,10 @@ func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.P
 		cfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
 	cfg.PingTimeout = pingTimeout
+	// A connection to a server that has become a hot standby refuses every
+	// write: dropped when released, so that the next one is opened where
+	// the URL's target_session_attrs finds a primary.
+	cfg.AfterRelease = func(c *pgx.Conn) bool { return !hotStandby(c) }
 	if p.Warm {
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
 			WarmConn(ctx, c)
@@ -112,6 +116,30 @@ func OpenWith(ctx context.Context, databaseURL string, p OpenParams) (*pgxpool.P
 		return nil, fmt.Errorf("database did not answer: %w", err)
 	}
 	return pool, nil
+}
+
+// hotStandby says whether the connection's server reports itself a hot
+// standby (PostgreSQL 14 and later report in_hot_standby, and report it
+// again when a promotion ends recovery).
+func hotStandby(c *pgx.Conn) bool {
+	return c.PgConn().ParameterStatus("in_hot_standby") == "on"
+}
+
+// PingWritable checks that the pool reaches a database that takes writes:
+// it answers, and not as a read-only hot standby.
+func PingWritable(ctx context.Context, pool *pgxpool.Pool) error {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return interpret(err)
+	}
+	defer c.Release()
+	if err := c.Ping(ctx); err != nil {
+		return interpret(err)
+	}
+	if hotStandby(c.Conn()) {
+		return fmt.Errorf("%w: the server is a read-only hot standby", ErrUnavailable)
+	}
+	return nil
 }
 
 // WithTx runs fn in a transaction, committing when it returns nil. The
@@ -148,8 +176,10 @@ func interpret(err error) error {
 			// character_not_in_repertoire (a NUL or invalid UTF-8 in text),
 			// untranslatable_character (\u0000 in jsonb)
 			return fmt.Errorf("%w: %s", ErrInvalidText, pgErr.Message)
-		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"):
-			// connection exceptions; the server shutting down or starting up
+		case strings.HasPrefix(pgErr.Code, "08"), strings.HasPrefix(pgErr.Code, "57P"), pgErr.Code == "25006":
+			// connection exceptions; the server shutting down or starting
+			// up; read_only_sql_transaction: a standby, or a primary being
+			// demoted in a failover, until the pool finds the new primary
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		return err

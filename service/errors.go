@@ -1,8 +1,11 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/repo"
 )
@@ -83,6 +86,13 @@ func (t TopicState) String() string {
 // connection, a broken one, no answer in time): the request may succeed if
 // tried again later.
 var ErrDatabaseUnavailable = repo.ErrUnavailable
+
+// DatabaseWritable checks, for readiness, that pool reaches a database that
+// takes writes: it answers, and not as a read-only standby (an
+// ErrDatabaseUnavailable otherwise).
+func DatabaseWritable(ctx context.Context, pool *pgxpool.Pool) error {
+	return repo.PingWritable(ctx, pool)
+}
 
 // ErrInvalidText is input the database cannot store as text (a NUL byte,
 // invalid UTF-8) that reached it anyway: bad input, nothing changed.

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,16 +102,17 @@ func (s *Control) waitForTopics(ctx context.Context, res TopicsResult, d time.Du
 	var last WaitResult
 	for {
 		cur, err := s.topicProgress(ctx, res.Mirror, res.Topics, target)
-		if err != nil {
-			if ctx.Err() != nil && last.Topics != nil {
-				last.Waited = time.Since(start)
-				return last, nil
-			}
+		switch {
+		case err == nil:
+			last = cur
+		case last.Topics != nil && (ctx.Err() != nil || errors.Is(err, ErrDatabaseUnavailable)):
+			// An outage or a failover: the wait goes on, and answers with
+			// the states last read if the database is not back in time.
+		default:
 			return WaitResult{}, err
 		}
-		last = cur
 		last.Waited = time.Since(start)
-		if last.settled() {
+		if err == nil && last.settled() {
 			last.Completed = true
 			for _, t := range last.Topics {
 				if t.Ready < t.Total {

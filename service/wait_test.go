@@ -3,9 +3,17 @@ package service_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"kmirror/internal/testing/testdb"
+	"kmirror/internal/testing/testnet"
 	"kmirror/service"
 )
 
@@ -89,5 +97,79 @@ func TestWaitZeroReadsOnce(t *testing.T) {
 		if err != nil || got.Completed || got.Topics[0].Ready != 0 || got.Waited >= 50*time.Millisecond {
 			t.Fatalf("?wait=0s with a wake-up pending: %+v, %v", got, err)
 		}
+	}
+}
+
+// TestWaitForTopicsRidesAnOutage: a wait whose database goes away (an
+// outage, a failover) goes on with the states it last read, and completes
+// once the database is back and the partitions reach the target.
+func TestWaitForTopicsRidesAnOutage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	dbURL := testdb.New(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testnet.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	pool, err := pgxpool.New(ctx, u.String()+"&connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	direct, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(direct.Close)
+	kafka, err := kfake.NewCluster(kfake.SeedTopics(3, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+		Source: service.SourceInput{BootstrapServers: strings.Join(kafka.ListenAddrs(), ",")}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan service.WaitResult, 1)
+	errs := make(chan error, 1)
+	go func() {
+		r, err := svc.WaitForTopicsWoken(ctx, res, time.Minute, nil)
+		done <- r
+		errs <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // past the wait's first read
+	proxy.Cut(testnet.Refuse)
+	// The partitions settle while the waiter cannot see the database.
+	if _, err := direct.Exec(ctx, `UPDATE mirror_partitions SET state = 'MIRRORING' WHERE mirror = 'm1'`); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // the outage: the wait's polls fail meanwhile
+	select {
+	case r := <-done:
+		t.Fatalf("the wait ended during the outage: %+v, %v", r, <-errs)
+	default:
+	}
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if err := <-errs; err != nil || !r.Completed || r.Topics[0].Ready != 3 {
+			t.Fatalf("after the database came back: %+v, %v", r, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait did not complete within 10 s of the database coming back")
 	}
 }

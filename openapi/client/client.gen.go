@@ -2440,14 +2440,14 @@ type ClientInterface interface {
 
 	// Readyz Readiness: the database answers
 	//
-	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
+	// 200 when PostgreSQL answers a ping within 2s as a primary (not a read-only standby), else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 	//
 	// Corresponds with GET /readyz (the `Readyz` operationId).
 	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// StreamEvents Stream events (server-sent events)
 	//
-	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
@@ -2664,7 +2664,7 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 
 // Readyz Readiness: the database answers
 //
-// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
+// 200 when PostgreSQL answers a ping within 2s as a primary (not a read-only standby), else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //
 // Corresponds with GET /readyz (the `Readyz` operationId).
 func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2681,7 +2681,7 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // StreamEvents Stream events (server-sent events)
 //
-// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
@@ -4353,7 +4353,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadyzWithResponse Readiness: the database answers
 	//
-	// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
+	// 200 when PostgreSQL answers a ping within 2s as a primary (not a read-only standby), else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -4362,7 +4362,7 @@ type ClientWithResponsesInterface interface {
 
 	// StreamEventsWithResponse Stream events (server-sent events)
 	//
-	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+	// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
 	// Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 	// The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 	// A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
@@ -6289,7 +6289,7 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 
 // ReadyzWithResponse Readiness: the database answers
 //
-// 200 when PostgreSQL answers a ping within 2s, else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
+// 200 when PostgreSQL answers a ping within 2s as a primary (not a read-only standby), else 503 database-unavailable with Retry-After and no detail of the database (the server log has it). Needs no token. Only PostgreSQL counts: a Kafka cluster that cannot be reached shows in each mirror's status and in kmirror_cluster_reachable, not here, so that a cluster outage does not take every instance out of service.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6304,7 +6304,7 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // StreamEventsWithResponse Stream events (server-sent events)
 //
-// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events.
+// A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
 // Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 // The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 // A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.

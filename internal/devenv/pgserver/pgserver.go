@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,10 @@ type Config struct {
 	Port int
 	// Logger receives start/stop events; nil discards them.
 	Logger *slog.Logger
+	// Settings override the server's settings (postgresql.conf names), for
+	// example synchronous_standby_names on a primary whose standby must
+	// hold every commit it acknowledges.
+	Settings map[string]string
 }
 
 // Server is a running PostgreSQL server. Its superuser is "postgres", with
@@ -55,6 +61,7 @@ type Server struct {
 	logFile   string
 	removeDir bool // baseDir is ours to delete
 	port      int
+	settings  map[string]string
 	watchdog  *watchdog
 
 	stopOnce sync.Once
@@ -73,27 +80,36 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		bins:   bins,
-		as:     as,
-		logger: cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		bins:     bins,
+		as:       as,
+		logger:   cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler)),
+		settings: cfg.Settings,
 	}
 	if err := s.makeDirs(cfg.Dir); err != nil {
 		return nil, err
 	}
+	return s.launch(ctx, cfg.Port, s.initdb)
+}
+
+// launch prepares the data directory with prepare, then starts the server
+// on port (0: a free one) and waits until it accepts connections. A failure
+// undoes what it did.
+func (s *Server) launch(ctx context.Context, port int, prepare func(context.Context) error) (*Server, error) {
 	started := false
 	defer func() {
 		if !started {
 			s.abort()
 		}
 	}()
-	if err := s.initdb(ctx); err != nil {
+	if err := prepare(ctx); err != nil {
 		return nil, err
 	}
-	if s.watchdog, err = startWatchdog(as, bins.pgCtl, s.dataDir, s.removable()); err != nil {
+	var err error
+	if s.watchdog, err = startWatchdog(s.as, s.bins.pgCtl, s.dataDir, s.removable()); err != nil {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		s.port = cfg.Port
+		s.port = port
 		if s.port == 0 {
 			if s.port, err = freePort(); err != nil {
 				return nil, err
@@ -103,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		if err == nil {
 			break
 		}
-		if cfg.Port != 0 || attempt == portAttempts || !errors.Is(err, errPortInUse) {
+		if port != 0 || attempt == portAttempts || !errors.Is(err, errPortInUse) {
 			return nil, err
 		}
 	}
@@ -126,7 +142,7 @@ func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
 		s.watchdog.disarm()
 		out, err := s.pgCtl(context.Background(), "stop", "-D", s.dataDir, "-m", "fast", "-w", "-t", seconds(pgCtlTimeout))
-		if err != nil {
+		if err != nil && s.running() {
 			s.stopErr = fmt.Errorf("pg_ctl stop: %w: %s", err, out)
 			return
 		}
@@ -188,21 +204,33 @@ func (s *Server) initdb(ctx context.Context) error {
 var errPortInUse = errors.New("port in use")
 
 func (s *Server) pgCtlStart(ctx context.Context) error {
-	opts := []string{
-		"listen_addresses=127.0.0.1",
-		fmt.Sprintf("port=%d", s.port),
-		"unix_socket_directories=" + s.dataDir,
+	settings := [][2]string{
+		{"listen_addresses", "127.0.0.1"},
+		{"port", fmt.Sprint(s.port)},
+		{"unix_socket_directories", s.dataDir},
 		// Durability buys nothing for a throw-away server.
-		"fsync=off",
-		"synchronous_commit=off",
-		"full_page_writes=off",
+		{"fsync", "off"},
+		{"synchronous_commit", "off"},
+		{"full_page_writes", "off"},
 		// Parallel tests each hold a pool.
-		"max_connections=300",
+		{"max_connections", "300"},
 	}
 	if s.bins.statStatementsInstalled() {
 		// Statement counts for benchmarks (internal/testing/testdb's ReadStats);
 		// a database sees them after CREATE EXTENSION pg_stat_statements.
-		opts = append(opts, "shared_preload_libraries=pg_stat_statements")
+		settings = append(settings, [2]string{"shared_preload_libraries", "pg_stat_statements"})
+	}
+	var opts []string
+	for _, kv := range settings {
+		if v, ok := s.settings[kv[0]]; ok {
+			kv[1] = v
+		}
+		opts = append(opts, kv[0]+"="+kv[1])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.settings)) {
+		if !slices.ContainsFunc(settings, func(kv [2]string) bool { return kv[0] == k }) {
+			opts = append(opts, k+"="+s.settings[k])
+		}
 	}
 	var o strings.Builder
 	for _, opt := range opts {

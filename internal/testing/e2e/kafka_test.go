@@ -138,11 +138,20 @@ func (p *producer) stop() (int64, error) {
 // the last stable offsets.
 func endOffsets(t *testing.T, addr, topic string, committed bool) map[int32]int64 {
 	t.Helper()
+	out, err := listEnds(addr, topic, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// listEnds is endOffsets returning its error: a topic not created yet.
+func listEnds(addr, topic string, committed bool) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
@@ -156,11 +165,11 @@ func endOffsets(t *testing.T, addr, topic string, committed bool) map[int32]int6
 		err = l.Error()
 	}
 	if err != nil {
-		t.Fatalf("list end offsets of %s at %s: %v", topic, addr, err)
+		return nil, fmt.Errorf("list end offsets of %s at %s: %w", topic, addr, err)
 	}
 	out := map[int32]int64{}
 	l.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
-	return out
+	return out, nil
 }
 
 // readPartition reads a whole topic partition, from its log start to its

@@ -39,9 +39,10 @@ type serverProcess struct {
 	killed atomic.Bool
 }
 
-// startServer runs `kmirror server` with the given instance id. Its output
-// goes to a file in logDir, which the test keeps when it fails.
-func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destination string) *serverProcess {
+// startServer runs `kmirror server` with the given instance id, and args
+// after its own flags (a flag given again there wins). Its output goes to a
+// file in logDir, which the test keeps when it fails.
+func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destination string, args ...string) *serverProcess {
 	t.Helper()
 	path := filepath.Join(logDir, fmt.Sprintf("%02d-%s.log", seq, id))
 	f, err := os.Create(path)
@@ -63,6 +64,7 @@ func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destinati
 		// The crash tests over the record path (--copy-records).
 		s.cmd.Args = append(s.cmd.Args, "--copy-records")
 	}
+	s.cmd.Args = append(s.cmd.Args, args...)
 	s.cmd.Env = childEnv()
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	// Strict JSON log pipelines reject a key given twice in one line.
@@ -183,13 +185,17 @@ type serverLog struct {
 	jsonLines int
 	dupes     []string
 
+	// msgs counts the lines of each message.
+	msgs map[string]int
+
 	ready, leased, mirroring chan struct{}
 	readyOnce, leasedOnce    sync.Once
 	mirroringOnce            sync.Once
 }
 
 func newServerLog(f *os.File) *serverLog {
-	return &serverLog{f: f, ready: make(chan struct{}), leased: make(chan struct{}), mirroring: make(chan struct{})}
+	return &serverLog{f: f, msgs: map[string]int{},
+		ready: make(chan struct{}), leased: make(chan struct{}), mirroring: make(chan struct{})}
 }
 
 // Write is called by one goroutine at a time (exec copies stdout and
@@ -228,6 +234,7 @@ func (l *serverLog) line(b []byte) {
 		return
 	}
 	l.jsonLines++
+	l.msgs[rec.Msg]++
 	if keys := duplicateKeys(b); len(keys) > 0 {
 		l.dupes = append(l.dupes, fmt.Sprintf("%v in %s", keys, b))
 	}
@@ -258,6 +265,13 @@ func (l *serverLog) listenAddr() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.addr
+}
+
+// count is how many lines had the message msg.
+func (l *serverLog) count(msg string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.msgs[msg]
 }
 
 // jsonLinesAndDuplicates returns how many JSON log lines were seen and the

@@ -35,12 +35,19 @@ type world struct {
 	partitions int32
 	lifetimes  int
 	servers    []*serverProcess
+	// args are flags added to every server's, after the test's own.
+	args []string
 }
 
 func newWorld(t *testing.T, topic string, partitions int32) *world {
 	t.Helper()
-	w := &world{t: t, bin: kmirrorBinary(t), mirror: "crash", topic: topic, partitions: partitions}
-	w.dbURL = testdb.New(t)
+	return newWorldOn(t, topic, partitions, testdb.New(t))
+}
+
+// newWorldOn is newWorld on the database at dbURL.
+func newWorldOn(t *testing.T, topic string, partitions int32, dbURL string) *world {
+	t.Helper()
+	w := &world{t: t, bin: kmirrorBinary(t), mirror: "crash", topic: topic, partitions: partitions, dbURL: dbURL}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, w.dbURL)
@@ -98,7 +105,7 @@ func (w *world) keepLogs() {
 func (w *world) start(id string) (*serverProcess, string) {
 	w.t.Helper()
 	w.lifetimes++
-	s := startServer(w.t, w.bin, w.logDir, w.lifetimes, id, w.dbURL, w.clusters.DestinationAddr())
+	s := startServer(w.t, w.bin, w.logDir, w.lifetimes, id, w.dbURL, w.clusters.DestinationAddr(), w.args...)
 	w.servers = append(w.servers, s)
 	return s, s.waitReady(20 * time.Second)
 }

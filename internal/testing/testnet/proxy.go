@@ -11,9 +11,11 @@ import (
 // server: open connections reset, new ones refused) or hanging (a network
 // that drops everything: open connections and new ones get no answer).
 type Proxy struct {
-	ln     net.Listener
+	addr   string
 	target string
 	mu     sync.Mutex
+	ln     net.Listener // under mu
+	closed bool
 	conns  []net.Conn
 	cut    CutMode
 }
@@ -36,17 +38,47 @@ func NewProxy(tb testing.TB, target string) *Proxy {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &Proxy{ln: ln, target: target}
-	go p.accept()
+	p := &Proxy{ln: ln, addr: ln.Addr().String(), target: target}
+	go p.accept(ln)
 	tb.Cleanup(func() {
-		ln.Close()
+		p.mu.Lock()
+		p.closed = true
+		p.ln.Close()
+		p.mu.Unlock()
 		p.closeAll()
 	})
 	return p
 }
 
 // Addr is the host:port to connect to.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+func (p *Proxy) Addr() string { return p.addr }
+
+// Restore brings the target back after a cut, on the same address: new
+// connections are forwarded again. Connections a hang held are closed, as
+// a network that comes back finds its peers gave up on them.
+func (p *Proxy) Restore() error {
+	p.mu.Lock()
+	was := p.cut
+	p.cut = notCut
+	p.mu.Unlock()
+	switch was {
+	case Refuse:
+		ln, err := net.Listen("tcp", p.addr)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.closed {
+			return ln.Close()
+		}
+		p.ln = ln
+		go p.accept(ln)
+	case Hang:
+		p.closeAll()
+	}
+	return nil
+}
 
 // Cut takes the target away from the proxy's clients, as mode says.
 func (p *Proxy) Cut(mode CutMode) {
@@ -54,7 +86,9 @@ func (p *Proxy) Cut(mode CutMode) {
 	p.cut = mode
 	p.mu.Unlock()
 	if mode == Refuse {
+		p.mu.Lock()
 		p.ln.Close()
+		p.mu.Unlock()
 		p.closeAll()
 	}
 }
@@ -68,9 +102,9 @@ func (p *Proxy) closeAll() {
 	p.conns = nil
 }
 
-func (p *Proxy) accept() {
+func (p *Proxy) accept(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
