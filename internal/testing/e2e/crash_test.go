@@ -91,7 +91,7 @@ func TestCrashSafetyTwoInstances(t *testing.T) {
 
 // killCount is how many SIGKILLs a test sends: 10, or KMIRROR_E2E_KILLS
 // for a longer soak.
-func killCount(t *testing.T) int {
+func killCount(t testing.TB) int {
 	t.Helper()
 	v := os.Getenv("KMIRROR_E2E_KILLS")
 	if v == "" {

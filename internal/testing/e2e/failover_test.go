@@ -28,85 +28,23 @@ const failoverDelay = 3 * time.Second
 // TestPostgresFailover: two kmirror servers mirror under traffic through a
 // multi-host database URL (target_session_attrs=read-write) to a primary
 // with a synchronous streaming standby. The primary is stopped as a crash
-// would (-m immediate) and the standby promoted: the API answers 503 while
+// would (-m immediate), just as the second server takes its share over,
+// and the standby promoted: the API answers 503 while
 // no primary answers and 200 again by itself, every pool and the LISTEN
 // connection find the new primary, copying goes on through the gap, no
 // lease is lost, and the copy ends exact with no partition failed.
 func TestPostgresFailover(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	primary, err := pgserver.Start(ctx, pgserver.Config{Settings: map[string]string{"synchronous_commit": "on"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = primary.Stop() })
-	c, err := pgx.Connect(ctx, primary.URL("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	if _, err = c.Exec(ctx, "CREATE DATABASE kmirror"); err != nil {
-		t.Fatal(err)
-	}
-	standby, err := primary.StartStandby(ctx, pgserver.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = standby.Stop() })
-	// Synchronous from here, as Patroni's synchronous mode or RDS
-	// Multi-AZ: a commit the primary acknowledged is on the standby.
-	if _, err = c.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err = c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
-		t.Fatal(err)
-	}
-	waitUntil(t, 10*time.Second, "a synchronous standby", func() bool {
-		var n int
-		err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n)
-		return err == nil && n == 1
-	})
-	dbURL := fmt.Sprintf("postgres://postgres@%s,%s/kmirror?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
-		primary.Addr(), standby.Addr())
-
-	w := newWorldOn(t, crashTopic, crashPartitions, dbURL)
-	w.args = []string{"--lease-ttl", "15s", "--lease-renew-interval", "5s"}
-	kmirrorBinary(t) // built before the producer starts
-	prod := startProducer(t, w.clusters.SourceAddr(), crashTopic, crashPartitions, produceTick, producePerTick)
-	a, apiA := w.start("a")
-	b, apiB := w.start("b")
-	w.createMirror(apiA)
-	created := time.Now()
-	waitUntil(t, 60*time.Second, "both servers mirroring their share", func() bool {
-		owners := map[string]int{}
-		for _, r := range w.rows() {
-			if r.state == "MIRRORING" {
-				owners[r.owner]++
-			}
-		}
-		return owners["a"] == crashPartitions/2 && owners["b"] == crashPartitions/2
-	})
-	t.Logf("both servers mirroring their share %s after the mirror was created", time.Since(created).Round(time.Millisecond))
-	// copied is the destination's records, 0 before its topic exists.
-	copied := func() int64 {
-		ends, _ := listEnds(w.clusters.DestinationAddr(), crashTopic, false)
-		var n int64
-		for _, end := range ends {
-			n += end
-		}
-		return n
-	}
-	waitUntil(t, 30*time.Second, "copying on every partition", func() bool {
-		ends, _ := listEnds(w.clusters.DestinationAddr(), crashTopic, false)
-		for p := range int32(crashPartitions) {
-			if ends[p] < 20 {
-				return false
-			}
-		}
-		return true
-	})
-
-	events := followEvents(t, apiB)
+	f := newFailoverWorld(t)
+	events := followEvents(t, f.apiA)
+	// The crash comes as b takes its share over from a: the takeovers'
+	// re-alignments lose the database half-way.
+	f.startB()
+	f.b.waitEvent("a partition lease", f.b.logs.leased, 30*time.Second, func() string { return describeRows(f.w.rows()) })
+	w, primary, standby, apiA, apiB := f.w, f.primary, f.standby, f.apiA, f.apiB
+	a, b := f.a, f.b
+	copied := f.copied
 	atCrash := copied()
 	crashed := time.Now()
 	if err := primary.Crash(ctx); err != nil {
@@ -163,7 +101,113 @@ func TestPostgresFailover(t *testing.T) {
 			t.Errorf("server %s lost %d lease(s) in a failover of %s", s.id, n, failoverDelay)
 		}
 	}
-	w.finish(prod, func() string { return apiA }, 0, map[string]int{}, time.Since(crashed))
+	w.finish(f.prod, func() string { return apiA }, 0, map[string]int{}, time.Since(crashed))
+}
+
+// failoverWorld is a world on a primary with a synchronous streaming
+// standby, and a server at the default lease timings mirroring the crash
+// topic under traffic through a multi-host URL; b is the second server,
+// started by the test (startB).
+type failoverWorld struct {
+	w                *world
+	primary, standby *pgserver.Server
+	prod             *producer
+	a, b             *serverProcess
+	apiA, apiB       string
+}
+
+func newFailoverWorld(t testing.TB) *failoverWorld {
+	t.Helper()
+	ctx := context.Background()
+	primary, err := pgserver.Start(ctx, pgserver.Config{Settings: map[string]string{"synchronous_commit": "on"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = primary.Stop() })
+	c, err := pgx.Connect(ctx, primary.URL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	if _, err = c.Exec(ctx, "CREATE DATABASE kmirror"); err != nil {
+		t.Fatal(err)
+	}
+	standby, err := primary.StartStandby(ctx, pgserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = standby.Stop() })
+	// Synchronous from here, as Patroni's synchronous mode or RDS
+	// Multi-AZ: a commit the primary acknowledged is on the standby.
+	if _, err = c.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = c.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 10*time.Second, "a synchronous standby", func() bool {
+		var n int
+		err := c.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'").Scan(&n)
+		return err == nil && n == 1
+	})
+	dbURL := fmt.Sprintf("postgres://postgres@%s,%s/kmirror?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+		primary.Addr(), standby.Addr())
+
+	f := &failoverWorld{w: newWorldOn(t, crashTopic, crashPartitions, dbURL), primary: primary, standby: standby}
+	w := f.w
+	w.args = []string{"--lease-ttl", "15s", "--lease-renew-interval", "5s"}
+	kmirrorBinary(t) // built before the producer starts
+	f.prod = startProducer(t, w.clusters.SourceAddr(), crashTopic, crashPartitions, produceTick, producePerTick)
+	f.a, f.apiA = w.start("a")
+	w.createMirror(f.apiA)
+	waitUntil(t, 60*time.Second, "server a mirroring every partition", func() bool {
+		owners := map[string]int{}
+		for _, r := range w.rows() {
+			if r.state == "MIRRORING" {
+				owners[r.owner]++
+			}
+		}
+		return owners["a"] == crashPartitions
+	})
+	waitUntil(t, 30*time.Second, "copying on every partition", func() bool {
+		ends, _ := listEnds(w.clusters.DestinationAddr(), crashTopic, false)
+		for p := range int32(crashPartitions) {
+			if ends[p] < 20 {
+				return false
+			}
+		}
+		return true
+	})
+	return f
+}
+
+// startB starts the second server.
+func (f *failoverWorld) startB() {
+	f.b, f.apiB = f.w.start("b")
+}
+
+// shared waits until a and b mirror two partitions each.
+func (f *failoverWorld) shared(t testing.TB) {
+	t.Helper()
+	waitUntil(t, 60*time.Second, "both servers mirroring their share", func() bool {
+		owners := map[string]int{}
+		for _, r := range f.w.rows() {
+			if r.state == "MIRRORING" {
+				owners[r.owner]++
+			}
+		}
+		return owners["a"] == crashPartitions/2 && owners["b"] == crashPartitions/2
+	})
+}
+
+// copied is the destination's records, 0 before its topic exists.
+func (f *failoverWorld) copied() int64 {
+	ends, _ := listEnds(f.w.clusters.DestinationAddr(), crashTopic, false)
+	var n int64
+	for _, end := range ends {
+		n += end
+	}
+	return n
 }
 
 // eventLog is what an event stream has sent.
@@ -175,7 +219,7 @@ type eventLog struct {
 
 // followEvents reads GET /v1/events until the test ends; it fails the
 // test if the stream ends first.
-func followEvents(t *testing.T, api string) *eventLog {
+func followEvents(t testing.TB, api string) *eventLog {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/v1/events", nil)
@@ -225,7 +269,7 @@ func (l *eventLog) saw(s string) bool {
 
 // waitUntil polls cond every 50 ms until it holds, or fails the test after
 // timeout.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

@@ -28,14 +28,14 @@ type producer struct {
 	err  error
 }
 
-func startProducer(t *testing.T, addr, topic string, partitions int32, tick time.Duration, perTick int) *producer {
+func startProducer(t testing.TB, addr, topic string, partitions int32, tick time.Duration, perTick int) *producer {
 	return startProducerOpts(t, addr, topic, partitions, tick, perTick, false)
 }
 
 // startProducerOpts is startProducer; with transactional, each tick's
 // records are one transaction and every fourth one is aborted (its records
 // do not count as sent).
-func startProducerOpts(t *testing.T, addr, topic string, partitions int32, tick time.Duration, perTick int, transactional bool) *producer {
+func startProducerOpts(t testing.TB, addr, topic string, partitions int32, tick time.Duration, perTick int, transactional bool) *producer {
 	t.Helper()
 	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
 	if transactional {
@@ -124,6 +124,13 @@ func (p *producer) fail(err error) {
 	p.err = err
 }
 
+// count is how many records have been acknowledged so far.
+func (p *producer) count() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent
+}
+
 // stop ends production and returns how many records were acknowledged.
 func (p *producer) stop() (int64, error) {
 	p.cancel()
@@ -136,7 +143,7 @@ func (p *producer) stop() (int64, error) {
 
 // endOffsets lists a topic's end offsets per partition; committed lists
 // the last stable offsets.
-func endOffsets(t *testing.T, addr, topic string, committed bool) map[int32]int64 {
+func endOffsets(t testing.TB, addr, topic string, committed bool) map[int32]int64 {
 	t.Helper()
 	out, err := listEnds(addr, topic, committed)
 	if err != nil {
@@ -174,7 +181,7 @@ func listEnds(addr, topic string, committed bool) (map[int32]int64, error) {
 
 // readPartition reads a whole topic partition, from its log start to its
 // end (the last stable offset when readCommitted).
-func readPartition(t *testing.T, addr, topic string, part int32, readCommitted bool) []*kgo.Record {
+func readPartition(t testing.TB, addr, topic string, part int32, readCommitted bool) []*kgo.Record {
 	t.Helper()
 	end := endOffsets(t, addr, topic, readCommitted)[part]
 	if end == 0 {

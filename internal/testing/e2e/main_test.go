@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 // kmirrorBinary builds the kmirror command once per test binary and returns
 // its path.
-func kmirrorBinary(t *testing.T) string {
+func kmirrorBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		goCmd, err := exec.LookPath("go")

@@ -29,7 +29,7 @@ const (
 
 // serverProcess is one lifetime of a `kmirror server` child process.
 type serverProcess struct {
-	t    *testing.T
+	t    testing.TB
 	id   string
 	cmd  *exec.Cmd
 	logs *serverLog
@@ -42,7 +42,7 @@ type serverProcess struct {
 // startServer runs `kmirror server` with the given instance id, and args
 // after its own flags (a flag given again there wins). Its output goes to a
 // file in logDir, which the test keeps when it fails.
-func startServer(t *testing.T, bin, logDir string, seq int, id, dbURL, destination string, args ...string) *serverProcess {
+func startServer(t testing.TB, bin, logDir string, seq int, id, dbURL, destination string, args ...string) *serverProcess {
 	t.Helper()
 	path := filepath.Join(logDir, fmt.Sprintf("%02d-%s.log", seq, id))
 	f, err := os.Create(path)

@@ -23,7 +23,7 @@ import (
 // destination kfake cluster in the test process (the children reach them
 // over loopback TCP), the kmirror binary, and the servers it started.
 type world struct {
-	t          *testing.T
+	t          testing.TB
 	bin        string
 	dbURL      string
 	pool       *pgxpool.Pool
@@ -39,13 +39,13 @@ type world struct {
 	args []string
 }
 
-func newWorld(t *testing.T, topic string, partitions int32) *world {
+func newWorld(t testing.TB, topic string, partitions int32) *world {
 	t.Helper()
 	return newWorldOn(t, topic, partitions, testdb.New(t))
 }
 
 // newWorldOn is newWorld on the database at dbURL.
-func newWorldOn(t *testing.T, topic string, partitions int32, dbURL string) *world {
+func newWorldOn(t testing.TB, topic string, partitions int32, dbURL string) *world {
 	t.Helper()
 	w := &world{t: t, bin: kmirrorBinary(t), mirror: "crash", topic: topic, partitions: partitions, dbURL: dbURL}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -251,6 +251,9 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 			ThrottledMs: s.throttledMs.Load(), HandBack: true})
 	}
 	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil && stopReason != errStop {
+		// The next session starts from the row: it must start where
+		// this one's copies were answered, saved or not.
+		w.syncRow(s)
 		return retryable("save checkpoint: %v", err)
 	}
 	w.syncRow(s)

@@ -92,6 +92,9 @@ type Worker struct {
 	// awaitingRecreate is set while partition 0's worker recreates the
 	// destination topic; the checkpoint is re-read afterwards.
 	awaitingRecreate bool
+	// inOutage is set while steps fail for want of the database, which
+	// is said once (outage).
+	inOutage bool
 
 	// inSlot is set while the worker holds a prepare slot, so its
 	// alignment's record reads do not wait for a second one (readSlot).
@@ -159,12 +162,23 @@ var errStop = errors.New("worker stopping")
 type failure struct {
 	msg       string
 	retryable bool
+	// outage is the database error among a retryable failure's causes:
+	// then it is no failure of the partition (Worker.outage).
+	outage error
 }
 
 func (f *failure) Error() string { return f.msg }
 
+func (f *failure) Unwrap() error { return f.outage }
+
 func retryable(format string, args ...any) error {
-	return &failure{msg: fmt.Sprintf(format, args...), retryable: true}
+	f := &failure{msg: fmt.Sprintf(format, args...), retryable: true}
+	for _, a := range args {
+		if err, ok := a.(error); ok && errors.Is(err, service.ErrDatabaseUnavailable) {
+			f.outage = err
+		}
+	}
+	return f
 }
 
 func permanent(format string, args ...any) error {
@@ -203,10 +217,41 @@ func (w *Worker) Run(leaseCtx context.Context) {
 			return
 		default:
 		}
-		if !w.handle(ctx, w.safeStep(ctx)) {
+		err := w.safeStep(ctx)
+		if w.outage(ctx, err) {
+			continue
+		}
+		w.inOutage = false
+		if !w.handle(ctx, err) {
 			return
 		}
 	}
+}
+
+// outagePause is how long a worker waits before it tries a step again
+// that the database did not answer.
+const outagePause = time.Second
+
+// outage says whether err is the database not answering (an outage, a
+// failover) rather than a fault of the partition, and then waits a pause
+// before the step is tried again: no FAILED (whose write would not reach
+// the database either) and no alarm. The lease's trust deadline decides
+// how long the worker goes on without the database.
+func (w *Worker) outage(ctx context.Context, err error) bool {
+	if err == nil || !errors.Is(err, service.ErrDatabaseUnavailable) || ctx.Err() != nil {
+		return false
+	}
+	if !w.inOutage {
+		// Once per outage: at 10,000 partitions a line per retry would
+		// flood the log.
+		w.log.Warn("the database does not answer; trying again every second", "err", err)
+		w.inOutage = true
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(outagePause):
+	}
+	return true
 }
 
 // start loads the partition and, where another owner left it in flight,
@@ -236,8 +281,19 @@ func (w *Worker) start(ctx context.Context) bool {
 	// finds (divergence, a recreated source...) is.
 	switch row.State {
 	case service.StateMirroring, service.StatePausing, service.StateStopping:
-		if err := w.takeOver(ctx); err != nil {
-			return w.handle(ctx, err)
+		for {
+			err := w.takeOver(ctx)
+			if err == nil {
+				break
+			}
+			// Not the step loop's retry: the state must not be acted on
+			// before the takeover's re-alignment is recorded.
+			if !w.outage(ctx, err) {
+				return w.handle(ctx, err)
+			}
+			if !w.lease.Valid() {
+				return false
+			}
 		}
 	}
 	return true
