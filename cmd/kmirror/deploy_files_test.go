@@ -71,6 +71,9 @@ func TestDeployFiles(t *testing.T) {
 			if tok := s.Environment["KMIRROR_API_TOKEN"]; !strings.Contains(tok, ":?") {
 				t.Errorf("%s does not require KMIRROR_API_TOKEN: %q", name, tok)
 			}
+			if got := strings.Join(s.Healthcheck.Test, " "); got != "CMD /usr/local/bin/kmirror health --path /readyz" {
+				t.Errorf("%s's health check is %q, want kmirror health on /readyz (ready: the database answers)", name, got)
+			}
 			if s.Environment["KMIRROR_INSTANCE_ID"] == "" || s.DependsOn["postgres"].Condition != "service_healthy" {
 				t.Errorf("%s: %+v", name, s)
 			}
