@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/testing/syncbuf"
 	"kmirror/internal/testing/testdb"
 	"kmirror/service"
@@ -75,6 +76,9 @@ type envOpts struct {
 	insecureClearSecrets bool
 	// sourceTimeout is the service's source timeout (0: its default).
 	sourceTimeout time.Duration
+	// destinationIsSource makes the env's cluster the server's
+	// destination too (preflight checks).
+	destinationIsSource bool
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -102,8 +106,13 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	if secrets == nil && !opts.noSecretKey {
 		secrets = newKeyring(t)
 	}
+	var destination kafkaconn.Config
+	if opts.destinationIsSource {
+		destination = kafkaconn.Config{BootstrapServers: kafka.ListenAddrs()}
+	}
 	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
-		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout})
+		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout,
+		Destination: destination})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,6 +170,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		r.With(admin).Patch("/mirrors/{mirror}", s.updateMirror)
 		r.With(admin).Delete("/mirrors/{mirror}", s.deleteMirror)
 		r.With(operator).Post("/mirrors/{mirror}:sync", s.syncMirror)
+		r.With(operator).Post("/mirrors/{mirror}:check", s.checkMirror)
 		r.With(operator).Post("/mirrors/{mirror}/topics:add", s.addTopics)
 		r.With(operator).Post("/mirrors/{mirror}/topics:pause", s.pauseTopics)
 		r.With(operator).Post("/mirrors/{mirror}/topics:resume", s.resumeTopics)

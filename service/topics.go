@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/vocabulary/states"
 	"kmirror/repo"
 )
@@ -57,6 +58,36 @@ func topicOf(t repo.Topic) Topic {
 	return Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced,
 		Partitions: t.Partitions, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+// matchSourceTopics returns the source topics pattern matches (not
+// Kafka's internal ones), with their partition counts; none is a
+// *NotFoundError.
+func (s *Control) matchSourceTopics(ctx context.Context, conn kafkaconn.Config, mirror, pattern string) (map[string]int32, error) {
+	re, err := compileTopicPattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	source, err := s.sourceTopics(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	matched := map[string]int32{}
+	matcher := newPatternMatcher(re, pattern)
+	for name, parts := range source {
+		ok, err := matcher.match(name)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !slices.Contains(kafkaInternalTopics, name) {
+			matched[name] = parts
+		}
+	}
+	if len(matched) == 0 {
+		return nil, &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
+			"no topic on the source cluster of mirror %s matches %q", mirror, pattern)}
+	}
+	return matched, nil
 }
 
 // AddTopicsInput is a request to start (or restart) mirroring topics.
@@ -120,8 +151,7 @@ func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
 // With in.DryRun every check runs, under the same lock, and nothing is
 // written.
 func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInput) (TopicsResult, error) {
-	re, err := compileTopicPattern(in.Topic)
-	if err != nil {
+	if _, err := compileTopicPattern(in.Topic); err != nil {
 		return TopicsResult{}, err
 	}
 	if in.Recreate && in.Continue {
@@ -132,13 +162,9 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "keep_divergent",
 			Message: "keep_divergent says what continue does with a divergent tail: give it with continue"}}}
 	}
-	rf := DefaultReplicationFactor
-	if in.ReplicationFactor != nil {
-		rf = *in.ReplicationFactor
-		if rf != DefaultReplicationFactor && (rf < 1 || rf > 32767) {
-			return TopicsResult{}, &ValidationError{Fields: []FieldError{{Field: "replication_factor",
-				Message: fmt.Sprintf("%d is out of range [1, 32767] (or -1: the destination's default)", rf)}}}
-		}
+	rf, err := replicationFactorOf(in.ReplicationFactor)
+	if err != nil {
+		return TopicsResult{}, err
 	}
 	m, err := s.mirror(ctx, mirror)
 	if err != nil {
@@ -149,24 +175,9 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if err != nil {
 		return TopicsResult{}, err
 	}
-	source, err := s.sourceTopics(ctx, conn)
+	matched, err := s.matchSourceTopics(ctx, conn, mirror, in.Topic)
 	if err != nil {
 		return TopicsResult{}, err
-	}
-	matched := map[string]int32{}
-	matcher := newPatternMatcher(re, in.Topic)
-	for name, parts := range source {
-		ok, err := matcher.match(name)
-		if err != nil {
-			return TopicsResult{}, err
-		}
-		if ok && !slices.Contains(kafkaInternalTopics, name) {
-			matched[name] = parts
-		}
-	}
-	if len(matched) == 0 {
-		return TopicsResult{}, &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
-			"no topic on the source cluster of mirror %s matches %q", mirror, in.Topic)}
 	}
 	names := sortedKeys(matched)
 	matches := make([]TopicMatch, len(names))

@@ -53,6 +53,12 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
   --sync     --mirror NAME         copy the source's metadata now (topic configs,
                                    partition growth, consumer group offsets,
                                    ACLs) and print the result
+  --check    --mirror NAME [--topic REGEX] [--replication-factor N]
+                                   check what the mirror needs of its source and
+                                   destination with kmirror's own credentials
+                                   (the mirror's topics, or those matching
+                                   --topic): one row per check, pass, warn or
+                                   fail, with what to grant; exits 1 on a fail
 
 --topic is an RE2 pattern matched against whole topic names ("orders|payments",
 "orders\..*"). The source's SASL password comes from --sasl-password-file or,
@@ -84,7 +90,7 @@ Flags:
 `
 
 // mirrorsActions are the action flags, in the order usage lists them.
-var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync"}
+var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync", "check"}
 
 // mirrorsActionHelp says what each action does, for the flag list.
 var mirrorsActionHelp = map[string]string{
@@ -97,14 +103,15 @@ var mirrorsActionHelp = map[string]string{
 	"resume":   "continue copying paused topics from where they stopped",
 	"remove":   "stop mirroring the topics (failover: the destination becomes writable)",
 	"sync":     "copy the source's metadata now and print the result",
+	"check":    "check what the mirror needs of its source and destination (preflight)",
 }
 
 // mirrorsFlagActions lists, for each non-action flag, the actions it applies
 // to; --server applies to all. A flag given with another action is a usage
 // error rather than silently ignored.
 var mirrorsFlagActions = map[string][]string{
-	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove", "sync"},
-	"topic":                   {"describe", "add", "pause", "resume", "remove"},
+	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove", "sync", "check"},
+	"topic":                   {"describe", "add", "pause", "resume", "remove", "check"},
 	"source-bootstrap":        {"create"},
 	"security-protocol":       {"create"},
 	"sasl-mechanism":          {"create"},
@@ -117,7 +124,7 @@ var mirrorsFlagActions = map[string][]string{
 	"config":                  {"create"},
 	"dry-run":                 {"create", "add", "remove"},
 	"skip-connectivity-check": {"create"},
-	"replication-factor":      {"add"},
+	"replication-factor":      {"add", "check"},
 	"recreate":                {"add"},
 	"continue":                {"add"},
 	"keep-divergent":          {"add"},
@@ -280,7 +287,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	switch o.action {
 	case "create":
 		required = []string{"mirror", "source-bootstrap"}
-	case "delete", "sync":
+	case "delete", "sync", "check":
 		required = []string{"mirror"}
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}

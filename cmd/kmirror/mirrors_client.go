@@ -95,6 +95,8 @@ func (c *mirrorsCLI) run(ctx context.Context) error {
 		return c.transition(ctx)
 	case "sync":
 		return c.sync(ctx)
+	case "check":
+		return c.checkMirror(ctx)
 	}
 	return usagef("unknown action %q", c.opts.action)
 }

@@ -114,6 +114,66 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for MirrorCheckCluster.
+const (
+	MirrorCheckClusterDestination MirrorCheckCluster = "destination"
+	MirrorCheckClusterSource      MirrorCheckCluster = "source"
+)
+
+// Valid indicates whether the value is a known member of the MirrorCheckCluster enum.
+func (e MirrorCheckCluster) Valid() bool {
+	switch e {
+	case MirrorCheckClusterDestination:
+		return true
+	case MirrorCheckClusterSource:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MirrorCheckStatus.
+const (
+	MirrorCheckStatusFail MirrorCheckStatus = "fail"
+	MirrorCheckStatusPass MirrorCheckStatus = "pass"
+	MirrorCheckStatusWarn MirrorCheckStatus = "warn"
+)
+
+// Valid indicates whether the value is a known member of the MirrorCheckStatus enum.
+func (e MirrorCheckStatus) Valid() bool {
+	switch e {
+	case MirrorCheckStatusFail:
+		return true
+	case MirrorCheckStatusPass:
+		return true
+	case MirrorCheckStatusWarn:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for MirrorCheckResultStatus.
+const (
+	MirrorCheckResultStatusFail MirrorCheckResultStatus = "fail"
+	MirrorCheckResultStatusPass MirrorCheckResultStatus = "pass"
+	MirrorCheckResultStatusWarn MirrorCheckResultStatus = "warn"
+)
+
+// Valid indicates whether the value is a known member of the MirrorCheckResultStatus enum.
+func (e MirrorCheckResultStatus) Valid() bool {
+	switch e {
+	case MirrorCheckResultStatusFail:
+		return true
+	case MirrorCheckResultStatusPass:
+		return true
+	case MirrorCheckResultStatusWarn:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MirrorState.
 const (
 	MirrorStateNeedsCredentials MirrorState = "needs_credentials"
@@ -566,6 +626,23 @@ type AddTopicsRequest struct {
 	Topic string `json:"topic"`
 }
 
+// CheckMirrorRequest defines model for CheckMirrorRequest.
+type CheckMirrorRequest struct {
+	// ReplicationFactor ReplicationFactor the destination topics would be created with: 1
+	// to 32767, or -1 (the same as omitting it) for the destination's
+	// default.replication.factor.
+	//
+	// Example: 3
+	ReplicationFactor *int `json:"replication_factor,omitempty"`
+
+	// Topic Topic, an RE2 pattern matching whole source topic names as
+	// topics:add takes it, checks the topics it matches; omitted, the
+	// mirror's own topics.
+	//
+	// Example: orders|payments
+	Topic *string `json:"topic,omitempty"`
+}
+
 // ClampedPartition defines model for ClampedPartition.
 type ClampedPartition struct {
 	// CommittedOffset CommittedOffset is the offset committed on the destination: its log
@@ -853,6 +930,55 @@ type Mirror struct {
 	// UpdatedAt Example: 2026-01-02T15:04:05Z
 	UpdatedAt time.Time `json:"updated_at"`
 }
+
+// MirrorCheck defines model for MirrorCheck.
+type MirrorCheck struct {
+	// Check Check says what was checked.
+	//
+	// Example: read topics
+	Check string `json:"check"`
+
+	// Cluster Cluster is source or destination.
+	Cluster MirrorCheckCluster `json:"cluster"`
+
+	// Detail Detail is what was found.
+	//
+	// Example: not allowed on orders
+	Detail string `json:"detail"`
+
+	// Grant Grant, when the status is not pass, says what to grant or change.
+	//
+	// Example: READ on topic orders
+	Grant *string `json:"grant,omitempty"`
+
+	// Status Status: pass; warn, a feature beside the copy will not work (config,
+	// group offset or ACL sync, read-only enforcement); fail, the copy
+	// will not.
+	Status MirrorCheckStatus `json:"status"`
+}
+
+// MirrorCheckCluster Cluster is source or destination.
+type MirrorCheckCluster string
+
+// MirrorCheckStatus Status: pass; warn, a feature beside the copy will not work (config,
+// group offset or ACL sync, read-only enforcement); fail, the copy
+// will not.
+type MirrorCheckStatus string
+
+// MirrorCheckResult defines model for MirrorCheckResult.
+type MirrorCheckResult struct {
+	Checks []MirrorCheck `json:"checks"`
+	Mirror string        `json:"mirror"`
+
+	// Status Status is the worst of the checks'.
+	Status MirrorCheckResultStatus `json:"status"`
+
+	// Topics Topics are the topics checked.
+	Topics []string `json:"topics"`
+}
+
+// MirrorCheckResultStatus Status is the worst of the checks'.
+type MirrorCheckResultStatus string
 
 // MirrorList defines model for MirrorList.
 type MirrorList struct {
@@ -2194,6 +2320,9 @@ type RemoveTopicsJSONRequestBody = TopicsRequest
 // ResumeTopicsJSONRequestBody defines body for ResumeTopics for application/json ContentType.
 type ResumeTopicsJSONRequestBody = TopicsRequest
 
+// CheckMirrorJSONRequestBody defines body for CheckMirror for application/json ContentType.
+type CheckMirrorJSONRequestBody = CheckMirrorRequest
+
 // AsPartitionOwnerEvent returns the union data inside the Event as a PartitionOwnerEvent
 func (t Event) AsPartitionOwnerEvent() (PartitionOwnerEvent, error) {
 	var body PartitionOwnerEvent
@@ -2619,6 +2748,26 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 	ResumeTopics(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckMirrorWithBody Check what a mirror needs of its clusters (preflight)
+	//
+	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+	CheckMirrorWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CheckMirror Check what a mirror needs of its clusters (preflight)
+	//
+	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+	CheckMirror(ctx context.Context, mirror string, body CheckMirrorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SyncMirror Run a metadata sync pass now
 	//
@@ -3054,6 +3203,46 @@ func (c *Client) ResumeTopicsWithBody(ctx context.Context, mirror string, params
 // Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 func (c *Client) ResumeTopics(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeTopicsRequest(c.Server, mirror, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckMirrorWithBody Check what a mirror needs of its clusters (preflight)
+//
+// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+func (c *Client) CheckMirrorWithBody(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckMirrorRequestWithBody(c.Server, mirror, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CheckMirror Check what a mirror needs of its clusters (preflight)
+//
+// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+func (c *Client) CheckMirror(ctx context.Context, mirror string, body CheckMirrorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCheckMirrorRequest(c.Server, mirror, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4111,6 +4300,53 @@ func NewResumeTopicsRequestWithBody(server string, mirror string, params *Resume
 	return req, nil
 }
 
+// NewCheckMirrorRequest calls the generic CheckMirror builder with application/json body
+func NewCheckMirrorRequest(server string, mirror string, body CheckMirrorJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCheckMirrorRequestWithBody(server, mirror, "application/json", bodyReader)
+}
+
+// NewCheckMirrorRequestWithBody constructs an http.Request for the CheckMirror method, with any body, and a specified content type
+func NewCheckMirrorRequestWithBody(server string, mirror string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "mirror", mirror, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/mirrors/%s:check", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewSyncMirrorRequest constructs an http.Request for the SyncMirror method
 func NewSyncMirrorRequest(server string, mirror string) (*http.Request, error) {
 	var err error
@@ -4552,6 +4788,26 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/mirrors/{mirror}/topics:resume (the `ResumeTopics` operationId).
 	ResumeTopicsWithResponse(ctx context.Context, mirror string, params *ResumeTopicsParams, body ResumeTopicsJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeTopicsResponse, error)
+
+	// CheckMirrorWithBodyWithResponse Check what a mirror needs of its clusters (preflight)
+	//
+	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+	CheckMirrorWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckMirrorResponse, error)
+
+	// CheckMirrorWithResponse Check what a mirror needs of its clusters (preflight)
+	//
+	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+	CheckMirrorWithResponse(ctx context.Context, mirror string, body CheckMirrorJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckMirrorResponse, error)
 
 	// SyncMirrorWithResponse Run a metadata sync pass now
 	//
@@ -6023,6 +6279,110 @@ func (r ResumeTopicsResponse) ContentType() string {
 	return ""
 }
 
+type CheckMirrorResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MirrorCheckResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *Problem
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Problem
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Problem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CheckMirrorResponse) GetJSON200() *MirrorCheckResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON403() *Problem {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON413() *Problem {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON415() *Problem {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON429() *Problem {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON500() *Problem {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CheckMirrorResponse) GetApplicationproblemJSON503() *Problem {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CheckMirrorResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CheckMirrorResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CheckMirrorResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CheckMirrorResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type SyncMirrorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6619,6 +6979,38 @@ func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirr
 		return nil, err
 	}
 	return ParseResumeTopicsResponse(rsp)
+}
+
+// CheckMirrorWithBodyWithResponse Check what a mirror needs of its clusters (preflight)
+//
+// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+func (c *ClientWithResponses) CheckMirrorWithBodyWithResponse(ctx context.Context, mirror string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CheckMirrorResponse, error) {
+	rsp, err := c.CheckMirrorWithBody(ctx, mirror, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckMirrorResponse(rsp)
+}
+
+// CheckMirrorWithResponse Check what a mirror needs of its clusters (preflight)
+//
+// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/mirrors/{mirror}:check (the `CheckMirror` operationId).
+func (c *ClientWithResponses) CheckMirrorWithResponse(ctx context.Context, mirror string, body CheckMirrorJSONRequestBody, reqEditors ...RequestEditorFn) (*CheckMirrorResponse, error) {
+	rsp, err := c.CheckMirror(ctx, mirror, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCheckMirrorResponse(rsp)
 }
 
 // SyncMirrorWithResponse Run a metadata sync pass now
@@ -7821,6 +8213,95 @@ func ParseResumeTopicsResponse(rsp *http.Response) (*ResumeTopicsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCheckMirrorResponse parses an HTTP response from a CheckMirrorWithResponse call
+func ParseCheckMirrorResponse(rsp *http.Response) (*CheckMirrorResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CheckMirrorResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MirrorCheckResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest Problem

@@ -38,6 +38,9 @@ func TopicPartitions(ctx context.Context, c Config, timeout time.Duration) (map[
 	return out, nil
 }
 
+// ProbeOpts bound a client's one-shot requests by timeout (probeOpts).
+func ProbeOpts(timeout time.Duration) []kgo.Opt { return probeOpts(timeout) }
+
 // probeOpts bound a one-shot request by timeout. kgo gives up retrying a bit
 // before the context expires, so a refused or failed dial is reported as
 // such; a broker that accepts but never answers ends at the context deadline.

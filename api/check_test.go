@@ -1,0 +1,65 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"kmirror/internal/testing/testnet"
+	"kmirror/service"
+)
+
+// TestCheckMirror: the preflight answers a row per check for the mirror's
+// topics, or for the topics a pattern matches; a cluster that cannot be
+// reached is a failed row in a 200; bad input is a 400 and an unknown
+// mirror or a pattern that matches nothing a 404.
+func TestCheckMirror(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOpts{destinationIsSource: true})
+	ok(t, e.do(t, "POST", "/v1/mirrors", map[string]any{
+		"name": "m1", "source": map[string]any{"bootstrap_servers": e.bootstrap}}), http.StatusCreated, nil)
+	e.topicsAction(t, "m1", "add", "orders")
+
+	rowOf := func(res service.CheckResult, cluster, check string) service.MirrorCheck {
+		t.Helper()
+		for _, c := range res.Checks {
+			if c.Cluster == cluster && c.Check == check {
+				return c
+			}
+		}
+		t.Fatalf("no %s/%s row in %+v", cluster, check, res.Checks)
+		return service.MirrorCheck{}
+	}
+	var res service.CheckResult
+	ok(t, e.do(t, "POST", "/v1/mirrors/m1:check", nil), http.StatusOK, &res)
+	if res.Status != "pass" || len(res.Topics) != 1 || res.Topics[0] != "orders" || len(res.Checks) < 10 {
+		t.Fatalf("the mirror's own topics: %+v", res)
+	}
+	if r := rowOf(res, "source", "read topics"); r.Status != "pass" {
+		t.Fatalf("read topics: %+v", r)
+	}
+	if r := rowOf(res, "destination", "create topics"); r.Status != "pass" || r.Detail != "every topic exists already" {
+		t.Fatalf("create topics: %+v", r)
+	}
+
+	ok(t, e.do(t, "POST", "/v1/mirrors/m1:check", map[string]any{"topic": "pay.*", "replication_factor": 1}), http.StatusOK, &res)
+	if len(res.Topics) != 1 || res.Topics[0] != "payments" {
+		t.Fatalf("a pattern: %+v", res.Topics)
+	}
+
+	wantProblem(t, e.do(t, "POST", "/v1/mirrors/m1:check", map[string]any{"topic": "nothing"}), 404, "no-match")
+	wantProblem(t, e.do(t, "POST", "/v1/mirrors/m1:check", map[string]any{"replication_factor": 0}), 400, "validation",
+		"replication_factor")
+	wantProblem(t, e.do(t, "POST", "/v1/mirrors/m1:check", map[string]any{"topics": "orders"}), 400, "unknown-field")
+	wantProblem(t, e.do(t, "POST", "/v1/mirrors/nope:check", nil), 404, "not-found")
+
+	// A source that cannot be reached is a failed row, not an error.
+	proxy := testnet.NewProxy(t, strings.Split(e.bootstrap, ",")[0])
+	ok(t, e.do(t, "POST", "/v1/mirrors", map[string]any{
+		"name": "m2", "source": map[string]any{"bootstrap_servers": proxy.Addr()}}), http.StatusCreated, nil)
+	proxy.Cut(testnet.Refuse)
+	ok(t, e.do(t, "POST", "/v1/mirrors/m2:check", nil), http.StatusOK, &res)
+	if r := rowOf(res, "source", "connect"); res.Status != "fail" || r.Status != "fail" || r.Grant == "" {
+		t.Fatalf("an unreachable source: %+v", res)
+	}
+}

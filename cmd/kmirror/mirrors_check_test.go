@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
+)
+
+// TestMirrorsCheck: --check against a full server whose destination
+// principal may not write the topic to mirror prints every check, the
+// failed one with what to grant, and exits 1; with the topic's WRITE
+// granted on another server it passes and exits 0.
+func TestMirrorsCheck(t *testing.T) {
+	t.Parallel()
+	for _, write := range []bool{false, true} {
+		acls := []kfake.ACL{
+			{Resource: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster", Operation: kmsg.ACLOperationAll, Allow: true},
+			{Resource: kmsg.ACLResourceTypeTopic, Name: "__mirror_state", Operation: kmsg.ACLOperationAll, Allow: true},
+			{Resource: kmsg.ACLResourceTypeGroup, Name: "*", Operation: kmsg.ACLOperationAll, Allow: true},
+			{Resource: kmsg.ACLResourceTypeTopic, Name: "bench", Operation: kmsg.ACLOperationDescribe, Allow: true},
+		}
+		if write {
+			acls = append(acls, kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "bench",
+				Operation: kmsg.ACLOperationAll, Allow: true})
+		}
+		for i := range acls {
+			acls[i].Pattern = kmsg.ACLResourcePatternTypeLiteral
+		}
+		clusters, err := devcluster.Start(devcluster.Config{
+			SourceOpts: []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")},
+			DestinationOpts: []kfake.Opt{kfake.NumBrokers(1), kfake.EnableSASL(), kfake.EnableACLs(),
+				kfake.Superuser("PLAIN", "admin", "admin-secret"), kfake.User("PLAIN", "kmirror", "secret", acls...)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(clusters.Close)
+		s := startServerOn(t, slog.New(slog.DiscardHandler), clusters, func(c *serverConfig) {
+			c.Destination = kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()},
+				Security: kafkaconn.Security{Protocol: "SASL_PLAINTEXT", SASLMechanism: "PLAIN",
+					SASLUsername: "kmirror", SASLPassword: "secret"}}
+		})
+		cli := func(args ...string) (int, string, string) {
+			var out, errOut bytes.Buffer
+			code := run(t.Context(), append([]string{"mirrors", "--server", s.base}, args...), &out, &errOut)
+			return code, out.String(), errOut.String()
+		}
+		if code, _, errOut := cli("--create", "--mirror", "m", "--source-bootstrap", clusters.SourceAddr()); code != 0 {
+			t.Fatalf("create: exit %d: %s", code, errOut)
+		}
+		code, out, errOut := cli("--check", "--mirror", "m", "--topic", "bench")
+		t.Logf("WRITE on bench %v: exit %d\n%s%s", write, code, out, errOut)
+		for _, want := range []string{"Checks of mirror m, topics [bench]:", "source       read topics",
+			"destination  create topics"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q", want)
+			}
+		}
+		switch {
+		case !write && (code != 1 || !strings.Contains(out, "destination  write topics") ||
+			!strings.Contains(out, "  destination write topics: WRITE on topic bench") || !strings.Contains(out, "Result: FAIL") ||
+			!strings.Contains(errOut, "failed its checks")):
+			t.Fatalf("without WRITE: exit %d", code)
+		case write && (code != 0 || !strings.Contains(out, "Result: PASS")):
+			t.Fatalf("with WRITE: exit %d", code)
+		}
+	}
+}

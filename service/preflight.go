@@ -1,0 +1,138 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/preflight"
+)
+
+// checkTimeout bounds a preflight check's requests to each cluster.
+const checkTimeout = 10 * time.Second
+
+// CheckInput says what CheckMirror checks.
+type CheckInput struct {
+	// Topic, an RE2 pattern as topics:add takes, checks the source topics
+	// it matches; empty checks the mirror's topics.
+	Topic string
+	// ReplicationFactor is what the topics would be created with (nil:
+	// the destination's default, or each topic's own).
+	ReplicationFactor *int
+}
+
+// MirrorCheck is one preflight check.
+type MirrorCheck struct {
+	// Cluster is source or destination.
+	Cluster string `json:"cluster" enums:"source,destination"`
+	// Check says what was checked.
+	Check string `json:"check" example:"read topics"`
+	// Status: pass; warn, a feature beside the copy will not work (config,
+	// group offset or ACL sync, read-only enforcement); fail, the copy
+	// will not.
+	Status string `json:"status" enums:"pass,warn,fail"`
+	// Detail is what was found.
+	Detail string `json:"detail" example:"not allowed on orders"`
+	// Grant, when the status is not pass, says what to grant or change.
+	Grant string `json:"grant,omitempty" example:"READ on topic orders"`
+} // @name MirrorCheck
+
+// CheckResult is a mirror's preflight.
+type CheckResult struct {
+	Mirror string `json:"mirror"`
+	// Topics are the topics checked.
+	Topics []string `json:"topics"`
+	// Status is the worst of the checks'.
+	Status string        `json:"status" enums:"pass,warn,fail"`
+	Checks []MirrorCheck `json:"checks"`
+} // @name MirrorCheckResult
+
+// CheckMirror checks, against the mirror's source and this server's
+// destination with their own credentials, what the mirror needs of them
+// for its topics (or for the topics in.Topic matches): one row per check.
+// Nothing is written, in the database or on either cluster.
+func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput) (CheckResult, error) {
+	rf, err := replicationFactorOf(in.ReplicationFactor)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	m, err := s.mirror(ctx, mirror)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	conn, err := s.sourceConn(m)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	var topics []string
+	if in.Topic != "" {
+		matched, err := s.matchSourceTopics(ctx, conn, mirror, in.Topic)
+		if err != nil {
+			return CheckResult{}, err
+		}
+		topics = sortedKeys(matched)
+	} else {
+		existing, err := topicsByName(ctx, s.pool, mirror)
+		if err != nil {
+			return CheckResult{}, err
+		}
+		for name, t := range existing {
+			if t.DesiredState != DesiredStopped {
+				topics = append(topics, name)
+				if in.ReplicationFactor == nil && rf == DefaultReplicationFactor {
+					rf = t.ReplicationFactor
+				}
+			}
+		}
+		slices.Sort(topics)
+	}
+	rows := s.runChecks(ctx, conn, topics, rf)
+	out := CheckResult{Mirror: mirror, Topics: topics, Status: string(preflight.Worst(rows)), Checks: []MirrorCheck{}}
+	if out.Topics == nil {
+		out.Topics = []string{}
+	}
+	for _, r := range rows {
+		out.Checks = append(out.Checks, MirrorCheck{Cluster: r.Cluster, Check: r.Check, Status: string(r.Status),
+			Detail: r.Detail, Grant: r.Grant})
+	}
+	return out, nil
+}
+
+// runChecks runs the source's checks, then the destination's.
+func (s *Control) runChecks(ctx context.Context, conn kafkaconn.Config, topics []string, rf int) []preflight.Result {
+	ctx, cancel := context.WithTimeout(ctx, 2*checkTimeout)
+	defer cancel()
+	src, err := conn.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	if err != nil {
+		return []preflight.Result{{Cluster: "source", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
+			Grant: "check the mirror's source settings"}}
+	}
+	defer src.Close()
+	rows, found, groups := preflight.Source(ctx, src, topics)
+	if len(s.destination.BootstrapServers) == 0 {
+		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Warn,
+			Detail: "this server has no destination cluster to check", Grant: "run the check on a server with --destination-bootstrap"})
+	}
+	dst, err := s.destination.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	if err != nil {
+		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
+			Grant: "check the server's destination settings"})
+	}
+	defer dst.Close()
+	return append(rows, preflight.Destination(ctx, dst, found, groups, int16(rf))...)
+}
+
+// replicationFactorOf checks a requested replication factor (nil: the
+// destination's default).
+func replicationFactorOf(in *int) (int, error) {
+	if in == nil {
+		return DefaultReplicationFactor, nil
+	}
+	if rf := *in; rf != DefaultReplicationFactor && (rf < 1 || rf > 32767) {
+		return 0, &ValidationError{Fields: []FieldError{{Field: "replication_factor",
+			Message: fmt.Sprintf("%d is out of range [1, 32767] (or -1: the destination's default)", rf)}}}
+	}
+	return *in, nil
+}
