@@ -1,10 +1,13 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/preflight"
 	"kmirror/internal/testing/testnet"
 	"kmirror/service"
 )
@@ -62,4 +65,35 @@ func TestCheckMirror(t *testing.T) {
 	if r := rowOf(res, "source", "connect"); res.Status != "fail" || r.Status != "fail" || r.Grant == "" {
 		t.Fatalf("an unreachable source: %+v", res)
 	}
+}
+
+// failingPreflight fails one check, as a destination without WRITE would.
+type failingPreflight struct{}
+
+func (failingPreflight) Check(context.Context, kafkaconn.Config, kafkaconn.Config, []string, int) []preflight.Result {
+	return []preflight.Result{
+		{Cluster: "source", Check: "read topics", Status: preflight.Pass, Detail: "allowed on all 1"},
+		{Cluster: "destination", Check: "write topics", Status: preflight.Fail, Detail: "not allowed on orders",
+			Grant: "WRITE on topic orders"},
+	}
+}
+
+// TestAddRefusedByPreflight: topics:add runs the checks and, when one
+// fails, answers 409 preflight-failed listing the failed rows, and adds
+// nothing; skip_checks adds anyway.
+func TestAddRefusedByPreflight(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, envOpts{preflight: failingPreflight{}})
+	ok(t, e.do(t, "POST", "/v1/mirrors", map[string]any{
+		"name": "m1", "source": map[string]any{"bootstrap_servers": e.bootstrap}}), http.StatusCreated, nil)
+	p := wantProblem(t, e.do(t, "POST", "/v1/mirrors/m1/topics:add", map[string]any{"topic": "orders"}), 409,
+		"preflight-failed", "destination write topics: not allowed on orders (grant WRITE on topic orders)")
+	if len(p.Checks) != 1 || p.Checks[0].Check != "write topics" || p.Checks[0].Grant != "WRITE on topic orders" {
+		t.Fatalf("the problem's checks: %+v", p.Checks)
+	}
+	var rows int
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM mirror_topics WHERE mirror = 'm1'`).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("a refused add left %d topic row(s) (%v)", rows, err)
+	}
+	ok(t, e.do(t, "POST", "/v1/mirrors/m1/topics:add?skip_checks=true", map[string]any{"topic": "orders"}), http.StatusOK, nil)
 }

@@ -137,4 +137,5 @@ const (
 	ProblemTypeSyncTimeout          ProblemType = "urn:kmirror:problem:sync-timeout"           // 504: the sync pass did not finish in time
 	ProblemTypeSecretKeyRequired    ProblemType = "urn:kmirror:problem:secret-key-required"    // 409: the request sets a source secret and the server has no key to encrypt it (nothing written)
 	ProblemTypeSecretKeyUnavailable ProblemType = "urn:kmirror:problem:secret-key-unavailable" // 503: a stored secret is sealed under a key this server has not loaded yet (Retry-After)
+	ProblemTypePreflightFailed      ProblemType = "urn:kmirror:problem:preflight-failed"       // 409: topics:add's checks of the clusters failed (see checks); nothing added
 )

@@ -79,6 +79,8 @@ type envOpts struct {
 	// destinationIsSource makes the env's cluster the server's
 	// destination too (preflight checks).
 	destinationIsSource bool
+	// preflight, when set, checks the clusters before topics:add.
+	preflight service.Preflight
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -112,7 +114,7 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	}
 	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
 		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout,
-		Destination: destination})
+		Destination: destination, Preflight: opts.preflight})
 	if err != nil {
 		t.Fatal(err)
 	}

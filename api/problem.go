@@ -26,6 +26,8 @@ type Problem struct {
 	Errors []service.FieldError `json:"errors,omitempty"`
 	// Topics lists the topics whose state refused the action, for conflicts.
 	Topics []TopicState `json:"topics,omitempty"`
+	// Checks lists the failed checks, for preflight-failed.
+	Checks []service.MirrorCheck `json:"checks,omitempty"`
 } // @name Problem
 
 type problemKind struct {
@@ -45,6 +47,7 @@ var (
 	kindMethod          = problemKind{ProblemTypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed}
 	kindConflict        = problemKind{ProblemTypeConflict, "Conflict", http.StatusConflict}
 	kindTransition      = problemKind{ProblemTypeInvalidTransition, "Invalid state transition", http.StatusConflict}
+	kindPreflight       = problemKind{ProblemTypePreflightFailed, "Preflight checks failed", http.StatusConflict}
 	kindSourceDown      = problemKind{ProblemTypeSourceUnavailable, "Source cluster unavailable", http.StatusServiceUnavailable}
 	kindDatabaseDown    = problemKind{ProblemTypeDatabaseUnavailable, "Database unavailable", http.StatusServiceUnavailable}
 	kindUnauthenticated = problemKind{ProblemTypeUnauthenticated, "Authentication required", http.StatusUnauthorized}
@@ -59,7 +62,7 @@ var (
 
 // problemKinds lists every kind, for the spec's ProblemType enum (checked
 // by TestEnumsMatchTheServer).
-var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindRateLimited, kindInternal, kindSyncUnavailable, kindSyncTimeout, kindSecretKeyRequired, kindSecretKeyUnavailable}
+var problemKinds = []problemKind{kindMalformedJSON, kindUnknownField, kindValidation, kindTooLarge, kindMediaType, kindNotFound, kindNoMatch, kindMethod, kindConflict, kindTransition, kindSourceDown, kindDatabaseDown, kindUnauthenticated, kindForbidden, kindRateLimited, kindInternal, kindSyncUnavailable, kindSyncTimeout, kindSecretKeyRequired, kindSecretKeyUnavailable, kindPreflight}
 
 func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail string, extra func(*Problem)) {
 	p := Problem{Type: k.typ, Title: k.title, Status: k.status,
@@ -78,6 +81,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		cf   *service.ConflictError
 		tr   *service.InvalidTransitionError
 		un   *service.UnavailableError
+		pf   *service.PreflightError
 		be   *bodyError
 	)
 	switch {
@@ -100,6 +104,8 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		})
 	case errors.As(err, &tr):
 		writeProblem(w, r, kindTransition, tr.Error(), nil)
+	case errors.As(err, &pf):
+		writeProblem(w, r, kindPreflight, pf.Error(), func(p *Problem) { p.Checks = pf.Checks })
 	case errors.As(err, &un):
 		writeProblem(w, r, kindSourceDown, un.Detail, nil)
 	case errors.Is(err, service.ErrInvalidText):

@@ -21,6 +21,7 @@ import (
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
 //	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
+//	@Param			skip_checks	query	bool				false	"Add without the preflight checks of the clusters (POST /v1/mirrors/{mirror}:check), which otherwise refuse the add with a 409 preflight-failed when one fails"
 //	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
@@ -29,15 +30,19 @@ import (
 //	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
 //	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
-//	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or mirrored by another mirror (each in topics); nothing changed"
+//	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or mirrored by another mirror (each in topics); preflight-failed: a check of the clusters that the add needs failed (each in checks, with what to grant; skip_checks adds anyway); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
 //	@Failure		503	{object}	Problem	"source-unavailable: the source cluster (or, for a dry run with continue, the destination cluster) did not answer; database-unavailable: PostgreSQL did not answer (with Retry-After); secret-key-unavailable: the mirror's secrets are sealed under a key this server has not loaded yet (with Retry-After)"
 //	@Router			/v1/mirrors/{mirror}/topics:add [post]
 func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
-	var dryRun bool
+	var dryRun, skipChecks bool
 	if err := queryBool(r, "dry_run", &dryRun); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if err := queryBool(r, "skip_checks", &skipChecks); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -56,7 +61,7 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.svc.AddTopics(r.Context(), chi.URLParam(r, "mirror"), service.AddTopicsInput{
 		Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Recreate: req.Recreate, Continue: req.Continue,
-		KeepDivergent: req.KeepDivergent, DryRun: dryRun})
+		KeepDivergent: req.KeepDivergent, DryRun: dryRun, SkipChecks: skipChecks})
 	s.writeTopicsResult(w, r, res, wait, err)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"kmirror/internal/runtime/kafkaconn"
@@ -88,7 +89,11 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 		}
 		slices.Sort(topics)
 	}
-	rows := s.runChecks(ctx, conn, topics, rf)
+	checker := s.preflight
+	if checker == nil {
+		checker = KafkaPreflight()
+	}
+	rows := checker.Check(ctx, conn, s.destination, topics, rf)
 	out := CheckResult{Mirror: mirror, Topics: topics, Status: string(preflight.Worst(rows)), Checks: []MirrorCheck{}}
 	if out.Topics == nil {
 		out.Topics = []string{}
@@ -100,22 +105,35 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 	return out, nil
 }
 
-// runChecks runs the source's checks, then the destination's.
-func (s *Control) runChecks(ctx context.Context, conn kafkaconn.Config, topics []string, rf int) []preflight.Result {
+// Preflight checks a mirror's clusters for topics, created with
+// replication factor rf: the rows of internal/runtime/preflight.
+type Preflight interface {
+	Check(ctx context.Context, source, destination kafkaconn.Config, topics []string, rf int) []preflight.Result
+}
+
+// KafkaPreflight checks the real clusters, bounding each one's requests
+// to 10 s.
+func KafkaPreflight() Preflight { return kafkaPreflight{} }
+
+type kafkaPreflight struct{}
+
+// Check runs the source's checks, then the destination's (a warn row
+// when there is no destination to check).
+func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.Config, topics []string, rf int) []preflight.Result {
 	ctx, cancel := context.WithTimeout(ctx, 2*checkTimeout)
 	defer cancel()
-	src, err := conn.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	src, err := source.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
 	if err != nil {
 		return []preflight.Result{{Cluster: "source", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
 			Grant: "check the mirror's source settings"}}
 	}
 	defer src.Close()
 	rows, found, groups := preflight.Source(ctx, src, topics)
-	if len(s.destination.BootstrapServers) == 0 {
+	if len(destination.BootstrapServers) == 0 {
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Warn,
 			Detail: "this server has no destination cluster to check", Grant: "run the check on a server with --destination-bootstrap"})
 	}
-	dst, err := s.destination.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	dst, err := destination.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
 	if err != nil {
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
 			Grant: "check the server's destination settings"})
@@ -135,4 +153,44 @@ func replicationFactorOf(in *int) (int, error) {
 			Message: fmt.Sprintf("%d is out of range [1, 32767] (or -1: the destination's default)", rf)}}}
 	}
 	return *in, nil
+}
+
+// PreflightError refuses a topics:add whose clusters fail the checks that
+// matter for it (CheckMirror's fail rows); nothing was changed.
+type PreflightError struct {
+	Mirror string
+	Checks []MirrorCheck
+}
+
+func (e *PreflightError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "mirror %s: %d check(s) failed, so nothing was added (skip_checks adds anyway):", e.Mirror, len(e.Checks))
+	for _, c := range e.Checks {
+		fmt.Fprintf(&b, " %s %s: %s", c.Cluster, c.Check, c.Detail)
+		if c.Grant != "" {
+			fmt.Fprintf(&b, " (grant %s)", c.Grant)
+		}
+		b.WriteString(";")
+	}
+	return strings.TrimSuffix(b.String(), ";")
+}
+
+// preflightAdd runs the checks for topics about to be added and returns a
+// *PreflightError with the failed rows, if any; nothing without a
+// Preflight.
+func (s *Control) preflightAdd(ctx context.Context, conn kafkaconn.Config, mirror string, topics []string, rf int) error {
+	if s.preflight == nil {
+		return nil
+	}
+	var failed []MirrorCheck
+	for _, r := range s.preflight.Check(ctx, conn, s.destination, topics, rf) {
+		if r.Status == preflight.Fail {
+			failed = append(failed, MirrorCheck{Cluster: r.Cluster, Check: r.Check, Status: string(r.Status),
+				Detail: r.Detail, Grant: r.Grant})
+		}
+	}
+	if len(failed) > 0 {
+		return &PreflightError{Mirror: mirror, Checks: failed}
+	}
+	return nil
 }

@@ -80,6 +80,10 @@ type Config struct {
 	// Notifier, when set, wakes a WaitForTopics as soon as a partition
 	// changes state; without it a wait polls.
 	Notifier *notifier.Notifier
+	// Preflight, when set, checks the clusters before AddTopics adds
+	// (KafkaPreflight: the server's); CheckMirror checks the real clusters
+	// either way.
+	Preflight Preflight
 }
 
 func (c *Config) validate() error {
@@ -101,6 +105,7 @@ type Control struct {
 	destination   kafkaconn.Config
 	sourceState   func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 	notes         *notifier.Notifier
+	preflight     Preflight
 }
 
 // NewControl returns the API's face of the domain.
@@ -117,6 +122,7 @@ func NewControl(cfg Config) (*Control, error) {
 		destination:   cfg.Destination,
 		sourceState:   cfg.SourceState,
 		notes:         cfg.Notifier,
+		preflight:     cfg.Preflight,
 	}, nil
 }
 

@@ -109,6 +109,9 @@ type AddTopicsInput struct {
 	// destination holds past the overlap that the source never had) and
 	// mirrors after it, instead of failing the partition.
 	KeepDivergent bool
+	// SkipChecks adds without the preflight checks (CheckMirror) that an
+	// add otherwise runs for its topics, refusing on a failed one.
+	SkipChecks bool
 	// DryRun resolves the pattern and runs every check of a real add, then
 	// writes nothing. With Continue it also works out, per partition, what
 	// continuing would do (Continuation).
@@ -180,6 +183,11 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, err
 	}
 	names := sortedKeys(matched)
+	if !in.SkipChecks {
+		if err := s.preflightAdd(ctx, conn, mirror, names, rf); err != nil {
+			return TopicsResult{}, err
+		}
+	}
 	matches := make([]TopicMatch, len(names))
 	for i, name := range names {
 		matches[i] = TopicMatch{Topic: name, Partitions: int(matched[name])}

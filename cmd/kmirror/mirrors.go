@@ -36,8 +36,10 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
                                    show every mirrored partition: offsets, lag, state
   --add      --mirror NAME --topic REGEX [--replication-factor N]
            [--recreate | --continue [--keep-divergent]] [--wait D | --dry-run]
+           [--skip-checks]
                                    start mirroring source topics (creates them on
-                                   the destination, read-only while mirrored);
+                                   the destination, read-only while mirrored),
+                                   after the --check rows that matter pass;
                                    with --continue --dry-run, change nothing and
                                    print per partition what continuing would do
   --pause    --mirror NAME --topic REGEX [--wait D]
@@ -125,6 +127,7 @@ var mirrorsFlagActions = map[string][]string{
 	"dry-run":                 {"create", "add", "remove"},
 	"skip-connectivity-check": {"create"},
 	"replication-factor":      {"add", "check"},
+	"skip-checks":             {"add"},
 	"recreate":                {"add"},
 	"continue":                {"add"},
 	"keep-divergent":          {"add"},
@@ -154,6 +157,7 @@ type mirrorsOptions struct {
 	config                configFlag
 	dryRun                bool
 	skipConnectivityCheck bool
+	skipChecks            bool
 
 	replicationFactor int
 	recreate          bool
@@ -237,6 +241,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --add: resolve and check the topics, and with --continue print per partition what continuing would do; with --remove: print what a failover now would leave behind; each changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
+	fs.BoolVar(&o.skipChecks, "skip-checks", false, "with --add: add even if the preflight checks of the clusters (see --check) fail")
 	fs.IntVar(&o.replicationFactor, "replication-factor", 0, "replication factor of the destination topics (default: the destination's)")
 	fs.BoolVar(&o.recreate, "recreate", false, "when restarting a stopped topic, drop and recreate the destination topic instead of failing on divergence")
 	fs.BoolVar(&o.continueHistory, "continue", false, "fail back: accept a destination topic that holds the source's history (the source was mirrored from it), proven from the source's __mirror_state (or by comparing records), and mirror only what follows")

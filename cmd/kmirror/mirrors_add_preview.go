@@ -20,7 +20,7 @@ const continuationFormat = "%-30s %-40s %-10s %-9s %-11s %-17s %-12s %s\n"
 // per partition how the destination's history would be proven, what is
 // left to copy and any divergent tail, and why a partition would fail.
 func (c *mirrorsCLI) previewAdd(ctx context.Context, body client.AddTopicsRequest) error {
-	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, &client.AddTopicsParams{DryRun: ptr(true)}, body)
+	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, &client.AddTopicsParams{DryRun: ptr(true), SkipChecks: ptrOrNil(c.opts.skipChecks)}, body)
 	if err := c.check(resp, err, http.StatusOK); err != nil {
 		return err
 	}

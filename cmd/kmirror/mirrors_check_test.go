@@ -15,8 +15,9 @@ import (
 
 // TestMirrorsCheck: --check against a full server whose destination
 // principal may not write the topic to mirror prints every check, the
-// failed one with what to grant, and exits 1; with the topic's WRITE
-// granted on another server it passes and exits 0.
+// failed one with what to grant, and exits 1, and --add is refused with
+// that row unless --skip-checks; with the topic's WRITE granted on another
+// server the check passes, exits 0, and the add goes through.
 func TestMirrorsCheck(t *testing.T) {
 	t.Parallel()
 	for _, write := range []bool{false, true} {
@@ -70,6 +71,23 @@ func TestMirrorsCheck(t *testing.T) {
 			t.Fatalf("without WRITE: exit %d", code)
 		case write && (code != 0 || !strings.Contains(out, "Result: PASS")):
 			t.Fatalf("with WRITE: exit %d", code)
+		}
+
+		// An add runs the checks that matter for it: without WRITE it is
+		// refused with the failed row, and nothing is added, unless asked
+		// to skip them.
+		code, out, errOut = cli("--add", "--mirror", "m", "--topic", "bench")
+		if !write {
+			if code != 1 || !strings.Contains(errOut, "destination write topics: not allowed on bench (grant WRITE on topic bench)") {
+				t.Fatalf("add without WRITE: exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+			if code, out, _ := cli("--describe", "--mirror", "m"); code != 0 || strings.Contains(out, "bench") {
+				t.Fatalf("a refused add added: %s", out)
+			}
+			code, out, errOut = cli("--add", "--mirror", "m", "--topic", "bench", "--skip-checks")
+		}
+		if code != 0 || !strings.Contains(out, "Added 1 topic(s) to mirror m: [bench]") {
+			t.Fatalf("add (WRITE %v): exit %d, stdout %q, stderr %q", write, code, out, errOut)
 		}
 	}
 }

@@ -161,7 +161,7 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 	if c.opts.dryRun {
 		return c.previewAdd(ctx, body)
 	}
-	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, nil, body)
+	resp, err := c.api.AddTopicsWithResponse(ctx, c.opts.mirror, &client.AddTopicsParams{SkipChecks: ptrOrNil(c.opts.skipChecks)}, body)
 	if err := c.check(resp, err, http.StatusOK); err != nil {
 		return err
 	}

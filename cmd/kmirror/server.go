@@ -425,7 +425,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	control, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
 		SourceTimeout: cfg.SourceTimeout, Logger: log, History: history, Secrets: secrets,
 		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState,
-		Notifier: notes})
+		Notifier: notes, Preflight: service.KafkaPreflight()})
 	if err != nil {
 		return err
 	}

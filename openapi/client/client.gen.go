@@ -375,6 +375,7 @@ const (
 	ProblemTypeMethodNotAllowed     ProblemType = "urn:kmirror:problem:method-not-allowed"
 	ProblemTypeNoMatch              ProblemType = "urn:kmirror:problem:no-match"
 	ProblemTypeNotFound             ProblemType = "urn:kmirror:problem:not-found"
+	ProblemTypePreflightFailed      ProblemType = "urn:kmirror:problem:preflight-failed"
 	ProblemTypeRateLimited          ProblemType = "urn:kmirror:problem:rate-limited"
 	ProblemTypeSecretKeyRequired    ProblemType = "urn:kmirror:problem:secret-key-required"
 	ProblemTypeSecretKeyUnavailable ProblemType = "urn:kmirror:problem:secret-key-unavailable"
@@ -409,6 +410,8 @@ func (e ProblemType) Valid() bool {
 	case ProblemTypeNoMatch:
 		return true
 	case ProblemTypeNotFound:
+		return true
+	case ProblemTypePreflightFailed:
 		return true
 	case ProblemTypeRateLimited:
 		return true
@@ -1680,6 +1683,9 @@ type PlainEventKind string
 
 // Problem defines model for Problem.
 type Problem struct {
+	// Checks Checks lists the failed checks, for preflight-failed.
+	Checks *[]MirrorCheck `json:"checks,omitempty"`
+
 	// Detail Detail says what went wrong with this request, in words.
 	//
 	// Example: invalid input: name: mirror name "bad name" must be 1-249 characters of [a-zA-Z0-9._-]
@@ -2252,6 +2258,9 @@ type TranslateOffsetParams struct {
 type AddTopicsParams struct {
 	// DryRun Resolve and check only; write nothing
 	DryRun *bool `form:"dry_run,omitempty" json:"dry_run,omitempty"`
+
+	// SkipChecks Add without the preflight checks of the clusters (POST /v1/mirrors/{mirror}:check), which otherwise refuse the add with a 409 preflight-failed when one fails
+	SkipChecks *bool `form:"skip_checks,omitempty" json:"skip_checks,omitempty"`
 
 	// Wait Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run
 	Wait *string `form:"wait,omitempty" json:"wait,omitempty"`
@@ -4029,6 +4038,18 @@ func NewAddTopicsRequestWithBody(server string, mirror string, params *AddTopics
 		if params.DryRun != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "dry_run", *params.DryRun, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SkipChecks != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "skip_checks", *params.SkipChecks, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
