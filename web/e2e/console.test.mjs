@@ -414,6 +414,120 @@ test('translate a source offset and sync now', async () => {
 // cellTexts reads a table's body rows as arrays of cell texts.
 const cellTexts = (rows) => rows.evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((c) => c.innerText.replace(/\s+/g, ' ').trim())));
 
+// checkRows reads a check dialog's table: per check, its cluster (its
+// group's heading), then its cells.
+const checkRows = (table) => table.locator('tbody').evaluateAll((groups) => groups.flatMap((g) => {
+  const [head, ...rows] = g.rows;
+  const text = (c) => c.innerText.replace(/\s+/g, ' ').trim();
+  return rows.map((tr) => [text(head).toLowerCase(), ...[...tr.cells].map(text)]);
+}));
+
+const CHECK_SIGNS = { pass: '✓', warn: '!', fail: '✕' };
+
+test('check the clusters, by keyboard: busy while it runs, then a row per check and the overall status', async () => {
+  // The first answer is held until the dialog has been seen busy: on kfake
+  // it comes back faster than a look. kfake grants everything, so the
+  // second answer is given a failed and a warned row on the way, as a
+  // cluster missing two grants would answer.
+  const isCheck = (url) => url.pathname === '/v1/mirrors/web:check';
+  let release;
+  const held = new Promise((r) => { release = r; });
+  let alter = null;
+  await page.route(isCheck, async (route) => {
+    await held;
+    if (!alter) return route.continue();
+    const res = await route.fetch();
+    const body = await res.json();
+    alter(body);
+    return route.fulfill({ response: res, json: body });
+  });
+  const opener = page.getByRole('button', { name: 'Check clusters…' });
+  const dlg = dialog(page);
+  const table = dlg.getByRole('region', { name: 'Checks of web' });
+  const summary = async () => (await dlg.getByRole('status').innerText()).replace(/\s+/g, ' ').trim();
+  // shows asserts that the table has a row per check of body, in its order.
+  const shows = async (body) => {
+    const rows = await checkRows(table);
+    assert.deepEqual(rows.map((r) => r.slice(0, 3)), body.checks.map((c) => [c.cluster, c.check, `${CHECK_SIGNS[c.status]} ${c.status}`]));
+    return rows;
+  };
+  try {
+    await opener.focus();
+    await page.keyboard.press('Enter');
+    await dlg.getByRole('heading', { name: 'Check the clusters of web' }).waitFor();
+    await dlg.getByText('Empty checks the mirror’s 2 topic(s) that are not stopped.', { exact: false }).waitFor();
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Run the checks', 'focus is not on the run button');
+    let answered = page.waitForResponse((res) => isCheck(new URL(res.url())), LONG);
+    await page.keyboard.press('Enter');
+    const busy = dlg.getByRole('button', { name: 'Checking…' });
+    await busy.waitFor();
+    assert.equal(await busy.isDisabled(), true, 'the run button is not disabled while checking');
+    assert.equal(await busy.getAttribute('aria-busy'), 'true');
+    await dlg.getByRole('status').getByText(/^Checking the source and the destination; this takes up to 20 s…$/).waitFor();
+    release();
+    let res = await answered;
+    assert.equal(res.status(), 200);
+    let body = await res.json();
+    await table.waitFor(LONG);
+    let rows = await shows(body);
+    assert.deepEqual(rows.find((r) => r[0] === 'source' && r[1] === 'read topics'), ['source', 'read topics', '✓ pass', 'allowed on all 2']);
+    assert.equal(body.status, 'pass', `kfake failed a check: ${JSON.stringify(body.checks.filter((c) => c.status !== 'pass'))}`);
+    assert.equal(await summary(), `Overall: ✓ pass All ${body.checks.length} checks pass. Everything the mirror needs is allowed. Topics checked: orders, payments.`);
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Close', 'focus is not on Close after the check');
+
+    // Rows that do not pass are marked, and say what to grant or change.
+    alter = (b) => {
+      const set = (cluster, check, status, detail, grant) => Object.assign(b.checks.find((c) => c.cluster === cluster && c.check === check), { status, detail, grant });
+      set('destination', 'write topics', 'fail', 'not allowed on orders', 'WRITE on topic orders');
+      set('source', 'describe topic configs', 'warn', 'not allowed on payments; topic configs are not synced', 'DESCRIBE_CONFIGS on topic payments');
+      b.status = 'fail';
+    };
+    answered = page.waitForResponse((r) => isCheck(new URL(r.url())), LONG);
+    await dlg.getByRole('button', { name: 'Check again' }).click();
+    res = await answered;
+    body = await res.json();
+    await dlg.getByText(/^Overall: . fail/).waitFor(LONG);
+    rows = await shows(body);
+    assert.deepEqual(rows.filter((r) => r[2] !== '✓ pass'), [
+      ['source', 'describe topic configs', '! warn', 'not allowed on payments; topic configs are not synced', 'DESCRIBE_CONFIGS on topic payments'],
+      ['destination', 'write topics', '✕ fail', 'not allowed on orders', 'WRITE on topic orders'],
+    ]);
+    assert.ok(rows.filter((r) => r[2] === '✓ pass').every((r) => r[4] === ''), 'a row that passes names a grant');
+    assert.equal(await summary(), `Overall: ✕ fail ${body.checks.length} checks: 1 fail, 1 warn, ${body.checks.length - 2} pass. `
+      + 'The copy will not work until what the failed rows name is granted or changed. '
+      + 'Failed: write topics (destination). Warned: describe topic configs (source). Topics checked: orders, payments.');
+    await axeCheck(page, 'the check dialog with its result');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'the check dialog with its result, dark theme');
+    await shotOf(dlg, 'console-check-dark');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await shotOf(dlg, 'console-check');
+    await page.setViewportSize(PHONE);
+    // At phone width each check is a card: nothing scrolls sideways.
+    const [scroll, client] = await table.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+    assert.ok(scroll <= client, `the checks scroll sideways at phone width: ${scroll} px in ${client}`);
+    await axeCheck(page, 'the check dialog at phone width');
+    await shotOf(dlg, 'console-check-phone');
+    await table.locator('tr.row-failed').scrollIntoViewIfNeeded();
+    await shotOf(dlg, 'console-check-phone-failed');
+    await page.setViewportSize(DESKTOP);
+
+    // A pattern that matches nothing is the server's 404, in the dialog's
+    // words, and the last result goes.
+    alter = null;
+    await dlg.getByLabel('Topic pattern (optional)').fill('no-such-topic-.*');
+    await page.keyboard.press('Enter');
+    await dlg.getByRole('alert').getByText(/^Not done: /).waitFor(LONG);
+    assert.equal(await table.count(), 0, 'the last result is still shown beside the error');
+    await page.keyboard.press('Escape');
+    await dlg.waitFor({ state: 'detached' });
+    await waitFor('focus back on Check clusters…', () => page.evaluate(() => document.activeElement?.textContent === 'Check clusters…'), 5_000);
+  } finally {
+    release();
+    await page.unroute(isCheck);
+  }
+});
+
 test('fail back: add with continue shows each partition\'s plan, refuses one that would fail, then mirrors after the overlap', async () => {
   // TestConsoleInBrowser seeded fb-copied (the destination holds the
   // source's first 20 records of each partition, the source 5 more) and
@@ -562,7 +676,7 @@ test('with the read token there are no action buttons, and the server refuses ch
   assert.equal(await p.getByRole('link', { name: 'New mirror' }).isVisible(), false);
   await p.goto(`${base}/#/mirrors/web`);
   await topicItem(p, 'payments').waitFor();
-  const actions = p.getByRole('button', { name: /^(Pause|Resume|Remove|Restart|Add topics…|Sync now…|Edit config…|Delete mirror…)$/ });
+  const actions = p.getByRole('button', { name: /^(Pause|Resume|Remove|Restart|Add topics…|Sync now…|Check clusters…|Edit config…|Delete mirror…)$/ });
   assert.equal(await actions.count(), 0, 'action buttons are shown to the read token');
   const status = await p.evaluate(async (token) => {
     const r = await fetch('/v1/mirrors/web/topics:resume', {
@@ -574,7 +688,7 @@ test('with the read token there are no action buttons, and the server refuses ch
   await p.context().close();
 });
 
-test('with an operator token the topic actions and sync show, the mirror admin actions do not', async () => {
+test('with an operator token the topic actions, sync and check show, the mirror admin actions do not', async () => {
   const p = await newPage(DESKTOP);
   await signIn(p, env('KMIRROR_OPERATOR_TOKEN'));
   await p.getByRole('link', { name: 'web' }).waitFor();
@@ -582,7 +696,7 @@ test('with an operator token the topic actions and sync show, the mirror admin a
   assert.equal(await p.getByRole('link', { name: 'New mirror' }).isVisible(), false);
   await p.goto(`${base}/#/mirrors/web`);
   await topicItem(p, 'payments').waitFor();
-  for (const name of ['Add topics…', 'Sync now…']) {
+  for (const name of ['Add topics…', 'Sync now…', 'Check clusters…']) {
     assert.equal(await p.getByRole('button', { name }).count(), 1, `${name} is hidden from the operator`);
   }
   assert.ok(await topicItem(p, 'orders').getByRole('button', { name: /^(Pause|Resume|Restart)$/ }).count() > 0,

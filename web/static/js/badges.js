@@ -21,3 +21,13 @@ export function stateBadges(states) {
 export function desiredBadge(desired) {
   return h('span', { class: `badge desired-${desired}` }, desired);
 }
+
+// CHECK_SIGNS mark a check's status beside its word, for a table scanned
+// by eye; screen readers hear the word only.
+const CHECK_SIGNS = { pass: '✓', warn: '!', fail: '✕' };
+
+/** checkBadge shows a preflight check's status: pass, warn or fail. */
+export function checkBadge(status) {
+  return h('span', { class: `badge check-${status}` },
+    h('span', { 'aria-hidden': 'true' }, `${CHECK_SIGNS[status] || '?'} `), status);
+}

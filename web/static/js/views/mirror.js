@@ -23,6 +23,7 @@ import { PartitionPages, moreButton } from '../partition_pages.js';
 import { errorsView, tailsView } from './attention.js';
 import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
+import { checkDialog } from './check.js';
 import { tailText } from './continuation.js';
 
 // ATTENTION_PAGE is how many partitions with an error, or with a kept
@@ -165,6 +166,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
     remove: (t) => removeDialog(name, t, refreshNow),
     restart: (t) => restartDialog(name, t, refreshNow),
     sync: () => syncDialog(name, refreshNow),
+    check: () => checkDialog(name, view.data.topics),
     config: () => configDialog(view.data.mirror, refreshNow),
     del: () => deleteDialog(view.data.mirror, view.data.topics),
   };
@@ -203,6 +205,7 @@ function headView(m, session, actions) {
     m.last_sync && !m.last_sync.ok ? syncErrors(m.last_sync) : null,
     session.canOperate ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Mirror actions' },
       h('button', { type: 'button', class: 'btn', onclick: actions.sync, 'data-focus-key': 'act-sync' }, 'Sync now…'),
+      h('button', { type: 'button', class: 'btn', onclick: actions.check, 'data-focus-key': 'act-check' }, 'Check clusters…'),
       session.canAdmin ? h('button', { type: 'button', class: 'btn', onclick: actions.config, 'data-focus-key': 'act-config' }, 'Edit config…') : null,
       session.canAdmin ? h('button', { type: 'button', class: 'btn danger', onclick: actions.del, 'data-focus-key': 'act-delete' }, 'Delete mirror…') : null) : null,
   ];
