@@ -79,15 +79,21 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 		if err != nil {
 			return CheckResult{}, err
 		}
+		factors := map[int]bool{}
 		for name, t := range existing {
 			if t.DesiredState != DesiredStopped {
 				topics = append(topics, name)
-				if in.ReplicationFactor == nil && rf == DefaultReplicationFactor {
-					rf = t.ReplicationFactor
-				}
+				factors[t.ReplicationFactor] = true
 			}
 		}
 		slices.Sort(topics)
+		// The topics' own factor when they share one; the destination's
+		// default when they differ (one factor is checked).
+		if in.ReplicationFactor == nil && len(factors) == 1 {
+			for f := range factors {
+				rf = f
+			}
+		}
 	}
 	checker := s.preflight
 	if checker == nil {
