@@ -307,6 +307,18 @@ async function main(): Promise<void> {
       "urn:kmirror:problem:not-found",
     );
 
+    // The preflight: a row per check, typed by cluster and status.
+    const pre = await admin.POST("/v1/mirrors/{mirror}:check", { params: { path: { mirror } }, body: {} });
+    check(pre.data !== undefined && pre.data.mirror === mirror && pre.data.checks.length > 0, `check: ${JSON.stringify(pre.error)}`);
+    const row: Schemas["MirrorCheck"] | undefined = pre.data.checks.find((c) => c.cluster === "source" && c.check === "connect");
+    check(row?.status === "pass", `check: source connect ${JSON.stringify(row)}`);
+    expectProblem(
+      "check of topics that match nothing",
+      await admin.POST("/v1/mirrors/{mirror}:check", { params: { path: { mirror } }, body: { topic: "nothing-matches-this" } }),
+      404,
+      "urn:kmirror:problem:no-match",
+    );
+
     const sync = await admin.POST("/v1/mirrors/{mirror}:sync", { params: { path: { mirror } } });
     check(sync.data?.trigger === "request" && typeof sync.data.ok === "boolean", `sync: ${JSON.stringify(sync.error)}`);
     check(!Number.isNaN(new Date(sync.data.finished_at).getTime()), "sync: finished_at");

@@ -269,11 +269,21 @@ func (w *Worker) start(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	row, err := w.eng.Row(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
-	if err != nil {
-		w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
-		return false
+	var row repo.Partition
+	for {
+		row, err = w.eng.Row(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
+		if err == nil {
+			break
+		}
+		// An outage or a failover: tried again while the lease holds. A
+		// worker that ended here left its lease held with nobody working
+		// the partition: a pause after the failover never finished.
+		if !w.outage(ctx, err) || !w.lease.Valid() {
+			w.log.Warn("cannot load partition; giving the lease time to move on", "err", err)
+			return false
+		}
 	}
+	w.inOutage = false
 	w.row = row
 	// A state another owner left in flight may hide records it wrote after
 	// its last checkpoint: re-align as part of taking the lease, and keep
