@@ -597,6 +597,99 @@ test('fail back: add with continue shows each partition\'s plan, refuses one tha
   });
 });
 
+test('an add the checks of the clusters refuse shows the failed rows, and adds without the checks only when asked', async () => {
+  // kfake allows everything, so its checks pass. Here every topics:add
+  // without skip_checks, the preview's dry run as well as the add, is
+  // answered as a destination without WRITE on the topic answers it; those
+  // with skip_checks go through to the server.
+  const isAdd = (url) => url.pathname === '/v1/mirrors/web/topics:add';
+  const failed = { cluster: 'destination', check: 'write topics', status: 'fail', detail: 'not allowed on inventory', grant: 'WRITE on topic inventory' };
+  const problem = {
+    type: 'urn:kmirror:problem:preflight-failed', title: 'Preflight checks failed', status: 409, instance: '/v1/mirrors/web/topics:add',
+    detail: 'mirror web: 1 check(s) failed, so nothing was added (skip_checks adds anyway): destination write topics: not allowed on inventory (grant WRITE on topic inventory)',
+    checks: [failed],
+  };
+  const adds = [];
+  await page.route(isAdd, async (route) => {
+    const url = new URL(route.request().url());
+    adds.push([url.searchParams.get('dry_run'), url.searchParams.get('skip_checks'), url.searchParams.get('wait'), route.request().postDataJSON()]);
+    if (url.searchParams.get('skip_checks') === 'true') return route.continue();
+    return route.fulfill({ status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
+  });
+  const activeText = () => page.evaluate(() => document.activeElement?.textContent);
+  // The last test's toast may still show: only a new one shows it again.
+  await page.evaluate(() => { document.getElementById('toast').hidden = true; });
+  try {
+    await page.getByRole('button', { name: 'Add topics…' }).click();
+    const dlg = dialog(page);
+    const table = dlg.getByRole('region', { name: 'Failed checks of web' });
+    const failedRow = [failed.cluster, failed.check, '✕ fail', failed.detail, failed.grant];
+    const add = dlg.getByRole('button', { name: 'Add 1 topic(s)' });
+    const anyway = dlg.getByRole('button', { name: 'Add without the checks' });
+    await dlg.getByLabel('Topic pattern').fill('inventory');
+    await dlg.getByRole('button', { name: 'Preview matches' }).click();
+    // The preview says the add will be refused and why, and still shows
+    // what it would touch (read with the checks skipped).
+    await dlg.getByText('1 source topic(s), 1 partition(s) match.').waitFor(LONG);
+    await dlg.getByText('Adding will be refused: 1 check of the clusters failed.').waitFor();
+    assert.deepEqual(await checkRows(table), [failedRow]);
+    assert.equal(await add.isEnabled(), true);
+    assert.equal(await anyway.isEnabled(), true);
+    await shotOf(dlg, 'console-add-refused-preview');
+
+    // The add checks again, is refused, and says that nothing was added.
+    await add.click();
+    const alert = dlg.getByRole('alert');
+    await alert.waitFor(LONG);
+    assert.equal((await alert.innerText()).trim(), 'Nothing was added: 1 check of the clusters failed.');
+    assert.deepEqual(await checkRows(table), [failedRow]);
+    await dlg.getByText(/Add without the checks adds anyway, for brokers that do not say what kmirror may do/).waitFor();
+    // Nothing claims success: no report, no toast, no new topic.
+    assert.equal(await dlg.getByText(/Added|MIRRORING/).count(), 0, 'the refused add reads as done');
+    assert.equal(await page.locator('#toast').isVisible(), false, 'a toast followed the refused add');
+    assert.equal(await topicItem(page, 'inventory').count(), 0);
+    // The add is the primary action and keeps the focus; adding without
+    // the checks is a step away from it, by keyboard too.
+    assert.match(await add.getAttribute('class'), /\bprimary\b/);
+    assert.doesNotMatch(await anyway.getAttribute('class'), /\bprimary\b/);
+    assert.equal(await activeText(), 'Add 1 topic(s)', 'focus is not on the add after the refusal');
+    assert.equal(await anyway.evaluate((b) => document.getElementById(b.getAttribute('aria-describedby'))?.textContent || ''),
+      await dlg.locator('.check-results .hint').innerText());
+
+    await axeCheck(page, 'the add dialog refused by the checks');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'the add dialog refused by the checks, dark theme');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await shotOf(dlg, 'console-add-refused');
+    await page.setViewportSize(PHONE);
+    const [scroll, client] = await table.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+    assert.ok(scroll <= client, `the failed checks scroll sideways at phone width: ${scroll} px in ${client}`);
+    await axeCheck(page, 'the add dialog refused by the checks at phone width');
+    await table.scrollIntoViewIfNeeded();
+    await shotOf(dlg, 'console-add-refused-phone');
+    await anyway.scrollIntoViewIfNeeded();
+    await shotOf(dlg, 'console-add-refused-phone-buttons');
+    await page.setViewportSize(DESKTOP);
+
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await activeText(), 'Add without the checks');
+    await page.keyboard.press('Enter');
+    await dlg.getByText('Added 1 topic(s) to web, without the checks of the clusters: inventory.').waitFor(LONG);
+    assert.deepEqual(await waitedFor(dlg, 'MIRRORING'), ['1/1 MIRRORING inventory']);
+    assert.equal(await table.count(), 0, 'the failed checks are still shown beside the add');
+    assert.deepEqual(adds, [
+      ['true', null, null, { topic: 'inventory' }],
+      ['true', 'true', null, { topic: 'inventory' }],
+      [null, null, '20s', { topic: 'inventory' }],
+      [null, 'true', '20s', { topic: 'inventory' }],
+    ]);
+    await dlg.getByRole('button', { name: 'Close' }).click();
+    await topicItem(page, 'inventory').waitFor(LONG);
+  } finally {
+    await page.unroute(isAdd);
+  }
+});
+
 test('a kept divergent tail shows on the mirror page', async () => {
   // A tail is only kept after a failover in the other direction, which
   // this server has not had: the partition rows are given one on the way.
@@ -740,7 +833,7 @@ test('delete a mirror: refused while topics are mirrored, done once they are sto
   await dlg.getByRole('button', { name: 'Delete mirror' }).click();
   await dlg.getByRole('alert').getByText(/Not done:/).waitFor(LONG);
   await dlg.getByRole('button', { name: 'Cancel' }).click();
-  for (const topic of ['orders', 'payments', 'fb-copied']) {
+  for (const topic of ['orders', 'payments', 'fb-copied', 'inventory']) {
     await topicItem(page, topic).getByRole('group', { name: `Actions for ${topic}` }).getByRole('button', { name: 'Remove' }).click();
     dlg = dialog(page);
     await dlg.getByLabel(`Type ${topic} to confirm`).fill(topic);

@@ -58,9 +58,10 @@ export function button(label, onclick, { primary = false, danger = false, disabl
  * runAction runs fn with the confirm button busy; on success it shows
  * done() in the dialog and a toast, and turns the footer into Close.
  * done returns a sentence, an element, or { node, text }: an element with
- * the toast's sentence.
+ * the toast's sentence. On an error, refused(err) may show it in its own
+ * way and return true; otherwise the dialog shows the server's words.
  */
-export async function runAction(dlg, confirmBtn, fn, done) {
+export async function runAction(dlg, confirmBtn, fn, done, { refused } = {}) {
   confirmBtn.disabled = true;
   const was = confirmBtn.textContent;
   confirmBtn.textContent = 'Working…';
@@ -77,10 +78,10 @@ export async function runAction(dlg, confirmBtn, fn, done) {
     toast(typeof msg === 'string' ? msg : (msg.text || `${dlg.el.querySelector('h2').textContent}: done.`));
     return result;
   } catch (err) {
-    dlg.error(err);
     confirmBtn.textContent = was;
     confirmBtn.disabled = false;
     confirmBtn.removeAttribute('aria-busy');
+    if (!refused?.(err)) dlg.error(err);
     return undefined;
   }
 }

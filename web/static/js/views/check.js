@@ -55,7 +55,7 @@ export function checkDialog(mirror, topics) {
     try {
       const r = await post(`/v1/mirrors/${seg(mirror)}:check`, Object.keys(body).length ? body : undefined);
       dlg.status.replaceChildren(summary(r));
-      results.replaceChildren(checksTable(r));
+      results.replaceChildren(checksTable(r.checks, `Checks of ${r.mirror}`));
       label = 'Check again';
       busy(false);
       // Close takes the focus, but the summary above the rows is what is
@@ -120,21 +120,36 @@ function notPassed(checks) {
     warned ? [h('strong', {}, 'Warned: '), warned, '.'] : null);
 }
 
-// checksTable shows a row per check, a group per cluster in the server's
-// order (the source, then the destination). What to grant or change has a
-// column only when a check did not pass. At phone width each check is a
-// card: its name and status, then the sentences.
-function checksTable(r) {
-  const grants = r.checks.some((c) => c.status !== 'pass');
+// PREFLIGHT_FAILED is the problem type of a topics:add that the checks
+// refused; its checks are the failed rows.
+const PREFLIGHT_FAILED = 'urn:kmirror:problem:preflight-failed';
+
+/**
+ * failedChecks returns the failed rows of an error that is topics:add
+ * refused by the checks (409 preflight-failed), or null for any other.
+ */
+export function failedChecks(err) {
+  const p = err?.problem;
+  return err?.status === 409 && p?.type === PREFLIGHT_FAILED && Array.isArray(p.checks) && p.checks.length ? p.checks : null;
+}
+
+/**
+ * checksTable shows a row per check, a group per cluster in the server's
+ * order (the source, then the destination); name labels the region. What
+ * to grant or change has a column only when a check did not pass. At phone
+ * width each check is a card: its name and status, then the sentences.
+ */
+export function checksTable(checks, name) {
+  const grants = checks.some((c) => c.status !== 'pass');
   const cols = ['Check', 'Status', 'Detail', grants ? 'To grant or change' : null].filter(Boolean);
-  const clusters = [...new Set(r.checks.map((c) => c.cluster))];
-  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Checks of ${r.mirror}`, tabindex: '0' },
+  const clusters = [...new Set(checks.map((c) => c.cluster))];
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': name, tabindex: '0' },
     h('table', { class: 'data checks stack' },
-      h('caption', { class: 'visually-hidden' }, `Checks of ${r.mirror}, by cluster`),
+      h('caption', { class: 'visually-hidden' }, `${name}, by cluster`),
       h('thead', {}, h('tr', {}, cols.map((c) => h('th', { scope: 'col' }, c)))),
       clusters.map((cluster) => h('tbody', {},
         h('tr', { class: 'group' }, h('th', { scope: 'rowgroup', colspan: String(cols.length) }, capitalized(cluster))),
-        r.checks.filter((c) => c.cluster === cluster).map((c) => h('tr', { class: ROW_CLASS[c.status] || null },
+        checks.filter((c) => c.cluster === cluster).map((c) => h('tr', { class: ROW_CLASS[c.status] || null },
           h('th', { scope: 'row', 'data-label': 'Check' }, c.check),
           h('td', { class: 'status', 'data-label': 'Status' }, checkBadge(c.status)),
           h('td', { class: 'prose detail', 'data-label': 'Detail' }, c.detail),

@@ -11,21 +11,26 @@ import { PartitionPages, moreButton } from '../partition_pages.js';
 import { modal, button, runAction, field } from '../dialogs.js';
 import { WAIT, waitingNote, waitReport } from './wait_report.js';
 import { continuationPlan, continuationView } from './continuation.js';
+import { checksTable, failedChecks } from './check.js';
 
 const topicsPath = (mirror, action) => `/v1/mirrors/${seg(mirror)}/topics:${action}`;
 const exactly = (topic) => ({ topic: regexQuote(topic) });
 
-// act posts a topic action with ?wait, saying in the dialog what it waits
-// for while the call runs.
-function act(dlg, mirror, action, body, target) {
+// act posts a topic action with ?wait and query's other parameters, saying
+// in the dialog what it waits for while the call runs.
+function act(dlg, mirror, action, body, target, query = {}) {
   dlg.note(waitingNote(target));
-  return post(topicsPath(mirror, action), body, { wait: WAIT });
+  return post(topicsPath(mirror, action), body, { ...query, wait: WAIT });
 }
 
 /**
  * addTopicsDialog: a pattern, a preview of what matches, then the add.
  * With continue (fail back) the preview is the dry run's plan for each
  * partition, and the add is offered only when none of them would fail.
+ * When the checks of the clusters refuse the add (or its preview), the
+ * failed rows are shown, and adding without the checks is offered beside
+ * the add, never in its place: for brokers that do not say what kmirror
+ * may do.
  */
 export function addTopicsDialog(mirror, done) {
   const dlg = modal(`Add topics to ${mirror}`, { wide: true });
@@ -42,17 +47,70 @@ export function addTopicsDialog(mirror, done) {
     if (cont.checked && keep.checked) b.keep_divergent = true;
     return b;
   };
+  // The failed checks follow the status line, outside it, as in the check
+  // dialog: the status says what was refused, the rows are read when chosen.
+  const refusal = h('div', { class: 'check-results' });
+  const report = (b, skipped) => (r) => {
+    unrefuse();
+    const how = `${b.continue ? ', continuing what the destination holds' : ''}${skipped ? ', without the checks of the clusters' : ''}`;
+    return waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${r.topics.join(', ')}.`, r);
+  };
   const confirm = button('Add topics', async () => {
     const b = previewed;
-    const how = b.continue ? ', continuing what the destination holds' : '';
-    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', b, 'MIRRORING'),
-      (r) => waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${r.topics.join(', ')}.`, r));
+    unrefuse();
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', b, 'MIRRORING'), report(b, false),
+      { refused: (err) => refusedBy(err, 'add') });
     done();
   }, { primary: true, disabled: true });
+  const anyway = button('Add without the checks', async () => {
+    const b = previewed;
+    confirm.disabled = true;
+    const r = await runAction(dlg, anyway, () => act(dlg, mirror, 'add', b, 'MIRRORING', { skip_checks: true }), report(b, true));
+    if (!r) confirm.disabled = false;
+    done();
+  });
+  const why = h('p', { class: 'hint', id: uid('why') });
+  anyway.setAttribute('aria-describedby', why.id);
+  // refuse shows the checks that refused the add, or that will refuse it
+  // (tried is 'preview'); while an add is offered, it offers one without
+  // the checks too.
+  const refuse = (checks, tried) => {
+    const failed = `${checks.length} ${checks.length === 1 ? 'check' : 'checks'} of the clusters failed.`;
+    dlg.status.replaceChildren(tried === 'add'
+      ? h('p', { class: 'error', role: 'alert' }, h('strong', {}, 'Nothing was added: '), failed)
+      : h('p', { class: 'warn' }, h('strong', {}, 'Adding will be refused: '), failed));
+    why.replaceChildren('Grant or change what the rows name, then try again: the checks run each time.');
+    if (previewed) {
+      why.append(' ', h('strong', {}, 'Add without the checks'),
+        ' adds anyway, for brokers that do not say what kmirror may do (such as Kafka before 2.3) or a destination down for a moment; ',
+        'a grant that is really missing stops the copy all the same.');
+      anyway.disabled = false;
+      confirm.before(anyway);
+    }
+    refusal.replaceChildren(checksTable(checks, `Failed checks of ${mirror}`), why);
+  };
+  const refusedBy = (err, tried) => {
+    const checks = failedChecks(err);
+    if (!checks) return false;
+    refuse(checks, tried);
+    // Focus stays on the add, which checks again; adding without the
+    // checks is a deliberate step away from it.
+    confirm.focus({ preventScroll: true });
+    dlg.status.scrollIntoView({ block: 'nearest' });
+    return true;
+  };
+  const unrefuse = () => {
+    refusal.replaceChildren();
+    anyway.remove();
+  };
   const invalidate = () => {
     if (previewed || preview.childElementCount) preview.replaceChildren(h('p', { class: 'muted' }, 'Changed since the preview: preview again.'));
     previewed = null;
     confirm.disabled = true;
+    if (refusal.childElementCount) {
+      unrefuse();
+      dlg.clear();
+    }
   };
   pattern.addEventListener('input', invalidate);
   rf.addEventListener('input', invalidate);
@@ -82,6 +140,7 @@ export function addTopicsDialog(mirror, done) {
   };
   const previewBtn = button('Preview matches', async () => {
     dlg.clear();
+    unrefuse();
     const b = body();
     if (!b.topic) {
       dlg.error(new Error('Enter a pattern, for example orders|payments or orders\\..*'));
@@ -91,11 +150,23 @@ export function addTopicsDialog(mirror, done) {
     previewBtn.disabled = true;
     previewBtn.setAttribute('aria-busy', 'true');
     try {
-      const r = await post(topicsPath(mirror, 'add'), b, { dry_run: true });
+      let checks = null;
+      let r;
+      try {
+        r = await post(topicsPath(mirror, 'add'), b, { dry_run: true });
+      } catch (err) {
+        checks = failedChecks(err);
+        if (!checks) throw err;
+        // The checks will refuse the add. What it would touch is still
+        // shown, read with the checks skipped (a dry run writes nothing),
+        // so that an add without them is seen before it is made.
+        r = await post(topicsPath(mirror, 'add'), b, { dry_run: true, skip_checks: true });
+      }
       const label = b.continue ? showPlan(r, b) : showMatches(r);
       previewed = label ? b : null;
       confirm.disabled = !label;
       confirm.textContent = label || 'Add topics';
+      if (checks) refuse(checks, 'preview');
     } catch (err) {
       preview.replaceChildren();
       dlg.error(err);
@@ -112,6 +183,7 @@ export function addTopicsDialog(mirror, done) {
     check(keep, 'Keep a divergent tail',
       'With continue: destination records past the overlap that the source never had are kept, and mirroring goes on after them, instead of the partition failing.', 'nested'),
     preview);
+  dlg.status.after(refusal);
   dlg.footer.append(button('Cancel', () => dlg.close()), previewBtn, confirm);
   pattern.focus();
 }
