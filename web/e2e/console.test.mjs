@@ -690,6 +690,93 @@ test('an add the checks of the clusters refuse shows the failed rows, and adds w
   }
 });
 
+test('a restart the checks of the clusters refuse shows the failed rows, and restarts without the checks only when asked', async () => {
+  // inventory is stopped first, with the fail-over dialog, to be restarted.
+  const actions = (topic) => topicItem(page, topic).getByRole('group', { name: `Actions for ${topic}` });
+  await actions('inventory').getByRole('button', { name: 'Remove' }).click();
+  let dlg = dialog(page);
+  await dlg.getByLabel('Type inventory to confirm').fill('inventory');
+  await dlg.getByRole('button', { name: 'Fail over' }).click();
+  await dlg.getByText('Removed inventory from web;').waitFor(LONG);
+  await dlg.getByRole('button', { name: 'Close' }).click();
+  await actions('inventory').getByRole('button', { name: 'Restart' }).waitFor(LONG);
+
+  // As for the refused add: every topics:add without skip_checks is
+  // answered as a destination without WRITE on the topic answers it; those
+  // with skip_checks go through to the server.
+  const isAdd = (url) => url.pathname === '/v1/mirrors/web/topics:add';
+  const failed = { cluster: 'destination', check: 'write topics', status: 'fail', detail: 'not allowed on inventory', grant: 'WRITE on topic inventory' };
+  const problem = {
+    type: 'urn:kmirror:problem:preflight-failed', title: 'Preflight checks failed', status: 409, instance: '/v1/mirrors/web/topics:add',
+    detail: 'mirror web: 1 check(s) failed, so nothing was added (skip_checks adds anyway): destination write topics: not allowed on inventory (grant WRITE on topic inventory)',
+    checks: [failed],
+  };
+  const adds = [];
+  await page.route(isAdd, async (route) => {
+    const url = new URL(route.request().url());
+    adds.push([url.searchParams.get('dry_run'), url.searchParams.get('skip_checks'), url.searchParams.get('wait'), route.request().postDataJSON()]);
+    if (url.searchParams.get('skip_checks') === 'true') return route.continue();
+    return route.fulfill({ status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
+  });
+  const activeText = () => page.evaluate(() => document.activeElement?.textContent);
+  await page.evaluate(() => { document.getElementById('toast').hidden = true; });
+  try {
+    await actions('inventory').getByRole('button', { name: 'Restart' }).click();
+    dlg = dialog(page);
+    const table = dlg.getByRole('region', { name: 'Failed checks of web' });
+    const restart = dlg.getByRole('button', { name: 'Restart', exact: true });
+    const anyway = dlg.getByRole('button', { name: 'Restart without the checks' });
+    assert.equal(await anyway.count(), 0, 'a restart without the checks is offered before any refusal');
+    await restart.click();
+
+    // Refused: the rows and what to grant, and that nothing was restarted,
+    // not the server's long line.
+    const alert = dlg.getByRole('alert');
+    await alert.waitFor(LONG);
+    assert.equal((await alert.innerText()).trim(), 'Nothing was restarted: 1 check of the clusters failed.');
+    assert.deepEqual(await checkRows(table), [[failed.cluster, failed.check, '✕ fail', failed.detail, failed.grant]]);
+    await dlg.getByText(/Restart without the checks restarts anyway, for brokers that do not say what kmirror may do/).waitFor();
+    assert.equal(await dlg.getByText(/skip_checks adds anyway/).count(), 0, 'the server\'s detail line is shown');
+    // Nothing claims success: no report, no toast, the topic still stopped.
+    assert.equal(await dlg.getByText(/Restarted|MIRRORING/).count(), 0, 'the refused restart reads as done');
+    assert.equal(await page.locator('#toast').isVisible(), false, 'a toast followed the refused restart');
+    assert.match(await restart.getAttribute('class'), /\bprimary\b/);
+    assert.doesNotMatch(await anyway.getAttribute('class'), /\bprimary\b/);
+    assert.equal(await activeText(), 'Restart', 'focus is not on the restart after the refusal');
+    assert.equal(await anyway.evaluate((b) => document.getElementById(b.getAttribute('aria-describedby'))?.textContent || ''),
+      await dlg.locator('.check-results .hint').innerText());
+
+    await axeCheck(page, 'the restart dialog refused by the checks');
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await axeCheck(page, 'the restart dialog refused by the checks, dark theme');
+    await page.emulateMedia({ colorScheme: 'light' });
+    await shotOf(dlg, 'console-restart-refused');
+    for (const [size, name] of [[DESKTOP, 'desktop'], [PHONE, 'phone']]) {
+      await page.setViewportSize(size);
+      const [scroll, client] = await table.evaluate((el) => [el.scrollWidth, el.clientWidth]);
+      assert.ok(scroll <= client, `the failed checks scroll sideways at ${name} width: ${scroll} px in ${client}`);
+    }
+    await axeCheck(page, 'the restart dialog refused by the checks at phone width');
+    await shotOf(dlg, 'console-restart-refused-phone');
+    await page.setViewportSize(DESKTOP);
+
+    // By keyboard, a step back from the restart: the same request again
+    // with skip_checks, reported as a restart is.
+    await page.keyboard.press('Shift+Tab');
+    assert.equal(await activeText(), 'Restart without the checks');
+    await page.keyboard.press('Enter');
+    await dlg.getByText('Restarted inventory, without the checks of the clusters.').waitFor(LONG);
+    assert.deepEqual(await waitedFor(dlg, 'MIRRORING'), ['1/1 MIRRORING inventory']);
+    assert.equal(await table.count(), 0, 'the failed checks are still shown beside the report');
+    const restartBody = { topic: 'inventory', recreate: false };
+    assert.deepEqual(adds, [[null, null, '20s', restartBody], [null, 'true', '20s', restartBody]]);
+    await dlg.getByRole('button', { name: 'Close' }).click();
+    await actions('inventory').getByRole('button', { name: 'Pause' }).waitFor(LONG);
+  } finally {
+    await page.unroute(isAdd);
+  }
+});
+
 test('a kept divergent tail shows on the mirror page', async () => {
   // A tail is only kept after a failover in the other direction, which
   // this server has not had: the partition rows are given one on the way.

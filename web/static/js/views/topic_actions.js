@@ -23,6 +23,69 @@ function act(dlg, mirror, action, body, target, query = {}) {
   return post(topicsPath(mirror, action), body, { ...query, wait: WAIT });
 }
 
+// The words of a refusal by the checks, for each action that adds.
+const ADDING = { verb: 'Add', past: 'added', does: 'adds', ahead: 'Adding' };
+const RESTARTING = { verb: 'Restart', past: 'restarted', does: 'restarts' };
+
+/**
+ * checksRefusal shows in dlg a topics:add that the checks of the clusters
+ * refused (409 preflight-failed): the status says that nothing was done,
+ * the failed rows with what to grant follow it, and "<verb> without the
+ * checks" is offered beside confirm, never in its place, for brokers that
+ * do not say what kmirror may do. skip(button) sends the same request with
+ * skip_checks and returns what runAction returned; offered() says whether
+ * there is one to send. refusedBy is runAction's refused hook; refuse shows
+ * rows already read (ahead: a dry run's, the action is still to come).
+ */
+function checksRefusal(dlg, mirror, confirm, words, { skip, offered = () => true }) {
+  // The failed checks follow the status line, outside it, as in the check
+  // dialog: the status says what was refused, the rows are read when chosen.
+  const region = h('div', { class: 'check-results' });
+  dlg.status.after(region);
+  const label = `${words.verb} without the checks`;
+  const anyway = button(label, async () => {
+    confirm.disabled = true;
+    if (!await skip(anyway)) confirm.disabled = false;
+  });
+  const why = h('p', { class: 'hint', id: uid('why') });
+  anyway.setAttribute('aria-describedby', why.id);
+  const refuse = (checks, { ahead = false } = {}) => {
+    const failed = `${checks.length} ${checks.length === 1 ? 'check' : 'checks'} of the clusters failed.`;
+    dlg.status.replaceChildren(ahead
+      ? h('p', { class: 'warn' }, h('strong', {}, `${words.ahead} will be refused: `), failed)
+      : h('p', { class: 'error', role: 'alert' }, h('strong', {}, `Nothing was ${words.past}: `), failed));
+    why.replaceChildren('Grant or change what the rows name, then try again: the checks run each time.');
+    if (offered()) {
+      why.append(' ', h('strong', {}, label),
+        ` ${words.does} anyway, for brokers that do not say what kmirror may do (such as Kafka before 2.3) or a destination down for a moment; `,
+        'a grant that is really missing stops the copy all the same.');
+      anyway.disabled = false;
+      confirm.before(anyway);
+    }
+    region.replaceChildren(checksTable(checks, `Failed checks of ${mirror}`), why);
+    // The rows' four columns need a wide dialog; it stays wide after.
+    dlg.el.classList.add('wide');
+  };
+  return {
+    refuse,
+    refusedBy(err) {
+      const checks = failedChecks(err);
+      if (!checks) return false;
+      refuse(checks);
+      // Focus stays on confirm, which checks again; going on without the
+      // checks is a deliberate step away from it.
+      confirm.focus({ preventScroll: true });
+      dlg.status.scrollIntoView({ block: 'nearest' });
+      return true;
+    },
+    shown: () => region.childElementCount > 0,
+    clear() {
+      region.replaceChildren();
+      anyway.remove();
+    },
+  };
+}
+
 /**
  * addTopicsDialog: a pattern, a preview of what matches, then the add.
  * With continue (fail back) the preview is the dry run's plan for each
@@ -47,68 +110,34 @@ export function addTopicsDialog(mirror, done) {
     if (cont.checked && keep.checked) b.keep_divergent = true;
     return b;
   };
-  // The failed checks follow the status line, outside it, as in the check
-  // dialog: the status says what was refused, the rows are read when chosen.
-  const refusal = h('div', { class: 'check-results' });
   const report = (b, skipped) => (r) => {
-    unrefuse();
+    refusal.clear();
     const how = `${b.continue ? ', continuing what the destination holds' : ''}${skipped ? ', without the checks of the clusters' : ''}`;
     return waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${r.topics.join(', ')}.`, r);
   };
   const confirm = button('Add topics', async () => {
     const b = previewed;
-    unrefuse();
+    refusal.clear();
     await runAction(dlg, confirm, () => act(dlg, mirror, 'add', b, 'MIRRORING'), report(b, false),
-      { refused: (err) => refusedBy(err, 'add') });
+      { refused: (err) => refusal.refusedBy(err) });
     done();
   }, { primary: true, disabled: true });
-  const anyway = button('Add without the checks', async () => {
-    const b = previewed;
-    confirm.disabled = true;
-    const r = await runAction(dlg, anyway, () => act(dlg, mirror, 'add', b, 'MIRRORING', { skip_checks: true }), report(b, true));
-    if (!r) confirm.disabled = false;
-    done();
+  const refusal = checksRefusal(dlg, mirror, confirm, ADDING, {
+    // Without a preview there is nothing to add.
+    offered: () => Boolean(previewed),
+    skip: async (anyway) => {
+      const b = previewed;
+      const r = await runAction(dlg, anyway, () => act(dlg, mirror, 'add', b, 'MIRRORING', { skip_checks: true }), report(b, true));
+      done();
+      return r;
+    },
   });
-  const why = h('p', { class: 'hint', id: uid('why') });
-  anyway.setAttribute('aria-describedby', why.id);
-  // refuse shows the checks that refused the add, or that will refuse it
-  // (tried is 'preview'); while an add is offered, it offers one without
-  // the checks too.
-  const refuse = (checks, tried) => {
-    const failed = `${checks.length} ${checks.length === 1 ? 'check' : 'checks'} of the clusters failed.`;
-    dlg.status.replaceChildren(tried === 'add'
-      ? h('p', { class: 'error', role: 'alert' }, h('strong', {}, 'Nothing was added: '), failed)
-      : h('p', { class: 'warn' }, h('strong', {}, 'Adding will be refused: '), failed));
-    why.replaceChildren('Grant or change what the rows name, then try again: the checks run each time.');
-    if (previewed) {
-      why.append(' ', h('strong', {}, 'Add without the checks'),
-        ' adds anyway, for brokers that do not say what kmirror may do (such as Kafka before 2.3) or a destination down for a moment; ',
-        'a grant that is really missing stops the copy all the same.');
-      anyway.disabled = false;
-      confirm.before(anyway);
-    }
-    refusal.replaceChildren(checksTable(checks, `Failed checks of ${mirror}`), why);
-  };
-  const refusedBy = (err, tried) => {
-    const checks = failedChecks(err);
-    if (!checks) return false;
-    refuse(checks, tried);
-    // Focus stays on the add, which checks again; adding without the
-    // checks is a deliberate step away from it.
-    confirm.focus({ preventScroll: true });
-    dlg.status.scrollIntoView({ block: 'nearest' });
-    return true;
-  };
-  const unrefuse = () => {
-    refusal.replaceChildren();
-    anyway.remove();
-  };
   const invalidate = () => {
     if (previewed || preview.childElementCount) preview.replaceChildren(h('p', { class: 'muted' }, 'Changed since the preview: preview again.'));
     previewed = null;
     confirm.disabled = true;
-    if (refusal.childElementCount) {
-      unrefuse();
+    if (refusal.shown()) {
+      refusal.clear();
       dlg.clear();
     }
   };
@@ -140,7 +169,7 @@ export function addTopicsDialog(mirror, done) {
   };
   const previewBtn = button('Preview matches', async () => {
     dlg.clear();
-    unrefuse();
+    refusal.clear();
     const b = body();
     if (!b.topic) {
       dlg.error(new Error('Enter a pattern, for example orders|payments or orders\\..*'));
@@ -166,7 +195,7 @@ export function addTopicsDialog(mirror, done) {
       previewed = label ? b : null;
       confirm.disabled = !label;
       confirm.textContent = label || 'Add topics';
-      if (checks) refuse(checks, 'preview');
+      if (checks) refusal.refuse(checks, { ahead: true });
     } catch (err) {
       preview.replaceChildren();
       dlg.error(err);
@@ -183,7 +212,6 @@ export function addTopicsDialog(mirror, done) {
     check(keep, 'Keep a divergent tail',
       'With continue: destination records past the overlap that the source never had are kept, and mirroring goes on after them, instead of the partition failing.', 'nested'),
     preview);
-  dlg.status.after(refusal);
   dlg.footer.append(button('Cancel', () => dlg.close()), previewBtn, confirm);
   pattern.focus();
 }
@@ -263,15 +291,39 @@ export function removeDialog(mirror, t, done) {
   typed.focus();
 }
 
-/** restartDialog: add a stopped topic again, optionally recreating it. */
+/**
+ * restartDialog: add a stopped topic again, optionally recreating it. When
+ * the checks of the clusters refuse it, the failed rows are shown and a
+ * restart without the checks is offered, as in the add dialog.
+ */
 export function restartDialog(mirror, t, done) {
   const dlg = modal(`Restart ${t.topic}`);
   const recreate = h('input', { type: 'checkbox', name: 'recreate', id: uid('recreate') });
+  const body = () => ({ ...exactly(t.topic), recreate: recreate.checked });
+  const report = (skipped) => (r) => {
+    refusal.clear();
+    return waitReport(`Restarted ${t.topic}${skipped ? ', without the checks of the clusters' : ''}.`, r);
+  };
   const confirm = button('Restart', async () => {
-    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', { ...exactly(t.topic), recreate: recreate.checked }, 'MIRRORING'),
-      (r) => waitReport(`Restarted ${t.topic}.`, r));
+    refusal.clear();
+    await runAction(dlg, confirm, () => act(dlg, mirror, 'add', body(), 'MIRRORING'), report(false),
+      { refused: (err) => refusal.refusedBy(err) });
     done();
   }, { primary: true });
+  const refusal = checksRefusal(dlg, mirror, confirm, RESTARTING, {
+    skip: async (anyway) => {
+      const r = await runAction(dlg, anyway, () => act(dlg, mirror, 'add', body(), 'MIRRORING', { skip_checks: true }), report(true));
+      done();
+      return r;
+    },
+  });
+  // The rows were checked for the request as it was: a restart without
+  // the checks sends that one or none.
+  recreate.addEventListener('change', () => {
+    if (!refusal.shown()) return;
+    refusal.clear();
+    dlg.clear();
+  });
   dlg.body.append(
     h('p', {}, 'Mirroring starts again. Alignment compares the destination with the source; if something was written to the destination meanwhile, the partition goes FAILED with a divergence.'),
     h('div', { class: 'field check' }, recreate, h('label', { for: recreate.id },
