@@ -151,6 +151,9 @@ type InstanceOpts struct {
 	// Dest is the destination connection; default the env's destination
 	// in PLAINTEXT.
 	Dest kafkaconn.Config
+	// DeliveryTimeout bounds a copy's acknowledgement; default 1 s, short
+	// so that fault tests end quickly.
+	DeliveryTimeout time.Duration
 	// Sync runs the metadata syncer and takes mirror metadata leases.
 	Sync bool
 	// SyncInterval is the sync interval of mirrors that do not set one;
@@ -234,7 +237,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		in.DataPool = dp
 	}
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
-		Destination: o.Dest, Logger: log, DeliveryTimeout: time.Second, CheckpointInterval: 200 * time.Millisecond,
+		Destination: o.Dest, Logger: log, DeliveryTimeout: cmp.Or(o.DeliveryTimeout, time.Second), CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
 		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second},
 		CopyRecords: o.CopyRecords || (CopyRecords() && !o.CopyBatches)}
