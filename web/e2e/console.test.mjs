@@ -597,11 +597,12 @@ test('fail back: add with continue shows each partition\'s plan, refuses one tha
   });
 });
 
-test('an add the checks of the clusters refuse shows the failed rows, and adds without the checks only when asked', async () => {
-  // kfake allows everything, so its checks pass. Here every topics:add
-  // without skip_checks, the preview's dry run as well as the add, is
-  // answered as a destination without WRITE on the topic answers it; those
-  // with skip_checks go through to the server.
+// refuseAddsWithoutSkip answers every topics:add of mirror web without
+// skip_checks as a destination without WRITE on inventory answers it (409
+// preflight-failed with that row) and lets those with skip_checks through
+// to the server. It returns the route's matcher (to unroute), the failed
+// row, and each request's [dry_run, skip_checks, wait, body].
+async function refuseAddsWithoutSkip() {
   const isAdd = (url) => url.pathname === '/v1/mirrors/web/topics:add';
   const failed = { cluster: 'destination', check: 'write topics', status: 'fail', detail: 'not allowed on inventory', grant: 'WRITE on topic inventory' };
   const problem = {
@@ -616,6 +617,15 @@ test('an add the checks of the clusters refuse shows the failed rows, and adds w
     if (url.searchParams.get('skip_checks') === 'true') return route.continue();
     return route.fulfill({ status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
   });
+  return { isAdd, failed, adds };
+}
+
+test('an add the checks of the clusters refuse shows the failed rows, and adds without the checks only when asked', async () => {
+  // kfake allows everything, so its checks pass. Here every topics:add
+  // without skip_checks, the preview's dry run as well as the add, is
+  // answered as a destination without WRITE on the topic answers it; those
+  // with skip_checks go through to the server.
+  const { isAdd, failed, adds } = await refuseAddsWithoutSkip();
   const activeText = () => page.evaluate(() => document.activeElement?.textContent);
   // The last test's toast may still show: only a new one shows it again.
   await page.evaluate(() => { document.getElementById('toast').hidden = true; });
@@ -704,20 +714,7 @@ test('a restart the checks of the clusters refuse shows the failed rows, and res
   // As for the refused add: every topics:add without skip_checks is
   // answered as a destination without WRITE on the topic answers it; those
   // with skip_checks go through to the server.
-  const isAdd = (url) => url.pathname === '/v1/mirrors/web/topics:add';
-  const failed = { cluster: 'destination', check: 'write topics', status: 'fail', detail: 'not allowed on inventory', grant: 'WRITE on topic inventory' };
-  const problem = {
-    type: 'urn:kmirror:problem:preflight-failed', title: 'Preflight checks failed', status: 409, instance: '/v1/mirrors/web/topics:add',
-    detail: 'mirror web: 1 check(s) failed, so nothing was added (skip_checks adds anyway): destination write topics: not allowed on inventory (grant WRITE on topic inventory)',
-    checks: [failed],
-  };
-  const adds = [];
-  await page.route(isAdd, async (route) => {
-    const url = new URL(route.request().url());
-    adds.push([url.searchParams.get('dry_run'), url.searchParams.get('skip_checks'), url.searchParams.get('wait'), route.request().postDataJSON()]);
-    if (url.searchParams.get('skip_checks') === 'true') return route.continue();
-    return route.fulfill({ status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
-  });
+  const { isAdd, failed, adds } = await refuseAddsWithoutSkip();
   const activeText = () => page.evaluate(() => document.activeElement?.textContent);
   await page.evaluate(() => { document.getElementById('toast').hidden = true; });
   try {

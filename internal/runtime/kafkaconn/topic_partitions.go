@@ -17,7 +17,7 @@ import (
 // *UnreachableError that names the bootstrap servers; a bad Config is
 // returned as is.
 func TopicPartitions(ctx context.Context, c Config, timeout time.Duration) (map[string]int32, error) {
-	adm, err := c.NewAdmin(probeOpts(timeout)...)
+	adm, err := c.NewAdmin(ProbeOpts(timeout)...)
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +38,10 @@ func TopicPartitions(ctx context.Context, c Config, timeout time.Duration) (map[
 	return out, nil
 }
 
-// ProbeOpts bound a client's one-shot requests by timeout (probeOpts).
-func ProbeOpts(timeout time.Duration) []kgo.Opt { return probeOpts(timeout) }
-
-// probeOpts bound a one-shot request by timeout. kgo gives up retrying a bit
+// ProbeOpts bound a one-shot request by timeout. kgo gives up retrying a bit
 // before the context expires, so a refused or failed dial is reported as
 // such; a broker that accepts but never answers ends at the context deadline.
-func probeOpts(timeout time.Duration) []kgo.Opt {
+func ProbeOpts(timeout time.Duration) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.DialTimeout(max(timeout/2, 100*time.Millisecond)),
 		kgo.RetryTimeout(max(timeout*3/4, 100*time.Millisecond)),
