@@ -41,7 +41,9 @@ import (
 // serverConfig is everything `kmirror server` needs; `kmirror dev` fills it
 // in code.
 type serverConfig struct {
-	Listen             string
+	Listen string
+	// DebugListen, when set, serves Go's profiles on this loopback address.
+	DebugListen        string
 	DatabaseURL        string
 	Destination        kafkaconn.Config
 	InstanceID         string
@@ -198,6 +200,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	var cfg serverConfig
 	var dest string
 	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address (KMIRROR_LISTEN)")
+	fs.StringVar(&cfg.DebugListen, "debug-listen", os.Getenv("KMIRROR_DEBUG_LISTEN"), "serve Go's profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060; off when empty (KMIRROR_DEBUG_LISTEN)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL (KMIRROR_DATABASE_URL)")
 	fs.StringVar(&dest, "destination-bootstrap", os.Getenv("KMIRROR_DESTINATION_BOOTSTRAP"), "destination cluster host:port list (KMIRROR_DESTINATION_BOOTSTRAP)")
 	fs.StringVar(&cfg.InstanceID, "instance-id", envOr("KMIRROR_INSTANCE_ID", fmt.Sprintf("%s-%d", host, os.Getpid())), "unique id of this instance (KMIRROR_INSTANCE_ID)")
@@ -373,6 +376,17 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if !cfg.Tokens.Enabled() && !loopback(cfg.Listen) {
 		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
 			": anyone who reaches it may create, change and fail over mirrors")
+	}
+	if cfg.DebugListen != "" {
+		debugCtx, stopDebug := context.WithCancel(context.WithoutCancel(ctx))
+		closed, err := serveDebug(debugCtx, cfg.DebugListen, log)
+		if err != nil {
+			stopDebug()
+			return err
+		}
+		// The last to stop, so a profile can watch the whole shutdown.
+		defer closed()
+		defer stopDebug()
 	}
 	// The API's certificate is read before anything starts: a bad pair
 	// fails the start at once.

@@ -68,8 +68,9 @@ func newWorldOn(t testing.TB, topic string, partitions int32, dbURL string) *wor
 
 	w.logDir = t.TempDir()
 	// Registered after TempDir, so it runs before the directory goes.
+	// KMIRROR_E2E_KEEP_LOGS=1 keeps them after a pass too.
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("KMIRROR_E2E_KEEP_LOGS") == "1" {
 			w.keepLogs()
 		}
 	})
