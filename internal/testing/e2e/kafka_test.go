@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // producer writes keyed records to every partition of a source topic
@@ -37,11 +39,17 @@ func startProducer(t testing.TB, addr, topic string, partitions int32, tick time
 // do not count as sent).
 func startProducerOpts(t testing.TB, addr, topic string, partitions int32, tick time.Duration, perTick int, transactional bool) *producer {
 	t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
+	return startProducerOn(t, kafkaconn.Config{BootstrapServers: []string{addr}}, topic, partitions, tick, perTick, transactional)
+}
+
+// startProducerOn is startProducerOpts on the cluster cl.
+func startProducerOn(t testing.TB, conn kafkaconn.Config, topic string, partitions int32, tick time.Duration, perTick int, transactional bool) *producer {
+	t.Helper()
+	opts := []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0)}
 	if transactional {
 		opts = append(opts, kgo.TransactionalID("e2e-"+topic))
 	}
-	cl, err := kgo.NewClient(opts...)
+	cl, err := conn.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

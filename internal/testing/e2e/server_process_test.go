@@ -44,6 +44,12 @@ type serverProcess struct {
 // file in logDir, which the test keeps when it fails.
 func startServer(t testing.TB, bin, logDir string, seq int, id, dbURL, destination string, args ...string) *serverProcess {
 	t.Helper()
+	return startServerEnv(t, bin, logDir, seq, id, dbURL, destination, nil, args...)
+}
+
+// startServerEnv is startServer with env added to the child's environment.
+func startServerEnv(t testing.TB, bin, logDir string, seq int, id, dbURL, destination string, env []string, args ...string) *serverProcess {
+	t.Helper()
 	path := filepath.Join(logDir, fmt.Sprintf("%02d-%s.log", seq, id))
 	f, err := os.Create(path)
 	if err != nil {
@@ -65,7 +71,7 @@ func startServer(t testing.TB, bin, logDir string, seq int, id, dbURL, destinati
 		s.cmd.Args = append(s.cmd.Args, "--copy-records")
 	}
 	s.cmd.Args = append(s.cmd.Args, args...)
-	s.cmd.Env = childEnv()
+	s.cmd.Env = append(childEnv(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	// Strict JSON log pipelines reject a key given twice in one line.
 	t.Cleanup(func() {
