@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	"kmirror/internal/testing/testnet"
+)
+
+// TestCutOffInstanceStopsBeforeTakeover: server a loses its database (the
+// network to it drops everything: a proxy in front of PostgreSQL hangs)
+// while b still reaches it, under traffic. b takes a's partitions once a's
+// session expires. By then a must have stopped writing: it gives each lease
+// up at its trust deadline, which its log shows before b's log shows the
+// same partition taken, and the destination holds every record exactly
+// once. When a's database comes back, a joins again and the two share.
+// This is the guard against a split brain (issue 29): whatever lets a
+// instance ride through a database outage must keep this test passing.
+func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, crashTopic, crashPartitions)
+	u, err := url.Parse(w.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testnet.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	prod := startProducer(t, w.clusters.SourceAddr(), crashTopic, crashPartitions, produceTick, producePerTick)
+
+	w.lifetimes++
+	a := startServer(t, w.bin, w.logDir, w.lifetimes, "a", u.String(), w.clusters.DestinationAddr())
+	w.servers = append(w.servers, a)
+	apiA := a.waitReady(20 * time.Second)
+	w.createMirror(apiA)
+	_, apiB := w.start("b")
+	owners := func() map[string]int {
+		n := map[string]int{}
+		for _, r := range w.rows() {
+			if r.state == "MIRRORING" {
+				n[r.owner]++
+			}
+		}
+		return n
+	}
+	waitUntil(t, time.Minute, "a and b mirroring two partitions each", func() bool {
+		o := owners()
+		return o["a"] == crashPartitions/2 && o["b"] == crashPartitions/2
+	})
+	ofA := map[int32]bool{}
+	for _, r := range w.rows() {
+		if r.owner == "a" {
+			ofA[r.partition] = true
+		}
+	}
+
+	cut := time.Now()
+	proxy.Cut(testnet.Hang)
+	waitUntil(t, 30*time.Second, "b mirroring every partition", func() bool {
+		return owners()["b"] == crashPartitions
+	})
+	tookOver := time.Since(cut)
+
+	// Each of a's partitions: a gave it up before b took it.
+	lost := logTimes(t, a.path, "lease lost", "a")
+	taken := logTimes(t, w.servers[len(w.servers)-1].path, "lease acquired", "b")
+	for p := range ofA {
+		l, ok := lost[p]
+		if !ok {
+			t.Fatalf("b took partition %d while a had not given its lease up (no lease lost in a's log): a split brain", p)
+		}
+		tk, ok := taken[p]
+		if !ok {
+			t.Fatalf("b's log has no lease acquired for partition %d", p)
+		}
+		if !l.Before(tk) {
+			t.Errorf("partition %d: a gave its lease up at %s, after b took it at %s", p, l.Format(time.RFC3339Nano), tk.Format(time.RFC3339Nano))
+		}
+		t.Logf("partition %d: a stopped %s after the cut, b took it %s after a stopped", p, l.Sub(cut).Round(time.Millisecond), tk.Sub(l).Round(time.Millisecond))
+	}
+
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, time.Minute, "a back, and a and b sharing again", func() bool {
+		o := owners()
+		return o["a"] == crashPartitions/2 && o["b"] == crashPartitions/2
+	})
+	t.Logf("b mirrored every partition %s after the cut", tookOver.Round(time.Millisecond))
+	w.finish(prod, func() string { return apiB }, 0, map[string]int{}, time.Since(cut))
+}
+
+// logTimes reads a server's JSON log and returns, per partition of the
+// crash topic, the last time msg was logged by instance for a partition
+// lease.
+func logTimes(t *testing.T, path, msg, instance string) map[int32]time.Time {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[int32]time.Time{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var rec struct {
+			Time      time.Time `json:"time"`
+			Msg       string    `json:"msg"`
+			Instance  string    `json:"instance"`
+			Kind      string    `json:"kind"`
+			Topic     string    `json:"topic"`
+			Partition *int32    `json:"partition"`
+		}
+		if json.Unmarshal(sc.Bytes(), &rec) != nil || rec.Msg != msg || rec.Kind != "partition" ||
+			rec.Instance != instance || rec.Topic != crashTopic || rec.Partition == nil {
+			continue
+		}
+		out[*rec.Partition] = rec.Time
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(fmt.Errorf("%s: %w", path, err))
+	}
+	return out
+}
