@@ -125,24 +125,8 @@ func (d *deployment) partitions(mirror, topic string) []partitionView {
 // waitStates waits until every partition of topic is in state.
 func (d *deployment) waitStates(mirror, topic string, partitions int32, state string, timeout time.Duration) {
 	d.t.Helper()
-	var last []partitionView
-	deadline := time.Now().Add(timeout)
-	for {
-		last = d.partitions(mirror, topic)
-		n := int32(0)
-		for _, p := range last {
-			if p.State == state {
-				n++
-			}
-		}
-		if n == partitions {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s/%s: not every partition %s within %s: %s", mirror, topic, state, timeout, viewString(last))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	d.waitPartitions(mirror, topic, partitions, "every partition "+state, timeout,
+		func(p partitionView) bool { return p.State == state })
 }
 
 // waitCaughtUp waits until every partition of topic is MIRRORING with lag
@@ -150,20 +134,30 @@ func (d *deployment) waitStates(mirror, topic string, partitions int32, state st
 func (d *deployment) waitCaughtUp(mirror, topic string, from kafkaconn.Config, partitions int32, timeout time.Duration) {
 	d.t.Helper()
 	ends := topicEnds(d.t, from, topic)
+	d.waitPartitions(mirror, topic, partitions, fmt.Sprintf("caught up with the source's ends %v", ends), timeout,
+		func(p partitionView) bool {
+			return p.State == "MIRRORING" && p.Lag != nil && *p.Lag == 0 && p.SourceOffset != nil && *p.SourceOffset >= ends[p.Partition]
+		})
+}
+
+// waitPartitions waits until ok holds for as many of topic's partitions
+// as it has, as describe shows them.
+func (d *deployment) waitPartitions(mirror, topic string, partitions int32, what string, timeout time.Duration, ok func(partitionView) bool) {
+	d.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		last := d.partitions(mirror, topic)
-		done := int32(0)
+		n := int32(0)
 		for _, p := range last {
-			if p.State == "MIRRORING" && p.Lag != nil && *p.Lag == 0 && p.SourceOffset != nil && *p.SourceOffset >= ends[p.Partition] {
-				done++
+			if ok(p) {
+				n++
 			}
 		}
-		if done == partitions {
+		if n == partitions {
 			return
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("%s/%s: not caught up with source ends %v within %s: %s", mirror, topic, ends, timeout, viewString(last))
+			d.t.Fatalf("%s/%s: not %s within %s: %s", mirror, topic, what, timeout, viewString(last))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -93,6 +93,21 @@ func (d *deployment) remove(mirror, topic string, partitions int32) {
 	d.waitStates(mirror, topic, partitions, "STOPPED", time.Minute)
 }
 
+// mirrored makes a topic of parts partitions named after the scenario,
+// writes records to each, and a deployment whose mirror (named like the
+// topic) has added it and caught up. It returns the names and the next
+// record number.
+func (c *conformance) mirrored(t *testing.T, name string, parts int32, records int64) (topic, mirror string, d *deployment, seq int64) {
+	t.Helper()
+	topic, mirror = c.prefix+name, c.prefix+name
+	c.createTopic(t, c.src, topic, parts, nil)
+	seq = produceRecords(t, c.src, topic, parts, 0, records)
+	d = c.deploy(t, c.dst)
+	d.createMirror(mirror, c.src, nil)
+	d.addTopic(mirror, topic, c.src, parts, nil)
+	return topic, mirror, d, seq
+}
+
 // conformFidelity: batches of every codec and a transactional producer's
 // committed and aborted transactions, before and after the topic is
 // added, arrive as the source's committed records.
@@ -148,13 +163,8 @@ func conformFidelity(t *testing.T, c *conformance) {
 // conformPauseResume: a paused topic copies nothing, shows its lag, and
 // copies what it missed once resumed.
 func conformPauseResume(t *testing.T, c *conformance) {
-	topic, mirror := c.prefix+"pause", c.prefix+"pause"
 	const parts = 2
-	c.createTopic(t, c.src, topic, parts, nil)
-	seq := produceRecords(t, c.src, topic, parts, 0, 30)
-	d := c.deploy(t, c.dst)
-	d.createMirror(mirror, c.src, nil)
-	d.addTopic(mirror, topic, c.src, parts, nil)
+	topic, mirror, d, seq := c.mirrored(t, "pause", parts, 30)
 
 	d.call(http.MethodPost, "/v1/mirrors/"+mirror+"/topics:pause?wait=1m", map[string]any{"topic": topic}, nil, http.StatusOK)
 	d.waitStates(mirror, topic, parts, "PAUSED", time.Minute)
@@ -193,13 +203,8 @@ func sameEnds(a, b map[int32]int64) bool {
 // conformFailover: removing a caught-up topic stops it with nothing left
 // behind, and the destination topic takes writes after the copies.
 func conformFailover(t *testing.T, c *conformance) {
-	topic, mirror := c.prefix+"failover", c.prefix+"failover"
 	const parts = 2
-	c.createTopic(t, c.src, topic, parts, nil)
-	seq := produceRecords(t, c.src, topic, parts, 0, 40)
-	d := c.deploy(t, c.dst)
-	d.createMirror(mirror, c.src, nil)
-	d.addTopic(mirror, topic, c.src, parts, nil)
+	topic, mirror, d, seq := c.mirrored(t, "failover", parts, 40)
 
 	var preview struct {
 		Failover []struct {
@@ -242,13 +247,8 @@ func conformFailover(t *testing.T, c *conformance) {
 // after the destination was written to, adding it again fails the
 // partitions that diverged, and recreate copies it afresh.
 func conformRestart(t *testing.T, c *conformance) {
-	topic, mirror := c.prefix+"restart", c.prefix+"restart"
 	const parts = 2
-	c.createTopic(t, c.src, topic, parts, nil)
-	seq := produceRecords(t, c.src, topic, parts, 0, 30)
-	d := c.deploy(t, c.dst)
-	d.createMirror(mirror, c.src, nil)
-	d.addTopic(mirror, topic, c.src, parts, nil)
+	topic, mirror, d, seq := c.mirrored(t, "restart", parts, 30)
 	d.remove(mirror, topic, parts)
 
 	// Added again with nothing written to the destination: it re-aligns
@@ -276,14 +276,10 @@ func conformRestart(t *testing.T, c *conformance) {
 // conformGroupOffsets: a consumer group's committed offsets on the source
 // are synced to the destination, translated.
 func conformGroupOffsets(t *testing.T, c *conformance) {
-	topic, mirror, group := c.prefix+"groups", c.prefix+"groups", c.prefix+"billing"
 	const parts = 2
-	c.createTopic(t, c.src, topic, parts, nil)
+	group := c.prefix + "billing"
 	t.Cleanup(func() { c.deleteGroup(t, group) })
-	produceRecords(t, c.src, topic, parts, 0, 50)
-	d := c.deploy(t, c.dst)
-	d.createMirror(mirror, c.src, nil)
-	d.addTopic(mirror, topic, c.src, parts, nil)
+	topic, mirror, d, _ := c.mirrored(t, "groups", parts, 50)
 
 	commit := map[int32]int64{0: 20, 1: 35}
 	offsets := kadm.Offsets{}
