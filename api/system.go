@@ -20,6 +20,9 @@ const (
 	readyRetryAfter   = "5"
 	eventPollInterval = 500 * time.Millisecond
 	eventReplay       = 50
+	// eventHeldWarning: how long events may wait for an older transaction
+	// before the stream logs it.
+	eventHeldWarning = 30 * time.Second
 	// eventWriteTimeout bounds each write of an event stream, which has no
 	// overall write deadline: a client that stops reading is dropped.
 	eventWriteTimeout = 30 * time.Second
@@ -82,7 +85,7 @@ func (s *server) getHistory(w http.ResponseWriter, r *http.Request) {
 //
 //	@Summary		Stream events (server-sent events)
 //	@Description	A text/event-stream that stays open: each message has the event's id, its kind as the SSE event name, and the Event as JSON in data; a comment line (": keep-alive") every 15s while nothing happens, which keeps proxies from closing it and drops a client that stopped reading. It starts after Last-Event-ID, or after `since`, or with the last 50 events. While PostgreSQL does not answer (an outage, a failover), an open stream stays open with its keep-alives and goes on from its last event once the database is back; a new stream answers 503 meanwhile.
-//	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table, so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
+//	@Description	Each message's data is an Event in the shape of its kind (a oneOf on kind): a partition.state event has data with from, to, reason, error, epoch and owner (null when absent) besides its message. Events are read from the events table in id order, each once no transaction that could still commit an earlier one is running (one left open on the PostgreSQL server holds the stream back, and the server logs it after 30s), so a client that reconnects with the last id it saw (Last-Event-ID, as EventSource does) gets exactly the events after it, none missed and none repeated.
 //	@Description	The audit trail: an event of a change made through the API names its actor (the API token's name, never the token), the client's remote_addr and the request_id of the change's request (and of its server log line); `actor` filters on it. What kmirror's workers did on their own has no actor.
 //	@Description	A mirror deleted and created again under the same name is a new incarnation (the mirror's incarnation, each event's mirror_incarnation): `mirror` alone serves the current one's events (after a delete, the deleted one's), never an earlier namesake's; `incarnation` picks another, or all.
 //	@Description	Read it as a stream (for example openapi-fetch's parseAs: "stream", or an EventSource): a client that waits for the whole body waits forever.
@@ -142,6 +145,12 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = max(last-eventReplay, 0)
 	}
+	filter.AfterID = after
+	feed, err := s.svc.FollowEvents(filter)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeProblem(w, r, kindInternal, "streaming is not supported by this connection", nil)
@@ -159,9 +168,9 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 	defer poll.Stop()
 	lastWrite := time.Now()
 	waiting := false // for the database, which did not answer
+	held := false    // warned that an open transaction holds events back
 	for {
-		filter.AfterID = after
-		events, err := s.svc.ListEvents(ctx, filter)
+		events, err := feed.Next(ctx)
 		switch {
 		case err == nil && waiting:
 			logger(ctx).InfoContext(ctx, "event stream: the database answers again")
@@ -182,12 +191,18 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request) {
 			logger(ctx).WarnContext(ctx, "event stream query failed", "err", err)
 			return
 		}
+		if behind := feed.Behind(); behind > eventHeldWarning && !held {
+			logger(ctx).WarnContext(ctx, "event stream: newer events wait for a transaction left open on the PostgreSQL server "+
+				"(any of its databases) to end", "waited", behind.Round(time.Second))
+			held = true
+		} else if behind == 0 {
+			held = false
+		}
 		if len(events) > 0 || time.Since(lastWrite) > s.keepAlive {
 			_ = rc.SetWriteDeadline(time.Now().Add(eventWriteTimeout))
 			for _, e := range events {
 				b, _ := json.Marshal(eventView(e))
 				fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, b)
-				after = e.ID
 			}
 			if len(events) == 0 {
 				fmt.Fprint(w, ": keep-alive\n\n")

@@ -54,7 +54,11 @@ type EventsListParams struct {
 	Incarnation     int64
 	AllIncarnations bool
 	Actor           string
-	Limit           int
+	// Through, when positive, leaves out events with a greater id: a
+	// reader that follows the table sets it from an EventsHorizon, so
+	// that it never moves past an id that may still commit.
+	Through int64
+	Limit   int
 }
 
 // EventsList returns events with id > AfterID.
@@ -67,11 +71,11 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	rows, err := q.Query(ctx, `SELECT id, at, kind, coalesce(mirror, ''), coalesce(topic, ''),
 			partition, message, data, coalesce(actor, ''), coalesce(remote_addr, ''), coalesce(request_id, ''),
 			coalesce(mirror_incarnation, 0)
-		FROM events WHERE id > $1 AND ($2 = '' OR mirror = $2) AND ($4 = '' OR actor = $4)
+		FROM events WHERE id > $1 AND ($7::bigint <= 0 OR id <= $7) AND ($2 = '' OR mirror = $2) AND ($4 = '' OR actor = $4)
 		  AND ($2 = '' OR $6::bool OR mirror_incarnation IS NOT DISTINCT FROM CASE WHEN $5::bigint > 0 THEN $5::bigint ELSE coalesce(
 				(SELECT incarnation FROM mirrors WHERE name = $2),
 				(SELECT mirror_incarnation FROM events WHERE mirror = $2 ORDER BY id DESC LIMIT 1)) END)
-		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit, p.Actor, p.Incarnation, p.AllIncarnations)
+		ORDER BY id LIMIT $3`, p.AfterID, p.Mirror, p.Limit, p.Actor, p.Incarnation, p.AllIncarnations, p.Through)
 	if err != nil {
 		return nil, interpret(err)
 	}
