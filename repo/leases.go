@@ -90,6 +90,25 @@ func InstancesRenewSession(ctx context.Context, q DBTX, id string, epoch int64, 
 	return nil
 }
 
+// InstancesReviveSession renews a session that expired but was neither
+// replaced nor closed: an instance that kept its leases through a database
+// outage, trusting them on its heartbeats (Spared kept them from being
+// taken). A lease another instance took meanwhile stays taken; the
+// instance's next lease renewal finds it gone. ErrNotFound means the
+// session was replaced or closed.
+func InstancesReviveSession(ctx context.Context, q DBTX, id string, epoch int64, ttl time.Duration) error {
+	tag, err := q.Exec(ctx, `UPDATE instances SET session_expires_at = now() + $3 * interval '1 microsecond',
+			session_renewed_at = now()
+		WHERE id = $1 AND session_epoch = $2 AND session_expires_at IS NOT NULL`, id, epoch, ttl.Microseconds())
+	if err != nil {
+		return interpret(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // InstancesCloseSession ends a session after its leases were released, so
 // other instances stop counting this one at once.
 func InstancesCloseSession(ctx context.Context, q DBTX, id string, epoch int64) error {
@@ -113,12 +132,26 @@ func PartitionsOwned(ctx context.Context, q DBTX, owner string, session int64) (
 	return scanPartitionLeases(rows)
 }
 
+// Spared says which expired sessions' partition leases are not free yet:
+// those of owners that may still be copying through a database outage,
+// trusting their leases on the destination cluster's heartbeats. A session
+// is spared while it expired less than Grace ago and either All is set
+// (this instance cannot tell who is alive) or it is one of Owners'
+// Sessions (alive by its heartbeats). The zero value spares none.
+type Spared struct {
+	Grace    time.Duration
+	All      bool
+	Owners   []string
+	Sessions []int64
+}
+
 // PartitionsAcquireLeases takes up to limit free leases of active
 // partitions for owner's session, incrementing each one's epoch. A lease is
-// free when no live session holds it. Candidates are locked in primary-key
-// order, and rows another transaction is locking are skipped, so
-// concurrent instances never wait on each other or deadlock.
-func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session int64, limit int) ([]PartitionLeaseRow, error) {
+// free when no live session holds it and spare does not spare it.
+// Candidates are locked in primary-key order, and rows another transaction
+// is locking are skipped, so concurrent instances never wait on each other
+// or deadlock.
+func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session int64, limit int, spare Spared) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirror_partitions up
 		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1, last_owner = $1
@@ -127,6 +160,10 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 			FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE (p.lease_owner IS NULL OR NOT `+leaseHeld+`)
+			  AND NOT (p.lease_owner IS NOT NULL AND $4 > 0 AND EXISTS (
+				SELECT 1 FROM instances i WHERE i.id = p.lease_owner AND i.session_epoch = p.lease_session
+				  AND i.session_expires_at > now() - $4 * interval '1 microsecond'
+				  AND ($5 OR (i.id, i.session_epoch) IN (SELECT * FROM unnest($6::text[], $7::bigint[])))))
 			  AND `+activePartition+`
 			ORDER BY p.mirror, p.topic, p.partition
 			LIMIT $3
@@ -134,7 +171,7 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 		) c
 		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
 		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`,
-		owner, session, limit)
+		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions)
 	if err != nil {
 		return nil, interpret(err)
 	}

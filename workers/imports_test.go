@@ -16,6 +16,7 @@ import (
 // tests), as its doc.go says: the roles barely touch, and where one needs
 // another it declares a small interface instead.
 var allowedSiblings = map[string][]string{
+	"heartbeat":         nil,
 	"lease":             nil,
 	"partition":         {"lease", "partition/metrics", "partition/produce", "partition/worker"},
 	"partition/metrics": nil,

@@ -98,6 +98,7 @@ var chartCases = []struct {
 			wantEnv(p, c, "KMIRROR_API_TOKENS_FILE", "/etc/kmirror/api-tokens/tokens")
 			wantEnv(p, c, "KMIRROR_SECRET_KEY_FILE", "/var/lib/kmirror/secret.key")
 			wantEnv(p, c, "KMIRROR_LEASE_TTL", "15s")
+			wantEnv(p, c, "KMIRROR_LEASE_OUTAGE_GRACE", "60s")
 			wantEnv(p, c, "KMIRROR_LOG_LEVEL", "info")
 			if env(c, "KMIRROR_DESTINATION_BOOTSTRAP") != nil || env(c, "KMIRROR_PUBLIC_METRICS") != nil {
 				p.add("defaults set a destination or public metrics")

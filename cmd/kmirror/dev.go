@@ -106,6 +106,7 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
 			LeaseTTL:           15 * time.Second,
 			LeaseRenewInterval: 5 * time.Second,
+			LeaseOutageGrace:   defaultOutageGrace,
 			SourceTimeout:      5 * time.Second,
 			Tokens:             tokens,
 			Secrets:            secrets,

@@ -32,6 +32,7 @@ import (
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/web"
+	"kmirror/workers/heartbeat"
 	"kmirror/workers/lease"
 	"kmirror/workers/metadatasync"
 	"kmirror/workers/partition"
@@ -49,7 +50,11 @@ type serverConfig struct {
 	InstanceID         string
 	LeaseTTL           time.Duration
 	LeaseRenewInterval time.Duration
-	SourceTimeout      time.Duration
+	// LeaseOutageGrace is how long past its session's last renewal an
+	// instance may go on copying through a database outage, on its
+	// heartbeats to the destination; 0 turns riding through off.
+	LeaseOutageGrace time.Duration
+	SourceTimeout    time.Duration
 	// ShutdownTimeout is the whole shutdown's budget, every step included
 	// (startstop.Budget); default defaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -206,6 +211,7 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.StringVar(&cfg.InstanceID, "instance-id", envOr("KMIRROR_INSTANCE_ID", fmt.Sprintf("%s-%d", host, os.Getpid())), "unique id of this instance (KMIRROR_INSTANCE_ID)")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
+	fs.DurationVar(&cfg.LeaseOutageGrace, "lease-outage-grace", envDuration("KMIRROR_LEASE_OUTAGE_GRACE", defaultOutageGrace), "how long past the last renewal of its session an instance that cannot reach PostgreSQL goes on copying, as long as the destination acknowledges its heartbeats (__mirror_heartbeats); 0 stops copying once the session expires (KMIRROR_LEASE_OUTAGE_GRACE)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", defaultShutdownTimeout), "how long the steps of a shutdown may wait in all, whatever is down; a second past it the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
 	fs.BoolVar(&cfg.CopyRecords, "copy-records", envBool("KMIRROR_COPY_RECORDS"), "copy record by record, the fallback to copying batches whole: every batch is decompressed and its records compressed again with snappy, and mirror.compression.type is not followed (KMIRROR_COPY_RECORDS)")
@@ -312,7 +318,7 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 // The workers use pools of their own, which the API cannot exhaust: the
 // lease manager a small one that nothing else touches, the rest of the data
 // plane another.
-func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, svc *service.Workers, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
+func components(cfg serverConfig, pools workerPools, deployment string, notes *notifier.Notifier, svc *service.Workers, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
 	pool := pools.data
 	host, _ := os.Hostname()
 	if len(cfg.Destination.BootstrapServers) == 0 {
@@ -345,16 +351,26 @@ func components(cfg serverConfig, pools workerPools, notes *notifier.Notifier, s
 	if err != nil {
 		return nil, err
 	}
+	beats, err := heartbeat.New(heartbeat.Config{Destination: cfg.Destination, DeploymentID: deployment,
+		InstanceID: cfg.InstanceID, ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	leases, err := lease.NewManager(lease.ManagerConfig{Pool: pools.leases, InstanceID: cfg.InstanceID,
 		Hostname: host, Version: version, TTL: cfg.LeaseTTL, RenewInterval: cfg.LeaseRenewInterval, Logger: log,
-		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg, StopBudget: cfg.budget})
+		Partitions: eng, Mirrors: syncer, Notifier: notes, Registerer: reg, StopBudget: cfg.budget,
+		Heartbeat: beats, OutageGrace: cfg.LeaseOutageGrace})
 	if err != nil {
 		return nil, err
 	}
 	data := startstop.Parallel(nameAll(log, []startstop.Service{eng, syncer}, "engine", "metadata syncer")...)
-	return nameAll(log, []startstop.Service{notes, relay, data, leases},
-		"notifier", "outbox relay", "engine and metadata syncer", "lease manager"), nil
+	return nameAll(log, []startstop.Service{notes, relay, data, beats, leases},
+		"notifier", "outbox relay", "engine and metadata syncer", "heartbeats", "lease manager"), nil
 }
+
+// defaultOutageGrace is how long an instance rides through a database
+// outage by default: a managed PostgreSQL fails over in 30 to 120 s.
+const defaultOutageGrace = 60 * time.Second
 
 // workerPools are the data plane's own database pools.
 type workerPools struct {
@@ -460,7 +476,11 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	pieces, err := components(cfg, pools, notes, workers, reg, log)
+	deployment, err := repo.DeploymentID(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("read the deployment's id: %w", err)
+	}
+	pieces, err := components(cfg, pools, deployment, notes, workers, reg, log)
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,24 @@ type ManagerConfig struct {
 	// StopBudget, when set, bounds Stop's statements and its wait for
 	// unsettled leases by the instance's shutdown budget.
 	StopBudget *startstop.Budget
+	// Heartbeat, with OutageGrace, lets partition leases ride through a
+	// database outage (package heartbeat): while the session cannot be
+	// renewed, each acknowledged heartbeat keeps the partition leases
+	// trusted, for up to OutageGrace past the session's last renewal; and
+	// the leases of a session whose heartbeats go on are not taken. Nil or
+	// a zero grace: leases last as long as the session's renewals.
+	Heartbeat   Heartbeater
+	OutageGrace time.Duration
+}
+
+// Heartbeater is the destination cluster's liveness clock
+// (heartbeat.Heartbeats).
+type Heartbeater interface {
+	// Beat writes a heartbeat of the session and returns once it is
+	// acknowledged.
+	Beat(ctx context.Context, session int64) error
+	// Spared says which expired sessions' leases must not be taken yet.
+	Spared(grace, ttl, margin time.Duration) repo.Spared
 }
 
 func (c *ManagerConfig) validate() error {
@@ -145,6 +163,18 @@ type Manager struct {
 	// releaseFailed: the last release statement failed; a stop then waits
 	// no more for the database and leaves the leases to expire.
 	releaseFailed bool
+
+	// beat is what the heartbeat loop needs of the lease loop's state.
+	beat struct {
+		mu sync.Mutex
+		// session and renewedAt copy session and the sessionAt of its last
+		// successful renewal; leases are the partition leases taken (ended
+		// ones are dropped as the loop finds them).
+		session   int64
+		renewedAt time.Time
+		leases    map[*Lease]struct{}
+	}
+	beatNow chan struct{}
 }
 
 // ManagerTestSignals are the Manager's points of interest for tests.
@@ -183,7 +213,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		cfg:     cfg,
 		log:     cmp.Or(cfg.Logger, slog.Default()),
 		poke:    make(chan struct{}, 1),
+		beatNow: make(chan struct{}, 1),
 	}
+	m.beat.leases = map[*Lease]struct{}{}
 	if r := cfg.Partitions; r != nil {
 		m.partitions = m.partitionLeaseSet(r)
 		m.sets = append(m.sets, m.partitions)
@@ -217,6 +249,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		defer demand.Unsubscribe()
 		m.run(ctx, desired, demand)
 	})
+	if m.ridesThrough() {
+		m.Go(m.beatLoop)
+	}
 	return nil
 }
 
@@ -433,12 +468,14 @@ func (m *Manager) renewSession() error {
 			return repo.InstancesRenewSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.session, m.cfg.TTL)
 		})
 		if err == nil {
-			m.sessionAt = start
-			m.TestSignals.SessionRenewed.Signal(m.session)
+			m.renewed(start)
 			return nil
 		}
 		if !errors.Is(err, repo.ErrNotFound) {
 			return err
+		}
+		if m.revive() {
+			return nil
 		}
 		for _, s := range m.sets {
 			m.drop(s, s.all(), "lease session expired or replaced", false)
@@ -460,10 +497,47 @@ func (m *Manager) renewSession() error {
 	if err != nil {
 		return err
 	}
-	m.session, m.sessionAt = epoch, start
+	m.session = epoch
+	m.renewed(start)
 	m.log.Info("lease session opened", "session", epoch)
-	m.TestSignals.SessionRenewed.Signal(epoch)
 	return nil
+}
+
+// renewed records a successful renewal or opening of the session that
+// started at start.
+func (m *Manager) renewed(start time.Time) {
+	m.sessionAt = start
+	m.beat.mu.Lock()
+	m.beat.session, m.beat.renewedAt = m.session, start
+	m.beat.mu.Unlock()
+	m.TestSignals.SessionRenewed.Signal(m.session)
+	// A heartbeat right after each renewal keeps the two clocks in step,
+	// so a crash's leases are spared no longer than its session lasts.
+	select {
+	case m.beatNow <- struct{}{}:
+	default:
+	}
+}
+
+// revive renews the session after the database expired it, when its
+// partition leases are still trusted on heartbeats: they rode through an
+// outage, and no other instance may have taken them (repo.Spared). It
+// reports whether the session lives on.
+func (m *Manager) revive() bool {
+	if !m.ridesThrough() || m.partitions == nil || !slices.ContainsFunc(m.partitions.all(), (*Lease).Valid) {
+		return false
+	}
+	start := time.Now()
+	err := m.within("lease session revive", func(ctx context.Context) error {
+		return repo.InstancesReviveSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.session, m.cfg.TTL)
+	})
+	if err != nil {
+		return false
+	}
+	m.renewed(start)
+	m.log.Info("lease session renewed after it expired: its leases were kept through a database outage on heartbeats",
+		"session", m.session)
+	return true
 }
 
 // closeSession ends the session once every lease was handed back, so other
@@ -472,6 +546,9 @@ func (m *Manager) closeSession() {
 	if m.session == 0 {
 		return
 	}
+	m.beat.mu.Lock()
+	m.beat.session = 0
+	m.beat.mu.Unlock()
 	err := m.within("lease session close", func(ctx context.Context) error {
 		return repo.InstancesCloseSession(ctx, m.cfg.Pool, m.cfg.InstanceID, m.session)
 	})
@@ -589,6 +666,11 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 			continue
 		}
 		s.held[r.key] = l
+		if s == m.partitions && m.ridesThrough() {
+			m.beat.mu.Lock()
+			m.beat.leases[l] = struct{}{}
+			m.beat.mu.Unlock()
+		}
 		m.log.Info("lease acquired", append(l.logAttrs(), "kind", s.kind)...)
 		s.start(ctx, l)
 	}
@@ -757,7 +839,7 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 			return fromRepo(repo.PartitionsOwned(ctx, pool, owner, m.session))
 		},
 		acquire: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
-			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, m.session, limit))
+			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, m.session, limit, m.spared()))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
 			_, err := repo.PartitionsReleaseLeases(ctx, pool, owner, toRepo(held))

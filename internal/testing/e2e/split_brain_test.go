@@ -14,13 +14,14 @@ import (
 
 // TestCutOffInstanceStopsBeforeTakeover: server a loses its database (the
 // network to it drops everything: a proxy in front of PostgreSQL hangs)
-// while b still reaches it, under traffic. b takes a's partitions once a's
-// session expires. By then a must have stopped writing: it gives each lease
-// up at its trust deadline, which its log shows before b's log shows the
-// same partition taken, and the destination holds every record exactly
-// once. When a's database comes back, a joins again and the two share.
-// This is the guard against a split brain (issue 29): whatever lets a
-// instance ride through a database outage must keep this test passing.
+// while b still reaches it, under traffic. a rides through: its heartbeats
+// to the destination keep its leases trusted, and it goes on copying past
+// the point where its session expires, while b leaves its partitions
+// alone. Once the outage grace has passed, b takes them. By then a must
+// have stopped writing: it gives each lease up, which its log shows before
+// b's log shows the same partition taken, and the destination holds every
+// record exactly once. When a's database comes back, a joins again and the
+// two share. This is the guard against a split brain (issue 29).
 func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, crashTopic, crashPartitions)
@@ -32,8 +33,10 @@ func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 	u.Host = proxy.Addr()
 	prod := startProducer(t, w.clusters.SourceAddr(), crashTopic, crashPartitions, produceTick, producePerTick)
 
+	const grace = 4 * time.Second
+	w.args = []string{"--lease-outage-grace", grace.String()}
 	w.lifetimes++
-	a := startServer(t, w.bin, w.logDir, w.lifetimes, "a", u.String(), w.clusters.DestinationAddr())
+	a := startServer(t, w.bin, w.logDir, w.lifetimes, "a", u.String(), w.clusters.DestinationAddr(), w.args...)
 	w.servers = append(w.servers, a)
 	apiA := a.waitReady(20 * time.Second)
 	w.createMirror(apiA)
@@ -60,10 +63,36 @@ func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 
 	cut := time.Now()
 	proxy.Cut(testnet.Hang)
+	// Past a's session's expiry (TTL), a still owns its partitions and
+	// they still advance: a is copying without its database.
+	ends := func() map[int32]int64 {
+		e, _ := listEnds(w.clusters.DestinationAddr(), crashTopic, false)
+		return e
+	}
+	time.Sleep(time.Until(cut.Add(leaseTTL + time.Second))) // past the expiry, on purpose
+	before := ends()
+	waitUntil(t, grace, "a's partitions copied after its session expired", func() bool {
+		now := ends()
+		for p := range ofA {
+			if now[p] <= before[p] {
+				return false
+			}
+		}
+		return true
+	})
+	for _, r := range w.rows() {
+		if ofA[r.partition] && r.owner != "a" {
+			t.Fatalf("partition %d was taken by %q %s after a lost its database, within the grace of %s", r.partition, r.owner, time.Since(cut).Round(time.Millisecond), grace)
+		}
+	}
+	rodeUntil := time.Since(cut)
 	waitUntil(t, 30*time.Second, "b mirroring every partition", func() bool {
 		return owners()["b"] == crashPartitions
 	})
 	tookOver := time.Since(cut)
+	if tookOver < grace {
+		t.Errorf("b took a's partitions %s after the cut, within the grace of %s", tookOver.Round(time.Millisecond), grace)
+	}
 
 	// Each of a's partitions: a gave it up before b took it.
 	lost := logTimes(t, a.path, "lease lost", "a")
@@ -90,7 +119,7 @@ func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 		o := owners()
 		return o["a"] == crashPartitions/2 && o["b"] == crashPartitions/2
 	})
-	t.Logf("b mirrored every partition %s after the cut", tookOver.Round(time.Millisecond))
+	t.Logf("a copied without its database at least until %s after the cut; b mirrored every partition %s after it", rodeUntil.Round(time.Millisecond), tookOver.Round(time.Millisecond))
 	w.finish(prod, func() string { return apiB }, 0, map[string]int{}, time.Since(cut))
 }
 

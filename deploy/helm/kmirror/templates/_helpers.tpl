@@ -111,7 +111,7 @@ kmirror, run by the Deployment's template so that a bad value fails
 {{- if not (regexMatch "^KMIRROR_[A-Z0-9_]+$" $name) }}
 {{- fail (printf "config.%s: keys are the server's KMIRROR_* environment variables (kmirror server --help names each flag's); use extraEnv for others" $name) }}
 {{- end }}
-{{- if has $name (list "KMIRROR_LISTEN" "KMIRROR_INSTANCE_ID" "KMIRROR_DATABASE_URL" "KMIRROR_LEASE_TTL" "KMIRROR_LEASE_RENEW_INTERVAL" "KMIRROR_LOG_LEVEL" "KMIRROR_SHUTDOWN_TIMEOUT" "KMIRROR_API_TOKENS_FILE" "KMIRROR_SECRET_KEY_FILE" "KMIRROR_PUBLIC_METRICS") }}
+{{- if has $name (list "KMIRROR_LISTEN" "KMIRROR_INSTANCE_ID" "KMIRROR_DATABASE_URL" "KMIRROR_LEASE_TTL" "KMIRROR_LEASE_RENEW_INTERVAL" "KMIRROR_LEASE_OUTAGE_GRACE" "KMIRROR_LOG_LEVEL" "KMIRROR_SHUTDOWN_TIMEOUT" "KMIRROR_API_TOKENS_FILE" "KMIRROR_SECRET_KEY_FILE" "KMIRROR_PUBLIC_METRICS") }}
 {{- fail (printf "config.%s is set by the chart from its own value (see values.yaml)" $name) }}
 {{- end }}
 {{- if hasPrefix "KMIRROR_DESTINATION_" $name }}
