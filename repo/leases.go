@@ -132,9 +132,10 @@ func PartitionsOwned(ctx context.Context, q DBTX, owner string, session int64) (
 	return scanPartitionLeases(rows)
 }
 
-// Spared says which expired sessions' partition leases are not free yet:
-// those of owners that may still be copying through a database outage,
-// trusting their leases on the destination cluster's heartbeats. A session
+// Spared says which expired sessions' leases (partition and metadata) are
+// not free yet: those of owners that may still be copying through a
+// database outage, trusting their leases on the destination cluster's
+// heartbeats. A session
 // is spared while it expired less than Grace ago and either All is set
 // (this instance cannot tell who is alive) or it is one of Owners'
 // Sessions (alive by its heartbeats). The zero value spares none.
@@ -143,6 +144,16 @@ type Spared struct {
 	All      bool
 	Owners   []string
 	Sessions []int64
+}
+
+// sparedLease is true for a lease (its owner and session columns) that
+// Spared, as parameters $4 to $7 (Grace in microseconds, All, Owners,
+// Sessions), leaves to its owner.
+func sparedLease(owner, session string) string {
+	return `(` + owner + ` IS NOT NULL AND $4 > 0 AND EXISTS (
+		SELECT 1 FROM instances i WHERE i.id = ` + owner + ` AND i.session_epoch = ` + session + `
+		  AND i.session_expires_at > now() - $4 * interval '1 microsecond'
+		  AND ($5 OR (i.id, i.session_epoch) IN (SELECT * FROM unnest($6::text[], $7::bigint[])))))`
 }
 
 // PartitionsAcquireLeases takes up to limit free leases of active
@@ -160,10 +171,7 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 			FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE (p.lease_owner IS NULL OR NOT `+leaseHeld+`)
-			  AND NOT (p.lease_owner IS NOT NULL AND $4 > 0 AND EXISTS (
-				SELECT 1 FROM instances i WHERE i.id = p.lease_owner AND i.session_epoch = p.lease_session
-				  AND i.session_expires_at > now() - $4 * interval '1 microsecond'
-				  AND ($5 OR (i.id, i.session_epoch) IN (SELECT * FROM unnest($6::text[], $7::bigint[])))))
+			  AND NOT `+sparedLease("p.lease_owner", "p.lease_session")+`
 			  AND `+activePartition+`
 			ORDER BY p.mirror, p.topic, p.partition
 			LIMIT $3
@@ -216,15 +224,16 @@ func MirrorsOwnedMetaLeases(ctx context.Context, q DBTX, owner string, session i
 
 // MirrorsAcquireMetaLeases takes up to limit free metadata-sync leases for
 // owner's session, incrementing each one's epoch. A lease is free when no
-// live session holds it. Every mirror needs one, except one that needs
-// credentials.
-func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, session int64, limit int) ([]MirrorLeaseRow, error) {
+// live session holds it and spare does not spare it. Every mirror needs
+// one, except one that needs credentials.
+func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, session int64, limit int, spare Spared) ([]MirrorLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirrors m
 		SET meta_lease_owner = $1, meta_lease_session = $2, meta_lease_epoch = m.meta_lease_epoch + 1
 		FROM (
 			SELECT name FROM mirrors
 			WHERE (meta_lease_owner IS NULL OR NOT `+metaLeaseHeld+`)
+			  AND NOT `+sparedLease("meta_lease_owner", "meta_lease_session")+`
 			  AND `+syncableMirror+`
 			ORDER BY name
 			LIMIT $3
@@ -232,7 +241,7 @@ func MirrorsAcquireMetaLeases(ctx context.Context, q DBTX, owner string, session
 		) c
 		WHERE m.name = c.name
 		RETURNING m.name, m.meta_lease_epoch`,
-		owner, session, limit)
+		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -4,7 +4,7 @@
 //
 // The lease manager uses both sides to ride through a PostgreSQL outage.
 // An instance that cannot renew its session in the database goes on
-// trusting its partition leases for as long as its heartbeats are
+// trusting its leases for as long as its heartbeats are
 // acknowledged (within a grace after its last renewal), and copying goes
 // on. An instance that can renew does not take the leases of a session
 // whose heartbeats it saw within a TTL, nor of any session that expired

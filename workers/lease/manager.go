@@ -89,12 +89,12 @@ type ManagerConfig struct {
 	// StopBudget, when set, bounds Stop's statements and its wait for
 	// unsettled leases by the instance's shutdown budget.
 	StopBudget *startstop.Budget
-	// Heartbeat, with OutageGrace, lets partition leases ride through a
-	// database outage (package heartbeat): while the session cannot be
-	// renewed, each acknowledged heartbeat keeps the partition leases
-	// trusted, for up to OutageGrace past the session's last renewal; and
-	// the leases of a session whose heartbeats go on are not taken. Nil or
-	// a zero grace: leases last as long as the session's renewals.
+	// Heartbeat, with OutageGrace, lets leases ride through a database
+	// outage (package heartbeat): while the session cannot be renewed, each
+	// acknowledged heartbeat keeps the leases trusted, for up to
+	// OutageGrace past the session's last renewal; and the leases of a
+	// session whose heartbeats go on are not taken. Nil or a zero grace:
+	// leases last as long as the session's renewals.
 	Heartbeat   Heartbeater
 	OutageGrace time.Duration
 }
@@ -168,7 +168,7 @@ type Manager struct {
 	beat struct {
 		mu sync.Mutex
 		// session and renewedAt copy session and the sessionAt of its last
-		// successful renewal; leases are the partition leases taken (ended
+		// successful renewal; leases are the leases taken (ended
 		// ones are dropped as the loop finds them).
 		session   int64
 		renewedAt time.Time
@@ -520,11 +520,11 @@ func (m *Manager) renewed(start time.Time) {
 }
 
 // revive renews the session after the database expired it, when its
-// partition leases are still trusted on heartbeats: they rode through an
+// leases are still trusted on heartbeats: they rode through an
 // outage, and no other instance may have taken them (repo.Spared). It
 // reports whether the session lives on.
 func (m *Manager) revive() bool {
-	if !m.ridesThrough() || m.partitions == nil || !slices.ContainsFunc(m.partitions.all(), (*Lease).Valid) {
+	if !m.ridesThrough() || !slices.ContainsFunc(m.sets, func(s *leaseSet) bool { return slices.ContainsFunc(s.all(), (*Lease).Valid) }) {
 		return false
 	}
 	start := time.Now()
@@ -666,7 +666,7 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 			continue
 		}
 		s.held[r.key] = l
-		if s == m.partitions && m.ridesThrough() {
+		if m.ridesThrough() {
 			m.beat.mu.Lock()
 			m.beat.leases[l] = struct{}{}
 			m.beat.mu.Unlock()
@@ -874,7 +874,7 @@ func (m *Manager) mirrorLeaseSet(r MirrorRunner) *leaseSet {
 			return fromRepo(repo.MirrorsOwnedMetaLeases(ctx, pool, owner, m.session))
 		},
 		acquire: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
-			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, m.session, limit))
+			return fromRepo(repo.MirrorsAcquireMetaLeases(ctx, pool, owner, m.session, limit, m.spared()))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
 			_, err := repo.MirrorsReleaseMetaLeases(ctx, pool, owner, toRepo(held))

@@ -51,7 +51,7 @@ func (m *Manager) beatLoop(ctx context.Context) {
 }
 
 // beatOnce writes one heartbeat of the session and, once it is
-// acknowledged, moves the partition leases' trust deadline to TTL − Margin
+// acknowledged, moves the leases' trust deadline to TTL − Margin
 // after the heartbeat was sent, but never past OutageGrace after the
 // session's last renewal: the same bound a taker's database applies
 // (repo.Spared).

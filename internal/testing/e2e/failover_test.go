@@ -20,10 +20,16 @@ import (
 
 // failoverDelay is how long no primary answers in TestPostgresFailover:
 // the time a failover manager takes to notice and promote. The servers run
-// with the default lease timings (TTL 15 s, renewed every 5 s), which trust
-// a lease for 10 s after its last renewal, so at least 5 s after the
-// crash: a failover within that keeps every lease.
-const failoverDelay = 3 * time.Second
+// with the default lease timings (TTL 15 s, renewed every 5 s), which
+// trust a lease for 10 s after its last renewal, so at least 5 s after the
+// crash; longer than the TTL, the sessions expire in the database too, and
+// only the heartbeats to the destination carry the leases (the default
+// outage grace, 60 s).
+const failoverDelay = 20 * time.Second
+
+// trustWindow is how long after a crash the leases would be trusted on
+// their renewals alone, at the latest.
+const trustWindow = 10 * time.Second
 
 // TestPostgresFailover: two kmirror servers mirror under traffic through a
 // multi-host database URL (target_session_attrs=read-write) to a primary
@@ -32,7 +38,9 @@ const failoverDelay = 3 * time.Second
 // and the standby promoted: the API answers 503 while
 // no primary answers and 200 again by itself, every pool and the LISTEN
 // connection find the new primary, copying goes on through the gap, no
-// lease is lost, and the copy ends exact with no partition failed.
+// lease is lost, and the copy ends exact with no partition failed. The
+// outage outlasts the leases' TTL: copying goes on past the trust window,
+// on heartbeats, and the sessions are renewed in place afterwards.
 func TestPostgresFailover(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -53,8 +61,14 @@ func TestPostgresFailover(t *testing.T) {
 	waitUntil(t, 10*time.Second, "the API to answer 503 with no primary", func() bool {
 		return status(apiA, "/v1/mirrors") == http.StatusServiceUnavailable
 	})
-	time.Sleep(time.Until(crashed.Add(failoverDelay))) // the outage itself
+	time.Sleep(time.Until(crashed.Add(trustWindow + time.Second)))
+	pastTrust := copied()
+	time.Sleep(time.Until(crashed.Add(failoverDelay))) // the rest of the outage
 	atPromote := copied()
+	if atPromote <= pastTrust {
+		t.Errorf("copying stopped once the leases' renewals ran out: %d records copied at %s into the outage, %d at the promotion",
+			pastTrust, trustWindow+time.Second, atPromote)
+	}
 	if err := standby.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +83,8 @@ func TestPostgresFailover(t *testing.T) {
 		return copied() > atPromote+100
 	})
 	t.Logf("primary crashed, standby promoted %s later; the APIs answered 200 %s after the promotion; "+
-		"records copied while no primary answered: %d; copying again %s after the promotion",
-		failoverDelay, recovered.Round(time.Millisecond), atPromote-atCrash, time.Since(promoted).Round(time.Millisecond))
+		"records copied while no primary answered: %d (%d after the trust window); copying again %s after the promotion",
+		failoverDelay, recovered.Round(time.Millisecond), atPromote-atCrash, atPromote-pastTrust, time.Since(promoted).Round(time.Millisecond))
 	// The event stream opened before the crash goes on, and a wait
 	// answers from the new primary.
 	ctx30, cancel := context.WithTimeout(ctx, 30*time.Second)
