@@ -33,6 +33,7 @@ func (f LeaseFence) args(more ...any) []any {
 type TopicDesire struct {
 	Mirror            string
 	Topic             string
+	DestTopic         string
 	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
@@ -42,7 +43,7 @@ type TopicDesire struct {
 
 // TopicsListDesired reads every mirror topic's desired state, in one query.
 func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
-	rows, err := q.Query(ctx, `SELECT mirror, topic, desired_state, replication_factor, recreate, continue_history, keep_divergent FROM mirror_topics`)
+	rows, err := q.Query(ctx, `SELECT mirror, topic, dest_topic, desired_state, replication_factor, recreate, continue_history, keep_divergent FROM mirror_topics`)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -50,7 +51,7 @@ func TopicsListDesired(ctx context.Context, q DBTX) ([]TopicDesire, error) {
 	var out []TopicDesire
 	for rows.Next() {
 		var d TopicDesire
-		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate, &d.ContinueHistory, &d.KeepDivergent); err != nil {
+		if err := rows.Scan(&d.Mirror, &d.Topic, &d.DestTopic, &d.DesiredState, &d.ReplicationFactor, &d.Recreate, &d.ContinueHistory, &d.KeepDivergent); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, d)

@@ -11,8 +11,11 @@ import (
 
 // Topic is one row of mirror_topics, with its partition count.
 type Topic struct {
-	Mirror            string
-	Topic             string
+	Mirror string
+	Topic  string
+	// DestTopic is the destination topic's name: the mirror's
+	// topic.name.prefix, as it was when the row was created, and Topic.
+	DestTopic         string
 	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
@@ -25,14 +28,14 @@ type Topic struct {
 }
 
 const topicSelect = `
-	SELECT t.mirror, t.topic, t.desired_state, t.replication_factor, t.recreate, t.read_only_enforced,
+	SELECT t.mirror, t.topic, t.dest_topic, t.desired_state, t.replication_factor, t.recreate, t.read_only_enforced,
 		(SELECT count(*) FROM mirror_partitions p WHERE p.mirror = t.mirror AND p.topic = t.topic),
 		t.created_at, t.updated_at
 	FROM mirror_topics t`
 
 func scanTopic(row scanner) (Topic, error) {
 	var t Topic
-	err := row.Scan(&t.Mirror, &t.Topic, &t.DesiredState, &t.ReplicationFactor, &t.Recreate, &t.ReadOnlyEnforced,
+	err := row.Scan(&t.Mirror, &t.Topic, &t.DestTopic, &t.DesiredState, &t.ReplicationFactor, &t.Recreate, &t.ReadOnlyEnforced,
 		&t.Partitions, &t.CreatedAt, &t.UpdatedAt)
 	return t, interpret(err)
 }
@@ -100,8 +103,11 @@ func TopicsGet(ctx context.Context, q DBTX, mirror, topic string) (Topic, error)
 
 // TopicsUpsertParams describes a topic being added or restarted.
 type TopicsUpsertParams struct {
-	Mirror            string
-	Topic             string
+	Mirror string
+	Topic  string
+	// DestTopic names the destination topic of a new row ("": Topic). An
+	// existing row keeps the name it has.
+	DestTopic         string
 	DesiredState      states.Desired
 	ReplicationFactor int
 	Recreate          bool
@@ -121,12 +127,12 @@ type TopicsUpsertParams struct {
 // and makes sure a partition row exists for each of its partitions.
 func TopicsUpsert(ctx context.Context, q DBTX, p TopicsUpsertParams) error {
 	_, err := q.Exec(ctx, `
-		INSERT INTO mirror_topics (mirror, topic, desired_state, replication_factor, recreate, continue_history, keep_divergent)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		INSERT INTO mirror_topics (mirror, topic, dest_topic, desired_state, replication_factor, recreate, continue_history, keep_divergent)
+		VALUES ($1, $2, coalesce(nullif($8, ''), $2), $3, $4, $5, $6, $7)
 		ON CONFLICT (mirror, topic) DO UPDATE SET desired_state = excluded.desired_state,
 			replication_factor = excluded.replication_factor, recreate = excluded.recreate,
 			continue_history = excluded.continue_history, keep_divergent = excluded.keep_divergent, updated_at = now()`,
-		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate, p.ContinueHistory, p.KeepDivergent)
+		p.Mirror, p.Topic, p.DesiredState, p.ReplicationFactor, p.Recreate, p.ContinueHistory, p.KeepDivergent, p.DestTopic)
 	if err != nil {
 		return interpret(err)
 	}
@@ -195,22 +201,50 @@ func TopicsReadOnly(ctx context.Context, q DBTX, mirror string) (map[[2]string]*
 	return out, interpret(rows.Err())
 }
 
-// TopicsMirroredElsewhere maps each of the topics that another mirror than
-// mirror mirrors (desired state not stopped) to that mirror.
-func TopicsMirroredElsewhere(ctx context.Context, q DBTX, mirror string, topics []string) (map[string]string, error) {
-	rows, err := q.Query(ctx, `SELECT topic, mirror FROM mirror_topics
-		WHERE topic = ANY($2) AND mirror <> $1 AND desired_state <> 'stopped'`, mirror, topics)
+// Writer is the mirror writing a destination topic, and the source topic
+// it writes it from.
+type Writer struct {
+	Mirror string
+	Topic  string
+}
+
+// TopicsWrittenElsewhere maps each of the destination topics that another
+// mirror than mirror writes (desired state not stopped) to that mirror and
+// its source topic.
+func TopicsWrittenElsewhere(ctx context.Context, q DBTX, mirror string, destTopics []string) (map[string]Writer, error) {
+	rows, err := q.Query(ctx, `SELECT dest_topic, mirror, topic FROM mirror_topics
+		WHERE dest_topic = ANY($2) AND mirror <> $1 AND desired_state <> 'stopped'`, mirror, destTopics)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := map[string]Writer{}
+	for rows.Next() {
+		var d string
+		var w Writer
+		if err := rows.Scan(&d, &w.Mirror, &w.Topic); err != nil {
+			return nil, interpret(err)
+		}
+		out[d] = w
+	}
+	return out, interpret(rows.Err())
+}
+
+// TopicsDestNames maps a mirror's topics, stopped ones too, to their
+// destination names.
+func TopicsDestNames(ctx context.Context, q DBTX, mirror string) (map[string]string, error) {
+	rows, err := q.Query(ctx, `SELECT topic, dest_topic FROM mirror_topics WHERE mirror = $1`, mirror)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	defer rows.Close()
 	out := map[string]string{}
 	for rows.Next() {
-		var t, m string
-		if err := rows.Scan(&t, &m); err != nil {
+		var t, d string
+		if err := rows.Scan(&t, &d); err != nil {
 			return nil, interpret(err)
 		}
-		out[t] = m
+		out[t] = d
 	}
 	return out, interpret(rows.Err())
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,7 +20,13 @@ const (
 	CfgTopicPropertiesExclude    = "topic.properties.exclude"
 	CfgCompressionType           = "mirror.compression.type"
 	CfgThrottledRate             = "mirror.replication.throttled.rate"
+	CfgTopicNamePrefix           = "topic.name.prefix"
+	CfgGroupNamePrefix           = "group.name.prefix"
 )
+
+// MaxNamePrefix is the longest topic.name.prefix or group.name.prefix: it
+// leaves 49 characters of Kafka's 249 for the source topic's name.
+const MaxNamePrefix = 200
 
 // CompressionSource is mirror.compression.type's default: each batch keeps
 // the codec it has on the source.
@@ -37,6 +44,7 @@ const (
 	kindRegex                   // an RE2 pattern matched against whole names; "" matches nothing
 	kindList                    // comma-separated names; an entry may end in * as a prefix wildcard
 	kindEnum                    // one of the key's values
+	kindPrefix                  // "" or the start of a legal topic name
 )
 
 type configKey struct {
@@ -60,6 +68,10 @@ var configKeys = map[string]configKey{
 		values: []string{CompressionSource, "none", "gzip", "snappy", "lz4", "zstd"}},
 	// 0: no throttle. Otherwise at least MinThrottledRate (validateConfig).
 	CfgThrottledRate: {kind: kindLong, def: "0", min: 0, max: 1 << 40},
+	// Fixed once the mirror has topics (UpdateMirror): each topic row keeps
+	// the destination name it was created with.
+	CfgTopicNamePrefix: {kind: kindPrefix, def: ""},
+	CfgGroupNamePrefix: {kind: kindPrefix, def: ""},
 }
 
 // ConfigKeys returns the known configuration keys, sorted.
@@ -115,6 +127,10 @@ func validateConfig(v *validation, cfg map[string]string) {
 			if _, err := CompilePattern(val); err != nil {
 				v.addf(field, "%s", err)
 			}
+		case kindPrefix:
+			if msg := badPrefix(val); msg != "" {
+				v.addf(field, "%s", msg)
+			}
 		case kindList:
 			for _, e := range strings.Split(val, ",") {
 				e = strings.TrimSpace(e)
@@ -129,6 +145,37 @@ func validateConfig(v *validation, cfg map[string]string) {
 			}
 		}
 	}
+}
+
+// badPrefix says what is wrong with a name prefix, or "".
+func badPrefix(p string) string {
+	if len(p) > MaxNamePrefix {
+		return fmt.Sprintf("value is %d characters long; at most %d", len(p), MaxNamePrefix)
+	}
+	if i := strings.IndexFunc(p, func(r rune) bool { return !isNameRune(r) }); i >= 0 {
+		return fmt.Sprintf("value %q has %q: a Kafka name holds only ASCII letters, digits, '.', '_' and '-'", p, p[i])
+	}
+	if strings.HasPrefix(p, "__") {
+		return fmt.Sprintf("value %q starts with __, which Kafka and kmirror keep for internal topics", p)
+	}
+	return ""
+}
+
+func isNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+}
+
+// DestinationTopic is the name a mirror with this config gives source
+// topic src on the destination. Only a new topic row takes it: a row keeps
+// the name it was created with (repo.Topic.DestTopic).
+func DestinationTopic(cfg map[string]string, src string) string {
+	return cfg[CfgTopicNamePrefix] + src
+}
+
+// DestinationGroup is the name a mirror with this config gives source
+// consumer group g on the destination.
+func DestinationGroup(cfg map[string]string, g string) string {
+	return cfg[CfgGroupNamePrefix] + g
 }
 
 func sortedKeys[V any](m map[string]V) []string {

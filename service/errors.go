@@ -72,6 +72,9 @@ type TopicState struct {
 	DesiredState DesiredState
 	// MirroredBy names another mirror that mirrors the topic.
 	MirroredBy string
+	// DestinationTopic, with MirroredBy, is the destination topic that
+	// other mirror writes.
+	DestinationTopic string
 }
 
 // String says what the topic's state is, as in "orders is paused".

@@ -230,6 +230,9 @@ func (s *Control) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 			}
 		}
 		if opts.DryRun {
+			if err := checkPrefixFixed(ctx, s.pool, cur, m); err != nil {
+				return Mirror{}, err
+			}
 			out := mirrorOf(m)
 			out.Status, err = s.mirrorStatus(ctx, s.pool, name)
 			return out, err
@@ -249,6 +252,9 @@ func (s *Control) UpdateMirror(ctx context.Context, name string, patch MirrorPat
 			}
 			if !locked.UpdatedAt.Equal(cur.UpdatedAt) {
 				return errMirrorChanged
+			}
+			if err := checkPrefixFixed(ctx, tx, locked, m); err != nil {
+				return err
 			}
 			if out, err = repo.MirrorsUpdate(ctx, tx, sealed); err != nil {
 				return err
@@ -423,4 +429,23 @@ func (s *Control) deleteMirror(ctx context.Context, name string) error {
 		return recordChange(ctx, tx, repo.Event{Kind: EventMirrorDeleted, Mirror: name,
 			Message: fmt.Sprintf("mirror %s deleted", name)}, MirrorKey(name), nil)
 	})
+}
+
+// checkPrefixFixed refuses a change of topic.name.prefix while the mirror
+// has topics, stopped ones too: each row keeps the destination name it was
+// created with, and a restart writes to it again. Called under the mirror
+// row's lock, which topic adds take too.
+func checkPrefixFixed(ctx context.Context, q repo.DBTX, cur, next repo.Mirror) error {
+	was, now := cur.Config[CfgTopicNamePrefix], next.Config[CfgTopicNamePrefix]
+	if was == now {
+		return nil
+	}
+	topics, err := repo.TopicsList(ctx, q, cur.Name)
+	if err != nil || len(topics) == 0 {
+		return err
+	}
+	return &ConflictError{Detail: fmt.Sprintf(
+		"cannot change %s from %q to %q: mirror %s has %d topic(s) written under the old prefix (%s, ...); "+
+			"it is fixed once a mirror has topics, so create another mirror for the new names",
+		CfgTopicNamePrefix, was, now, cur.Name, len(topics), topics[0].DestTopic)}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -222,20 +223,26 @@ func (s *Control) SyncMirror(ctx context.Context, name string) (SyncResult, erro
 func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]string, error) {
 	var added []string
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		existing, err := lockedTopics(ctx, tx, mirror)
+		m, existing, err := lockedMirrorTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}
-		elsewhere, err := repo.TopicsMirroredElsewhere(ctx, tx, mirror, sortedKeys(topics))
+		dests := map[string]string{}
+		for name := range topics {
+			dests[name] = DestinationTopic(m.Config, name)
+		}
+		elsewhere, err := repo.TopicsWrittenElsewhere(ctx, tx, mirror, slices.Sorted(maps.Values(dests)))
 		if err != nil {
 			return err
 		}
 		for _, name := range sortedKeys(topics) {
-			_, other := elsewhere[name] // another mirror writes that destination topic
-			if _, ok := existing[name]; ok || other || slices.Contains(kafkaInternalTopics, name) || !validName(name) {
+			d := dests[name]
+			_, other := elsewhere[d] // another mirror writes that destination topic
+			if _, ok := existing[name]; ok || other || slices.Contains(kafkaInternalTopics, name) || !validName(name) ||
+				checkDestinationNames([]string{name}, dests) != nil {
 				continue
 			}
-			if err := repo.TopicsUpsert(ctx, tx, repo.TopicsUpsertParams{Mirror: mirror, Topic: name,
+			if err := repo.TopicsUpsert(ctx, tx, repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DestTopic: d,
 				DesiredState: DesiredMirroring, ReplicationFactor: -1, Partitions: topics[name]}); err != nil {
 				return err
 			}

@@ -136,8 +136,11 @@ type TopicsResult struct {
 
 // TopicMatch is a source topic that an add's pattern matched.
 type TopicMatch struct {
-	Topic      string `json:"topic"`
-	Partitions int    `json:"partitions"`
+	Topic string `json:"topic"`
+	// DestinationTopic is the topic it is (or would be) written to on the
+	// destination: the mirror's topic.name.prefix and Topic.
+	DestinationTopic string `json:"destination_topic"`
+	Partitions       int    `json:"partitions"`
 }
 
 func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
@@ -188,15 +191,13 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 			return TopicsResult{}, err
 		}
 	}
-	matches := make([]TopicMatch, len(names))
-	for i, name := range names {
-		matches[i] = TopicMatch{Topic: name, Partitions: int(matched[name])}
-	}
+	var dests map[string]string // source name → destination name
 	err = repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		existing, err := lockedTopics(ctx, tx, mirror)
+		locked, existing, err := lockedMirrorTopics(ctx, tx, mirror)
 		if err != nil {
 			return err
 		}
+		dests = destinationNames(locked.Config, names, existing)
 		var conflicts []TopicState
 		for _, name := range names {
 			if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
@@ -206,20 +207,23 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		if len(conflicts) > 0 {
 			return topicConflict("add", conflicts)
 		}
-		if err := checkNotMirroredElsewhere(ctx, tx, mirror, names); err != nil {
+		if err := checkDestinationNames(names, dests); err != nil {
+			return err
+		}
+		if err := checkNotWrittenElsewhere(ctx, tx, mirror, dests); err != nil {
 			return err
 		}
 		if in.DryRun {
 			return nil // committing a transaction that wrote nothing
 		}
 		for _, name := range names {
-			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DesiredState: DesiredMirroring,
+			p := repo.TopicsUpsertParams{Mirror: mirror, Topic: name, DestTopic: dests[name], DesiredState: DesiredMirroring,
 				ReplicationFactor: rf, Recreate: in.Recreate, ContinueHistory: in.Continue, KeepDivergent: in.KeepDivergent, Partitions: matched[name]}
 			if t, ok := existing[name]; ok && in.ReplicationFactor == nil {
 				p.ReplicationFactor = t.ReplicationFactor // a restart keeps its factor
 			}
 			if err := repo.TopicsUpsert(ctx, tx, p); errors.Is(err, repo.ErrConflict) {
-				return &ConflictError{Detail: fmt.Sprintf("cannot add: topic %s was just added to another mirror", name)}
+				return &ConflictError{Detail: fmt.Sprintf("cannot add: destination topic %s was just added to another mirror", dests[name])}
 			} else if err != nil {
 				return err
 			}
@@ -229,6 +233,10 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	})
 	if err != nil {
 		return TopicsResult{}, err
+	}
+	matches := make([]TopicMatch, len(names))
+	for i, name := range names {
+		matches[i] = TopicMatch{Topic: name, DestinationTopic: dests[name], Partitions: int(matched[name])}
 	}
 	res := TopicsResult{Mirror: mirror, Action: "add", Topics: names, Matches: matches}
 	if in.DryRun && in.Continue {
@@ -330,12 +338,56 @@ func resolveTransition(existing map[string]repo.Topic, re *regexp.Regexp, mirror
 // lockedTopics locks the mirror's row for the transaction, which serializes
 // actions on one mirror, and returns its topics by name.
 func lockedTopics(ctx context.Context, tx pgx.Tx, mirror string) (map[string]repo.Topic, error) {
-	if _, err := repo.MirrorsGetForUpdate(ctx, tx, mirror); errors.Is(err, repo.ErrNotFound) {
-		return nil, mirrorNotFound(mirror)
+	_, topics, err := lockedMirrorTopics(ctx, tx, mirror)
+	return topics, err
+}
+
+// lockedMirrorTopics is lockedTopics with the mirror's row.
+func lockedMirrorTopics(ctx context.Context, tx pgx.Tx, mirror string) (repo.Mirror, map[string]repo.Topic, error) {
+	m, err := repo.MirrorsGetForUpdate(ctx, tx, mirror)
+	if errors.Is(err, repo.ErrNotFound) {
+		return repo.Mirror{}, nil, mirrorNotFound(mirror)
 	} else if err != nil {
-		return nil, err
+		return repo.Mirror{}, nil, err
 	}
-	return topicsByName(ctx, tx, mirror)
+	topics, err := topicsByName(ctx, tx, mirror)
+	return m, topics, err
+}
+
+// destinationNames maps source topics to their destination names: the
+// name an existing row was created with, else the mirror's prefix and the
+// source name.
+func destinationNames(cfg map[string]string, names []string, existing map[string]repo.Topic) map[string]string {
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		if t, ok := existing[name]; ok {
+			out[name] = t.DestTopic
+		} else {
+			out[name] = DestinationTopic(cfg, name)
+		}
+	}
+	return out
+}
+
+// checkDestinationNames refuses destination names Kafka would not take
+// (too long with the prefix) or that name an internal topic.
+func checkDestinationNames(names []string, dests map[string]string) error {
+	var fields []FieldError
+	for _, name := range names {
+		d := dests[name]
+		switch {
+		case !validName(d):
+			fields = append(fields, FieldError{Field: "topic", Message: fmt.Sprintf(
+				"source topic %s would be written to %s, which is longer than Kafka's 249 characters", name, d)})
+		case d != name && strings.HasPrefix(d, "__"):
+			fields = append(fields, FieldError{Field: "topic", Message: fmt.Sprintf(
+				"source topic %s would be written to %s: names starting with __ are kept for internal topics", name, d)})
+		}
+	}
+	if len(fields) > 0 {
+		return &ValidationError{Fields: fields}
+	}
+	return nil
 }
 
 func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]repo.Topic, error) {
@@ -350,11 +402,15 @@ func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]r
 	return out, nil
 }
 
-// checkNotMirroredElsewhere refuses topics another mirror is mirroring: all
-// mirrors write into the one destination under the same names. The database
-// enforces it too (mirror_topics_one_active_mirror) for concurrent adds.
-func checkNotMirroredElsewhere(ctx context.Context, tx pgx.Tx, mirror string, names []string) error {
-	others, err := repo.TopicsMirroredElsewhere(ctx, tx, mirror, names)
+// checkNotWrittenElsewhere refuses destination topics another mirror
+// writes: one destination topic has one writer. The database enforces it
+// too (mirror_topics_one_writer) for concurrent adds.
+func checkNotWrittenElsewhere(ctx context.Context, tx pgx.Tx, mirror string, dests map[string]string) error {
+	byDest := make(map[string]string, len(dests))
+	for src, d := range dests {
+		byDest[d] = src
+	}
+	others, err := repo.TopicsWrittenElsewhere(ctx, tx, mirror, sortedKeys(byDest))
 	if err != nil {
 		return err
 	}
@@ -363,12 +419,19 @@ func checkNotMirroredElsewhere(ctx context.Context, tx pgx.Tx, mirror string, na
 	}
 	var conflicts []TopicState
 	var parts []string
-	for _, name := range sortedKeys(others) {
-		conflicts = append(conflicts, TopicState{Topic: name, MirroredBy: others[name]})
-		parts = append(parts, fmt.Sprintf("%s is mirrored by mirror %s", name, others[name]))
+	for _, d := range sortedKeys(others) {
+		w, src := others[d], byDest[d]
+		conflicts = append(conflicts, TopicState{Topic: src, MirroredBy: w.Mirror, DestinationTopic: d})
+		if d == src && w.Topic == src {
+			parts = append(parts, fmt.Sprintf("%s is mirrored by mirror %s", src, w.Mirror))
+		} else {
+			parts = append(parts, fmt.Sprintf("destination topic %s (for %s) is written by mirror %s from its topic %s",
+				d, src, w.Mirror, w.Topic))
+		}
 	}
 	return &ConflictError{Detail: "cannot add: " + strings.Join(parts, ", ") +
-		" (every mirror writes into the same destination topic names)", Topics: conflicts}
+		" (a destination topic is written by one mirror; give the mirrors different topic.name.prefix values to mirror the same names side by side)",
+		Topics: conflicts}
 }
 
 func topicConflict(action string, conflicts []TopicState) error {
