@@ -70,7 +70,7 @@ func TestCheckMirror(t *testing.T) {
 // failingPreflight fails one check, as a destination without WRITE would.
 type failingPreflight struct{}
 
-func (failingPreflight) Check(context.Context, kafkaconn.Config, kafkaconn.Config, []string, int) []preflight.Result {
+func (failingPreflight) Check(context.Context, kafkaconn.Config, kafkaconn.Config, []service.PreflightTopic, int) []preflight.Result {
 	return []preflight.Result{
 		{Cluster: "source", Check: "read topics", Status: preflight.Pass, Detail: "allowed on all 1"},
 		{Cluster: "destination", Check: "write topics", Status: preflight.Fail, Detail: "not allowed on orders",

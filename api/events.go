@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -26,9 +27,14 @@ type eventHeader struct {
 	ID int64     `json:"id" example:"42"`
 	At time.Time `json:"at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	// Mirror, Topic and Partition are absent for events without one.
-	Mirror    string `json:"mirror,omitempty" example:"m1"`
-	Topic     string `json:"topic,omitempty" example:"orders"`
-	Partition *int32 `json:"partition,omitempty" example:"0"`
+	Mirror string `json:"mirror,omitempty" example:"m1"`
+	// Topic is the source topic.
+	Topic string `json:"topic,omitempty" example:"orders"`
+	// DestinationTopic, with topic, is the topic it is written to on the
+	// destination (the mirror's topic.name.prefix and topic), as it was
+	// named when the event was recorded.
+	DestinationTopic string `json:"destination_topic,omitempty" example:"east.orders"`
+	Partition        *int32 `json:"partition,omitempty" example:"0"`
 	// Message says what happened, in words.
 	Message string `json:"message" example:"added topics orders, payments"`
 	// Actor is the name of the API token that made the change
@@ -56,9 +62,11 @@ type PartitionStateEvent struct {
 
 // PartitionStateData is a partition.state event's details.
 type PartitionStateData struct {
-	Mirror    string `json:"mirror" example:"m1"`
-	Topic     string `json:"topic" example:"orders"`
-	Partition int32  `json:"partition" example:"0"`
+	Mirror string `json:"mirror" example:"m1"`
+	Topic  string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic's destination name.
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
+	Partition        int32  `json:"partition" example:"0"`
 	// From is the state left; UNKNOWN for a partition that had none.
 	From PartitionState `json:"from" example:"PREPARING"`
 	// To is the state entered.
@@ -91,9 +99,11 @@ type PartitionOwnerEvent struct {
 
 // PartitionOwnerData is a partition.owner event's details.
 type PartitionOwnerData struct {
-	Mirror    string `json:"mirror" example:"m1"`
-	Topic     string `json:"topic" example:"orders"`
-	Partition int32  `json:"partition" example:"0"`
+	Mirror string `json:"mirror" example:"m1"`
+	Topic  string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic's destination name.
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
+	Partition        int32  `json:"partition" example:"0"`
 	// State is the state kept.
 	State PartitionState `json:"state" example:"MIRRORING"`
 	// Epoch is the new lease's epoch.
@@ -115,9 +125,11 @@ type PartitionRealignedEvent struct {
 
 // PartitionRealignedData is a partition.realigned event's details.
 type PartitionRealignedData struct {
-	Mirror    string `json:"mirror" example:"m1"`
-	Topic     string `json:"topic" example:"orders"`
-	Partition int32  `json:"partition" example:"0"`
+	Mirror string `json:"mirror" example:"m1"`
+	Topic  string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic's destination name.
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
+	Partition        int32  `json:"partition" example:"0"`
 	// State is the state kept.
 	State PartitionState `json:"state" example:"MIRRORING"`
 	// Cause says why the partition re-aligned.
@@ -137,16 +149,21 @@ type PlainEvent struct {
 // eventView gives an event the shape of its kind. A partition event whose
 // stored data does not parse is sent with the data it could read.
 func eventView(e service.Event) any {
-	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, Partition: e.Partition, Message: e.Message,
-		Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID, MirrorIncarnation: e.Incarnation}
+	h := eventHeader{ID: e.ID, At: e.At, Mirror: e.Mirror, Topic: e.Topic, DestinationTopic: e.DestinationTopic,
+		Partition: e.Partition, Message: e.Message, Actor: e.Actor, RemoteAddr: e.RemoteAddr, RequestID: e.RequestID,
+		MirrorIncarnation: e.Incarnation}
 	var d service.PartitionEventData
 	if len(e.Data) > 0 { // only partition events carry data
 		_ = json.Unmarshal(e.Data, &d)
 	}
+	// The destination name is the row's, which a trigger fills when the
+	// event is recorded; the data (written by the data plane) names the
+	// source topic only.
+	dest := cmp.Or(e.DestinationTopic, d.Topic)
 	switch e.Kind {
 	case service.EventPartitionState:
 		data := PartitionStateData{
-			Mirror: d.Mirror, Topic: d.Topic, Partition: d.Partition,
+			Mirror: d.Mirror, Topic: d.Topic, DestinationTopic: dest, Partition: d.Partition,
 			From: PartitionState(d.From), To: PartitionState(d.To), Reason: nonEmpty(d.Reason),
 			Error: nonEmpty(d.Error), Epoch: d.Epoch, Owner: nonEmpty(d.Owner)}
 		if l := d.LastMirrored; l != nil {
@@ -155,11 +172,11 @@ func eventView(e service.Event) any {
 		return PartitionStateEvent{eventHeader: h, Kind: e.Kind, Data: data}
 	case service.EventPartitionOwner:
 		return PartitionOwnerEvent{eventHeader: h, Kind: e.Kind, Data: PartitionOwnerData{
-			Mirror: d.Mirror, Topic: d.Topic, Partition: d.Partition, State: PartitionState(d.State),
+			Mirror: d.Mirror, Topic: d.Topic, DestinationTopic: dest, Partition: d.Partition, State: PartitionState(d.State),
 			Epoch: d.Epoch, Owner: nonEmpty(d.Owner), PreviousOwner: nonEmpty(d.PreviousOwner)}}
 	case service.EventPartitionRealigned:
 		return PartitionRealignedEvent{eventHeader: h, Kind: e.Kind, Data: PartitionRealignedData{
-			Mirror: d.Mirror, Topic: d.Topic, Partition: d.Partition, State: PartitionState(d.State),
+			Mirror: d.Mirror, Topic: d.Topic, DestinationTopic: dest, Partition: d.Partition, State: PartitionState(d.State),
 			Cause: d.Cause, Epoch: d.Epoch, Owner: nonEmpty(d.Owner)}}
 	default:
 		return PlainEvent{eventHeader: h, Kind: e.Kind}

@@ -117,11 +117,11 @@ func (s *server) translate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, &service.ValidationError{Fields: fields})
 		return
 	}
-	t, err := s.svc.Translate(r.Context(), chi.URLParam(r, "mirror"), chi.URLParam(r, "topic"), int32(partition), offset)
+	t, err := s.svc.TranslateToTopic(r.Context(), chi.URLParam(r, "mirror"), chi.URLParam(r, "topic"), int32(partition), offset)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Translation{SourceOffset: t.SourceOffset,
+	writeJSON(w, http.StatusOK, Translation{DestinationTopic: t.DestinationTopic, SourceOffset: t.SourceOffset,
 		DestinationOffset: t.DestinationOffset, Exact: t.Exact})
 }

@@ -99,7 +99,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeProblem(w, r, kindConflict, cf.Detail, func(p *Problem) {
 			for _, t := range cf.Topics {
 				p.Topics = append(p.Topics, TopicState{Topic: t.Topic,
-					DesiredState: DesiredState(t.DesiredState), MirroredBy: t.MirroredBy})
+					DesiredState: DesiredState(t.DesiredState), MirroredBy: t.MirroredBy, DestinationTopic: t.DestinationTopic})
 			}
 		})
 	case errors.As(err, &tr):

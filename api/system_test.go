@@ -400,11 +400,11 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 		}
 	}
 	k0, k1 := ptr("kmirror-0"), ptr("kmirror-1")
-	if want := (api.PartitionOwnerData{Mirror: "m1", Topic: "orders", Partition: 2, State: "PREPARING",
+	if want := (api.PartitionOwnerData{Mirror: "m1", Topic: "orders", DestinationTopic: "orders", Partition: 2, State: "PREPARING",
 		Epoch: 8, Owner: k1, PreviousOwner: k0}); !reflect.DeepEqual(owner.Data, want) {
 		t.Errorf("partition.owner data %+v, want %+v", owner.Data, want)
 	}
-	if want := (api.PartitionRealignedData{Mirror: "m1", Topic: "orders", Partition: 2, State: "PREPARING",
+	if want := (api.PartitionRealignedData{Mirror: "m1", Topic: "orders", DestinationTopic: "orders", Partition: 2, State: "PREPARING",
 		Epoch: 8, Owner: k1, Cause: "records removed by retention"}); !reflect.DeepEqual(realigned.Data, want) {
 		t.Errorf("partition.realigned data %+v, want %+v", realigned.Data, want)
 	}
@@ -413,9 +413,9 @@ func TestEventStreamTypedStateEvents(t *testing.T) {
 	}
 	// Absent values are null: no error on a move that is not to FAILED.
 	want := []api.PartitionStateData{
-		{Mirror: "m1", Topic: "orders", Partition: 1, From: "UNKNOWN", To: "PREPARING",
+		{Mirror: "m1", Topic: "orders", DestinationTopic: "orders", Partition: 1, From: "UNKNOWN", To: "PREPARING",
 			Reason: ptr("lease acquired"), Epoch: 7, Owner: k0},
-		{Mirror: "m1", Topic: "orders", Partition: 1, From: "PREPARING", To: "FAILED",
+		{Mirror: "m1", Topic: "orders", DestinationTopic: "orders", Partition: 1, From: "PREPARING", To: "FAILED",
 			Reason: ptr("destination unreachable"), Error: ptr("destination unreachable"), Epoch: 7, Owner: k0},
 	}
 	for i, ev := range got {

@@ -13,7 +13,7 @@ import (
 // addTopics godoc
 //
 //	@Summary		Add topics to a mirror
-//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //	@ID				addTopics
 //	@Tags			topics
 //	@Accept			json
@@ -30,7 +30,7 @@ import (
 //	@Failure		403	{object}	Problem	"forbidden: the token's role is below operator"
 //	@Failure		429	{object}	Problem	"rate-limited: too many changes from this token (with Retry-After)"
 //	@Failure		404		{object}	Problem	"not-found: no such mirror; no-match: the pattern matched no topic"
-//	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or mirrored by another mirror (each in topics); preflight-failed: a check of the clusters that the add needs failed (each in checks, with what to grant; skip_checks adds anyway); nothing changed"
+//	@Failure		409		{object}	Problem	"conflict: a match already mirroring or paused, or whose destination topic another mirror writes (each in topics, with mirrored_by and destination_topic); preflight-failed: a check of the clusters that the add needs failed, e.g. a destination topic holds records this mirror did not write without continue or recreate (each in checks, with what to grant; skip_checks adds anyway); nothing changed"
 //	@Failure		413	{object}	Problem	"body-too-large: a body over 1 MiB"
 //	@Failure		415	{object}	Problem	"unsupported-media-type: a body that is not JSON"
 //	@Failure		500	{object}	Problem	"internal: see the server log for the request id"
@@ -207,14 +207,18 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 		return
 	}
 	out := TopicsResult{Mirror: res.Mirror, Action: TopicsAction(res.Action), Topics: res.Topics}
+	dests := map[string]string{}
 	for _, m := range res.Matches {
-		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, Partitions: m.Partitions})
+		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, DestinationTopic: m.DestinationTopic, Partitions: m.Partitions})
+		dests[m.Topic] = m.DestinationTopic
 	}
 	for _, t := range res.Failover {
 		out.Failover = append(out.Failover, failoverView(t))
 	}
 	for _, t := range res.Continuation {
-		out.Continuation = append(out.Continuation, continuationView(t))
+		// A continuation is per matched topic: its destination name is
+		// the match's.
+		out.Continuation = append(out.Continuation, continuationView(t, dests[t.Topic]))
 	}
 	if wait != nil {
 		wr, err := s.svc.WaitForTopics(r.Context(), res, *wait)
@@ -225,7 +229,7 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 		out.Wait = &TopicsWait{Completed: wr.Completed, WaitedMs: wr.Waited.Milliseconds(),
 			Topics: make([]TopicWaitProgress, len(wr.Topics))}
 		for i, t := range wr.Topics {
-			out.Wait.Topics[i] = TopicWaitProgress{Topic: t.Topic, TargetState: PartitionState(t.Target),
+			out.Wait.Topics[i] = TopicWaitProgress{Topic: t.Topic, DestinationTopic: t.DestinationTopic, TargetState: PartitionState(t.Target),
 				Ready: t.Ready, Failed: t.Failed, Total: t.Total}
 		}
 	}
@@ -304,7 +308,7 @@ func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func failoverView(t service.TopicFailoverPreview) TopicFailoverPreview {
-	v := TopicFailoverPreview{Topic: t.Topic, Lag: t.Lag, Partitions: make([]PartitionFailoverPreview, len(t.Partitions))}
+	v := TopicFailoverPreview{Topic: t.Topic, DestinationTopic: t.DestinationTopic, Lag: t.Lag, Partitions: make([]PartitionFailoverPreview, len(t.Partitions))}
 	for i, p := range t.Partitions {
 		v.Partitions[i] = PartitionFailoverPreview{Partition: p.Partition, State: PartitionState(p.State.String()),
 			NextOffset: p.NextOffset, SourceEndOffset: p.SourceEndOffset, Lag: p.Lag, NewestNotCopied: p.NewestNotCopied}

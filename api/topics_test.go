@@ -16,7 +16,8 @@ func TestAddTopicsDryRun(t *testing.T) {
 	e := newEnv(t)
 	e.createMirror(t, "m1")
 	e.createMirror(t, "m2")
-	both := []api.TopicMatch{{Topic: "orders", Partitions: 3}, {Topic: "payments", Partitions: 1}}
+	both := []api.TopicMatch{{Topic: "orders", DestinationTopic: "orders", Partitions: 3},
+		{Topic: "payments", DestinationTopic: "payments", Partitions: 1}}
 
 	before := e.snapshot(t)
 	var res api.TopicsResult

@@ -57,8 +57,8 @@ func TestTopicsWaitExpires(t *testing.T) {
 		t.Fatalf("the call took %s, want about 400ms", took)
 	}
 	want := []api.TopicWaitProgress{
-		{Topic: "orders", TargetState: "MIRRORING", Ready: 0, Total: 3},
-		{Topic: "payments", TargetState: "MIRRORING", Ready: 0, Total: 1},
+		{Topic: "orders", DestinationTopic: "orders", TargetState: "MIRRORING", Ready: 0, Total: 3},
+		{Topic: "payments", DestinationTopic: "payments", TargetState: "MIRRORING", Ready: 0, Total: 1},
 	}
 	if res.Wait == nil || res.Wait.Completed || res.Wait.WaitedMs < 400 || !reflect.DeepEqual(res.Wait.Topics, want) {
 		t.Fatalf("wait %+v, want not completed after >= 400ms with %+v", res.Wait, want)
@@ -98,14 +98,14 @@ func TestTopicsWaitReturnsWhenReady(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Fatalf("the call took %s", took)
 	}
-	want := []api.TopicWaitProgress{{Topic: "orders", TargetState: "MIRRORING", Ready: 3, Total: 3}}
+	want := []api.TopicWaitProgress{{Topic: "orders", DestinationTopic: "orders", TargetState: "MIRRORING", Ready: 3, Total: 3}}
 	if res.Wait == nil || !res.Wait.Completed || !reflect.DeepEqual(res.Wait.Topics, want) {
 		t.Fatalf("wait %+v, want completed with %+v", res.Wait, want)
 	}
 
 	setStates("FAILED", 300*time.Millisecond)
 	ok(t, e.do(t, "POST", "/v1/mirrors/m1/topics:pause?wait=1m", map[string]any{"topic": "orders"}), http.StatusOK, &res)
-	want = []api.TopicWaitProgress{{Topic: "orders", TargetState: "PAUSED", Failed: 3, Total: 3}}
+	want = []api.TopicWaitProgress{{Topic: "orders", DestinationTopic: "orders", TargetState: "PAUSED", Failed: 3, Total: 3}}
 	if res.Wait == nil || res.Wait.Completed || !reflect.DeepEqual(res.Wait.Topics, want) {
 		t.Fatalf("wait %+v, want ended, not completed, with %+v", res.Wait, want)
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -241,8 +242,10 @@ type TopicsWait struct {
 // state: add and resume wait for MIRRORING, pause for PAUSED, remove for
 // STOPPED.
 type TopicWaitProgress struct {
-	Topic       string         `json:"topic" example:"orders"`
-	TargetState PartitionState `json:"target_state" example:"MIRRORING"`
+	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic's destination name.
+	DestinationTopic string         `json:"destination_topic" example:"east.orders"`
+	TargetState      PartitionState `json:"target_state" example:"MIRRORING"`
 	// Ready counts the partitions in the target state.
 	Ready int `json:"ready" example:"3"`
 	// Failed counts the FAILED partitions (see GET /v1/partitions?state=FAILED).
@@ -253,14 +256,20 @@ type TopicWaitProgress struct {
 
 // TopicMatch is a source topic an add's pattern matched.
 type TopicMatch struct {
-	Topic      string `json:"topic" example:"orders"`
-	Partitions int    `json:"partitions" example:"5"`
+	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic it is (or would be) written to on the
+	// destination: the mirror's topic.name.prefix and topic (a restarted
+	// topic keeps the name it was first added with).
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
+	Partitions       int    `json:"partitions" example:"5"`
 } // @name TopicMatch
 
 // TopicFailoverPreview is what one topic's destination does not have yet,
 // as a remove's dry run reads it.
 type TopicFailoverPreview struct {
 	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the destination topic a remove makes writable.
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
 	// Lag is the sum of the partitions' lags, in records (source offsets).
 	Lag int64 `json:"lag" example:"12"`
 	// Partitions are the topic's partitions, by number.
@@ -297,6 +306,9 @@ type PartitionFailoverPreview struct {
 // destination.
 type TopicContinuation struct {
 	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the destination topic whose history would be
+	// continued.
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
 	// DestinationMissing: the destination has no such topic yet; it would be
 	// created and copied whole.
 	DestinationMissing bool `json:"destination_missing" example:"false"`
@@ -357,9 +369,15 @@ type DivergentTail struct {
 
 // Topic is a mirror topic with a summary of its partitions.
 type Topic struct {
-	Mirror       string       `json:"mirror" example:"m1"`
-	Topic        string       `json:"topic" example:"orders"`
-	DesiredState DesiredState `json:"desired_state" example:"mirroring"`
+	Mirror string `json:"mirror" example:"m1"`
+	// Topic is the source topic's name, which names the mirror topic in
+	// every path and filter.
+	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic it is written to on the destination:
+	// the mirror's topic.name.prefix, as it was when the topic was first
+	// added, and topic.
+	DestinationTopic string       `json:"destination_topic" example:"east.orders"`
+	DesiredState     DesiredState `json:"desired_state" example:"mirroring"`
 	// ReplicationFactor of the destination topic kmirror creates; -1 is the
 	// destination cluster's default.
 	ReplicationFactor int `json:"replication_factor" minimum:"-1" example:"3"`
@@ -393,9 +411,13 @@ type TopicList struct {
 
 // PartitionRow is one describe row.
 type PartitionRow struct {
-	Mirror    string `json:"mirror" example:"m1"`
-	Topic     string `json:"topic" example:"orders"`
-	Partition int32  `json:"partition" example:"0"`
+	Mirror string `json:"mirror" example:"m1"`
+	// Topic is the source topic.
+	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is the topic it is written to on the destination
+	// (the mirror's topic.name.prefix and topic).
+	DestinationTopic string `json:"destination_topic" example:"east.orders"`
+	Partition        int32  `json:"partition" example:"0"`
 	// SourceOffset is the source end offset, when known.
 	SourceOffset *int64 `json:"source_offset" extensions:"x-nullable" example:"69"`
 	// DestinationOffset is the destination end offset, when known.
@@ -464,8 +486,11 @@ type PartitionList struct {
 
 // Translation maps a source offset to the destination.
 type Translation struct {
-	SourceOffset      int64 `json:"source_offset" example:"120"`
-	DestinationOffset int64 `json:"destination_offset" example:"118"`
+	// DestinationTopic is the topic destination_offset is in: the mirror
+	// topic's destination name.
+	DestinationTopic  string `json:"destination_topic" example:"east.orders"`
+	SourceOffset      int64  `json:"source_offset" example:"120"`
+	DestinationOffset int64  `json:"destination_offset" example:"118"`
 	// Exact is false when the source offset was not itself a mirrored
 	// record and the answer rounded to the earlier destination offset.
 	Exact bool `json:"exact" example:"true"`
@@ -565,6 +590,9 @@ type TopicState struct {
 	DesiredState DesiredState `json:"desired_state,omitempty" example:"paused"`
 	// MirroredBy names another mirror that mirrors the topic.
 	MirroredBy string `json:"mirrored_by,omitempty" example:"m2"`
+	// DestinationTopic, with mirrored_by, is the destination topic that
+	// other mirror writes, which this topic would be written to too.
+	DestinationTopic string `json:"destination_topic,omitempty" example:"east.orders"`
 } // @name TopicState
 
 // PartitionStateCounts counts partitions by actual state; a state no
@@ -631,7 +659,7 @@ func mirrorView(m service.Mirror) Mirror {
 }
 
 func partitionView(p service.PartitionRow) PartitionRow {
-	v := PartitionRow{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition,
+	v := PartitionRow{Mirror: p.Mirror, Topic: p.Topic, DestinationTopic: p.DestinationTopic, Partition: p.Partition,
 		SourceOffset: p.SourceOffset, DestinationOffset: p.DestinationOffset, Lag: p.Lag,
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
@@ -652,8 +680,8 @@ func divergentTailView(t *service.DivergentTail) *DivergentTail {
 	return &DivergentTail{StartOffset: t.Start, EndOffset: t.End, Records: t.Records}
 }
 
-func continuationView(t service.TopicContinuation) TopicContinuation {
-	v := TopicContinuation{Topic: t.Topic, DestinationMissing: t.DestinationMissing,
+func continuationView(t service.TopicContinuation, dest string) TopicContinuation {
+	v := TopicContinuation{Topic: t.Topic, DestinationTopic: cmp.Or(dest, t.Topic), DestinationMissing: t.DestinationMissing,
 		Partitions: make([]PartitionContinuation, len(t.Partitions))}
 	for i, p := range t.Partitions {
 		v.Partitions[i] = PartitionContinuation{Partition: p.Partition, Outcome: string(p.Outcome), Proof: string(p.Proof),
@@ -666,7 +694,7 @@ func continuationView(t service.TopicContinuation) TopicContinuation {
 }
 
 func topicView(t service.Topic, sum service.PartitionSummary) Topic {
-	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: DesiredState(t.DesiredState),
+	v := Topic{Mirror: t.Mirror, Topic: t.Topic, DestinationTopic: t.DestinationTopic, DesiredState: DesiredState(t.DesiredState),
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced, Partitions: t.Partitions,
 		Lag: sum.Lag, RecordsPerSec: t.RecordsPerSec, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	for state, n := range sum.States {

@@ -8,14 +8,18 @@ import (
 
 // Event is one audit-log row: an operator action or a state change.
 type Event struct {
-	ID        int64
-	At        time.Time
-	Kind      string
-	Mirror    string
-	Topic     string
-	Partition *int32
-	Message   string
-	Data      json.RawMessage
+	ID     int64
+	At     time.Time
+	Kind   string
+	Mirror string
+	Topic  string
+	// DestinationTopic is the destination topic of Topic, as its row named
+	// it when the event was recorded (a trigger reads it); Topic's name for
+	// an event recorded before events kept it; "" without a topic.
+	DestinationTopic string
+	Partition        *int32
+	Message          string
+	Data             json.RawMessage
 	// Actor, RemoteAddr and RequestID say who asked for the change, from
 	// where, in which API request; empty for the workers' own events.
 	Actor      string
@@ -69,8 +73,8 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	// The current incarnation is computed once per statement (an InitPlan);
 	// the latest event of the name stands for a mirror already deleted.
 	rows, err := q.Query(ctx, `SELECT id, at, kind, coalesce(mirror, ''), coalesce(topic, ''),
-			partition, message, data, coalesce(actor, ''), coalesce(remote_addr, ''), coalesce(request_id, ''),
-			coalesce(mirror_incarnation, 0)
+			coalesce(destination_topic, topic, ''), partition, message, data, coalesce(actor, ''),
+			coalesce(remote_addr, ''), coalesce(request_id, ''), coalesce(mirror_incarnation, 0)
 		FROM events WHERE id > $1 AND ($7::bigint <= 0 OR id <= $7) AND ($2 = '' OR mirror = $2) AND ($4 = '' OR actor = $4)
 		  AND ($2 = '' OR $6::bool OR mirror_incarnation IS NOT DISTINCT FROM CASE WHEN $5::bigint > 0 THEN $5::bigint ELSE coalesce(
 				(SELECT incarnation FROM mirrors WHERE name = $2),
@@ -83,7 +87,7 @@ func EventsList(ctx context.Context, q DBTX, p EventsListParams) ([]Event, error
 	var out []Event
 	for rows.Next() {
 		var e Event
-		if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.Mirror, &e.Topic, &e.Partition,
+		if err := rows.Scan(&e.ID, &e.At, &e.Kind, &e.Mirror, &e.Topic, &e.DestinationTopic, &e.Partition,
 			&e.Message, &e.Data, &e.Actor, &e.RemoteAddr, &e.RequestID, &e.Incarnation); err != nil {
 			return nil, interpret(err)
 		}

@@ -180,23 +180,29 @@ func TopicsCountNotStopped(ctx context.Context, q DBTX, mirror string) (NotStopp
 	return n, interpret(err)
 }
 
-// TopicsReadOnly maps (mirror, topic) to read_only_enforced, for one mirror
-// or, with mirror "", for all.
-func TopicsReadOnly(ctx context.Context, q DBTX, mirror string) (map[[2]string]*bool, error) {
-	rows, err := q.Query(ctx, `SELECT mirror, topic, read_only_enforced FROM mirror_topics
+// TopicFacts is what a describe row takes from its topic's row.
+type TopicFacts struct {
+	DestTopic        string
+	ReadOnlyEnforced *bool
+}
+
+// TopicsDescribeFacts maps (mirror, topic) to the facts describe rows take
+// from the topic's row, for one mirror or, with mirror "", for all.
+func TopicsDescribeFacts(ctx context.Context, q DBTX, mirror string) (map[[2]string]TopicFacts, error) {
+	rows, err := q.Query(ctx, `SELECT mirror, topic, dest_topic, read_only_enforced FROM mirror_topics
 		WHERE $1 = '' OR mirror = $1`, mirror)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	defer rows.Close()
-	out := map[[2]string]*bool{}
+	out := map[[2]string]TopicFacts{}
 	for rows.Next() {
 		var m, t string
-		var ro *bool
-		if err := rows.Scan(&m, &t, &ro); err != nil {
+		var f TopicFacts
+		if err := rows.Scan(&m, &t, &f.DestTopic, &f.ReadOnlyEnforced); err != nil {
 			return nil, interpret(err)
 		}
-		out[[2]string{m, t}] = ro
+		out[[2]string{m, t}] = f
 	}
 	return out, interpret(rows.Err())
 }

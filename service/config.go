@@ -40,11 +40,11 @@ const MinThrottledRate = 1024
 type configKind int
 
 const (
-	kindLong  configKind = iota // a decimal integer within [min, max]
-	kindRegex                   // an RE2 pattern matched against whole names; "" matches nothing
-	kindList                    // comma-separated names; an entry may end in * as a prefix wildcard
-	kindEnum                    // one of the key's values
-	kindPrefix                  // "" or the start of a legal topic name
+	kindLong   configKind = iota // a decimal integer within [min, max]
+	kindRegex                    // an RE2 pattern matched against whole names; "" matches nothing
+	kindList                     // comma-separated names; an entry may end in * as a prefix wildcard
+	kindEnum                     // one of the key's values
+	kindPrefix                   // "" or the start of a legal topic name
 )
 
 type configKey struct {

@@ -27,6 +27,15 @@ import (
 //
 // The partition workers run it when a partition starts; an add's dry run
 // runs it to report what each partition would do.
+//
+// A topic has a name on each cluster: the destination's is the mirror's
+// topic.name.prefix and the source's (ContinuationInput.DestTopic). The old
+// mirror's records name its own source topic, which is this mirror's
+// destination topic, and it wrote that topic under its own prefix: it
+// copied this partition only if that name is this mirror's source topic
+// (StoppedMirrorsOf). With a prefix on either side the names cannot
+// line up, so a prefixed topic is proven by records (proveByRecords), as
+// one copied by another tool (MirrorMaker 2's "east.orders") is.
 
 // ContinuationOutcome is what continuing a partition does.
 type ContinuationOutcome string
@@ -108,7 +117,10 @@ type DivergentTail = repo.DivergentTail
 
 // ContinuationInput is what proving one partition's continuation reads.
 type ContinuationInput struct {
+	// Topic is the source topic's name, and DestTopic the destination
+	// topic's ("": the same name).
 	Topic     string
+	DestTopic string
 	Partition int32
 	// Source and Destination are the clusters; SourceAdmin lists the
 	// source's offsets. SourceOpts are added to the source's reading clients.
@@ -126,12 +138,33 @@ type ContinuationInput struct {
 	KeepDivergent bool
 }
 
-// StoppedMirrorsOf returns the mirrors in a cluster's __mirror_state that
-// copied topic/partition into it and recorded where they stopped.
-func StoppedMirrorsOf(snap StateSnapshot, topic string, partition int32) []PartitionRecord {
+// dstTopic is the destination topic's name.
+func (in ContinuationInput) dstTopic() string {
+	if in.DestTopic != "" {
+		return in.DestTopic
+	}
+	return in.Topic
+}
+
+// StoppedMirrorsOf returns the mirrors in a cluster's __mirror_state (this
+// mirror's source) that copied partition `partition` of dstTopic, a topic
+// of this mirror's destination, into srcTopic on that cluster, and
+// recorded where they stopped. A record names its mirror's source topic;
+// the topic it wrote is that name under its mirror's topic.name.prefix.
+func StoppedMirrorsOf(snap StateSnapshot, srcTopic, dstTopic string, partition int32) []PartitionRecord {
 	var found []PartitionRecord
+	var prefixes map[string]string
 	for _, r := range snap.Partitions {
-		if r.Topic == topic && r.Partition == partition && r.LastMirroredSrc != nil && r.LastMirroredDst != nil {
+		if r.Topic != dstTopic || r.Partition != partition || r.LastMirroredSrc == nil || r.LastMirroredDst == nil {
+			continue
+		}
+		if prefixes == nil {
+			prefixes = make(map[string]string, len(snap.Mirrors))
+			for _, m := range snap.Mirrors {
+				prefixes[m.Name] = m.Config[CfgTopicNamePrefix]
+			}
+		}
+		if prefixes[r.Mirror]+r.Topic == srcTopic {
 			found = append(found, r)
 		}
 	}
@@ -153,7 +186,7 @@ func ProveContinuation(ctx context.Context, in ContinuationInput) (PartitionCont
 		pc.Detail = fmt.Sprintf("the destination holds nothing: mirroring from source offset %d", in.SourceOffsets.Start)
 		return pc, nil
 	}
-	switch found := StoppedMirrorsOf(in.SourceState, in.Topic, in.Partition); len(found) {
+	switch found := StoppedMirrorsOf(in.SourceState, in.Topic, in.dstTopic(), in.Partition); len(found) {
 	case 0:
 		return proveByRecords(ctx, in, pc)
 	case 1:
@@ -172,7 +205,7 @@ func refuse(pc PartitionContinuation, format string, args ...any) PartitionConti
 // proveByOffsetMap proves the overlap from old, the mirror that copied this
 // destination (its source) into the source (its destination).
 func proveByOffsetMap(ctx context.Context, in ContinuationInput, pc PartitionContinuation, old PartitionRecord) (PartitionContinuation, error) {
-	topic, p, E := in.Topic, in.Partition, in.DestinationOffsets.End
+	p, E := in.Partition, in.DestinationOffsets.End
 	if old.State != StateStopped {
 		return refuse(pc, "mirror %s on the source's side is %s, not STOPPED: fail it over there first (topics:remove), "+
 			"or the two mirrors would copy each other's records", old.Mirror, old.State), nil
@@ -191,7 +224,7 @@ func proveByOffsetMap(ctx context.Context, in ContinuationInput, pc PartitionCon
 	if E > lastDst+1 {
 		// Past the last mirrored record there may be only transaction
 		// markers and aborted records, which were never to be copied.
-		tail, err := kafkaconn.ReadRecords(ctx, in.Destination, topic, p, lastDst+1, E, int(E-lastDst-1), true)
+		tail, err := kafkaconn.ReadRecords(ctx, in.Destination, in.dstTopic(), p, lastDst+1, E, int(E-lastDst-1), true)
 		if err != nil {
 			return pc, fmt.Errorf("read the destination past the last mirrored offset %d: %w", lastDst, err)
 		}
@@ -209,9 +242,10 @@ func proveByOffsetMap(ctx context.Context, in ContinuationInput, pc PartitionCon
 		return refuse(pc, "%s", msg), err
 	}
 	// The old map, reversed: the old destination's offsets (this mirror's
-	// source) to the old source's (this destination), in source order.
+	// source) to the old source's (this destination), in source order. It
+	// is keyed by the old mirror's source topic: this destination's.
 	var runs []repo.OffsetRun
-	for _, r := range in.SourceState.OffsetMaps[repo.PartitionID{Mirror: old.Mirror, Topic: topic, Partition: p}] {
+	for _, r := range in.SourceState.OffsetMaps[repo.PartitionID{Mirror: old.Mirror, Topic: old.Topic, Partition: p}] {
 		runs = append(runs, repo.OffsetRun{SrcStart: r.DstStart, DstStart: r.SrcStart, Count: r.Count})
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].SrcStart < runs[j].SrcStart })
@@ -236,7 +270,7 @@ func proveByOffsetMap(ctx context.Context, in ContinuationInput, pc PartitionCon
 // source's at srcOffset and says why they are not the same record ("" when
 // they are).
 func compareRecordPair(ctx context.Context, in ContinuationInput, dstOffset, srcOffset int64) (string, error) {
-	got, err := kafkaconn.ReadRecords(ctx, in.Destination, in.Topic, in.Partition, dstOffset, dstOffset+1, 1, false)
+	got, err := kafkaconn.ReadRecords(ctx, in.Destination, in.dstTopic(), in.Partition, dstOffset, dstOffset+1, 1, false)
 	if err != nil {
 		return "", fmt.Errorf("read destination record %d: %w", dstOffset, err)
 	}

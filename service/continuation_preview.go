@@ -16,6 +16,9 @@ import (
 // destination, per partition.
 type TopicContinuation struct {
 	Topic string `json:"topic"`
+	// DestinationTopic is the topic it is written to on the destination,
+	// whose history is continued.
+	DestinationTopic string `json:"destination_topic"`
 	// DestinationMissing: the destination has no such topic; it would be
 	// created and copied from the source's start.
 	DestinationMissing bool                    `json:"destination_missing"`
@@ -54,6 +57,10 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 	for _, r := range rows {
 		own[repo.PartitionID{Mirror: r.Mirror, Topic: r.Topic, Partition: r.Partition}] = r
 	}
+	dests, err := continuationDestNames(ctx, s.pool, mirror, names)
+	if err != nil {
+		return nil, err
+	}
 	srcAdm, err := conn.NewAdmin()
 	if err != nil {
 		return nil, sourceUnavailable(conn, err)
@@ -72,12 +79,13 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 	}
 	var jobs []job
 	for i, name := range names {
-		out[i] = TopicContinuation{Topic: name, Partitions: []PartitionContinuation{}}
+		dest := dests[name]
+		out[i] = TopicContinuation{Topic: name, DestinationTopic: dest, Partitions: []PartitionContinuation{}}
 		srcOffs, err := kafkaconn.ReadTopicOffsets(ctx, srcAdm, name, true)
 		if err != nil {
 			return nil, sourceUnavailable(conn, err)
 		}
-		dstOffs, err := kafkaconn.ReadTopicOffsets(ctx, dstAdm, name, false)
+		dstOffs, err := kafkaconn.ReadTopicOffsets(ctx, dstAdm, dest, false)
 		if err != nil {
 			return nil, destinationUnavailable(err)
 		}
@@ -96,12 +104,12 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 				return nil, destinationUnavailable(err)
 			}
 			if r, ok := own[repo.PartitionID{Mirror: mirror, Topic: name, Partition: p}]; ok && r.DstNext != nil && r.SrcNext != nil &&
-				!MovedByAFailback(snap, name, p, dstOff.End, *r.DstNext) {
+				!MovedByAFailback(snap, name, dest, p, dstOff.End, *r.DstNext) {
 				out[i].Partitions = append(out[i].Partitions, resumeContinuation(r, srcOff, dstOff))
 				continue
 			}
 			out[i].Partitions = append(out[i].Partitions, PartitionContinuation{Partition: p})
-			jobs = append(jobs, job{topic: i, partition: int(p), in: ContinuationInput{Topic: name, Partition: p, Source: conn,
+			jobs = append(jobs, job{topic: i, partition: int(p), in: ContinuationInput{Topic: name, DestTopic: dest, Partition: p, Source: conn,
 				SourceAdmin: srcAdm, Destination: s.destination, SourceState: snap, SourceOffsets: srcOff,
 				DestinationOffsets: dstOff, KeepDivergent: keepDivergent}})
 		}
@@ -127,12 +135,13 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 // MovedByAFailback says whether a restarted partition's destination, which
 // this mirror wrote up to dstNext and which now ends at end, was written past
 // it by a mirror in the other direction: the only case a restart with
-// continue proves again.
-func MovedByAFailback(snap StateSnapshot, topic string, partition int32, end, dstNext int64) bool {
+// continue proves again. srcTopic and dstTopic are the topic's names on
+// this mirror's source and destination.
+func MovedByAFailback(snap StateSnapshot, srcTopic, dstTopic string, partition int32, end, dstNext int64) bool {
 	if end == dstNext {
 		return false
 	}
-	found := StoppedMirrorsOf(snap, topic, partition)
+	found := StoppedMirrorsOf(snap, srcTopic, dstTopic, partition)
 	return len(found) == 1 && *found[0].LastMirroredSrc >= dstNext
 }
 
@@ -155,4 +164,29 @@ func resumeContinuation(r repo.Partition, srcOff, dstOff kafkaconn.PartitionOffs
 // *UnavailableError.
 func destinationUnavailable(err error) error {
 	return &UnavailableError{Dependency: "destination cluster", Detail: fmt.Sprintf("destination cluster: %v", err)}
+}
+
+// continuationDestNames maps the topics of an add's dry run to their
+// destination names, as the add names them: the name a topic's row has,
+// else the mirror's topic.name.prefix and the source name.
+func continuationDestNames(ctx context.Context, q repo.DBTX, mirror string, names []string) (map[string]string, error) {
+	m, err := repo.MirrorsGet(ctx, q, mirror)
+	if errors.Is(err, repo.ErrNotFound) {
+		return nil, mirrorNotFound(mirror)
+	} else if err != nil {
+		return nil, err
+	}
+	rows, err := repo.TopicsDestNames(ctx, q, mirror)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(names))
+	for _, name := range names {
+		if d, ok := rows[name]; ok {
+			out[name] = d
+		} else {
+			out[name] = DestinationTopic(m.Config, name)
+		}
+	}
+	return out, nil
 }

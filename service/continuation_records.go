@@ -17,9 +17,9 @@ import (
 // compared one by one with the source's. The compared pairs are the offset
 // map mirroring starts with; older destination records are not compared.
 func proveByRecords(ctx context.Context, in ContinuationInput, pc PartitionContinuation) (PartitionContinuation, error) {
-	topic, p := in.Topic, in.Partition
+	topic, p := in.Topic, in.Partition // the source's name; the destination's is in.dstTopic()
 	dstStart, E := in.DestinationOffsets.Start, in.DestinationOffsets.End
-	dst, err := lastRecords(ctx, in.Destination, topic, p, dstStart, E, recordProofWindow)
+	dst, err := lastRecords(ctx, in.Destination, in.dstTopic(), p, dstStart, E, recordProofWindow)
 	if err != nil {
 		return pc, fmt.Errorf("read the destination's last records: %w", err)
 	}

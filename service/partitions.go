@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -15,8 +16,11 @@ import (
 
 // PartitionRow is one describe row (DESIGN.md section 6).
 type PartitionRow struct {
-	Mirror            string
+	Mirror string
+	// Topic is the source topic; DestinationTopic the topic it is written
+	// to on the destination (topic.name.prefix and Topic).
 	Topic             string
+	DestinationTopic  string
 	Partition         int32
 	SourceOffset      *int64
 	DestinationOffset *int64
@@ -110,7 +114,7 @@ func (s *Control) ListPartitionsPage(ctx context.Context, f PartitionFilter, p P
 			after = &k
 		}
 	}
-	params, readOnly, err := s.partitionsQuery(ctx, f, &v)
+	params, facts, err := s.partitionsQuery(ctx, f, &v)
 	if err != nil {
 		return PartitionPage{}, err
 	}
@@ -127,8 +131,8 @@ func (s *Control) ListPartitionsPage(ctx context.Context, f PartitionFilter, p P
 		last := parts[len(parts)-1]
 		page.NextCursor = encodePartitionCursor(repo.PartitionKey{Mirror: last.Mirror, Topic: last.Topic, Partition: last.Partition})
 	}
-	page.Rows = describeRows(parts, readOnly)
-	return page, nil
+	page.Rows, err = s.describeRows(ctx, f.Mirror, parts, facts)
+	return page, err
 }
 
 // ListPartitions returns every describe row that matches f, in (mirror,
@@ -136,7 +140,7 @@ func (s *Control) ListPartitionsPage(ctx context.Context, f PartitionFilter, p P
 // ListPartitionsPage.
 func (s *Control) ListPartitions(ctx context.Context, f PartitionFilter) ([]PartitionRow, error) {
 	var v validation
-	params, readOnly, err := s.partitionsQuery(ctx, f, &v)
+	params, facts, err := s.partitionsQuery(ctx, f, &v)
 	if err != nil {
 		return nil, err
 	}
@@ -144,13 +148,14 @@ func (s *Control) ListPartitions(ctx context.Context, f PartitionFilter) ([]Part
 	if err != nil {
 		return nil, err
 	}
-	return describeRows(parts, readOnly), nil
+	return s.describeRows(ctx, f.Mirror, parts, facts)
 }
 
 // partitionsQuery validates f, adding to v what is wrong with it, and
-// turns it into the repo's filter; it also returns whether each topic of
-// the mirror (of every mirror when f names none) is read-only.
-func (s *Control) partitionsQuery(ctx context.Context, f PartitionFilter, v *validation) (repo.PartitionsListParams, map[[2]string]*bool, error) {
+// turns it into the repo's filter; it also returns, for each topic of the
+// mirror (of every mirror when f names none), its destination name and
+// whether it is read-only.
+func (s *Control) partitionsQuery(ctx context.Context, f PartitionFilter, v *validation) (repo.PartitionsListParams, map[[2]string]repo.TopicFacts, error) {
 	if f.Mirror != "" && !validName(f.Mirror) {
 		validateMirrorName(v, f.Mirror)
 	}
@@ -173,7 +178,7 @@ func (s *Control) partitionsQuery(ctx context.Context, f PartitionFilter, v *val
 			return repo.PartitionsListParams{}, nil, err
 		}
 	}
-	readOnly, err := repo.TopicsReadOnly(ctx, s.pool, f.Mirror)
+	facts, err := repo.TopicsDescribeFacts(ctx, s.pool, f.Mirror)
 	if err != nil {
 		return repo.PartitionsListParams{}, nil, err
 	}
@@ -184,24 +189,40 @@ func (s *Control) partitionsQuery(ctx context.Context, f PartitionFilter, v *val
 		// partitions, loading every row to drop most of them would be slow.
 		params.Topics = []string{}
 		seen := map[string]bool{}
-		for k := range readOnly {
+		for k := range facts {
 			if t := k[1]; !seen[t] && re.MatchString(t) {
 				seen[t] = true
 				params.Topics = append(params.Topics, t)
 			}
 		}
 	}
-	return params, readOnly, nil
+	return params, facts, nil
 }
 
-func describeRows(parts []repo.Partition, readOnly map[[2]string]*bool) []PartitionRow {
+// describeRows turns partitions into describe rows with their topics'
+// facts. A topic added after the facts were read (they are read first, to
+// resolve the topic pattern) has them read again, once.
+func (s *Control) describeRows(ctx context.Context, mirror string, parts []repo.Partition, facts map[[2]string]repo.TopicFacts) ([]PartitionRow, error) {
 	out := make([]PartitionRow, 0, len(parts))
+	reread := false
 	for _, p := range parts {
+		k := [2]string{p.Mirror, p.Topic}
+		f, ok := facts[k]
+		if !ok && !reread {
+			reread = true
+			var err error
+			if facts, err = repo.TopicsDescribeFacts(ctx, s.pool, mirror); err != nil {
+				return nil, err
+			}
+			f = facts[k]
+		}
 		row := describeRow(p)
-		row.ReadOnlyEnforced = readOnly[[2]string{p.Mirror, p.Topic}]
+		// A topic whose row went since (its mirror was deleted) keeps
+		// its source name.
+		row.DestinationTopic, row.ReadOnlyEnforced = cmp.Or(f.DestTopic, p.Topic), f.ReadOnlyEnforced
 		out = append(out, row)
 	}
-	return out
+	return out, nil
 }
 
 // partitionCursor is a page cursor's content: the key of the last row
@@ -277,35 +298,44 @@ func (s *Control) TopicPartitions(ctx context.Context, mirror, topic string) ([]
 	out := make([]PartitionRow, len(parts))
 	for i, p := range parts {
 		out[i] = describeRow(p)
-		out[i].ReadOnlyEnforced = t.ReadOnlyEnforced
+		out[i].DestinationTopic, out[i].ReadOnlyEnforced = t.DestTopic, t.ReadOnlyEnforced
 	}
 	return out, nil
 }
 
 // Translate maps a source offset of a mirror partition to the destination.
 func (s *Control) Translate(ctx context.Context, mirror, topic string, partition int32, sourceOffset int64) (Translation, error) {
+	t, err := s.TranslateToTopic(ctx, mirror, topic, partition, sourceOffset)
+	return t.Translation, err
+}
+
+// TranslateToTopic is Translate with the destination topic the offset is
+// in: the mirror topic's destination name.
+func (s *Control) TranslateToTopic(ctx context.Context, mirror, topic string, partition int32, sourceOffset int64) (TopicTranslation, error) {
 	if sourceOffset < 0 {
-		return Translation{}, &ValidationError{Fields: []FieldError{{Field: "source_offset", Message: "must be >= 0"}}}
+		return TopicTranslation{}, &ValidationError{Fields: []FieldError{{Field: "source_offset", Message: "must be >= 0"}}}
 	}
-	if _, err := s.GetTopic(ctx, mirror, topic); err != nil {
-		return Translation{}, err
+	mt, err := s.GetTopic(ctx, mirror, topic)
+	if err != nil {
+		return TopicTranslation{}, err
 	}
 	row, err := repo.PartitionsGet(ctx, s.pool, mirror, topic, partition)
 	if errors.Is(err, repo.ErrNotFound) {
-		return Translation{}, &NotFoundError{Kind: "partition", Detail: fmt.Sprintf(
+		return TopicTranslation{}, &NotFoundError{Kind: "partition", Detail: fmt.Sprintf(
 			"topic %s of mirror %s has no partition %d", topic, mirror, partition)}
 	} else if err != nil {
-		return Translation{}, err
+		return TopicTranslation{}, err
 	}
 	before, after, err := repo.OffsetRunsAround(ctx, s.pool, mirror, topic, partition, sourceOffset)
 	if err != nil {
-		return Translation{}, err
+		return TopicTranslation{}, err
 	}
 	t, ok := translateOffset(sourceOffset, before, after)
 	if !ok {
-		return Translation{}, &NotFoundError{Kind: "offset", Detail: fmt.Sprintf(
+		return TopicTranslation{}, &NotFoundError{Kind: "offset", Detail: fmt.Sprintf(
 			"nothing of %s/%d has been mirrored yet, so no offset can be translated", topic, partition)}
 	}
-	return roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: mirror, Topic: topic, Partition: partition},
+	t, err = roundDownAcrossTail(ctx, s.pool, repo.PartitionID{Mirror: mirror, Topic: topic, Partition: partition},
 		sourceOffset, t, row.DivergentTail)
+	return TopicTranslation{Translation: t, DestinationTopic: mt.DestinationTopic}, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/preflight"
+	"kmirror/repo"
 )
 
 // checkTimeout bounds a preflight check's requests to each cluster.
@@ -67,6 +68,10 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 	if err != nil {
 		return CheckResult{}, err
 	}
+	existing, err := topicsByName(ctx, s.pool, mirror)
+	if err != nil {
+		return CheckResult{}, err
+	}
 	var topics []string
 	if in.Topic != "" {
 		matched, err := s.matchSourceTopics(ctx, conn, mirror, in.Topic)
@@ -75,10 +80,6 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 		}
 		topics = sortedKeys(matched)
 	} else {
-		existing, err := topicsByName(ctx, s.pool, mirror)
-		if err != nil {
-			return CheckResult{}, err
-		}
 		factors := map[int]bool{}
 		for name, t := range existing {
 			if t.DesiredState != DesiredStopped {
@@ -99,7 +100,9 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 	if checker == nil {
 		checker = KafkaPreflight()
 	}
-	rows := checker.Check(ctx, conn, s.destination, topics, rf)
+	// Checked as a plain add of them would be: a destination topic that
+	// holds records this mirror did not write fails.
+	rows := checker.Check(ctx, conn, s.destination, preflightTopics(m.Config, topics, existing, false), rf)
 	out := CheckResult{Mirror: mirror, Topics: topics, Status: string(preflight.Worst(rows)), Checks: []MirrorCheck{}}
 	if out.Topics == nil {
 		out.Topics = []string{}
@@ -114,7 +117,34 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 // Preflight checks a mirror's clusters for topics, created with
 // replication factor rf: the rows of internal/runtime/preflight.
 type Preflight interface {
-	Check(ctx context.Context, source, destination kafkaconn.Config, topics []string, rf int) []preflight.Result
+	Check(ctx context.Context, source, destination kafkaconn.Config, topics []PreflightTopic, rf int) []preflight.Result
+}
+
+// PreflightTopic is a topic to check: its source name, the destination
+// topic it is written to, and whether records already there are expected
+// (preflight.Topic's RecordsExpected).
+type PreflightTopic struct {
+	Source          string
+	Destination     string
+	RecordsExpected bool
+}
+
+// preflightTopics names the destination topic of each source topic, as
+// AddTopics would (destinationNames), and expects records in those that
+// this mirror wrote (a row of its own, stopped ones too, names them), or
+// in all of them when keep says the add keeps or replaces what is there
+// (continue, recreate).
+func preflightTopics(cfg map[string]string, names []string, existing map[string]repo.Topic, keep bool) []PreflightTopic {
+	dests := destinationNames(cfg, names, existing)
+	own := make(map[string]bool, len(existing))
+	for _, t := range existing {
+		own[t.DestTopic] = true
+	}
+	out := make([]PreflightTopic, len(names))
+	for i, name := range names {
+		out[i] = PreflightTopic{Source: name, Destination: dests[name], RecordsExpected: keep || own[dests[name]]}
+	}
+	return out
 }
 
 // KafkaPreflight checks the real clusters, bounding each one's requests
@@ -125,7 +155,7 @@ type kafkaPreflight struct{}
 
 // Check runs the source's checks, then the destination's (a warn row
 // when there is no destination to check).
-func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.Config, topics []string, rf int) []preflight.Result {
+func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.Config, topics []PreflightTopic, rf int) []preflight.Result {
 	ctx, cancel := context.WithTimeout(ctx, 2*checkTimeout)
 	defer cancel()
 	src, err := source.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
@@ -134,7 +164,16 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 			Grant: "check the mirror's source settings"}}
 	}
 	defer src.Close()
-	rows, found, groups := preflight.Source(ctx, src, topics)
+	names := make([]string, len(topics))
+	bySource := make(map[string]PreflightTopic, len(topics))
+	for i, t := range topics {
+		names[i], bySource[t.Source] = t.Source, t
+	}
+	rows, found, groups := preflight.Source(ctx, src, names)
+	for i := range found {
+		t := bySource[found[i].Name]
+		found[i].Destination, found[i].RecordsExpected = t.Destination, t.RecordsExpected
+	}
 	if len(destination.BootstrapServers) == 0 {
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Warn,
 			Detail: "this server has no destination cluster to check", Grant: "run the check on a server with --destination-bootstrap"})
@@ -181,22 +220,24 @@ func (e *PreflightError) Error() string {
 	return strings.TrimSuffix(b.String(), ";")
 }
 
-// preflightAdd runs the checks for topics about to be added and returns a
-// *PreflightError with the failed rows, if any; nothing without a
-// Preflight.
-func (s *Control) preflightAdd(ctx context.Context, conn kafkaconn.Config, mirror string, topics []string, rf int) error {
+// preflightAdd runs the checks for topics about to be added to m, whose
+// topics are existing, and returns a *PreflightError with the failed rows,
+// if any; nothing without a Preflight. keep says the add keeps or replaces
+// the records a destination topic holds (continue, recreate).
+func (s *Control) preflightAdd(ctx context.Context, conn kafkaconn.Config, m repo.Mirror, topics []string,
+	existing map[string]repo.Topic, rf int, keep bool) error {
 	if s.preflight == nil {
 		return nil
 	}
 	var failed []MirrorCheck
-	for _, r := range s.preflight.Check(ctx, conn, s.destination, topics, rf) {
+	for _, r := range s.preflight.Check(ctx, conn, s.destination, preflightTopics(m.Config, topics, existing, keep), rf) {
 		if r.Status == preflight.Fail {
 			failed = append(failed, MirrorCheck{Cluster: r.Cluster, Check: r.Check, Status: string(r.Status),
 				Detail: r.Detail, Grant: r.Grant})
 		}
 	}
 	if len(failed) > 0 {
-		return &PreflightError{Mirror: mirror, Checks: failed}
+		return &PreflightError{Mirror: m.Name, Checks: failed}
 	}
 	return nil
 }

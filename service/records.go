@@ -68,9 +68,13 @@ type SourceRecord struct {
 
 // TopicRecord is a mirror topic's desired state as published to __mirror_state.
 type TopicRecord struct {
-	Version           int          `json:"version"`
-	Mirror            string       `json:"mirror"`
-	Topic             string       `json:"topic"`
+	Version int    `json:"version"`
+	Mirror  string `json:"mirror"`
+	Topic   string `json:"topic"`
+	// DestinationTopic is the topic's destination name. Records published
+	// before it was kept have none: the mirror's topic.name.prefix and
+	// Topic name it then (StateSnapshot.DestinationTopic).
+	DestinationTopic  string       `json:"destination_topic,omitempty"`
 	DesiredState      DesiredState `json:"desired_state"`
 	ReplicationFactor int          `json:"replication_factor"`
 	Recreate          bool         `json:"recreate"`
@@ -99,7 +103,7 @@ func mirrorRecord(m repo.Mirror) MirrorRecord {
 }
 
 func topicRecord(t repo.Topic) TopicRecord {
-	return TopicRecord{Version: RecordVersion, Mirror: t.Mirror, Topic: t.Topic,
+	return TopicRecord{Version: RecordVersion, Mirror: t.Mirror, Topic: t.Topic, DestinationTopic: t.DestTopic,
 		DesiredState: t.DesiredState, ReplicationFactor: t.ReplicationFactor,
 		Recreate: t.Recreate, Partitions: t.Partitions, UpdatedAt: t.UpdatedAt}
 }

@@ -18,6 +18,9 @@ import (
 // were removed (failed over) now.
 type TopicFailoverPreview struct {
 	Topic string `json:"topic"`
+	// DestinationTopic is the topic a remove makes writable on the
+	// destination.
+	DestinationTopic string `json:"destination_topic"`
 	// Lag is the sum of the partitions' known lags.
 	Lag        int64                      `json:"lag"`
 	Partitions []PartitionFailoverPreview `json:"partitions"`
@@ -86,7 +89,7 @@ func (s *Control) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 	byTopic := make(map[string]*TopicFailoverPreview, len(names))
 	out := make([]TopicFailoverPreview, len(names))
 	for i, name := range names {
-		out[i].Topic = name
+		out[i].Topic, out[i].DestinationTopic = name, existing[name].DestTopic
 		out[i].Partitions = []PartitionFailoverPreview{}
 		byTopic[name] = &out[i]
 	}

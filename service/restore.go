@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -109,6 +110,28 @@ func DecodeState(latest map[string][]byte) (StateSnapshot, error) {
 	return snap, nil
 }
 
+// DestinationTopics maps each (mirror, topic) that the snapshot has a
+// topic or partition record of to the topic's destination name: its
+// record's, or for a record published before records kept it, the name the
+// mirror's restored config gives it (its topic.name.prefix, fixed once a
+// mirror has topics, and the source name).
+func (snap StateSnapshot) DestinationTopics() map[[2]string]string {
+	configs := make(map[string]map[string]string, len(snap.Mirrors))
+	for _, m := range snap.Mirrors {
+		configs[m.Name] = m.Config
+	}
+	out := make(map[[2]string]string, len(snap.Topics))
+	for _, t := range snap.Topics {
+		out[[2]string{t.Mirror, t.Topic}] = cmp.Or(t.DestinationTopic, DestinationTopic(configs[t.Mirror], t.Topic))
+	}
+	for _, p := range snap.Partitions {
+		if k := [2]string{p.Mirror, p.Topic}; out[k] == "" {
+			out[k] = DestinationTopic(configs[p.Mirror], p.Topic)
+		}
+	}
+	return out
+}
+
 // Restore rebuilds an empty database from the latest __mirror_state value
 // of every key. Checkpoints may be a little old; alignment in PREPARING
 // makes them exact. Leases start free.
@@ -127,6 +150,7 @@ func (s *Control) Restore(ctx context.Context, latest map[string][]byte) (Restor
 			return &ConflictError{Detail: fmt.Sprintf("the database already has %d mirror(s); restore needs an empty one", len(existing))}
 		}
 		known := map[string]bool{}
+		dests := snap.DestinationTopics()
 		for _, m := range snap.Mirrors {
 			missing := missingCredentials(m.Source)
 			row := repo.Mirror{Name: m.Name, Source: repo.Source{BootstrapServers: m.Source.BootstrapServers,
@@ -147,7 +171,7 @@ func (s *Control) Restore(ctx context.Context, latest map[string][]byte) (Restor
 				continue // a topic record that outlived its mirror's
 			}
 			if err := repo.TopicsUpsert(ctx, tx, repo.TopicsUpsertParams{Mirror: t.Mirror, Topic: t.Topic,
-				DesiredState: t.DesiredState, ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate,
+				DestTopic: dests[[2]string{t.Mirror, t.Topic}], DesiredState: t.DesiredState, ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate,
 				Partitions: int32(t.Partitions)}); err != nil {
 				return fmt.Errorf("restore topic %s/%s: %w", t.Mirror, t.Topic, err)
 			}

@@ -1,9 +1,11 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"kmirror/repo"
 )
@@ -19,10 +21,10 @@ type VerifyReport struct {
 const maxListed = 20
 
 // VerifyRestore compares the database with __mirror_state as a restore
-// left it: the count of each kind; each partition's state and checkpoint
-// (after the same fitting to its offset map that restore does); no
-// checkpoint ahead of the destination's end offset (destEnds, by topic and
-// partition); and every offset map contiguous (runs in source order that
+// left it: the count of each kind; each topic's destination name; each
+// partition's state and checkpoint (after the same fitting to its offset
+// map that restore does); no checkpoint ahead of the destination's end
+// offset (destEnds, by destination topic and partition); and every offset map contiguous (runs in source order that
 // neither overlap nor leave a gap on the destination, ending at or before
 // the checkpoint) and equal to the published one. Run it right after restore: a server that has run
 // since moves checkpoints past what the topic says.
@@ -34,12 +36,16 @@ func (s *Control) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 	}
 	var topics int
 	var acls int
+	dests := map[[2]string]string{} // (mirror, topic) → destination name, as the database has it
 	for _, m := range mirrors {
 		ts, err := repo.TopicsList(ctx, s.pool, m.Name)
 		if err != nil {
 			return rep, err
 		}
 		topics += len(ts)
+		for _, t := range ts {
+			dests[[2]string{t.Mirror, t.Topic}] = t.DestTopic
+		}
 		as, err := repo.SyncedACLsList(ctx, s.pool, m.Name)
 		if err != nil {
 			return rep, err
@@ -99,6 +105,21 @@ func (s *Control) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 	count("offset-map runs", wantRuns, gotRuns)
 	count("synced ACLs", wantACLs, acls)
 
+	wantDests := snap.DestinationTopics()
+	var renamed []string
+	for _, k := range sortedTopicKeys(dests) {
+		if w, ok := wantDests[k]; ok && w != dests[k] {
+			renamed = append(renamed, fmt.Sprintf("%s/%s: destination topic %s in %s, %s in the database",
+				k[0], k[1], w, StateTopic, dests[k]))
+		}
+	}
+	verdict := "ok"
+	if len(renamed) > 0 {
+		verdict = fmt.Sprintf("%d differ from %s", len(renamed), StateTopic)
+	}
+	rep.Lines = append(rep.Lines, fmt.Sprintf("%-16s %6d checked  %s", "topic names", len(dests), verdict))
+	rep.Differences = append(rep.Differences, listed("topic names", renamed)...)
+
 	var differ, ahead, broken []string
 	for _, p := range parts {
 		id := repo.PartitionID{Mirror: p.Mirror, Topic: p.Topic, Partition: p.Partition}
@@ -113,7 +134,7 @@ func (s *Control) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 				p.State, offsetText(p.SrcNext), offsetText(p.DstNext)))
 		}
 		if p.DstNext != nil {
-			if end, ok := destEnds[p.Topic][p.Partition]; !ok {
+			if end, ok := destEnds[dests[[2]string{p.Mirror, p.Topic}]][p.Partition]; !ok {
 				ahead = append(ahead, name+": the destination has no such partition")
 			} else if *p.DstNext > end {
 				ahead = append(ahead, fmt.Sprintf("%s: dst_next %d is past the destination's end offset %d", name, *p.DstNext, end))
@@ -132,18 +153,35 @@ func (s *Control) VerifyRestore(ctx context.Context, snap StateSnapshot, destEnd
 			verdict = fmt.Sprintf("%d %s", len(bad), what)
 		}
 		rep.Lines = append(rep.Lines, fmt.Sprintf("%-16s %6d checked  %s", kind, len(parts), verdict))
-		for i, b := range bad {
-			if i == maxListed {
-				rep.Differences = append(rep.Differences, fmt.Sprintf("%s: and %d more", kind, len(bad)-i))
-				break
-			}
-			rep.Differences = append(rep.Differences, kind+": "+b)
-		}
+		rep.Differences = append(rep.Differences, listed(kind, bad)...)
 	}
 	check("checkpoints", differ, "differ from "+StateTopic)
 	check("destination", ahead, "ahead of the destination")
 	check("offset maps", broken, "not contiguous, past the checkpoint or not as published")
 	return rep, nil
+}
+
+// listed is the differences of one kind as the report names them: at most
+// maxListed, then how many more.
+func listed(kind string, bad []string) []string {
+	var out []string
+	for i, b := range bad {
+		if i == maxListed {
+			return append(out, fmt.Sprintf("%s: and %d more", kind, len(bad)-i))
+		}
+		out = append(out, kind+": "+b)
+	}
+	return out
+}
+
+// sortedTopicKeys returns the (mirror, topic) keys of m, sorted.
+func sortedTopicKeys[V any](m map[[2]string]V) [][2]string {
+	keys := make([][2]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	return keys
 }
 
 // offsetMapProblem says what is wrong with a partition's runs (in source

@@ -82,8 +82,13 @@ type SyncOutcome struct {
 
 // SyncItem is one thing a pass did or skipped.
 type SyncItem struct {
-	// Name is a topic, or an ACL as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
+	// Name is a mirror topic (its source name), or an ACL on the
+	// destination as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
 	Name string `json:"name" example:"orders"`
+	// DestinationTopic is the topic's name on the destination when the
+	// mirror's topic.name.prefix makes it differ from Name; absent when
+	// they are the same.
+	DestinationTopic string `json:"destination_topic,omitempty" example:"east.orders"`
 	// Action is what happened: updated, grown, added, missing, stopped,
 	// created, deleted, refreshed, skipped or failed.
 	Action string `json:"action" enums:"updated,grown,added,missing,stopped,created,deleted,refreshed,skipped,failed" example:"updated"`
@@ -99,7 +104,12 @@ type GroupOffsetsOutcome struct {
 
 // GroupSync is one source group's offset sync.
 type GroupSync struct {
+	// Group is the source group's name.
 	Group string `json:"group" example:"orders-app"`
+	// DestinationGroup is the group whose offsets are committed on the
+	// destination when the mirror's group.name.prefix makes it differ from
+	// Group; absent when they are the same.
+	DestinationGroup string `json:"destination_group,omitempty" example:"east.orders-app"`
 	// SyncedPartitions counts the partitions whose translated offset is
 	// committed on the destination after the pass.
 	SyncedPartitions int `json:"synced_partitions"`
@@ -120,9 +130,13 @@ type GroupSync struct {
 
 // SkippedPartition is a group's partition the offset sync left alone.
 type SkippedPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Reason    string `json:"reason" example:"topic is STOPPED"`
+	// Topic is the source topic.
+	Topic string `json:"topic"`
+	// DestinationTopic is its name on the destination when it differs
+	// from Topic (topic.name.prefix); absent when they are the same.
+	DestinationTopic string `json:"destination_topic,omitempty" example:"east.orders"`
+	Partition        int32  `json:"partition"`
+	Reason           string `json:"reason" example:"topic is STOPPED"`
 } // @name SkippedPartition
 
 // ClampedPartition is a group's partition whose translated offset the
@@ -132,8 +146,12 @@ type SkippedPartition struct {
 // the latest; above the end it would point past what the destination
 // holds.
 type ClampedPartition struct {
-	Topic     string `json:"topic" example:"orders"`
-	Partition int32  `json:"partition"`
+	// Topic is the source topic.
+	Topic string `json:"topic" example:"orders"`
+	// DestinationTopic is its name on the destination when it differs
+	// from Topic (topic.name.prefix); absent when they are the same.
+	DestinationTopic string `json:"destination_topic,omitempty" example:"east.orders"`
+	Partition        int32  `json:"partition"`
 	// TranslatedOffset is the group's source offset mapped to the
 	// destination.
 	TranslatedOffset int64 `json:"translated_offset" example:"80"`
@@ -218,10 +236,12 @@ func (s *Control) SyncMirror(ctx context.Context, name string) (SyncResult, erro
 
 // AddSourceTopics starts mirroring source topics the sync found matching
 // topics.include, with their known partition counts. Topics the mirror
-// already has, in any state, are left alone: a removed topic stays removed.
-// It returns the topics it added.
-func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]string, error) {
-	var added []string
+// already has, in any state, are left alone: a removed topic stays removed,
+// and so is one whose destination topic another mirror writes. Each is
+// written to its destination name (topic.name.prefix). It returns the
+// topics it added, sorted, with their destination names.
+func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map[string]int32) ([]TopicMatch, error) {
+	var added []TopicMatch
 	err := repo.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		m, existing, err := lockedMirrorTopics(ctx, tx, mirror)
 		if err != nil {
@@ -246,14 +266,18 @@ func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map
 				DesiredState: DesiredMirroring, ReplicationFactor: -1, Partitions: topics[name]}); err != nil {
 				return err
 			}
-			added = append(added, name)
+			added = append(added, TopicMatch{Topic: name, DestinationTopic: d, Partitions: int(topics[name])})
 		}
 		if len(added) == 0 {
 			return nil
 		}
+		names := make([]string, len(added))
+		for i, a := range added {
+			names[i] = a.Topic
+		}
 		return recordTopics(ctx, tx, repo.Event{Kind: EventTopicsAutoAdded, Mirror: mirror,
 			Message: fmt.Sprintf("added %d new source topic(s) matching topics.include to mirror %s: [%s]",
-				len(added), mirror, strings.Join(added, ", "))}, added)
+				len(added), mirror, strings.Join(names, ", "))}, names)
 	})
 	if err != nil {
 		return nil, err

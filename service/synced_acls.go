@@ -23,7 +23,9 @@ type SyncedACLsRecord struct {
 }
 
 // SyncedACL is one ACL binding with Kafka's names (TOPIC, LITERAL, READ,
-// ALLOW).
+// ALLOW), as it is on the destination: its resource is named with the
+// mirror's topic.name.prefix or group.name.prefix when it has one, so the
+// set says exactly which destination ACLs are the mirror's.
 type SyncedACL struct {
 	ResourceType string `json:"resource_type"`
 	ResourceName string `json:"resource_name"`

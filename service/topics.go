@@ -39,7 +39,12 @@ var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
 // Topic is a mirror topic with its partition count.
 type Topic struct {
 	Mirror string
-	Topic  string
+	// Topic is the source topic's name: the topic's identity.
+	Topic string
+	// DestinationTopic is the topic it is written to on the destination:
+	// the mirror's topic.name.prefix, as it was when the topic was first
+	// added, and Topic.
+	DestinationTopic string
 	// DesiredState is DesiredMirroring, DesiredPaused or DesiredStopped.
 	DesiredState      DesiredState
 	ReplicationFactor int
@@ -55,7 +60,7 @@ type Topic struct {
 }
 
 func topicOf(t repo.Topic) Topic {
-	return Topic{Mirror: t.Mirror, Topic: t.Topic, DesiredState: t.DesiredState,
+	return Topic{Mirror: t.Mirror, Topic: t.Topic, DestinationTopic: t.DestTopic, DesiredState: t.DesiredState,
 		ReplicationFactor: t.ReplicationFactor, Recreate: t.Recreate, ReadOnlyEnforced: t.ReadOnlyEnforced,
 		Partitions: t.Partitions, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
@@ -186,8 +191,19 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		return TopicsResult{}, err
 	}
 	names := sortedKeys(matched)
-	if !in.SkipChecks {
-		if err := s.preflightAdd(ctx, conn, mirror, names, rf); err != nil {
+	if !in.SkipChecks && s.preflight != nil {
+		// The database's refusals come first, and say more (which mirror
+		// writes a destination topic) than a check of the clusters
+		// would. Read without the lock: no transaction waits on the
+		// clusters, and the add checks again under it.
+		existing, err := topicsByName(ctx, s.pool, mirror)
+		if err != nil {
+			return TopicsResult{}, err
+		}
+		if _, err := checkAddable(ctx, s.pool, m.Config, mirror, names, existing); err != nil {
+			return TopicsResult{}, err
+		}
+		if err := s.preflightAdd(ctx, conn, m, names, existing, rf, in.Continue || in.Recreate); err != nil {
 			return TopicsResult{}, err
 		}
 	}
@@ -197,20 +213,7 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 		if err != nil {
 			return err
 		}
-		dests = destinationNames(locked.Config, names, existing)
-		var conflicts []TopicState
-		for _, name := range names {
-			if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
-				conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
-			}
-		}
-		if len(conflicts) > 0 {
-			return topicConflict("add", conflicts)
-		}
-		if err := checkDestinationNames(names, dests); err != nil {
-			return err
-		}
-		if err := checkNotWrittenElsewhere(ctx, tx, mirror, dests); err != nil {
+		if dests, err = checkAddable(ctx, tx, locked.Config, mirror, names, existing); err != nil {
 			return err
 		}
 		if in.DryRun {
@@ -228,8 +231,16 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 				return err
 			}
 		}
+		// The message names each topic's destination where the prefix
+		// makes it differ: "[orders → east.orders]".
+		named := make([]string, len(names))
+		for i, name := range names {
+			if named[i] = name; dests[name] != name {
+				named[i] = name + " → " + dests[name]
+			}
+		}
 		return recordTopics(ctx, tx, repo.Event{Kind: EventTopicsAdded, Mirror: mirror,
-			Message: fmt.Sprintf("added %d topic(s) to mirror %s: [%s]", len(names), mirror, topicList(names))}, names)
+			Message: fmt.Sprintf("added %d topic(s) to mirror %s: [%s]", len(names), mirror, topicList(named))}, names)
 	})
 	if err != nil {
 		return TopicsResult{}, err
@@ -354,6 +365,27 @@ func lockedMirrorTopics(ctx context.Context, tx pgx.Tx, mirror string) (repo.Mir
 	return m, topics, err
 }
 
+// checkAddable refuses an add of names to a mirror with config cfg and
+// topics existing, all or nothing: a match already mirroring or paused, a
+// destination name Kafka would not take, or one another mirror writes. It
+// returns the destination names.
+func checkAddable(ctx context.Context, q repo.DBTX, cfg map[string]string, mirror string, names []string, existing map[string]repo.Topic) (map[string]string, error) {
+	var conflicts []TopicState
+	for _, name := range names {
+		if t, ok := existing[name]; ok && t.DesiredState != DesiredStopped {
+			conflicts = append(conflicts, TopicState{Topic: name, DesiredState: t.DesiredState})
+		}
+	}
+	if len(conflicts) > 0 {
+		return nil, topicConflict("add", conflicts)
+	}
+	dests := destinationNames(cfg, names, existing)
+	if err := checkDestinationNames(names, dests); err != nil {
+		return nil, err
+	}
+	return dests, checkNotWrittenElsewhere(ctx, q, mirror, dests)
+}
+
 // destinationNames maps source topics to their destination names: the
 // name an existing row was created with, else the mirror's prefix and the
 // source name.
@@ -405,12 +437,12 @@ func topicsByName(ctx context.Context, q repo.DBTX, mirror string) (map[string]r
 // checkNotWrittenElsewhere refuses destination topics another mirror
 // writes: one destination topic has one writer. The database enforces it
 // too (mirror_topics_one_writer) for concurrent adds.
-func checkNotWrittenElsewhere(ctx context.Context, tx pgx.Tx, mirror string, dests map[string]string) error {
+func checkNotWrittenElsewhere(ctx context.Context, q repo.DBTX, mirror string, dests map[string]string) error {
 	byDest := make(map[string]string, len(dests))
 	for src, d := range dests {
 		byDest[d] = src
 	}
-	others, err := repo.TopicsWrittenElsewhere(ctx, tx, mirror, sortedKeys(byDest))
+	others, err := repo.TopicsWrittenElsewhere(ctx, q, mirror, sortedKeys(byDest))
 	if err != nil {
 		return err
 	}

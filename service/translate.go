@@ -15,6 +15,14 @@ type Translation struct {
 	Exact bool `json:"exact"`
 }
 
+// TopicTranslation is a Translation with the destination topic it is in.
+type TopicTranslation struct {
+	Translation
+	// DestinationTopic is the mirror topic's destination name
+	// (topic.name.prefix and the source name).
+	DestinationTopic string
+}
+
 // roundDownAcrossTail applies a kept divergent tail to a translation of
 // source offset n: the offset right after the overlap a failback continued
 // from maps exactly to the first record copied after the tail, which would

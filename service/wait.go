@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,8 +53,10 @@ func TargetState(action string) PartitionState {
 
 // TopicWait is one topic's progress towards its action's target state.
 type TopicWait struct {
-	Topic  string
-	Target PartitionState
+	Topic string
+	// DestinationTopic is the topic's destination name.
+	DestinationTopic string
+	Target           PartitionState
 	// Ready partitions are in the target state, Failed ones FAILED, of Total.
 	Ready, Failed, Total int
 }
@@ -99,9 +102,14 @@ func (s *Control) waitForTopics(ctx context.Context, res TopicsResult, d time.Du
 	defer timer.Stop()
 	poll := time.NewTicker(waitPoll)
 	defer poll.Stop()
+	// Destination names never change: read once.
+	dests, err := repo.TopicsDestNames(ctx, s.pool, res.Mirror)
+	if err != nil {
+		return WaitResult{}, err
+	}
 	var last WaitResult
 	for {
-		cur, err := s.topicProgress(ctx, res.Mirror, res.Topics, target)
+		cur, err := s.topicProgress(ctx, res.Mirror, res.Topics, dests, target)
 		switch {
 		case err == nil:
 			last = cur
@@ -133,7 +141,7 @@ func (s *Control) waitForTopics(ctx context.Context, res TopicsResult, d time.Du
 			return last, nil
 		case <-timer.C:
 			// One last read, so the answer holds the states at expiry.
-			if cur, err := s.topicProgress(ctx, res.Mirror, res.Topics, target); err == nil {
+			if cur, err := s.topicProgress(ctx, res.Mirror, res.Topics, dests, target); err == nil {
 				last = cur
 			}
 			last.Waited = time.Since(start)
@@ -150,8 +158,9 @@ func (s *Control) waitForTopics(ctx context.Context, res TopicsResult, d time.Du
 	}
 }
 
-// topicProgress counts the topics' partitions in the target state.
-func (s *Control) topicProgress(ctx context.Context, mirror string, topics []string, target PartitionState) (WaitResult, error) {
+// topicProgress counts the topics' partitions in the target state; dests
+// names their destination topics.
+func (s *Control) topicProgress(ctx context.Context, mirror string, topics []string, dests map[string]string, target PartitionState) (WaitResult, error) {
 	counts, err := repo.TopicsStateCounts(ctx, s.pool, mirror)
 	if err != nil {
 		return WaitResult{}, err
@@ -160,7 +169,7 @@ func (s *Control) topicProgress(ctx context.Context, mirror string, topics []str
 	out := WaitResult{Topics: make([]TopicWait, len(topics))}
 	for i, name := range topics {
 		idx[name] = i
-		out.Topics[i] = TopicWait{Topic: name, Target: target}
+		out.Topics[i] = TopicWait{Topic: name, DestinationTopic: cmp.Or(dests[name], name), Target: target}
 	}
 	for _, c := range counts {
 		i, ok := idx[c.Topic]

@@ -49,7 +49,7 @@ func TestWaitForTopicsHonoursContext(t *testing.T) {
 	start := time.Now()
 	got, err := svc.WaitForTopicsWoken(gone, res, time.Minute, nil)
 	if took := time.Since(start); err != nil || took > 5*time.Second || got.Completed ||
-		len(got.Topics) != 1 || got.Topics[0] != (service.TopicWait{Topic: "orders", Target: service.StateMirroring, Total: 3}) {
+		len(got.Topics) != 1 || got.Topics[0] != (service.TopicWait{Topic: "orders", DestinationTopic: "orders", Target: service.StateMirroring, Total: 3}) {
 		t.Fatalf("after the context ended: %+v, %v after %s", got, err, took)
 	}
 

@@ -361,6 +361,26 @@ func topicList(topics []string) string {
 	return "[" + strings.Join(topics, ", ") + "]"
 }
 
+// topicName names a mirror topic by its source name and, when the mirror's
+// topic.name.prefix makes it differ, its destination name: orders →
+// east.orders. An unprefixed topic prints as it always has.
+func topicName(topic, destination string) string {
+	if destination == "" || destination == topic {
+		return topic
+	}
+	return topic + " → " + destination
+}
+
+// matchList is topicList for an add's matches, with their destination
+// names.
+func matchList(matches []client.TopicMatch) string {
+	names := make([]string, len(matches))
+	for i, m := range matches {
+		names[i] = topicName(m.Topic, m.DestinationTopic)
+	}
+	return topicList(names)
+}
+
 func readSecretFile(flagName, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -29,8 +29,12 @@ func (c *mirrorsCLI) previewAdd(ctx context.Context, body client.AddTopicsReques
 	}
 	res := resp.JSON200
 	if res.Continuation == nil {
+		list := topicList(res.Topics)
+		if res.Matches != nil {
+			list = matchList(*res.Matches)
+		}
 		fmt.Fprintf(c.stdout, "Adding would start mirroring %d topic(s) in mirror %s: %s; nothing was changed (dry run).\n",
-			len(res.Topics), c.opts.mirror, topicList(res.Topics))
+			len(res.Topics), c.opts.mirror, list)
 		return nil
 	}
 	writeContinuationTable(c.stdout, c.opts.mirror, *res.Continuation)
@@ -54,7 +58,7 @@ func writeContinuationTable(w io.Writer, mirror string, topics []client.TopicCon
 				tail = fmt.Sprintf("%d in [%d, %d)", d.Records, d.StartOffset, d.EndOffset)
 				tails++
 			}
-			fmt.Fprintf(w, continuationFormat, mirror, t.Topic, strconv.Itoa(p.Partition), string(p.Outcome), proof, overlap,
+			fmt.Fprintf(w, continuationFormat, mirror, topicName(t.Topic, t.DestinationTopic), strconv.Itoa(p.Partition), string(p.Outcome), proof, overlap,
 				strconv.Itoa(p.RecordsToCopy), tail)
 			partitions++
 			if p.Outcome == client.PartitionContinuationOutcomeFail {

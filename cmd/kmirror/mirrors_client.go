@@ -169,7 +169,11 @@ func (c *mirrorsCLI) add(ctx context.Context) error {
 		return c.unexpected(resp)
 	}
 	topics := resp.JSON200.Topics
-	fmt.Fprintf(c.stdout, "Added %d topic(s) to mirror %s: %s\n", len(topics), c.opts.mirror, topicList(topics))
+	list := topicList(topics)
+	if m := resp.JSON200.Matches; m != nil {
+		list = matchList(*m)
+	}
+	fmt.Fprintf(c.stdout, "Added %d topic(s) to mirror %s: %s\n", len(topics), c.opts.mirror, list)
 	if c.opts.set["wait"] {
 		return c.waitForTopics(ctx, topics)
 	}

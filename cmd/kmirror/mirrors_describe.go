@@ -97,7 +97,7 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 			}
 			readOnly = append(readOnly, fmt.Sprintf("%s: read-only %s", topic, how))
 		}
-		fmt.Fprintf(w, describeFormat, r.Mirror, r.Topic, strconv.Itoa(r.Partition),
+		fmt.Fprintf(w, describeFormat, r.Mirror, topicName(r.Topic, r.DestinationTopic), strconv.Itoa(r.Partition),
 			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), string(r.State))
 		if note := partitionNote(r); note != "" {
 			notes = append(notes, fmt.Sprintf("%s/%s/%d: %s", r.Mirror, r.Topic, r.Partition, note))

@@ -40,7 +40,8 @@ func writeFailoverTable(w io.Writer, mirror string, topics []client.TopicFailove
 				// Kafka timestamps are milliseconds.
 				newest = p.NewestNotCopied.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 			}
-			fmt.Fprintf(w, failoverFormat, mirror, t.Topic, strconv.Itoa(p.Partition), string(p.State), offset(p.Lag), newest)
+			fmt.Fprintf(w, failoverFormat, mirror, topicName(t.Topic, t.DestinationTopic), strconv.Itoa(p.Partition),
+				string(p.State), offset(p.Lag), newest)
 		}
 		if t.Lag > 0 {
 			records += t.Lag

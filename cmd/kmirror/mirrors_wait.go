@@ -63,6 +63,7 @@ func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.wait)
 	defer cancel()
 	last := map[string]topicProgress{}
+	dests := map[string]string{} // source name → destination name
 	tick := time.NewTicker(waitPoll)
 	defer tick.Stop()
 	for {
@@ -80,12 +81,13 @@ func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 		for _, t := range resp.JSON200.Topics {
 			now[t.Topic] = topicProgress{ready: stateCount(t.States, target),
 				failed: stateCount(t.States, client.PartitionStateFailed), total: t.Partitions}
+			dests[t.Topic] = t.DestinationTopic
 		}
 		settled, done := true, true
 		for _, name := range topics {
 			p := now[name]
 			if prev, seen := last[name]; !seen || prev != p {
-				line := fmt.Sprintf("%s: %d/%d partitions %s", name, p.ready, p.total, target)
+				line := fmt.Sprintf("%s: %d/%d partitions %s", topicName(name, dests[name]), p.ready, p.total, target)
 				if p.failed > 0 {
 					line += fmt.Sprintf(", %d FAILED", p.failed)
 				}
@@ -116,7 +118,7 @@ func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 	var behind []string
 	for _, name := range topics {
 		if p := last[name]; p.ready < p.total {
-			behind = append(behind, fmt.Sprintf("%s %d/%d", name, p.ready, p.total))
+			behind = append(behind, fmt.Sprintf("%s %d/%d", topicName(name, dests[name]), p.ready, p.total))
 		}
 	}
 	return &waitIncompleteError{fmt.Sprintf("not every partition was %s after %s (%s); the %s itself is done and goes on",

@@ -653,12 +653,20 @@ type ClampedPartition struct {
 	//
 	// Example: 120
 	CommittedOffset int `json:"committed_offset"`
-	Partition       int `json:"partition"`
+
+	// DestinationTopic DestinationTopic is its name on the destination when it differs
+	// from Topic (topic.name.prefix); absent when they are the same.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+	Partition        int     `json:"partition"`
 
 	// Reason Example: below the destination's log start 120 (retention or a deletion removed the records before it): committed 120
 	Reason string `json:"reason"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic string `json:"topic"`
 
 	// TranslatedOffset TranslatedOffset is the group's source offset mapped to the
@@ -768,10 +776,19 @@ type GroupSync struct {
 
 	// Committed Committed counts the partitions this pass committed (the others were
 	// already in step).
-	Committed int     `json:"committed"`
-	Error     *string `json:"error,omitempty"`
+	Committed int `json:"committed"`
 
-	// Group Example: orders-app
+	// DestinationGroup DestinationGroup is the group whose offsets are committed on the
+	// destination when the mirror's group.name.prefix makes it differ from
+	// Group; absent when they are the same.
+	//
+	// Example: east.orders-app
+	DestinationGroup *string `json:"destination_group,omitempty"`
+	Error            *string `json:"error,omitempty"`
+
+	// Group Group is the source group's name.
+	//
+	// Example: orders-app
 	Group string `json:"group"`
 
 	// Skipped Skipped lists partitions that were not synced, with the reason.
@@ -1181,6 +1198,11 @@ type PartitionList struct {
 
 // PartitionOwnerData defines model for PartitionOwnerData.
 type PartitionOwnerData struct {
+	// DestinationTopic DestinationTopic is the topic's destination name.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Epoch Epoch is the new lease's epoch.
 	//
 	// Example: 4
@@ -1225,6 +1247,13 @@ type PartitionOwnerEvent struct {
 	At   time.Time          `json:"at"`
 	Data PartitionOwnerData `json:"data"`
 
+	// DestinationTopic DestinationTopic, with topic, is the topic it is written to on the
+	// destination (the mirror's topic.name.prefix and topic), as it was
+	// named when the event was recorded.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+
 	// Id ID orders the events; the stream's id, for Last-Event-ID.
 	//
 	// Example: 42
@@ -1265,7 +1294,9 @@ type PartitionOwnerEvent struct {
 	// Example: 4bf92f3577b34da6
 	RequestId *string `json:"request_id,omitempty"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic *string `json:"topic,omitempty"`
 }
 
@@ -1278,6 +1309,11 @@ type PartitionRealignedData struct {
 	//
 	// Example: records removed by retention
 	Cause string `json:"cause"`
+
+	// DestinationTopic DestinationTopic is the topic's destination name.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
 
 	// Epoch Example: 3
 	Epoch int `json:"epoch"`
@@ -1314,6 +1350,13 @@ type PartitionRealignedEvent struct {
 	// At Example: 2026-01-02T15:04:05Z
 	At   time.Time              `json:"at"`
 	Data PartitionRealignedData `json:"data"`
+
+	// DestinationTopic DestinationTopic, with topic, is the topic it is written to on the
+	// destination (the mirror's topic.name.prefix and topic), as it was
+	// named when the event was recorded.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
 
 	// Id ID orders the events; the stream's id, for Last-Event-ID.
 	//
@@ -1355,7 +1398,9 @@ type PartitionRealignedEvent struct {
 	// Example: 4bf92f3577b34da6
 	RequestId *string `json:"request_id,omitempty"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic *string `json:"topic,omitempty"`
 }
 
@@ -1368,6 +1413,12 @@ type PartitionRow struct {
 	//
 	// Example: 66
 	DestinationOffset *int `json:"destination_offset"`
+
+	// DestinationTopic DestinationTopic is the topic it is written to on the destination
+	// (the mirror's topic.name.prefix and topic).
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
 
 	// DivergentTail DivergentTail is the tail a failback with keep_divergent kept and
 	// mirrored after: destination records the source never had, for
@@ -1472,7 +1523,9 @@ type PartitionRow struct {
 	// Example: 1500
 	ThrottledMs int `json:"throttled_ms"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic string `json:"topic"`
 }
 
@@ -1508,6 +1561,11 @@ type PartitionStateCounts struct {
 
 // PartitionStateData defines model for PartitionStateData.
 type PartitionStateData struct {
+	// DestinationTopic DestinationTopic is the topic's destination name.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Epoch Epoch is the epoch of the partition lease that made the change: it
 	// grows with each new owner.
 	//
@@ -1575,6 +1633,13 @@ type PartitionStateEvent struct {
 	At   time.Time          `json:"at"`
 	Data PartitionStateData `json:"data"`
 
+	// DestinationTopic DestinationTopic, with topic, is the topic it is written to on the
+	// destination (the mirror's topic.name.prefix and topic), as it was
+	// named when the event was recorded.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+
 	// Id ID orders the events; the stream's id, for Last-Event-ID.
 	//
 	// Example: 42
@@ -1615,7 +1680,9 @@ type PartitionStateEvent struct {
 	// Example: 4bf92f3577b34da6
 	RequestId *string `json:"request_id,omitempty"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic *string `json:"topic,omitempty"`
 }
 
@@ -1633,6 +1700,13 @@ type PlainEvent struct {
 
 	// At Example: 2026-01-02T15:04:05Z
 	At time.Time `json:"at"`
+
+	// DestinationTopic DestinationTopic, with topic, is the topic it is written to on the
+	// destination (the mirror's topic.name.prefix and topic), as it was
+	// named when the event was recorded.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
 
 	// Id ID orders the events; the stream's id, for Last-Event-ID.
 	//
@@ -1674,7 +1748,9 @@ type PlainEvent struct {
 	// Example: 4bf92f3577b34da6
 	RequestId *string `json:"request_id,omitempty"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic.
+	//
+	// Example: orders
 	Topic *string `json:"topic,omitempty"`
 }
 
@@ -1737,11 +1813,18 @@ type SecurityProtocol string
 
 // SkippedPartition defines model for SkippedPartition.
 type SkippedPartition struct {
-	Partition int `json:"partition"`
+	// DestinationTopic DestinationTopic is its name on the destination when it differs
+	// from Topic (topic.name.prefix); absent when they are the same.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+	Partition        int     `json:"partition"`
 
 	// Reason Example: topic is STOPPED
 	Reason string `json:"reason"`
-	Topic  string `json:"topic"`
+
+	// Topic Topic is the source topic.
+	Topic string `json:"topic"`
 }
 
 // SourcePatch defines model for SourcePatch.
@@ -1856,10 +1939,18 @@ type SyncItem struct {
 	// Example: updated
 	Action SyncItemAction `json:"action"`
 
+	// DestinationTopic DestinationTopic is the topic's name on the destination when the
+	// mirror's topic.name.prefix makes it differ from Name; absent when
+	// they are the same.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+
 	// Detail Example: retention.ms=3600000
 	Detail *string `json:"detail,omitempty"`
 
-	// Name Name is a topic, or an ACL as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
+	// Name Name is a mirror topic (its source name), or an ACL on the
+	// destination as TYPE:name:PATTERN:principal:host:OPERATION:PERMISSION.
 	//
 	// Example: orders
 	Name string `json:"name"`
@@ -1920,6 +2011,13 @@ type Topic struct {
 	// DesiredState Example: mirroring
 	DesiredState DesiredState `json:"desired_state"`
 
+	// DestinationTopic DestinationTopic is the topic it is written to on the destination:
+	// the mirror's topic.name.prefix, as it was when the topic was first
+	// added, and topic.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Lag Lag sums the known per-partition lag.
 	//
 	// Example: 0
@@ -1955,7 +2053,10 @@ type Topic struct {
 	// States States counts partitions by actual state.
 	States PartitionStateCounts `json:"states"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic's name, which names the mirror topic in
+	// every path and filter.
+	//
+	// Example: orders
 	Topic string `json:"topic"`
 
 	// UpdatedAt Example: 2026-01-02T15:04:05Z
@@ -1969,6 +2070,12 @@ type TopicContinuation struct {
 	//
 	// Example: false
 	DestinationMissing bool `json:"destination_missing"`
+
+	// DestinationTopic DestinationTopic is the destination topic whose history would be
+	// continued.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
 
 	// Partitions Partitions are the source topic's partitions, by number.
 	Partitions []PartitionContinuation `json:"partitions"`
@@ -1984,6 +2091,13 @@ type TopicDetail struct {
 
 	// DesiredState Example: mirroring
 	DesiredState DesiredState `json:"desired_state"`
+
+	// DestinationTopic DestinationTopic is the topic it is written to on the destination:
+	// the mirror's topic.name.prefix, as it was when the topic was first
+	// added, and topic.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
 
 	// Lag Lag sums the known per-partition lag.
 	//
@@ -2021,7 +2135,10 @@ type TopicDetail struct {
 	// States States counts partitions by actual state.
 	States PartitionStateCounts `json:"states"`
 
-	// Topic Example: orders
+	// Topic Topic is the source topic's name, which names the mirror topic in
+	// every path and filter.
+	//
+	// Example: orders
 	Topic string `json:"topic"`
 
 	// UpdatedAt Example: 2026-01-02T15:04:05Z
@@ -2030,6 +2147,11 @@ type TopicDetail struct {
 
 // TopicFailoverPreview defines model for TopicFailoverPreview.
 type TopicFailoverPreview struct {
+	// DestinationTopic DestinationTopic is the destination topic a remove makes writable.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Lag Lag is the sum of the partitions' lags, in records (source offsets).
 	//
 	// Example: 12
@@ -2049,6 +2171,13 @@ type TopicList struct {
 
 // TopicMatch defines model for TopicMatch.
 type TopicMatch struct {
+	// DestinationTopic DestinationTopic is the topic it is (or would be) written to on the
+	// destination: the mirror's topic.name.prefix and topic (a restarted
+	// topic keeps the name it was first added with).
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Partitions Example: 5
 	Partitions int `json:"partitions"`
 
@@ -2064,6 +2193,12 @@ type TopicState struct {
 	// Example: paused
 	DesiredState *DesiredState `json:"desired_state,omitempty"`
 
+	// DestinationTopic DestinationTopic, with mirrored_by, is the destination topic that
+	// other mirror writes, which this topic would be written to too.
+	//
+	// Example: east.orders
+	DestinationTopic *string `json:"destination_topic,omitempty"`
+
 	// MirroredBy MirroredBy names another mirror that mirrors the topic.
 	//
 	// Example: m2
@@ -2075,6 +2210,11 @@ type TopicState struct {
 
 // TopicWaitProgress defines model for TopicWaitProgress.
 type TopicWaitProgress struct {
+	// DestinationTopic DestinationTopic is the topic's destination name.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
+
 	// Failed Failed counts the FAILED partitions (see GET /v1/partitions?state=FAILED).
 	//
 	// Example: 0
@@ -2163,6 +2303,12 @@ type TopicsWait struct {
 type Translation struct {
 	// DestinationOffset Example: 118
 	DestinationOffset int `json:"destination_offset"`
+
+	// DestinationTopic DestinationTopic is the topic destination_offset is in: the mirror
+	// topic's destination name.
+	//
+	// Example: east.orders
+	DestinationTopic string `json:"destination_topic"`
 
 	// Exact Exact is false when the source offset was not itself a mirrored
 	// record and the answer rounded to the earlier destination offset.
@@ -2688,7 +2834,7 @@ type ClientInterface interface {
 
 	// AddTopicsWithBody Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2697,7 +2843,7 @@ type ClientInterface interface {
 
 	// AddTopics Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3072,7 +3218,7 @@ func (c *Client) TranslateOffset(ctx context.Context, mirror string, topic strin
 
 // AddTopicsWithBody Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3091,7 +3237,7 @@ func (c *Client) AddTopicsWithBody(ctx context.Context, mirror string, params *A
 
 // AddTopics Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4740,7 +4886,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithBodyWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4749,7 +4895,7 @@ type ClientWithResponsesInterface interface {
 
 	// AddTopicsWithResponse Add topics to a mirror
 	//
-	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+	// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6884,7 +7030,7 @@ func (c *ClientWithResponses) TranslateOffsetWithResponse(ctx context.Context, m
 
 // AddTopicsWithBodyWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6899,7 +7045,7 @@ func (c *ClientWithResponses) AddTopicsWithBodyWithResponse(ctx context.Context,
 
 // AddTopicsWithResponse Add topics to a mirror
 //
-// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match; a stopped topic is restarted. All or nothing: a match that is already mirroring or paused, or mirrored by another mirror, is a 409 and nothing changes. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+// Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

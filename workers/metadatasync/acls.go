@@ -59,9 +59,11 @@ func isReadOnlyACL(a aclEntry) bool {
 // syncACLs copies to the destination the source's literal and prefixed
 // ACLs on the mirror's topics and on the groups the offset sync covers
 // (matching groups.include, not groups.exclude) whose names match
-// acls.include (copiesACL). kmirror records each ACL it creates, in
-// Postgres and in __mirror_state; one it created that the source has since
-// dropped is deleted. ACLs it did not create are never touched.
+// acls.include (copiesACL), renamed as the topics and groups are there
+// (toDestination). kmirror records each ACL it creates, by its destination
+// names, in Postgres and in __mirror_state; one it created that the source
+// has since dropped is deleted. ACLs it did not create, other mirrors'
+// included, are never touched.
 func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 	if p.srcErr != nil {
 		return p.srcErr
@@ -96,10 +98,11 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 		return err
 	}
 
-	want := map[aclEntry]bool{}
+	// want maps each destination ACL to the source ACL it copies.
+	want := map[aclEntry]aclEntry{}
 	for _, a := range srcACLs {
 		if p.copiesACL(a) {
-			want[a] = true
+			want[p.toDestination(a)] = a
 		}
 	}
 	have := map[aclEntry]bool{}
@@ -115,6 +118,14 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 		if !have[a] {
 			create = append(create, a)
 		}
+	}
+	// from says which source ACL a created one copies, when its names
+	// differ.
+	from := func(a aclEntry) string {
+		if src := want[a]; src != a {
+			return "copies the source's " + src.String()
+		}
+		return ""
 	}
 	slices.SortFunc(create, func(a, b aclEntry) int { return cmp.Compare(a.String(), b.String()) })
 	if len(create) > 0 {
@@ -139,11 +150,11 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 		for i, a := range create {
 			switch {
 			case err != nil:
-				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: err.Error()})
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: joinDetail(err.Error(), from(a))})
 			case errs[i] != nil:
-				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: errs[i].Error()})
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "failed", Detail: joinDetail(errs[i].Error(), from(a))})
 			default:
-				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "created"})
+				o.Items = append(o.Items, service.SyncItem{Name: a.String(), Action: "created", Detail: from(a)})
 			}
 		}
 	}
@@ -157,7 +168,7 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 			o.Items = append(o.Items, service.SyncItem{Name: fmt.Sprint(r), Action: "failed", Detail: fmt.Sprintf("unreadable record: %v", err)})
 			continue
 		}
-		if !want[a] {
+		if _, ok := want[a]; !ok {
 			drop = append(drop, a)
 		}
 	}
@@ -186,10 +197,14 @@ func (p *syncPass) syncACLs(o *service.SyncOutcome) error {
 }
 
 // copiesACL says whether a source ACL is one the sync keeps on the
-// destination. Its name (a prefix, for a PREFIXED one) must match
+// destination. Its source name (a prefix, for a PREFIXED one) must match
 // acls.include. A LITERAL topic ACL must name a mirrored topic, a PREFIXED
-// one must cover at least one; a group ACL's name or prefix must match the
-// group filters. MATCH and ANY are only filters of Kafka's describe and
+// one must cover at least one, not counting a stopped topic whose
+// destination topic another mirror writes now (that mirror's source says
+// who may use it); a group ACL's name or prefix must match the group
+// filters. A LITERAL * on topics names no mirrored topic, so it is not
+// copied: on the destination it would reach every topic, other mirrors'
+// and local ones. MATCH and ANY are only filters of Kafka's describe and
 // delete requests, never a stored binding, so a source cannot have one;
 // they, and any pattern type this kmirror does not know, are never copied.
 // Neither is kmirror's read-only ACL shape: on the destination it would be
@@ -205,10 +220,11 @@ func (p *syncPass) copiesACL(a aclEntry) bool {
 	case kmsg.ACLResourceTypeTopic:
 		if a.pattern == kmsg.ACLResourcePatternTypeLiteral {
 			_, ok := p.topics[a.name]
-			return ok
+			_, other := p.writtenElsewhere(a.name)
+			return ok && !other
 		}
 		for name := range p.topics {
-			if strings.HasPrefix(name, a.name) {
+			if _, other := p.writtenElsewhere(name); strings.HasPrefix(name, a.name) && !other {
 				return true
 			}
 		}
@@ -217,6 +233,35 @@ func (p *syncPass) copiesACL(a aclEntry) bool {
 		return service.Matches(p.cfg.GroupsInclude, a.name) && !service.Matches(p.cfg.GroupsExclude, a.name)
 	}
 	return false
+}
+
+// toDestination renames a source ACL's resource as the mirror names it on
+// the destination: a topic's by topic.name.prefix (a LITERAL one by its
+// topic row's destination name, which the prefix made), a group's by
+// group.name.prefix, as it is now. A PREFIXED pattern gets the prefix in
+// front, so it covers the same topics or groups under their destination
+// names and nothing of another mirror's prefix. A LITERAL * (every topic or
+// group) stays *: prefixed it would name one resource called "east.*".
+func (p *syncPass) toDestination(a aclEntry) aclEntry {
+	if a.pattern == kmsg.ACLResourcePatternTypeLiteral && a.name == "*" {
+		return a
+	}
+	switch a.resourceType {
+	case kmsg.ACLResourceTypeTopic:
+		if _, ok := p.topics[a.name]; ok && a.pattern == kmsg.ACLResourcePatternTypeLiteral {
+			a.name = p.dest(a.name)
+		} else {
+			a.name = service.DestinationTopic(p.mirror.Config, a.name)
+		}
+	case kmsg.ACLResourceTypeGroup:
+		a.name = service.DestinationGroup(p.mirror.Config, a.name)
+	}
+	return a
+}
+
+// joinDetail joins the non-empty parts of a report item's detail.
+func joinDetail(parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), "; ")
 }
 
 // describeAllACLs lists every ACL of a cluster.

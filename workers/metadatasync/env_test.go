@@ -12,8 +12,11 @@ import (
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/notifier"
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/lease"
+	"kmirror/workers/metadatasync"
 	"kmirror/workers/workertest"
 )
 
@@ -29,6 +32,48 @@ func (env *engineEnv) startSyncNode(id string, o workertest.InstanceOpts) *worke
 	env.T.Helper()
 	o.Sync = true
 	return env.StartInstanceOpts(id, o)
+}
+
+// startSyncOnlyNode runs an instance with the metadata syncer and no data
+// plane: it takes the mirrors' metadata leases and no partition's, so the
+// partitions stay as the test sets them and the destination holds only
+// what the test puts there. producer, if not nil, stands for the engine's
+// producer after a destination topic grows.
+func (env *engineEnv) startSyncOnlyNode(id string, dest kafkaconn.Config, producer metadatasync.PartitionAwaiter) {
+	t := env.T
+	t.Helper()
+	ctx := context.Background()
+	if len(dest.BootstrapServers) == 0 {
+		dest = workertest.Plain(env.Clusters.DestinationAddr())
+	}
+	log := workertest.Logger().With("test", t.Name(), "instance", id)
+	notes, err := notifier.New(notifier.Config{Pool: env.Pool, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := notes.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(notes.Stop)
+	syncer, err := metadatasync.New(metadatasync.Config{Pool: env.Pool, Service: env.Workers, InstanceID: id,
+		Destination: dest, Logger: log, DefaultInterval: time.Hour, Notifier: notes, Timeout: workertest.SyncTimeout,
+		Producer: producer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syncer.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(syncer.Stop)
+	lm, err := lease.NewManager(lease.ManagerConfig{Pool: env.Pool, InstanceID: id, TTL: workertest.TTL,
+		RenewInterval: workertest.Renew, Margin: workertest.Margin, Logger: log, Mirrors: syncer, Notifier: notes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lm.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lm.Stop) // first: the syncs stop before the syncer closes its clients
 }
 
 // syncCreateMirror creates a mirror with a source connection and config,

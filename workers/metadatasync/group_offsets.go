@@ -24,7 +24,12 @@ var idleGroupStates = []string{"Empty", "Dead"}
 // members commit their own offsets), and so are the partitions of stopped
 // topics (after a failover the destination's consumers own them). A
 // translated offset outside the destination partition's log is clamped to
-// it. Each group's result is reported.
+// it. Each group's result is reported. The filters and the reports name
+// the source's groups and topics; on the destination a group is named with
+// group.name.prefix as it is now (a changed prefix moves the sync to the
+// new names and leaves the old groups alone) and a topic by its row's
+// destination name, so mirrors from several sources into one destination
+// commit on their own topics, and with prefixes in their own groups.
 func (p *syncPass) syncGroupOffsets(loadErr error) service.GroupOffsetsOutcome {
 	var o service.GroupOffsetsOutcome
 	err := loadErr
@@ -101,6 +106,10 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 		return nil
 	}
 	names := sortedNames(relevant)
+	dstNames := make([]string, len(names))
+	for i, g := range names {
+		dstNames[i] = p.destGroup(g)
+	}
 	var dstListed kadm.ListedGroups
 	err = p.within("destination list groups", func(ctx context.Context) (err error) {
 		dstListed, err = s.dstAdmin.ListGroups(ctx)
@@ -111,7 +120,7 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 	}
 	var dstOffsets kadm.FetchOffsetsResponses
 	err = p.within("destination fetch group offsets", func(ctx context.Context) error {
-		dstOffsets = s.dstAdmin.FetchManyOffsets(ctx, names...)
+		dstOffsets = s.dstAdmin.FetchManyOffsets(ctx, dstNames...)
 		return ctx.Err()
 	})
 	if err != nil {
@@ -122,7 +131,7 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 		return fmt.Errorf("destination cluster: %w", err)
 	}
 	for _, g := range names {
-		gs, err := p.syncGroup(g, relevant[g], dstListed, dstOffsets[g], bounds)
+		gs, err := p.syncGroup(g, relevant[g], dstListed, dstOffsets[p.destGroup(g)], bounds)
 		if err != nil {
 			return err
 		}
@@ -133,10 +142,11 @@ func (p *syncPass) groupOffsets(o *service.GroupOffsetsOutcome) error {
 }
 
 // logBounds are the destination's log start and end offsets of the
-// topics whose group offsets a pass translates.
+// topics whose group offsets a pass translates, by destination name.
 type logBounds struct{ starts, ends kadm.ListedOffsets }
 
-// of returns a partition's log start and end offsets on the destination.
+// of returns a partition's log start and end offsets on the destination;
+// topic is the destination's name.
 func (b logBounds) of(topic string, partition int32) (start, end int64, err error) {
 	s, okS := b.starts.Lookup(topic, partition)
 	e, okE := b.ends.Lookup(topic, partition)
@@ -158,12 +168,12 @@ func (p *syncPass) destinationBounds(names []string, relevant map[string][]kadm.
 	dstListed kadm.ListedGroups) (logBounds, error) {
 	need := map[string]bool{}
 	for _, g := range names {
-		if _, active := activeOnDestination(dstListed, g); active {
+		if _, active := activeOnDestination(dstListed, p.destGroup(g)); active {
 			continue
 		}
 		for _, off := range relevant[g] {
 			if p.partitionSkipped(off.Topic, off.Partition) == "" {
-				need[off.Topic] = true
+				need[p.dest(off.Topic)] = true
 			}
 		}
 	}
@@ -238,12 +248,18 @@ func comparePartitions(at string, ap int32, bt string, bp int32) int {
 	return cmp.Compare(ap, bp)
 }
 
-// syncGroup translates and commits one group's offsets. The returned error
-// is only the lease's: the group's own failures are in its result.
+// syncGroup translates and commits one source group's offsets (offsets,
+// on source topics) into its destination group, whose offsets dstFetched
+// are. The returned error is only the lease's: the group's own failures
+// are in its result.
 func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed kadm.ListedGroups,
 	dstFetched kadm.FetchOffsetsResponse, bounds logBounds) (service.GroupSync, error) {
 	gs := service.GroupSync{Group: g}
-	if state, active := activeOnDestination(dstListed, g); active {
+	dg := p.destGroup(g)
+	if dg != g {
+		gs.DestinationGroup = dg
+	}
+	if state, active := activeOnDestination(dstListed, dg); active {
 		gs.SkippedReason = fmt.Sprintf("active on the destination (state %s): its members commit their own offsets", state)
 		return gs, nil
 	}
@@ -259,11 +275,15 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 			return comparePartitions(a.Topic, a.Partition, b.Topic, b.Partition)
 		})
 	}()
+	// commit is on destination topics; source maps them back for the
+	// report.
 	commit := kadm.Offsets{}
+	source := map[string]string{}
 	// clamps are the clamped partitions of commit: reported once committed.
 	clamps := map[topicPartition]service.ClampedPartition{}
 	skip := func(off kadm.OffsetResponse, reason string) {
-		gs.Skipped = append(gs.Skipped, service.SkippedPartition{Topic: off.Topic, Partition: off.Partition, Reason: reason})
+		gs.Skipped = append(gs.Skipped, service.SkippedPartition{Topic: off.Topic, DestinationTopic: p.renamed(off.Topic),
+			Partition: off.Partition, Reason: reason})
 	}
 	for _, off := range offsets {
 		if reason := p.partitionSkipped(off.Topic, off.Partition); reason != "" {
@@ -284,16 +304,17 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 			skip(off, "nothing of the partition has been mirrored yet")
 			continue
 		}
-		start, end, err := bounds.of(off.Topic, off.Partition)
+		dest := p.dest(off.Topic)
+		start, end, err := bounds.of(dest, off.Partition)
 		if err != nil {
 			skip(off, fmt.Sprintf("destination log start and end unknown: %v", err))
 			gs.Error = "destination log start and end unknown"
 			continue
 		}
 		at, reason := clampOffset(tr.DestinationOffset, start, end)
-		clamp := service.ClampedPartition{Topic: off.Topic, Partition: off.Partition,
+		clamp := service.ClampedPartition{Topic: off.Topic, DestinationTopic: p.renamed(off.Topic), Partition: off.Partition,
 			TranslatedOffset: tr.DestinationOffset, CommittedOffset: at, Reason: reason}
-		if cur, ok := dstFetched.Fetched.Lookup(off.Topic, off.Partition); ok && cur.Err == nil && cur.At == at {
+		if cur, ok := dstFetched.Fetched.Lookup(dest, off.Partition); ok && cur.Err == nil && cur.At == at {
 			gs.SyncedPartitions++
 			if reason != "" {
 				gs.Clamped = append(gs.Clamped, clamp)
@@ -303,7 +324,8 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 		if reason != "" {
 			clamps[topicPartition{off.Topic, off.Partition}] = clamp
 		}
-		commit.Add(kadm.Offset{Topic: off.Topic, Partition: off.Partition, At: at,
+		source[dest] = off.Topic
+		commit.Add(kadm.Offset{Topic: dest, Partition: off.Partition, At: at,
 			LeaderEpoch: -1, Metadata: off.Metadata})
 	}
 	if len(commit) == 0 {
@@ -314,7 +336,7 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 	}
 	var resp kadm.OffsetResponses
 	err := p.within("destination commit offsets", func(ctx context.Context) (err error) {
-		resp, err = p.r.s.dstAdmin.CommitOffsets(ctx, g, commit)
+		resp, err = p.r.s.dstAdmin.CommitOffsets(ctx, dg, commit)
 		return err
 	})
 	if err != nil {
@@ -325,6 +347,7 @@ func (p *syncPass) syncGroup(g string, offsets []kadm.OffsetResponse, dstListed 
 		return gs, nil
 	}
 	resp.Each(func(r kadm.OffsetResponse) {
+		r.Topic = cmp.Or(source[r.Topic], r.Topic)
 		if r.Err != nil {
 			skip(r, fmt.Sprintf("commit failed: %v", r.Err))
 			gs.Error = "some commits failed"

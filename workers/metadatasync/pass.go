@@ -35,21 +35,30 @@ type syncPass struct {
 	cfg    service.SyncConfig
 	res    service.SyncResult
 
+	// topics are the mirror's topics by source name, which is their
+	// identity here as everywhere; on the destination each is named
+	// DestTopic (dest).
 	topics map[string]repo.Topic
 	parts  map[topicPartition]repo.Partition
+	// elsewhere holds the destination topics of the mirror's topics that
+	// another mirror writes now (only a stopped topic's can be: one
+	// destination topic has one writer), by destination name.
+	elsewhere map[string]repo.Writer
 
 	src *syncSource
 	// srcTopics are the source's topics and partition counts; srcErr says
 	// why they are unknown.
 	srcTopics map[string]int32
 	srcErr    error
-	// dstTopics are the mirror topics that exist on the destination, with
-	// their partition counts; dstErr says why they are unknown.
+	// dstTopics are the mirror topics that exist on the destination, by
+	// source name, with their partition counts; dstErr says why they are
+	// unknown.
 	dstTopics map[string]int32
 	dstErr    error
 }
 
-// topicPartition names a partition of the pass's mirror.
+// topicPartition names a partition of the pass's mirror by its source
+// topic.
 type topicPartition struct {
 	topic     string
 	partition int32
@@ -156,17 +165,26 @@ func (p *syncPass) load() error {
 	}
 
 	if len(p.topics) > 0 {
+		dests := make([]string, 0, len(p.topics))
+		for _, name := range sortedNames(p.topics) {
+			dests = append(dests, p.dest(name))
+		}
+		if p.elsewhere, err = repo.TopicsWrittenElsewhere(p.ctx, s.cfg.Pool, p.mirror.Name, dests); err != nil {
+			return fmt.Errorf("load the destination topics other mirrors write: %w", err)
+		}
+		// Asked by name, so other mirrors' topics and local ones are
+		// never seen as this mirror's.
 		var details map[string]topicMeta
 		err = p.within("destination topic metadata", func(ctx context.Context) (err error) {
-			details, err = freshTopicMetadata(ctx, s.dst, sortedNames(p.topics)...)
+			details, err = freshTopicMetadata(ctx, s.dst, dests...)
 			return err
 		})
 		if err != nil {
 			p.dstErr = fmt.Errorf("destination cluster: %w", err)
 		}
 		p.dstTopics = map[string]int32{}
-		for name, d := range details {
-			if d.err == nil {
+		for name := range p.topics {
+			if d, ok := details[p.dest(name)]; ok && d.err == nil {
 				p.dstTopics[name] = d.partitions
 			}
 		}
@@ -238,8 +256,8 @@ func (p *syncPass) syncDeletedTopics(o *service.SyncOutcome) error {
 				missing = append(missing, name)
 			case d.err == nil: // it came back
 			default:
-				o.Items = append(o.Items, service.SyncItem{Name: name, Action: "skipped",
-					Detail: fmt.Sprintf("cannot tell whether it exists on the source: %v", d.err)})
+				o.Items = append(o.Items, p.item(name, "skipped",
+					fmt.Sprintf("cannot tell whether it exists on the source: %v", d.err)))
 			}
 		}
 	}
@@ -255,8 +273,8 @@ func (p *syncPass) syncDeletedTopics(o *service.SyncOutcome) error {
 		if n := counts[name]; n >= service.SourceMissingPassesToStop {
 			stop = append(stop, name)
 		} else {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "missing", Detail: fmt.Sprintf(
-				"missing on the source (%d pass(es) in a row; stopped after %d)", n, service.SourceMissingPassesToStop)})
+			o.Items = append(o.Items, p.item(name, "missing", fmt.Sprintf(
+				"missing on the source (%d pass(es) in a row; stopped after %d)", n, service.SourceMissingPassesToStop)))
 		}
 	}
 	if len(stop) == 0 {
@@ -273,8 +291,8 @@ func (p *syncPass) syncDeletedTopics(o *service.SyncOutcome) error {
 		t := p.topics[name]
 		t.DesiredState = service.DesiredStopped
 		p.topics[name] = t
-		o.Items = append(o.Items, service.SyncItem{Name: name, Action: "stopped", Detail: fmt.Sprintf(
-			"deleted on the source (missing on %d passes in a row): mirroring stops", service.SourceMissingPassesToStop)})
+		o.Items = append(o.Items, p.item(name, "stopped", fmt.Sprintf(
+			"deleted on the source (missing on %d passes in a row): mirroring stops", service.SourceMissingPassesToStop)))
 	}
 	return nil
 }
@@ -309,9 +327,13 @@ func (p *syncPass) syncNewTopics(o *service.SyncOutcome) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range added {
-		o.Items = append(o.Items, service.SyncItem{Name: name, Action: "added",
-			Detail: fmt.Sprintf("new source topic with %d partition(s) matches topics.include", found[name])})
+	for _, a := range added {
+		it := service.SyncItem{Name: a.Topic, Action: "added",
+			Detail: fmt.Sprintf("new source topic with %d partition(s) matches topics.include", a.Partitions)}
+		if a.DestinationTopic != a.Topic {
+			it.DestinationTopic = a.DestinationTopic
+		}
+		o.Items = append(o.Items, it)
 	}
 	return nil
 }
@@ -332,12 +354,12 @@ func (p *syncPass) syncPartitions(o *service.SyncOutcome) error {
 			continue
 		}
 		if n < have {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "skipped", Detail: fmt.Sprintf(
-				"the source has %d partition(s), fewer than the mirror's %d: the source topic was recreated", n, have)})
+			o.Items = append(o.Items, p.item(name, "skipped", fmt.Sprintf(
+				"the source has %d partition(s), fewer than the mirror's %d: the source topic was recreated", n, have)))
 			continue
 		}
 		if p.dstErr != nil {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed", Detail: p.dstErr.Error()})
+			o.Items = append(o.Items, p.item(name, "failed", p.dstErr.Error()))
 			continue
 		}
 		if err := p.guard(); err != nil {
@@ -345,40 +367,39 @@ func (p *syncPass) syncPartitions(o *service.SyncOutcome) error {
 		}
 		// A destination topic not created yet gets the source's count
 		// when its first partition starts.
+		dest := p.dest(name)
 		if d, exists := p.dstTopics[name]; exists && d < n {
 			var resp kadm.CreatePartitionsResponses
 			err := p.within("destination create partitions", func(ctx context.Context) (err error) {
-				resp, err = s.dstAdmin.UpdatePartitions(ctx, int(n), name)
+				resp, err = s.dstAdmin.UpdatePartitions(ctx, int(n), dest)
 				return err
 			})
 			if err == nil {
-				if r, ok := resp[name]; ok && r.Err != nil {
+				if r, ok := resp[dest]; ok && r.Err != nil {
 					err = fmt.Errorf("%w %s", r.Err, r.ErrMessage)
 				}
 			}
 			if err != nil {
-				o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed",
-					Detail: fmt.Sprintf("grow the destination topic to %d partitions: %v", n, err)})
+				o.Items = append(o.Items, p.item(name, "failed",
+					fmt.Sprintf("grow the destination topic to %d partitions: %v", n, err)))
 				continue
 			}
 		}
 		if e := s.cfg.Producer; e != nil {
 			err := p.within("producer metadata refresh", func(ctx context.Context) error {
-				return e.AwaitDestinationPartitions(ctx, name, n)
+				return e.AwaitDestinationPartitions(ctx, dest, n)
 			})
 			if err != nil {
 				// The new partitions' workers fail and retry until it has.
-				p.r.log.Warn("the producer has not seen the new partitions yet", "topic", name, "err", err)
+				p.r.log.Warn("the producer has not seen the new partitions yet", "topic", name, "destination_topic", dest, "err", err)
 			}
 		}
 		added, err := p.svc().GrowTopicPartitions(p.ctx, p.mirror.Name, name, n)
 		if err != nil {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed",
-				Detail: fmt.Sprintf("add mirror partitions: %v", err)})
+			o.Items = append(o.Items, p.item(name, "failed", fmt.Sprintf("add mirror partitions: %v", err)))
 			continue
 		}
-		o.Items = append(o.Items, service.SyncItem{Name: name, Action: "grown",
-			Detail: fmt.Sprintf("from %d to %d partitions (%d added)", have, n, len(added))})
+		o.Items = append(o.Items, p.item(name, "grown", fmt.Sprintf("from %d to %d partitions (%d added)", have, n, len(added))))
 	}
 	return nil
 }
@@ -386,6 +407,8 @@ func (p *syncPass) syncPartitions(o *service.SyncOutcome) error {
 // syncTopicConfigs makes the destination's dynamic topic configs of topics
 // that are mirroring or stopped equal to the source's, minus
 // topic.properties.exclude, whose keys are never touched on either side.
+// A stopped topic whose destination topic another mirror writes now is
+// left to that mirror.
 func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 	if p.srcErr != nil {
 		return p.srcErr
@@ -394,14 +417,20 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 		return p.dstErr
 	}
 	s := p.r.s
-	var names []string
+	var names, dests []string
 	for _, name := range sortedNames(p.topics) {
 		t := p.topics[name]
 		_, onSource := p.srcTopics[name]
 		_, onDest := p.dstTopics[name]
-		if (t.DesiredState == service.DesiredMirroring || t.DesiredState == service.DesiredStopped) && onSource && onDest {
-			names = append(names, name)
+		if (t.DesiredState != service.DesiredMirroring && t.DesiredState != service.DesiredStopped) || !onSource || !onDest {
+			continue
 		}
+		if other, ok := p.writtenElsewhere(name); ok {
+			o.Items = append(o.Items, p.item(name, "skipped", fmt.Sprintf(
+				"the topic is stopped and mirror %s writes its destination topic %s now: its configs are that mirror's", other, p.dest(name))))
+			continue
+		}
+		names, dests = append(names, name), append(dests, p.dest(name))
 	}
 	if len(names) == 0 {
 		return nil
@@ -415,7 +444,7 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 		return fmt.Errorf("source cluster at %s: %w", p.mirror.BootstrapServers, err)
 	}
 	err = p.within("destination topic configs", func(ctx context.Context) (err error) {
-		dstCfgs, err = s.dstAdmin.DescribeTopicConfigs(ctx, names...)
+		dstCfgs, err = s.dstAdmin.DescribeTopicConfigs(ctx, dests...)
 		return err
 	})
 	if err != nil {
@@ -427,15 +456,16 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 			err = sc.Err
 		}
 		if err != nil {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed", Detail: fmt.Sprintf("source configs: %v", err)})
+			o.Items = append(o.Items, p.item(name, "failed", fmt.Sprintf("source configs: %v", err)))
 			continue
 		}
-		dc, err := dstCfgs.On(name, nil)
+		dest := p.dest(name)
+		dc, err := dstCfgs.On(dest, nil)
 		if err == nil {
 			err = dc.Err
 		}
 		if err != nil {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed", Detail: fmt.Sprintf("destination configs: %v", err)})
+			o.Items = append(o.Items, p.item(name, "failed", fmt.Sprintf("destination configs: %v", err)))
 			continue
 		}
 		want, have := p.dynamicConfigs(sc), p.dynamicConfigs(dc)
@@ -461,7 +491,7 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 		}
 		var resp kadm.AlterConfigsResponses
 		err = p.within("destination alter topic configs", func(ctx context.Context) (err error) {
-			resp, err = s.dstAdmin.AlterTopicConfigs(ctx, ops, name)
+			resp, err = s.dstAdmin.AlterTopicConfigs(ctx, ops, dest)
 			return err
 		})
 		for _, r := range resp {
@@ -470,11 +500,10 @@ func (p *syncPass) syncTopicConfigs(o *service.SyncOutcome) error {
 			}
 		}
 		if err != nil {
-			o.Items = append(o.Items, service.SyncItem{Name: name, Action: "failed",
-				Detail: fmt.Sprintf("set %s: %v", strings.Join(changes, ", "), err)})
+			o.Items = append(o.Items, p.item(name, "failed", fmt.Sprintf("set %s: %v", strings.Join(changes, ", "), err)))
 			continue
 		}
-		o.Items = append(o.Items, service.SyncItem{Name: name, Action: "updated", Detail: strings.Join(changes, ", ")})
+		o.Items = append(o.Items, p.item(name, "updated", strings.Join(changes, ", ")))
 	}
 	return nil
 }
@@ -526,8 +555,8 @@ func (p *syncPass) syncPausedTopics(o *service.SyncOutcome) error {
 				lag += max(e.Offset-next, 0)
 			}
 		}
-		o.Items = append(o.Items, service.SyncItem{Name: name, Action: "refreshed",
-			Detail: fmt.Sprintf("source end offsets [%s]; lag %d", strings.Join(offs, " "), lag)})
+		o.Items = append(o.Items, p.item(name, "refreshed",
+			fmt.Sprintf("source end offsets [%s]; lag %d", strings.Join(offs, " "), lag)))
 	}
 	return nil
 }

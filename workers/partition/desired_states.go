@@ -10,6 +10,7 @@ import (
 
 	"kmirror/internal/runtime/notifier"
 	"kmirror/repo"
+	"kmirror/workers/lease"
 	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/worker"
 )
@@ -55,6 +56,19 @@ func (d *desiredStates) get(mirror, topic string) (worker.Desire, bool) {
 	return t, ok
 }
 
+// destTopics returns the destination topic of each key's topic, "" for a
+// topic the cache does not hold (its mirror or row is gone), under one
+// lock.
+func (d *desiredStates) destTopics(keys []lease.Key) []string {
+	out := make([]string, len(keys))
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	for i, k := range keys {
+		out[i] = d.topics[[2]string{k.Mirror, k.Topic}].DestTopic
+	}
+	return out
+}
+
 // updated returns a channel closed at the next refresh.
 func (d *desiredStates) updated() <-chan struct{} {
 	d.mu.RLock()
@@ -75,7 +89,7 @@ func (d *desiredStates) refresh(ctx context.Context) error {
 	m := make(map[[2]string]worker.Desire, len(rows))
 	present := map[string]bool{}
 	for _, r := range rows {
-		m[[2]string{r.Mirror, r.Topic}] = worker.Desire{State: r.DesiredState,
+		m[[2]string{r.Mirror, r.Topic}] = worker.Desire{DestTopic: r.DestTopic, State: r.DesiredState,
 			ReplicationFactor: r.ReplicationFactor, Recreate: r.Recreate, ContinueHistory: r.ContinueHistory,
 			KeepDivergent: r.KeepDivergent}
 		present[r.Mirror] = true

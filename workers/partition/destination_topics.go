@@ -21,36 +21,38 @@ import (
 // its read-only ACL. The errors say what failed; the worker fails its
 // partition with them, retryably.
 
-// ensureDestinationTopic creates the destination topic with the source's
-// partition count when it is missing (see worker.Engine).
-func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source, mirror, topic string, replicationFactor int16) (worker.DestinationTopic, error) {
-	dst, err := e.dstAdmin.ListTopics(ctx, topic)
+// ensureDestinationTopic creates destination topic dstTopic with source
+// topic srcTopic's partition count and configs when it is missing (see
+// worker.Engine).
+func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source, mirror, srcTopic, dstTopic string,
+	replicationFactor int16) (worker.DestinationTopic, error) {
+	dst, err := e.dstAdmin.ListTopics(ctx, dstTopic)
 	if err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("describe destination topic: %v", err)
 	}
-	if d, ok := dst[topic]; ok && d.Err == nil {
+	if d, ok := dst[dstTopic]; ok && d.Err == nil {
 		return worker.DestinationTopic{Partitions: len(d.Partitions)}, nil
 	}
-	st, err := src.Admin.ListTopics(ctx, topic)
+	st, err := src.Admin.ListTopics(ctx, srcTopic)
 	if err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("describe source topic: %v", err)
 	}
-	sd, ok := st[topic]
+	sd, ok := st[srcTopic]
 	if !ok || sd.Err != nil {
-		return worker.DestinationTopic{}, fmt.Errorf("source topic %s does not exist", topic)
+		return worker.DestinationTopic{}, fmt.Errorf("source topic %s does not exist", srcTopic)
 	}
-	if err := e.awaitTopicLossGrace(ctx, topic); err != nil {
-		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", topic, err)
+	if err := e.awaitTopicLossGrace(ctx, dstTopic); err != nil {
+		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", dstTopic, err)
 	}
 	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor,
-		e.syncedTopicConfigs(ctx, src, mirror, topic), topic)
+		e.syncedTopicConfigs(ctx, src, mirror, srcTopic), dstTopic)
 	if err == nil {
 		err = resp.Err
 	}
 	// The admin client may hold metadata, younger than its 10 ms minimum
 	// age, that says the topic is missing: an offsets read of a partition
 	// that finds the topic created would then fail and wait.
-	e.dstAdminClient.PurgeTopicsFromClient(topic)
+	e.dstAdminClient.PurgeTopicsFromClient(dstTopic)
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		// Someone was first: another instance, or this engine if our look
 		// was answered from metadata older than its create. Whoever it was
@@ -59,17 +61,18 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source,
 		return worker.DestinationTopic{Partitions: -1}, nil
 	}
 	if err != nil {
-		return worker.DestinationTopic{}, fmt.Errorf("create destination topic %s: %v", topic, err)
+		return worker.DestinationTopic{}, fmt.Errorf("create destination topic %s: %v", dstTopic, err)
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	e.writeOff(topic, "the destination topic was created anew")
-	e.log.Info("destination topic created", "mirror", mirror, "topic", topic, "partitions", len(sd.Partitions), "replication_factor", replicationFactor)
+	e.writeOff(dstTopic, "the destination topic was created anew")
+	e.log.Info("destination topic created", "mirror", mirror, "topic", srcTopic, "destination_topic", dstTopic,
+		"partitions", len(sd.Partitions), "replication_factor", replicationFactor)
 	return worker.DestinationTopic{Created: true, Partitions: len(sd.Partitions)}, nil
 }
 
 // syncedTopicConfigs are the configs a destination topic is created with:
-// the source topic's dynamic ones less the mirror's topic.properties.exclude,
+// source topic topic's dynamic ones less the mirror's topic.properties.exclude,
 // as the metadata sync would set them, so that a topic created again after
 // the destination lost it has its retention and compaction from the first
 // record. When they cannot be read the topic is created with the broker's
@@ -105,7 +108,7 @@ func (e *Engine) syncedTopicConfigs(ctx context.Context, src *worker.Source, mir
 	return out
 }
 
-// recreateDestinationTopic drops the destination topic and creates it
+// recreateDestinationTopic drops destination topic topic and creates it
 // again with partitions and replicationFactor: a restart that asked for
 // recreate, served by the worker of partition 0.
 func (e *Engine) recreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
@@ -144,7 +147,7 @@ func readOnlyACL(topic string) *kadm.ACLBuilder {
 		Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite)
 }
 
-// deleteReadOnlyACL deletes a topic's read-only ACL on the destination.
+// deleteReadOnlyACL deletes destination topic topic's read-only ACL.
 func (e *Engine) deleteReadOnlyACL(ctx context.Context, topic string) error {
 	res, err := e.dstAdmin.DeleteACLs(ctx, readOnlyACL(topic))
 	for _, r := range res {

@@ -23,6 +23,11 @@ import (
 // without end). The partitions then read MIRRORING with no error while
 // nothing moves. So the engine asks the destination itself, but only about
 // copies that stopped being answered: a healthy instance sends nothing.
+//
+// Everything the watch asks and finds is by destination topic name: with
+// topic.name.prefix two mirrors' partitions of one source name write two
+// destination topics, and the loss of one never touches the other's
+// sessions. Partitions are still named by their keys (source names).
 
 // destinationWatchEvery is how often copies in flight are looked at for
 // having gone unanswered (with the clients' health, in watchHealth).
@@ -42,6 +47,8 @@ type destinationLoss struct {
 // a whole watch interval.
 type stallCheck struct {
 	key lease.Key
+	// dest is the destination topic the copies went to.
+	dest string
 	// verified is the destination offset below which every copy was
 	// acknowledged, read before the destination's end is listed: that end
 	// can only be lower if the destination lost acknowledged records.
@@ -56,21 +63,21 @@ func (e *Engine) stalledCopies(last map[*produce.Acks]int64) []stallCheck {
 	defer e.mu.Unlock()
 	seen := make(map[*produce.Acks]int64, len(last))
 	var out []stallCheck
-	consider := func(k lease.Key, a *produce.Acks, end int64) {
+	consider := func(k lease.Key, dest string, a *produce.Acks, end int64) {
 		done := a.Done()
 		if a.Base()+done >= end {
 			return // nothing in flight
 		}
 		seen[a] = done
 		if prev, ok := last[a]; ok && prev == done {
-			out = append(out, stallCheck{key: k, verified: a.Base() + a.Verified()})
+			out = append(out, stallCheck{key: k, dest: dest, verified: a.Base() + a.Verified()})
 		}
 	}
 	for k, s := range e.sessions {
-		consider(k, s.Acks(), s.Acks().ProducedEnd())
+		consider(k, s.DestTopic(), s.Acks(), s.Acks().ProducedEnd())
 	}
 	for k, u := range e.unsettled {
-		consider(k, u.acks, u.end)
+		consider(k, u.dest, u.acks, u.end)
 	}
 	clear(last)
 	for a, n := range seen {
@@ -90,26 +97,23 @@ func (e *Engine) sessionChecks() []stallCheck {
 	defer e.mu.Unlock()
 	out := make([]stallCheck, 0, len(e.sessions))
 	for k, s := range e.sessions {
-		out = append(out, stallCheck{key: k, verified: s.Acks().Base() + s.Acks().Verified()})
+		out = append(out, stallCheck{key: k, dest: s.DestTopic(), verified: s.Acks().Base() + s.Acks().Verified()})
 	}
 	return out
 }
 
 // checkDestination lists the destination's ends of the stalled partitions'
-// topics and treats each partition whose topic is gone, or whose end fell
-// below what it had acknowledged, as lost. An unreachable destination
-// tells nothing: the outage is reported as it is, by the producer's health.
+// destination topics and treats each partition whose topic is gone, or
+// whose end fell below what it had acknowledged, as lost. An unreachable
+// destination tells nothing: the outage is reported as it is, by the
+// producer's health.
 func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 	if len(checks) == 0 {
 		return
 	}
-	topicSet := map[string]bool{}
-	for _, c := range checks {
-		topicSet[c.key.Topic] = true
-	}
-	topics := make([]string, 0, len(topicSet))
-	for t := range topicSet {
-		topics = append(topics, t)
+	topics := distinct(checks, func(c stallCheck) string { return c.dest })
+	if len(topics) == 0 {
+		return // listing no topic would list every one
 	}
 	ctx, cancel := context.WithTimeout(ctx, destinationCheckTimeout)
 	defer cancel()
@@ -120,13 +124,13 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 	missing := map[string]bool{}
 	seen := make(map[lease.Key]bool, len(checks))
 	for _, c := range checks {
-		if seen[c.key] {
+		if seen[c.key] || c.dest == "" {
 			continue // stalled, and swept too
 		}
 		seen[c.key] = true
-		switch reason, topicGone := lossOf(ends, c.key, c.verified); {
+		switch reason, topicGone := lossOf(ends, c.dest, c.key.Partition, c.verified); {
 		case topicGone:
-			missing[c.key.Topic] = true // every partition of the topic, below
+			missing[c.dest] = true // every partition of the topic, below
 		case reason != "":
 			e.destinationLost(c.key, reason)
 		}
@@ -136,20 +140,20 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 	}
 }
 
-// lossOf says what the destination lost of partition k, given its listed
-// ends and the offset below which copies were acknowledged ("" if nothing),
-// and whether the whole topic is gone.
-func lossOf(ends kadm.ListedOffsets, k lease.Key, verified int64) (reason string, topicGone bool) {
-	parts, listed := ends[k.Topic]
+// lossOf says what the destination lost of partition p of destination
+// topic dest, given its listed ends and the offset below which copies were
+// acknowledged ("" if nothing), and whether the whole topic is gone.
+func lossOf(ends kadm.ListedOffsets, dest string, p int32, verified int64) (reason string, topicGone bool) {
+	parts, listed := ends[dest]
 	if o, ok := parts[-1]; ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
 		return "", true
 	}
-	o, ok := parts[k.Partition]
+	o, ok := parts[p]
 	switch {
 	case !listed:
 		return "", false
 	case !ok || errors.Is(o.Err, kerr.UnknownTopicOrPartition):
-		return fmt.Sprintf("partition %d of topic %s is missing on the destination", k.Partition, k.Topic), false
+		return fmt.Sprintf("partition %d of topic %s is missing on the destination", p, dest), false
 	case o.Err == nil && o.Offset < verified:
 		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified), false
 	}
@@ -175,24 +179,28 @@ func (e *Engine) destinationLost(k lease.Key, reason string) {
 	}
 }
 
-// topicLost handles a destination topic that is gone: every partition of
-// it held here is lost, and the copies in flight to it are written off,
-// since no broker will ever answer them. The topic is not created again
-// before topicLossGrace has passed, so that other instances, which notice
-// within a watch interval or two, write off theirs first: with a broker
-// that takes produce requests by topic name (before Produce v13), a copy
-// still retried could otherwise land in the new topic.
+// topicLost handles a destination topic that is gone: every partition
+// held here that writes it is lost, and the copies in flight to it are
+// written off, since no broker will ever answer them. The topic is not
+// created again before topicLossGrace has passed, so that other instances,
+// which notice within a watch interval or two, write off theirs first:
+// with a broker that takes produce requests by topic name (before Produce
+// v13), a copy still retried could otherwise land in the new topic.
 func (e *Engine) topicLost(topic string) {
 	e.mu.Lock()
-	var keys []lease.Key
+	held := make([]lease.Key, 0, len(e.workers))
 	for k := range e.workers {
-		if k.Topic == topic {
-			keys = append(keys, k)
-		}
+		held = append(held, k)
 	}
 	// Ended sessions' copies without a worker need only the write-off.
 	e.lostTopics[topic] = time.Now()
 	e.mu.Unlock()
+	var keys []lease.Key
+	for i, dest := range e.desired.destTopics(held) {
+		if dest == topic {
+			keys = append(keys, held[i])
+		}
+	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Partition < keys[j].Partition })
 	for _, k := range keys {
 		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic))
@@ -200,17 +208,17 @@ func (e *Engine) topicLost(topic string) {
 	e.writeOff(topic, "")
 }
 
-// writeOff makes kgo fail every record of the topic it holds, in flight or
-// not, so that no partition waits on copies that will never be answered.
-// Running sessions of the topic are interrupted first (with why, unless
-// they already were): their failed copies are a reason to re-align, not a
-// failure.
+// writeOff makes kgo fail every record of destination topic topic it
+// holds, in flight or not, so that no partition waits on copies that will
+// never be answered. Running sessions that write the topic are interrupted
+// first (with why, unless they already were): their failed copies are a
+// reason to re-align, not a failure.
 func (e *Engine) writeOff(topic, why string) {
 	if why != "" {
 		e.mu.Lock()
 		var ss []*worker.Session
-		for k, s := range e.sessions {
-			if k.Topic == topic {
+		for _, s := range e.sessions {
+			if s.DestTopic() == topic {
 				ss = append(ss, s)
 			}
 		}
@@ -220,7 +228,7 @@ func (e *Engine) writeOff(topic, why string) {
 		}
 		if len(ss) > 0 {
 			e.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
-				"topic", topic, "sessions", len(ss), "why", why)
+				"destination_topic", topic, "sessions", len(ss), "why", why)
 		}
 	}
 	e.producer.PurgeTopicsFromProducing(topic)
@@ -246,7 +254,8 @@ const lossMemory = time.Minute
 // created again (see topicLost).
 const topicLossGrace = 3 * destinationWatchEvery
 
-// awaitTopicLossGrace waits until a topic found missing may be created.
+// awaitTopicLossGrace waits until a destination topic found missing may
+// be created.
 func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
 	e.mu.Lock()
 	at, ok := e.lostTopics[topic]

@@ -474,8 +474,9 @@ type sourceClients struct {
 
 func (s *sourceClients) close() { s.Admin.Close() }
 
-// AwaitDestinationPartitions makes the engine's producer learn that a
-// destination topic now has n partitions. kgo fails a record for a
+// AwaitDestinationPartitions makes the engine's producer learn that
+// destination topic topic (the destination's name, with the mirror's
+// topic.name.prefix) now has n partitions. kgo fails a record for a
 // partition beyond the count it knows instead of refreshing its metadata,
 // which it otherwise does only every few minutes. A topic the producer has
 // not loaded yet needs nothing: its first record loads it.

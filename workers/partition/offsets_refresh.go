@@ -117,18 +117,15 @@ func keyOf(id repo.PartitionID) lease.Key {
 	return lease.Key{Mirror: id.Mirror, Topic: id.Topic, Partition: id.Partition}
 }
 
-// listEnds asks both clusters for the end offsets of a mirror's partitions.
+// listEnds asks both clusters for the end offsets of a mirror's partitions,
+// each cluster by the topics' names there.
 func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) []repo.EndOffsets {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.OffsetsInterval)
 	defer cancel()
-	topicSet := map[string]bool{}
-	for _, k := range keys {
-		topicSet[k.Topic] = true
-	}
-	topics := make([]string, 0, len(topicSet))
-	for t := range topicSet {
-		topics = append(topics, t)
-	}
+	// "" for a topic the desired-state cache no longer holds: its
+	// destination end is not listed.
+	dests := e.desired.destTopics(keys)
+	topics := distinct(keys, func(k lease.Key) string { return k.Topic })
 	src, err := e.source(ctx, mirror)
 	if err != nil {
 		return nil
@@ -139,8 +136,8 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	srcEnds, srcErr := src.Admin.ListCommittedOffsets(ctx, topics...)
 	var dstEnds kadm.ListedOffsets
 	dstErr := errSkipped
-	if needDst {
-		dstEnds, dstErr = e.dstAdmin.ListEndOffsets(ctx, topics...)
+	if dstTopics := distinct(dests, func(d string) string { return d }); needDst && len(dstTopics) > 0 {
+		dstEnds, dstErr = e.dstAdmin.ListEndOffsets(ctx, dstTopics...)
 	}
 	// Read after the listing: a partition that began mirroring meanwhile
 	// must not get a destination end written (below).
@@ -149,15 +146,15 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 	for i, k := range keys {
 		se, de := int64(-1), int64(-1)
 		if srcErr == nil {
-			se = lookupOffset(srcEnds, k)
+			se = lookupOffset(srcEnds, k.Topic, k.Partition)
 		}
 		epoch, mirroring := workers[i].epoch, workers[i].mirroring
 		// While mirroring, the session's checkpoints carry the destination
 		// end that goes with their src_next, so that a describe row's lag
 		// and offsets agree: a newer end from here would show a caught-up
 		// partition with lag 1.
-		if dstErr == nil && !mirroring {
-			de = lookupOffset(dstEnds, k)
+		if dstErr == nil && !mirroring && dests[i] != "" {
+			de = lookupOffset(dstEnds, dests[i], k.Partition)
 		}
 		out = append(out, repo.EndOffsets{ID: repo.PartitionID{Mirror: k.Mirror, Topic: k.Topic, Partition: k.Partition},
 			Epoch: epoch, SourceEnd: se, DestinationEnd: de})
@@ -168,11 +165,24 @@ func (e *Engine) listEnds(ctx context.Context, mirror string, keys []lease.Key) 
 // errSkipped stands for a listing that was not needed.
 var errSkipped = errors.New("not listed")
 
-func lookupOffset(l kadm.ListedOffsets, k lease.Key) int64 {
-	if o, ok := l.Lookup(k.Topic, k.Partition); ok && o.Err == nil {
+func lookupOffset(l kadm.ListedOffsets, topic string, partition int32) int64 {
+	if o, ok := l.Lookup(topic, partition); ok && o.Err == nil {
 		return o.Offset
 	}
 	return -1
+}
+
+// distinct returns the distinct non-empty names of(x) of xs.
+func distinct[T any](xs []T, of func(T) string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if n := of(x); n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // workerState is a running partition's lease epoch (0 if none) and

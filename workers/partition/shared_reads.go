@@ -18,6 +18,10 @@ import (
 // depend only on its mirror or topic: the mirror's row, the topic's
 // offsets on either cluster (listed for the whole topic anyway), its
 // metadata, what the workers recorded on its row, and its read-only ACL.
+// What is asked of a cluster is keyed by the topic's name there: the
+// destination topic (dstTopics, readOnly, the destination's offsets) by
+// its destination name, which one mirror topic writes; two mirrors'
+// topics of one source name are two destination topics.
 // Partitions that ask at the same time share one (coalescer): when a
 // mirror of 10,000 partitions is added, the sixteen partitions preparing
 // at once are mostly of one topic, and each read made once per partition
@@ -106,11 +110,11 @@ func (e *Engine) topicState(ctx context.Context, mirror, topic string) (repo.Top
 	})
 }
 
-// addReadOnlyACL creates a topic's read-only ACL on the destination (an
+// addReadOnlyACL creates destination topic dstTopic's read-only ACL (an
 // existing one is left as it is).
-func (e *Engine) addReadOnlyACL(ctx context.Context, topic string) error {
-	_, err := e.shared.readOnly.do(ctx, topic, func(ctx context.Context) (struct{}, error) {
-		res, err := e.dstAdmin.CreateACLs(ctx, readOnlyACL(topic))
+func (e *Engine) addReadOnlyACL(ctx context.Context, dstTopic string) error {
+	_, err := e.shared.readOnly.do(ctx, dstTopic, func(ctx context.Context) (struct{}, error) {
+		res, err := e.dstAdmin.CreateACLs(ctx, readOnlyACL(dstTopic))
 		for _, r := range res {
 			err = errors.Join(err, r.Err)
 		}

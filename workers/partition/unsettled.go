@@ -17,6 +17,8 @@ import (
 // copies can outlive it.
 type unsettledCopies struct {
 	acks *produce.Acks
+	// dest is the destination topic they went to.
+	dest string
 	end  int64 // destination offset after the session's last produced record
 	// since is when the session ended; writtenOff is set once the copies
 	// were written off (under the engine's mu).
@@ -51,7 +53,7 @@ func (e *Engine) Settled(k lease.Key) bool {
 }
 
 // keepUnsettled records a session that ended with copies in flight.
-func (e *Engine) keepUnsettled(k lease.Key, acks *produce.Acks, end int64) {
+func (e *Engine) keepUnsettled(k lease.Key, dest string, acks *produce.Acks, end int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for key, u := range e.unsettled {
@@ -59,7 +61,7 @@ func (e *Engine) keepUnsettled(k lease.Key, acks *produce.Acks, end int64) {
 			delete(e.unsettled, key)
 		}
 	}
-	e.unsettled[k] = &unsettledCopies{acks: acks, end: end, since: time.Now()}
+	e.unsettled[k] = &unsettledCopies{acks: acks, dest: dest, end: end, since: time.Now()}
 }
 
 // writeOffStale writes off the partition's unsettled copies once they have
@@ -80,7 +82,7 @@ func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
 	}
 	e.log.Warn("an ended session's copies are still unanswered by the destination; writing them off",
 		"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending(), "after", e.cfg.SettledWaitMax)
-	e.writeOff(k.Topic, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
+	e.writeOff(u.dest, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
 		k.Topic, k.Partition, e.cfg.SettledWaitMax))
 }
 

@@ -62,8 +62,8 @@ func (h workerEngine) SourceOffsets(ctx context.Context, src *worker.Source, top
 	return h.e.partitionOffsets(ctx, src.Admin, topic, partition, committed)
 }
 
-func (h workerEngine) DestinationOffsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
-	return h.e.partitionOffsets(ctx, h.e.dstAdmin, topic, partition, false)
+func (h workerEngine) DestinationOffsets(ctx context.Context, dstTopic string, partition int32) (kafkaconn.PartitionOffsets, error) {
+	return h.e.partitionOffsets(ctx, h.e.dstAdmin, dstTopic, partition, false)
 }
 
 func (h workerEngine) SourceTopicID(ctx context.Context, src *worker.Source, topic string) (worker.SourceTopic, error) {
@@ -85,22 +85,24 @@ func (h workerEngine) WriteTopicRow(ctx context.Context, f repo.LeaseFence, what
 
 // EnsureDestinationTopic is ensureDestinationTopic shared with the topic's
 // partitions that ask while it runs (join): each then knows whether the
-// topic is new.
-func (h workerEngine) EnsureDestinationTopic(ctx context.Context, src *worker.Source, mirror, topic string, replicationFactor int16) (worker.DestinationTopic, error) {
-	return h.e.shared.dstTopics.join(ctx, topic, func(ctx context.Context) (worker.DestinationTopic, error) {
-		return h.e.ensureDestinationTopic(ctx, src, mirror, topic, replicationFactor)
+// topic is new. They are joined by the destination name, which one mirror
+// topic writes.
+func (h workerEngine) EnsureDestinationTopic(ctx context.Context, src *worker.Source, mirror, srcTopic, dstTopic string,
+	replicationFactor int16) (worker.DestinationTopic, error) {
+	return h.e.shared.dstTopics.join(ctx, dstTopic, func(ctx context.Context) (worker.DestinationTopic, error) {
+		return h.e.ensureDestinationTopic(ctx, src, mirror, srcTopic, dstTopic, replicationFactor)
 	})
 }
 
-func (h workerEngine) RecreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
-	return h.e.recreateDestinationTopic(ctx, topic, partitions, replicationFactor)
+func (h workerEngine) RecreateDestinationTopic(ctx context.Context, dstTopic string, partitions int32, replicationFactor int16) error {
+	return h.e.recreateDestinationTopic(ctx, dstTopic, partitions, replicationFactor)
 }
 
-func (h workerEngine) ReadOnlyACL(ctx context.Context, topic string, on bool) error {
+func (h workerEngine) ReadOnlyACL(ctx context.Context, dstTopic string, on bool) error {
 	if on {
-		return h.e.addReadOnlyACL(ctx, topic)
+		return h.e.addReadOnlyACL(ctx, dstTopic)
 	}
-	return h.e.deleteReadOnlyACL(ctx, topic)
+	return h.e.deleteReadOnlyACL(ctx, dstTopic)
 }
 
 func (h workerEngine) EnforcesACLs(ctx context.Context) bool { return h.e.authorizer.enforces(ctx) }
@@ -109,8 +111,8 @@ func (h workerEngine) AwaitSettled(ctx context.Context, k lease.Key, waiting fun
 	return h.e.awaitSettled(ctx, k, waiting)
 }
 
-func (h workerEngine) KeepUnsettled(k lease.Key, acks *produce.Acks, end int64) {
-	h.e.keepUnsettled(k, acks, end)
+func (h workerEngine) KeepUnsettled(k lease.Key, dstTopic string, acks *produce.Acks, end int64) {
+	h.e.keepUnsettled(k, dstTopic, acks, end)
 }
 
 // AddSession puts a running session where the destination watch finds it
@@ -144,7 +146,7 @@ func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {
 	return l.msg, ok
 }
 
-func (h workerEngine) WriteOff(topic, why string) { h.e.writeOff(topic, why) }
+func (h workerEngine) WriteOff(dstTopic, why string) { h.e.writeOff(dstTopic, why) }
 
 // Fetch adds the partition to its mirror's fetcher, made on first use and
 // closed when its last partition leaves.
@@ -183,9 +185,9 @@ func (h workerEngine) Produce(ctx context.Context, r *kgo.Record, promise func(*
 	h.e.producer.Produce(ctx, r, promise)
 }
 
-func (h workerEngine) ProduceBatch(ctx context.Context, topic string, partition int32, b batchproduce.Payload,
+func (h workerEngine) ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload,
 	promise func(batchproduce.Result)) {
-	h.e.produceBatch(ctx, topic, partition, b, promise)
+	h.e.produceBatch(ctx, dstTopic, partition, b, promise)
 }
 
 func (h workerEngine) ProducerTrouble() (time.Time, error) {

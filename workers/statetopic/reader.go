@@ -85,14 +85,16 @@ func ReadState(ctx context.Context, dest kafkaconn.Config) (map[string][]byte, e
 }
 
 // DestinationEnds lists the destination's end offsets of the topics that
-// snap has partition records of, for kmirror restore --verify.
+// snap has partition records of, by destination topic name (a mirror's
+// topic.name.prefix and the source name), for kmirror restore --verify.
 func DestinationEnds(ctx context.Context, dest kafkaconn.Config, snap service.StateSnapshot) (map[string]map[int32]int64, error) {
+	names := snap.DestinationTopics()
 	seen := map[string]bool{}
 	var topics []string
 	for _, p := range snap.Partitions {
-		if !seen[p.Topic] {
-			seen[p.Topic] = true
-			topics = append(topics, p.Topic)
+		if d := names[[2]string{p.Mirror, p.Topic}]; !seen[d] {
+			seen[d] = true
+			topics = append(topics, d)
 		}
 	}
 	out := map[string]map[int32]int64{}

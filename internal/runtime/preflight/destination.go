@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -74,13 +76,15 @@ func idempotentWrite(ctx context.Context, cl *kgo.Client) Result {
 	return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("failed: %v", err)}
 }
 
-// destinationTopics checks creating, writing and configuring the topics,
-// and their message size limits against the source's.
+// destinationTopics checks creating, writing and configuring the topics
+// (by their destination names), that an existing one holds no records
+// that would fail its partitions, and their message size limits against
+// the source's.
 func destinationTopics(ctx context.Context, cl *kgo.Client, topics []Topic, replicationFactor int16) []Result {
 	const c = "destination"
 	nameList := make([]string, len(topics))
 	for i, t := range topics {
-		nameList[i] = t.Name
+		nameList[i] = t.DestinationName()
 	}
 	states, err := topicStates(ctx, cl, nameList)
 	if err != nil {
@@ -88,25 +92,29 @@ func destinationTopics(ctx context.Context, cl *kgo.Client, topics []Topic, repl
 			Grant: "DESCRIBE on the topics"}}
 	}
 	var toCreate []Topic
-	var existing, unwritable, unknownWrite, noAlter []string
+	var existing, unexpected, unwritable, unknownWrite, noAlter []string
 	for _, t := range topics {
-		st := states[t.Name]
+		name := t.DestinationName()
+		st := states[name]
 		if st.err != nil {
 			toCreate = append(toCreate, t) // missing, or hidden: the create says which
 		} else {
-			existing = append(existing, t.Name)
+			existing = append(existing, name)
+			if !t.RecordsExpected {
+				unexpected = append(unexpected, name)
+			}
 		}
 		switch ok, known := allows(st.ops, kmsg.ACLOperationWrite); {
 		case !known && st.err != nil:
-			unknownWrite = append(unknownWrite, t.Name)
+			unknownWrite = append(unknownWrite, name)
 		case known && !ok:
-			unwritable = append(unwritable, t.Name)
+			unwritable = append(unwritable, name)
 		}
 		if ok, known := allows(st.ops, kmsg.ACLOperationAlterConfigs); known && !ok {
-			noAlter = append(noAlter, t.Name)
+			noAlter = append(noAlter, name)
 		}
 	}
-	out := []Result{createTopics(ctx, cl, toCreate, replicationFactor)}
+	out := []Result{createTopics(ctx, cl, toCreate, replicationFactor), existingRecords(ctx, cl, unexpected)}
 	write := permRow(c, "write topics", Fail, unwritable, len(topics), "WRITE on topic")
 	if write.Status == Pass && len(unknownWrite) > 0 {
 		write = Result{Cluster: c, Check: "write topics", Status: Warn,
@@ -131,7 +139,7 @@ func createTopics(ctx context.Context, cl *kgo.Client, topics []Topic, replicati
 	req.TimeoutMillis = 10_000
 	for _, t := range topics {
 		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.Name, t.Partitions, replicationFactor
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.DestinationName(), t.Partitions, replicationFactor
 		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, cl)
@@ -163,6 +171,49 @@ func createTopics(ctx context.Context, cl *kgo.Client, topics []Topic, replicati
 	return pass(c, check, fmt.Sprintf("%d topic(s) to create: allowed", len(topics)))
 }
 
+// existingRecords checks that the existing destination topics whose
+// records are not expected hold none: a partition that starts mirroring
+// into one fails, as kmirror never mixes its copies with records it did
+// not write. An empty one is taken as it is (topics created ahead with
+// their own configs).
+func existingRecords(ctx context.Context, cl *kgo.Client, topics []string) Result {
+	const c, check = "destination", "existing records"
+	if len(topics) == 0 {
+		return pass(c, check, "no existing topic to be written holds records this mirror did not write")
+	}
+	adm := kadm.NewClient(cl)
+	starts, err := adm.ListStartOffsets(ctx, topics...)
+	if err == nil {
+		err = starts.Error()
+	}
+	var ends kadm.ListedOffsets
+	if err == nil {
+		ends, err = adm.ListEndOffsets(ctx, topics...)
+	}
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return Result{Cluster: c, Check: check, Status: Warn,
+			Detail: fmt.Sprintf("cannot list the offsets of %s: %v; a partition fails if its topic holds records", names(topics), err),
+			Grant:  "DESCRIBE on topic " + names(topics)}
+	}
+	held := map[string]bool{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if s, ok := starts.Lookup(o.Topic, o.Partition); ok && o.Offset > s.Offset {
+			held[o.Topic] = true
+		}
+	})
+	if len(held) == 0 {
+		return pass(c, check, fmt.Sprintf("the %d existing topic(s) to be written are empty", len(topics)))
+	}
+	full := slices.Sorted(maps.Keys(held))
+	return Result{Cluster: c, Check: check, Status: Fail,
+		Detail: fmt.Sprintf("%s already hold(s) records that this mirror did not write: its partitions would go FAILED", names(full)),
+		Grant: "add with recreate to replace the topic, or with continue if the source was mirrored from this destination " +
+			"(a failback); or mirror it under another name (topic.name.prefix, on a mirror without topics)"}
+}
+
 // messageSizes compares the existing destination topics' max.message.bytes
 // with the source topics': a batch larger than the destination takes fails
 // to copy.
@@ -186,8 +237,9 @@ func messageSizes(ctx context.Context, cl *kgo.Client, topics []Topic, existing 
 	}
 	var small []string
 	for _, t := range topics {
-		if d, ok := limits[t.Name]; ok && d > 0 && t.MaxMessageBytes > d {
-			small = append(small, fmt.Sprintf("%s (%d < %d)", t.Name, d, t.MaxMessageBytes))
+		name := t.DestinationName()
+		if d, ok := limits[name]; ok && d > 0 && t.MaxMessageBytes > d {
+			small = append(small, fmt.Sprintf("%s (%d < %d)", name, d, t.MaxMessageBytes))
 		}
 	}
 	if len(small) > 0 {

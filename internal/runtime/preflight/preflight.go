@@ -11,6 +11,7 @@
 package preflight
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -48,7 +49,18 @@ type Topic struct {
 	Partitions int32
 	// MaxMessageBytes is the source topic's max.message.bytes, 0 unknown.
 	MaxMessageBytes int64
+	// Destination is the topic it is written to on the destination ("":
+	// Name); the caller sets it between Source and Destination.
+	Destination string
+	// RecordsExpected says records already in the destination topic are
+	// expected: this mirror wrote them, or the add keeps or drops them
+	// (continue, recreate). Otherwise a destination topic that holds
+	// records fails the check, as its partitions would fail to start.
+	RecordsExpected bool
 }
+
+// DestinationName is the topic's name on the destination.
+func (t Topic) DestinationName() string { return cmp.Or(t.Destination, t.Name) }
 
 // opsUnknown is the authorized operations a broker answers when it does not
 // say (a topic that does not exist, an old broker).

@@ -211,11 +211,18 @@ func readAll(t testing.TB, cl kafkaconn.Config, topic string, part int32, commit
 // 10 s while they differ: a copy may still be on its way.
 func assertExact(t testing.TB, from, to kafkaconn.Config, topic string, partitions int32) int {
 	t.Helper()
+	return assertExactAs(t, from, to, topic, topic, partitions)
+}
+
+// assertExactAs is assertExact for a destination topic named dstTopic
+// (a mirror with a topic.name.prefix).
+func assertExactAs(t testing.TB, from, to kafkaconn.Config, topic, dstTopic string, partitions int32) int {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		total, problem := 0, ""
 		for p := range partitions {
-			src, dst := readAll(t, from, topic, p, true), readAll(t, to, topic, p, false)
+			src, dst := readAll(t, from, topic, p, true), readAll(t, to, dstTopic, p, false)
 			total += len(src)
 			if len(src) != len(dst) {
 				problem = fmt.Sprintf("%s/%d: %s", topic, p, describeMismatch(src, dst))

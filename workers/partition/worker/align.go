@@ -63,11 +63,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// is checked against the one expected.)
 	var dstOff kafkaconn.PartitionOffsets
 	if !created || w.row.SrcNext != nil {
-		dstOff, err = w.eng.DestinationOffsets(ctx, w.key.Topic, w.key.Partition)
+		dstOff, err = w.eng.DestinationOffsets(ctx, w.dest, w.key.Partition)
 		// A topic just created may take a moment to show in metadata.
 		for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
 			time.Sleep(20 * time.Millisecond)
-			dstOff, err = w.eng.DestinationOffsets(ctx, w.key.Topic, w.key.Partition)
+			dstOff, err = w.eng.DestinationOffsets(ctx, w.dest, w.key.Partition)
 		}
 		if err != nil {
 			return alignResult{}, retryable("list destination offsets: %v", err)
@@ -92,7 +92,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 			return alignResult{}, permanent("destination %s/%d already holds records [%d, %d) that this mirror did not write; "+
 				"remove the topic and add it again with recreate, or with continue if the source was mirrored from this destination "+
 				"(a failback), or empty the destination topic",
-				w.key.Topic, w.key.Partition, dstOff.Start, E)
+				w.dest, w.key.Partition, dstOff.Start, E)
 		}
 		return alignResult{checkpoint: checkpoint{srcNext: srcOff.Start, dstNext: E},
 			summary: fmt.Sprintf("new: mirroring from source offset %d", srcOff.Start)}, nil
@@ -171,7 +171,7 @@ func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, s
 	k := E - d
 	if srcOff.Start > s {
 		return alignResult{}, permanent("destination %s/%d holds %d record(s) past the checkpoint, but the source records "+
-			"after offset %d were removed by retention, so they cannot be verified", w.key.Topic, w.key.Partition, k, s)
+			"after offset %d were removed by retention, so they cannot be verified", w.dest, w.key.Partition, k, s)
 	}
 	walked, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.cfg.SourceOpts...)
 	if err != nil {
@@ -224,7 +224,7 @@ func (w *Worker) alignRewind(ctx context.Context, src *Source, s, d, E, dstStart
 	run, err := repo.OffsetRunByDestination(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E-1)
 	if err != nil {
 		return alignResult{}, permanent("destination %s/%d ends at %d, before the checkpoint %d, and offset %d is not in the offset map: cannot rewind safely",
-			w.key.Topic, w.key.Partition, E, d, E-1)
+			w.dest, w.key.Partition, E, d, E-1)
 	}
 	srcLast := run.SrcStart + (E - 1 - run.DstStart)
 	recs, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.cfg.SourceOpts...)
@@ -268,7 +268,7 @@ func (w *Worker) verifyLastMirrored(ctx context.Context, src *Source, d int64, s
 	if len(recs) != 1 || recs[0].Offset != srcLast {
 		return nil
 	}
-	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.key.Topic, w.key.Partition, d-1, d, 1, false)
+	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.dest, w.key.Partition, d-1, d, 1, false)
 	if err != nil {
 		return retryable("read destination record %d: %v", d-1, err)
 	}
@@ -297,12 +297,12 @@ func (w *Worker) compareDestination(ctx context.Context, want *kgo.Record, dstOf
 // serve (compacted away) is not compared, but the last one must be there.
 func (w *Worker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
 	end := dstStart + int64(len(want))
-	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.key.Topic, w.key.Partition, dstStart, end, len(want), false)
+	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.dest, w.key.Partition, dstStart, end, len(want), false)
 	if err != nil {
 		return retryable("read destination records [%d, %d): %v", dstStart, end, err)
 	}
 	if len(got) == 0 || got[len(got)-1].Offset != end-1 {
-		return retryable("destination record %s/%d@%d could not be read", w.key.Topic, w.key.Partition, end-1)
+		return retryable("destination record %s/%d@%d could not be read", w.dest, w.key.Partition, end-1)
 	}
 	for _, g := range got {
 		i := g.Offset - dstStart
@@ -339,12 +339,12 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 // through metadata that does not show it yet (a 20 ms wait that would
 // delay the last partition's start).
 func (w *Worker) ensureDestinationTopic(ctx context.Context, src *Source, desire Desire) (created bool, err error) {
-	t, err := w.eng.EnsureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, int16(desire.ReplicationFactor))
+	t, err := w.eng.EnsureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, w.dest, int16(desire.ReplicationFactor))
 	if err != nil {
 		return false, err
 	}
 	if t.Partitions >= 0 && int32(t.Partitions) <= w.key.Partition {
-		return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.key.Topic, t.Partitions, w.key.Partition)
+		return false, retryable("destination topic %s has %d partition(s); partition %d is missing", w.dest, t.Partitions, w.key.Partition)
 	}
 	return t.Created, nil
 }

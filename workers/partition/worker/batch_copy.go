@@ -55,7 +55,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 		}
 		s.fetchNext = bt.NextOffset()
 		size := int64(len(payload.Raw))
-		w.eng.ProduceBatch(s.produceCtx, w.key.Topic, w.key.Partition, payload, func(r batchproduce.Result) {
+		w.eng.ProduceBatch(s.produceCtx, s.dest, w.key.Partition, payload, func(r batchproduce.Result) {
 			s.acks.PromiseBatch(n, size, r.BaseOffset, r.Err)
 		})
 	}

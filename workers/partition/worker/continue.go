@@ -31,12 +31,12 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: read the source's %s: %v", topic, p, service.StateTopic, err)
 	}
-	if w.row.DstNext != nil && !service.MovedByAFailback(snap, topic, p, dstOff.End, *w.row.DstNext) {
+	if w.row.DstNext != nil && !service.MovedByAFailback(snap, topic, w.dest, p, dstOff.End, *w.row.DstNext) {
 		// A restart whose destination moved for another reason (this
 		// mirror's own copies past its checkpoint) is aligned as usual.
 		return alignResult{}, errNotAFailback
 	}
-	pc, err := service.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, Partition: p,
+	pc, err := service.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, DestTopic: w.dest, Partition: p,
 		Source: src.Conn, SourceAdmin: src.Admin, SourceOpts: w.cfg.SourceOpts, Destination: w.cfg.Destination,
 		SourceState: snap, SourceOffsets: srcOff, DestinationOffsets: dstOff, KeepDivergent: desire.KeepDivergent})
 	if err != nil {

@@ -55,8 +55,10 @@ type Engine interface {
 	// SourceOffsets and DestinationOffsets return a partition's start and
 	// end offsets from a listing of its whole topic, shared with its other
 	// partitions; committed ends are the source's last stable offsets.
+	// Each takes the topic's name on its own cluster: dstTopic is the
+	// destination's (Desire.DestTopic).
 	SourceOffsets(ctx context.Context, src *Source, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error)
-	DestinationOffsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error)
+	DestinationOffsets(ctx context.Context, dstTopic string, partition int32) (kafkaconn.PartitionOffsets, error)
 	// SourceTopicID asks the source for a topic's id, bypassing kgo's
 	// metadata cache.
 	SourceTopicID(ctx context.Context, src *Source, topic string) (SourceTopic, error)
@@ -70,18 +72,19 @@ type Engine interface {
 	WriteTopicRow(ctx context.Context, f repo.LeaseFence, what string,
 		write func(ctx context.Context, f repo.LeaseFence) ([]byte, error)) ([]byte, error)
 
-	// EnsureDestinationTopic creates the destination topic, with the
-	// source's partition count, when it is missing; the topic's partitions
-	// that ask while it runs share its outcome.
-	EnsureDestinationTopic(ctx context.Context, src *Source, mirror, topic string, replicationFactor int16) (DestinationTopic, error)
-	// RecreateDestinationTopic drops the destination topic, creates it
+	// EnsureDestinationTopic creates destination topic dstTopic, with
+	// the partition count and configs of source topic srcTopic, when it is
+	// missing; the topic's partitions that ask while it runs share its
+	// outcome.
+	EnsureDestinationTopic(ctx context.Context, src *Source, mirror, srcTopic, dstTopic string, replicationFactor int16) (DestinationTopic, error)
+	// RecreateDestinationTopic drops destination topic dstTopic, creates it
 	// again once the deletion is done, and writes off the producer's
 	// copies to the old one.
-	RecreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error
-	// ReadOnlyACL adds (on) or deletes the topic's read-only ACL on the
-	// destination, and EnforcesACLs says whether the destination has an
+	RecreateDestinationTopic(ctx context.Context, dstTopic string, partitions int32, replicationFactor int16) error
+	// ReadOnlyACL adds (on) or deletes destination topic dstTopic's
+	// read-only ACL, and EnforcesACLs says whether the destination has an
 	// authorizer that would enforce it.
-	ReadOnlyACL(ctx context.Context, topic string, on bool) error
+	ReadOnlyACL(ctx context.Context, dstTopic string, on bool) error
 	EnforcesACLs(ctx context.Context) bool
 
 	// AwaitSettled returns once every copy of the partition's earlier
@@ -89,27 +92,30 @@ type Engine interface {
 	// is told once that the wait began.
 	AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error
 	// KeepUnsettled hands over the copies of an ended session still in
-	// flight, up to destination offset end.
-	KeepUnsettled(k lease.Key, acks *produce.Acks, end int64)
+	// flight to destination topic dstTopic, up to destination offset end.
+	KeepUnsettled(k lease.Key, dstTopic string, acks *produce.Acks, end int64)
 	// AddSession makes a running session known to the destination watch,
 	// which may interrupt it, until remove.
 	AddSession(k lease.Key, s *Session) (remove func())
 	// TakeLoss returns, and forgets, what the destination watch found the
 	// destination to have lost of the partition.
 	TakeLoss(k lease.Key) (msg string, ok bool)
-	// WriteOff fails every copy in flight to the destination topic and
-	// interrupts the topic's sessions, saying why (unless why is empty).
-	WriteOff(topic, why string)
+	// WriteOff fails every copy in flight to destination topic dstTopic
+	// and interrupts the sessions that write it, saying why (unless why is
+	// empty).
+	WriteOff(dstTopic, why string)
 
 	// Fetch registers a partition with its mirror's shared read_committed
 	// fetcher, from source offset from on: deliver is called with each
 	// fetched batch, in the fetch goroutine, until the Fetch is stopped.
 	Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64, deliver func(FetchBatch)) (Fetch, error)
-	// Produce hands a record to the instance's idempotent producer.
+	// Produce hands a record to the instance's idempotent producer, which
+	// writes it to r.Topic: the destination topic's name.
 	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
-	// ProduceBatch hands a whole batch to the instance's batch producer,
-	// when the engine copies batches (its fetches then deliver Raw).
-	ProduceBatch(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
+	// ProduceBatch hands a whole batch for destination topic dstTopic to
+	// the instance's batch producer, when the engine copies batches (its
+	// fetches then deliver Raw).
+	ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
 	// ProducerTrouble is the producer's current run of errors, once it has
 	// lasted long enough to report (zero and nil otherwise).
 	ProducerTrouble() (since time.Time, err error)
@@ -190,6 +196,12 @@ func (b FetchBatch) size() int64 {
 
 // Desire is a mirror topic's desired state.
 type Desire struct {
+	// DestTopic is the topic's name on the destination: the mirror's
+	// topic.name.prefix and the source name. It never changes for a topic
+	// row. The partition's identity (lease key, row, checkpoint, metrics)
+	// stays the source name; only what is asked of the destination
+	// cluster uses this one.
+	DestTopic         string
 	State             service.DesiredState
 	ReplicationFactor int
 	Recreate          bool

@@ -30,7 +30,11 @@ type Session struct {
 	// range.
 	halted chan struct{}
 
-	w         *Worker
+	w *Worker
+	// dest is the destination topic the session writes (Worker.dest),
+	// fixed for its life: the engine reads it to find the sessions a
+	// destination topic's loss or write-off concerns.
+	dest      string
 	srcNext   int64 // next source offset whose copy is acknowledged
 	dstNext   int64 // next destination offset expected
 	fetchNext int64 // next source offset to produce
@@ -143,7 +147,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	}
 	w.mirroring.Store(true)
 	defer w.mirroring.Store(false)
-	s := &Session{w: w, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
+	s := &Session{w: w, dest: w.dest, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
 		closing: make(chan struct{})}
 	s.throttledMs.Store(w.row.ThrottledMs)
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
@@ -215,7 +219,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
 	if s.inFlight() > 0 {
-		w.eng.KeepUnsettled(w.key, s.acks, s.produced)
+		w.eng.KeepUnsettled(w.key, s.dest, s.acks, s.produced)
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
@@ -228,7 +232,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 		// client. Purge it, so that after re-alignment (the destination
 		// lost its records) the producer loads the new topic; the topic's
 		// other sessions here re-align too.
-		w.eng.WriteOff(w.key.Topic, "the destination topic was deleted or recreated under the producer")
+		w.eng.WriteOff(s.dest, "the destination topic was deleted or recreated under the producer")
 	}
 	s.publish()
 	if i := s.interruption(); i != nil {
@@ -433,7 +437,9 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	// produced (the fetch loop tracked the batch's last offset before
 	// delivering it). A copy would cost an allocation per batch and the
 	// work of filling it (docs/benchmarks/throughput.md, "Mirroring
-	// throughput").
+	// throughput"). Its topic is set to the destination's name: nothing
+	// reads a record's topic after delivery (results are matched by their
+	// order, Acks.Promise), and the source name is the session's key.
 	//
 	// The promise is bound once a batch: a method value taken per record
 	// would allocate per record (11% of this function's CPU at 100 B).
@@ -454,6 +460,7 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 			s.pending = append(s.pending, pendingRun{src: r.Offset, dst: s.produced, n: 1})
 		}
 		s.fetchNext, s.produced = r.Offset+1, s.produced+1
+		r.Topic = s.dest
 		w.eng.Produce(s.produceCtx, r, promise)
 	}
 	s.passControls()
@@ -486,6 +493,9 @@ func (s *Session) admit(n int64) bool {
 // Acks are the session's produce results, which the engine's destination
 // watch reads for copies that go unanswered.
 func (s *Session) Acks() *produce.Acks { return s.acks }
+
+// DestTopic is the destination topic the session writes.
+func (s *Session) DestTopic() string { return s.dest }
 
 // inFlight is how many produced records have no result yet.
 func (s *Session) inFlight() int64 {
@@ -535,7 +545,7 @@ func (s *Session) handleAcks() {
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, err)
 		default:
 			s.failure = retryable("foreign write detected on %s/%d: source offset %d landed at destination offset %d, expected %d; re-aligning",
-				s.w.key.Topic, s.w.key.Partition, p.src, failure.Got, p.dst)
+				s.dest, s.w.key.Partition, p.src, failure.Got, p.dst)
 		}
 	}
 	if s.failure == nil {

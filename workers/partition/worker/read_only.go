@@ -10,15 +10,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// enforceReadOnly adds (on) or lifts (off) the topic's read-only ACL (a
-// DENY WRITE for User:*; kmirror's own principal must be a super user) and
-// records whether the destination enforces it (Engine.EnforcesACLs). A
-// destination without an authorizer cannot enforce it; foreign writes are
-// then still caught by the produce offset check.
+// enforceReadOnly adds (on) or lifts (off) the destination topic's
+// read-only ACL (a DENY WRITE for User:*; kmirror's own principal must be a
+// super user) and records whether the destination enforces it
+// (Engine.EnforcesACLs). A destination without an authorizer cannot
+// enforce it; foreign writes are then still caught by the produce offset
+// check.
 func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 	var err error
 	if on {
-		err = w.eng.ReadOnlyACL(ctx, w.key.Topic, true)
+		err = w.eng.ReadOnlyACL(ctx, w.dest, true)
 	} else {
 		// Only the last partition to stop lifts it: the others are still
 		// being mirrored.
@@ -31,14 +32,14 @@ func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 		}
 		// A deletion that fails is retried: STOPPED promises a writable
 		// destination topic.
-		err = w.eng.ReadOnlyACL(ctx, w.key.Topic, false)
+		err = w.eng.ReadOnlyACL(ctx, w.dest, false)
 	}
 	enforced := true
 	switch {
 	case errors.Is(err, kerr.SecurityDisabled):
 		enforced = false
 	case err != nil:
-		return retryable("read-only ACL on destination topic %s: %v", w.key.Topic, err)
+		return retryable("read-only ACL on destination topic %s: %v", w.dest, err)
 	case on:
 		enforced = w.eng.EnforcesACLs(ctx)
 	}

@@ -35,7 +35,7 @@ func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 	// The engine's admin client drops it, creates it again once the
 	// deletion is done, and has the producer forget the old topic's id and
 	// sequence numbers.
-	if err := w.eng.RecreateDestinationTopic(ctx, w.key.Topic, int32(len(sd.Partitions)), int16(desire.ReplicationFactor)); err != nil {
+	if err := w.eng.RecreateDestinationTopic(ctx, w.dest, int32(len(sd.Partitions)), int16(desire.ReplicationFactor)); err != nil {
 		return err
 	}
 	err = w.cfg.Service.RecordDestinationRecreated(ctx, w.fence())
@@ -46,7 +46,7 @@ func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 		return retryable("record recreated destination topic: %v", err)
 	}
 	w.row.SrcNext, w.row.DstNext = nil, nil
-	w.log.Info("destination topic dropped and recreated", "partitions", len(sd.Partitions))
+	w.log.Info("destination topic dropped and recreated", "destination_topic", w.dest, "partitions", len(sd.Partitions))
 	if err := w.eng.RefreshDesires(ctx); err != nil {
 		return retryable("read desired state: %v", err)
 	}

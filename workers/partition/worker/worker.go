@@ -85,7 +85,12 @@ type Worker struct {
 	eng   Engine
 	lease *lease.Lease
 	key   lease.Key
-	log   *slog.Logger
+	// dest is the topic's name on the destination, taken from the first
+	// desire read (every step reads one before it acts): a topic row's
+	// destination name never changes. key.Topic, the source name, stays
+	// the partition's identity everywhere else.
+	dest string
+	log  *slog.Logger
 
 	// row is the partition as last written by this worker.
 	row repo.Partition
@@ -394,19 +399,23 @@ func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
 
 // desire returns the topic's desired state from the cache, re-reading it
 // once when the topic is missing (a lease can be taken before the cache has
-// seen a new topic); errStop when the topic is gone (mirror deleted).
+// seen a new topic); errStop when the topic is gone (mirror deleted). The
+// first one found names the destination topic (dest).
 func (w *Worker) desire(ctx context.Context) (Desire, error) {
 	w.desiredChanged = w.eng.DesiresChanged()
-	if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); ok {
-		return d, nil
+	d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic)
+	if !ok {
+		if err := w.eng.RefreshDesires(ctx); err != nil {
+			return Desire{}, retryable("read desired state: %v", err)
+		}
+		if d, ok = w.eng.Desire(w.key.Mirror, w.key.Topic); !ok {
+			return Desire{}, errStop
+		}
 	}
-	if err := w.eng.RefreshDesires(ctx); err != nil {
-		return Desire{}, retryable("read desired state: %v", err)
+	if w.dest == "" {
+		w.dest = d.DestTopic
 	}
-	if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); ok {
-		return d, nil
-	}
-	return Desire{}, errStop
+	return d, nil
 }
 
 // safeStep is step with a panic kept to this partition: it becomes a
