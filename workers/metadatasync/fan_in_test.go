@@ -362,18 +362,7 @@ func TestSyncFanInACLs(t *testing.T) {
 	east, west, dst := syncAdmin(t, conn(env.Clusters.SourceAddr())), syncAdmin(t, conn(westAddr)), syncAdmin(t, dstConn)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	mustACLs := func(adm *kadm.Client, b *kadm.ACLBuilder) {
-		t.Helper()
-		res, err := adm.CreateACLs(ctx, b)
-		if err == nil {
-			for _, r := range res {
-				err = r.Err
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustACLs := func(adm *kadm.Client, b *kadm.ACLBuilder) { workertest.MustCreateACLs(t, ctx, adm, b) }
 	aliceOrders := workertest.ReadACL(kadm.NewACLs().Topics("orders"), kadm.ACLPatternLiteral, "User:alice")
 	daveOrd := workertest.ReadACL(kadm.NewACLs().Topics("ord"), kadm.ACLPatternPrefixed, "User:dave")
 	aliceBilling := workertest.ReadACL(kadm.NewACLs().Groups("billing"), kadm.ACLPatternLiteral, "User:alice")

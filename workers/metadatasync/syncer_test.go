@@ -473,18 +473,7 @@ func TestSyncACLs(t *testing.T) {
 	src, dst := syncAdmin(t, srcConn), syncAdmin(t, dstConn)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mustACLs := func(adm *kadm.Client, b *kadm.ACLBuilder) {
-		t.Helper()
-		res, err := adm.CreateACLs(ctx, b)
-		if err == nil {
-			for _, r := range res {
-				err = r.Err
-			}
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	mustACLs := func(adm *kadm.Client, b *kadm.ACLBuilder) { workertest.MustCreateACLs(t, ctx, adm, b) }
 	aliceTopic := workertest.ReadACL(kadm.NewACLs().Topics("orders"), kadm.ACLPatternLiteral, "User:alice")
 	mustACLs(src, aliceTopic)
 	mustACLs(src, workertest.ReadACL(kadm.NewACLs().Groups("app"), kadm.ACLPatternLiteral, "User:alice"))

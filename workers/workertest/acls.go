@@ -44,3 +44,18 @@ func ACLStrings(tb testing.TB, ctx context.Context, cl *kgo.Client) []string {
 func ReadACL(b *kadm.ACLBuilder, pattern kadm.ACLPattern, principal string) *kadm.ACLBuilder {
 	return b.ResourcePatternType(pattern).Allow(principal).AllowHosts("*").Operations(kadm.OpRead)
 }
+
+// MustCreateACLs creates the ACLs b describes through adm, failing the test
+// on any error.
+func MustCreateACLs(tb testing.TB, ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) {
+	tb.Helper()
+	res, err := adm.CreateACLs(ctx, b)
+	for _, r := range res {
+		if err == nil {
+			err = r.Err
+		}
+	}
+	if err != nil {
+		tb.Fatalf("create ACLs: %v", err)
+	}
+}

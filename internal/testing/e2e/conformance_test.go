@@ -120,28 +120,7 @@ func conformFidelity(t *testing.T, c *conformance) {
 		kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()} {
 		seq = produceRecords(t, c.src, topic, parts, seq, 20, kgo.ProducerBatchCompression(codec))
 	}
-	txn := client(t, c.src, kgo.TransactionalID(topic+"-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	transaction := func(commit bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := txn.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		base := time.Now().Add(-time.Hour).UnixMilli()
-		var rs []*kgo.Record
-		for part := range int32(parts) {
-			for i := range int64(10) {
-				rs = append(rs, testRecord(topic, part, seq+i, base))
-			}
-		}
-		seq += 10
-		if err := txn.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	transaction := transactions(t, c.src, topic, parts, 10, &seq)
 	transaction(true)
 	transaction(false)
 	transaction(true)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/testing/testdb"
@@ -50,7 +49,7 @@ func TestFanIn(t *testing.T) {
 	for i := range regions {
 		r := &regions[i]
 		createOn(t, r.cl, "orders", parts)
-		r.transaction = transactions(t, r.cl, "orders", parts, &r.seq)
+		r.transaction = transactions(t, r.cl, "orders", parts, 5, &r.seq)
 		r.seq = produceRecords(t, r.cl, "orders", parts, r.seq, 20)
 		r.transaction(true)
 		r.transaction(false)
@@ -225,36 +224,6 @@ func createOn(t *testing.T, cl kafkaconn.Config, topic string, parts int32) {
 	}
 	if err != nil {
 		t.Fatalf("create %s: %v", topic, err)
-	}
-}
-
-// transactions returns a function that writes one transaction of 5
-// records a partition to topic, numbered from *seq, and commits or aborts
-// it.
-func transactions(t *testing.T, cl kafkaconn.Config, topic string, parts int32, seq *int64) func(commit bool) {
-	txn := client(t, cl, kgo.TransactionalID(topic+"-txn-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	return func(commit bool) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := txn.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		base := time.Now().Add(-time.Hour).UnixMilli()
-		var rs []*kgo.Record
-		for p := range parts {
-			for i := range int64(5) {
-				rs = append(rs, testRecord(topic, p, *seq+i, base))
-			}
-		}
-		*seq += 5
-		if err := txn.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 

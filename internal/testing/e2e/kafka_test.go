@@ -324,3 +324,32 @@ func describeMismatch(src, dst []*kgo.Record) string {
 	}
 	return b.String()
 }
+
+// transactions returns a function that writes one transaction of n records
+// a partition to topic, numbered from *seq, and commits or aborts it.
+func transactions(t testing.TB, cl kafkaconn.Config, topic string, parts int32, n int64, seq *int64) func(commit bool) {
+	txn := client(t, cl, kgo.TransactionalID(topic+"-txn-"+strconv.FormatInt(time.Now().UnixNano(), 36)),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	return func(commit bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		base := time.Now().Add(-time.Hour).UnixMilli()
+		var rs []*kgo.Record
+		for p := range parts {
+			for i := range n {
+				rs = append(rs, testRecord(topic, p, *seq+i, base))
+			}
+		}
+		*seq += n
+		if err := txn.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
