@@ -44,12 +44,7 @@ const consoleE2E = "../../web/e2e"
 // match (node's --test-name-pattern); most continue from the state the
 // ones before them left, so that is for those that do not.
 func TestConsoleInBrowser(t *testing.T) {
-	if missing := browserTestsMissing(); missing != "" {
-		if os.Getenv("KMIRROR_BROWSER_TESTS") == "required" {
-			t.Fatalf("browser tests cannot run: %s", missing)
-		}
-		t.Skipf("browser tests skipped: %s (KMIRROR_BROWSER_TESTS=required makes this a failure)", missing)
-	}
+	needBrowser(t)
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -82,12 +77,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		LeaseTTL: 15 * time.Second, LeaseRenewInterval: 5 * time.Second, Tokens: tokens,
 	})
 
-	shots := os.Getenv("KMIRROR_SCREENSHOTS")
-	if shots == "" {
-		shots = t.TempDir()
-	} else if shots, err = filepath.Abs(shots); err != nil {
-		t.Fatal(err)
-	}
+	shots := screenshotsDir(t)
 	runCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
 	defer stop()
 	args := []string{"--test", "--test-reporter=spec", "--test-concurrency=1"}
@@ -266,4 +256,31 @@ func browserTestsMissing() string {
 		}
 	}
 	return ""
+}
+
+// needBrowser skips the test when node, Chromium or web/e2e's packages are
+// missing, or fails it when KMIRROR_BROWSER_TESTS=required (as in CI).
+func needBrowser(t *testing.T) {
+	t.Helper()
+	if missing := browserTestsMissing(); missing != "" {
+		if os.Getenv("KMIRROR_BROWSER_TESTS") == "required" {
+			t.Fatalf("browser tests cannot run: %s", missing)
+		}
+		t.Skipf("browser tests skipped: %s (KMIRROR_BROWSER_TESTS=required makes this a failure)", missing)
+	}
+}
+
+// screenshotsDir is where a browser test saves its screenshots:
+// KMIRROR_SCREENSHOTS, or a directory removed after the test.
+func screenshotsDir(t *testing.T) string {
+	t.Helper()
+	shots := os.Getenv("KMIRROR_SCREENSHOTS")
+	if shots == "" {
+		return t.TempDir()
+	}
+	abs, err := filepath.Abs(shots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
 }

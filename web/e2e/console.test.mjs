@@ -11,24 +11,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
-
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set: run this through TestConsoleInBrowser`);
-  return v;
-};
-const base = env('KMIRROR_URL');
-const shots = process.env.KMIRROR_SCREENSHOTS || '';
-const require = createRequire(import.meta.url);
-const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-
-const DESKTOP = { width: 1280, height: 900 };
-const PHONE = { width: 390, height: 844 };
-const LONG = { timeout: 30_000 };
+import { env, base, shots, axeSource, DESKTOP, PHONE, LONG, launch, fulfill } from './harness.mjs';
 
 let browser;
 let page;
@@ -37,11 +22,7 @@ let refusingEvents = false; // the live test's refused streams log net::ERR_FAIL
 const topicActions = []; // the topic actions the console posted (method and URL)
 
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: process.env.KMIRROR_CHROMIUM || '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-gpu',
-      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-  });
+  browser = await launch();
   page = await newPage(DESKTOP);
   page.on('request', (r) => {
     if (r.method() === 'POST' && /\/topics:/.test(r.url())) topicActions.push(new URL(r.url()));
@@ -264,7 +245,7 @@ test('an action whose wait runs out shows the counts so far and says the rest co
       body.wait.completed = false;
       for (const t of body.wait.topics) t.ready = Math.min(t.ready, t.total - 1);
     }
-    return route.fulfill({ response: res, json: body });
+    return fulfill(route, { response: res, json: body });
   });
   try {
     const item = topicItem(page, 'orders');
@@ -277,7 +258,7 @@ test('an action whose wait runs out shows the counts so far and says the rest co
     await dlg.getByRole('button', { name: 'Close' }).click();
     await item.getByText('PAUSED 3').waitFor(LONG);
   } finally {
-    await page.unroute(isPause);
+    await page.unrouteAll({ behavior: 'wait' });
   }
   const res = await fetch(`${base}/v1/mirrors/web/topics:resume?wait=30s`, {
     method: 'POST', body: '{"topic":"orders"}',
@@ -302,7 +283,7 @@ test('live: while the event stream is refused the page polls, then it goes live 
   assert.equal((await api('pause')).status, 200);
   await item.getByText('PAUSED 3').waitFor(LONG);
   assert.equal(await page.locator('#live').getAttribute('data-state'), 'down');
-  await page.unroute('**/v1/events');
+  await page.unrouteAll({ behavior: 'wait' });
   await page.locator('#live[data-state="live"]').waitFor(LONG);
   refusingEvents = false;
   assert.equal((await api('resume')).status, 200);
@@ -439,7 +420,7 @@ test('check the clusters, by keyboard: busy while it runs, then a row per check 
     const res = await route.fetch();
     const body = await res.json();
     alter(body);
-    return route.fulfill({ response: res, json: body });
+    return fulfill(route, { response: res, json: body });
   });
   const opener = page.getByRole('button', { name: 'Check clusters…' });
   const dlg = dialog(page);
@@ -524,7 +505,7 @@ test('check the clusters, by keyboard: busy while it runs, then a row per check 
     await waitFor('focus back on Check clusters…', () => page.evaluate(() => document.activeElement?.textContent === 'Check clusters…'), 5_000);
   } finally {
     release();
-    await page.unroute(isCheck);
+    await page.unrouteAll({ behavior: 'wait' });
   }
 });
 
@@ -615,7 +596,7 @@ async function refuseAddsWithoutSkip() {
     const url = new URL(route.request().url());
     adds.push([url.searchParams.get('dry_run'), url.searchParams.get('skip_checks'), url.searchParams.get('wait'), route.request().postDataJSON()]);
     if (url.searchParams.get('skip_checks') === 'true') return route.continue();
-    return route.fulfill({ status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
+    return fulfill(route, { status: 409, contentType: 'application/problem+json', body: JSON.stringify(problem) });
   });
   return { isAdd, failed, adds };
 }
@@ -696,7 +677,7 @@ test('an add the checks of the clusters refuse shows the failed rows, and adds w
     await dlg.getByRole('button', { name: 'Close' }).click();
     await topicItem(page, 'inventory').waitFor(LONG);
   } finally {
-    await page.unroute(isAdd);
+    await page.unrouteAll({ behavior: 'wait' });
   }
 });
 
@@ -770,7 +751,7 @@ test('a restart the checks of the clusters refuse shows the failed rows, and res
     await dlg.getByRole('button', { name: 'Close' }).click();
     await actions('inventory').getByRole('button', { name: 'Pause' }).waitFor(LONG);
   } finally {
-    await page.unroute(isAdd);
+    await page.unrouteAll({ behavior: 'wait' });
   }
 });
 
@@ -793,7 +774,7 @@ test('a kept divergent tail shows on the mirror page', async () => {
       if (p.topic === 'fb-copied' && p.partition === 1) p.divergent_tail = { start_offset: 20, end_offset: 23, records: 3 };
     }
     if (tailsOnly) body.partitions = body.partitions.filter((p) => p.divergent_tail);
-    return route.fulfill({ response: res, json: body });
+    return fulfill(route, { response: res, json: body });
   });
   try {
     await page.reload();
@@ -809,7 +790,7 @@ test('a kept divergent tail shows on the mirror page', async () => {
     assert.deepEqual(rows.map((r) => r[col]), ['—', '3 record(s) at 20–22']);
     await axeCheck(page, 'mirror page with a kept divergent tail');
   } finally {
-    await page.unroute(isPartitions);
+    await page.unrouteAll({ behavior: 'wait' });
   }
   await page.reload();
   await topicItem(page, 'fb-copied').waitFor(LONG);

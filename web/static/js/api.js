@@ -28,9 +28,20 @@ function describe(status, p) {
     msg = p.errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   }
   if (Array.isArray(p.topics) && p.topics.length && !msg.includes(p.topics[0].topic)) {
-    msg += ` (${p.topics.map((t) => (t.mirrored_by ? `${t.topic} is mirrored by ${t.mirrored_by}` : `${t.topic} is ${t.desired_state}`)).join(', ')})`;
+    msg += ` (${p.topics.map(conflictText).join(', ')})`;
   }
   return msg;
+}
+
+// conflictText says why one topic of a 409 conflicts: its state, or the
+// mirror that writes its destination topic, named where it is another
+// (topic.name.prefix).
+function conflictText(t) {
+  if (!t.mirrored_by) return `${t.topic} is ${t.desired_state}`;
+  if (t.destination_topic && t.destination_topic !== t.topic) {
+    return `destination topic ${t.destination_topic} (for ${t.topic}) is written by mirror ${t.mirrored_by}`;
+  }
+  return `${t.topic} is mirrored by ${t.mirrored_by}`;
 }
 
 export function headers(extra) {

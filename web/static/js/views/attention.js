@@ -9,6 +9,7 @@ import { count } from '../format.js';
 import { stateBadge } from '../badges.js';
 import { moreButton } from '../partition_pages.js';
 import { tailText } from './continuation.js';
+import { topicNames } from '../topic_names.js';
 
 /**
  * errorsView lists the partitions with an error, FAILED ones first among
@@ -24,7 +25,7 @@ export function errorsView(status, pages, rerender) {
     h('h2', { id: 'att-h' }, failed ? `${count(failed)} partition(s) FAILED` : `${count(erroring)} partition(s) reporting errors`),
     failed && erroring > failed ? h('p', {}, `${count(erroring)} partition(s) report an error, the FAILED ones among them.`) : null,
     scrolling('Partitions with an error', h('ul', { class: 'errors' }, shown.map((p) => h('li', {},
-      stateBadge(p.state), ' ', h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ',
+      stateBadge(p.state), ' ', h('strong', { class: 'mono' }, topicNames(p, p.partition)), ': ',
       h('span', { class: 'error-text' }, p.error || '(no message)'),
       p.retry_attempt ? h('span', { class: 'muted' }, ` (retry ${p.retry_attempt})`) : null)))),
     moreButton(pages, { what: 'partitions with an error', total: Math.max(erroring, rows.length), focusKey: 'more-errors', rerender }),
@@ -45,7 +46,7 @@ export function tailsView(pages, rerender) {
     h('h2', { id: 'tails-h' }, title),
     h('p', {}, 'Added with continue and keep divergent tail: these destination records were written after the last failover and the source never had them. Mirroring goes on after them; reprocess them if they matter.'),
     scrolling('Partitions with a kept divergent tail', h('ul', { class: 'errors' }, kept.map((p) => h('li', {},
-      h('strong', { class: 'mono' }, `${p.topic}/${p.partition}`), ': ', tailText(p.divergent_tail), ' (destination offsets)')))),
+      h('strong', { class: 'mono' }, topicNames(p, p.partition)), ': ', tailText(p.divergent_tail), ' (destination offsets)')))),
     moreButton(pages, { what: 'partitions with a kept tail', focusKey: 'more-tails', rerender }),
     readError(pages, 'more partitions with a kept tail'));
 }

@@ -6,6 +6,7 @@
 
 import { h } from '../dom.js';
 import { count } from '../format.js';
+import { topicNamesNode } from '../topic_names.js';
 
 // OUTCOMES names each outcome for people; fail carries a sign as well as
 // its colour.
@@ -97,7 +98,7 @@ function partitionRows(t, p) {
   const o = OUTCOMES[p.outcome] || { text: p.outcome, cls: 'st-UNKNOWN' };
   const fail = p.outcome === 'fail';
   const row = h('tr', { class: fail ? 'row-failed' : null, 'data-outcome': p.outcome },
-    h('th', { scope: 'row', class: 'mono' }, t.topic, t.destination_missing ? h('span', { class: 'muted' }, ' (new on the destination)') : null),
+    h('th', { scope: 'row', class: 'mono' }, topicNamesNode(t), t.destination_missing ? h('span', { class: 'muted' }, ' (new on the destination)') : null),
     h('td', { class: 'num' }, String(p.partition)),
     h('td', {}, h('span', { class: `badge ${o.cls}` }, o.text)),
     h('td', {}, proofText(p)),

@@ -25,6 +25,7 @@ import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
 import { checkDialog } from './check.js';
 import { tailText } from './continuation.js';
+import { destinationOf, topicNames, topicNamesNode } from '../topic_names.js';
 
 // ATTENTION_PAGE is how many partitions with an error, or with a kept
 // tail, are read at a time.
@@ -33,6 +34,9 @@ const ATTENTION_PAGE = 50;
 const TOPIC_PAGE = 100;
 
 const NO_HISTORY = { series: [], window_seconds: 600 };
+
+// TOPIC_NAME_PREFIX is the mirror config that names its destination topics.
+const TOPIC_NAME_PREFIX = 'topic.name.prefix';
 
 export function mirrorPage({ session, main, isCurrent }, name) {
   const view = {
@@ -189,6 +193,10 @@ function headView(m, session, actions) {
     h('dl', { class: 'facts' },
       h('div', {}, h('dt', {}, 'Source'), h('dd', { class: 'mono wrap' }, m.source.bootstrap_servers)),
       h('div', {}, h('dt', {}, 'Security'), h('dd', {}, m.source.security_protocol || 'PLAINTEXT')),
+      // Shown for a mirror that writes its topics under other names (fan-in).
+      m.effective_config?.[TOPIC_NAME_PREFIX] ? h('div', {}, h('dt', {}, 'Topic name prefix'),
+        h('dd', { class: 'mono wrap', title: 'Each topic is written to the destination under this prefix and its source name' },
+          m.effective_config[TOPIC_NAME_PREFIX])) : null,
       h('div', {}, h('dt', {}, 'Last metadata sync'), h('dd', {}, syncCell(m.last_sync))),
       h('div', {}, h('dt', {}, 'Partitions'), h('dd', {}, count(m.status?.partitions))),
       h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
@@ -253,7 +261,7 @@ function topicsView(view, session) {
   }
   const failedFirst = (a, b) => (b.states?.FAILED || 0) - (a.states?.FAILED || 0) || a.topic.localeCompare(b.topic);
   const shown = [...topics].sort(failedFirst).filter((t) => (!view.stateFilter || (t.states?.[view.stateFilter] || 0) > 0)
-    && (!view.textFilter || t.topic.toLowerCase().includes(view.textFilter)));
+    && (!view.textFilter || [t.topic, destinationOf(t)].some((n) => n?.toLowerCase().includes(view.textFilter))));
   if (!shown.length) return h('p', { class: 'empty-state', role: 'status' }, 'No topic matches the filters.');
   const series = new Map(view.history.series.filter((s) => s.topic).map((s) => [s.topic, s.points]));
   return h('ul', { class: 'topics' }, shown.map((t) => topicItem(view, t, series.get(t.topic) || [], view.history.window_seconds || 600, session)));
@@ -265,7 +273,8 @@ function topicItem(view, t, points, win, session) {
   const toggle = h('button', {
     type: 'button', class: 'toggle', 'aria-expanded': String(open), 'aria-controls': panelId, 'data-focus-key': `toggle-${t.topic}`,
     onclick: () => view.toggle(t.topic),
-  }, h('span', { class: 'chev', 'aria-hidden': 'true' }, open ? '▾' : '▸'), h('span', { class: 'topic-name mono' }, t.topic));
+  }, h('span', { class: 'chev', 'aria-hidden': 'true' }, open ? '▾' : '▸'), h('span', { class: 'topic-name mono' }, topicNamesNode(t)));
+  const names = topicNames(t);
   const ro = t.read_only_enforced === true ? 'read-only enforced' : t.read_only_enforced === false ? 'read-only not enforced' : 'read-only unknown';
   return h('li', { class: `topic${t.states?.FAILED ? ' failed' : ''}`, 'data-topic': t.topic },
     h('div', { class: 'topic-row' },
@@ -279,8 +288,8 @@ function topicItem(view, t, points, win, session) {
       session.canOperate ? topicButtons(view, t) : null),
     open ? h('div', { id: panelId, class: 'topic-panel' },
       h('div', { class: 'chart-pair' },
-        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${t.topic}`, windowSec: win }), h('figcaption', {}, `Lag of ${t.topic}`)),
-        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${t.topic}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${t.topic}`))),
+        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${names}`, windowSec: win }), h('figcaption', {}, `Lag of ${names}`)),
+        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${names}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${names}`))),
       partitionsPanel(view, t)) : null);
 }
 
@@ -333,17 +342,23 @@ function partitionsTable(t, rows) {
   const tails = rows.some((p) => p.divergent_tail);
   // So does the throttled time's, where the replication throttle held one back.
   const throttled = rows.some((p) => p.throttled_ms > 0);
+  // Where the destination topic has another name (topic.name.prefix), the
+  // offset columns say which topic their offsets are in.
+  const dest = destinationOf(t);
   const cols = [
-    ['Partition', 'num'], ['Source offset', 'num'], ['Destination offset', 'num'], ['Lag', 'num'], ['State'], ['Owner'],
+    ['Partition', 'num'], ['Source offset', 'num', null, dest && t.topic], ['Destination offset', 'num', null, dest],
+    ['Lag', 'num'], ['State'], ['Owner'],
     ['Retries', 'num'], ['Lost', 'num'], throttled ? ['Throttled', 'num'] : null,
     ['Last mirrored', 'num', ' (source → destination offset)'],
     tails ? ['Kept divergent tail'] : null, ['Progressed'], ['Error'],
   ].filter(Boolean);
-  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${t.topic}`, tabindex: '0' },
+  const names = topicNames(t);
+  return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${names}`, tabindex: '0' },
     h('table', { class: 'data partitions stack' },
-      h('caption', { class: 'visually-hidden' }, `Partitions of ${t.topic}`),
-      h('thead', {}, h('tr', {}, cols.map(([c, cls, more]) => h('th', { scope: 'col', class: cls || null }, c,
-        more ? h('span', { class: 'visually-hidden' }, more) : null)))),
+      h('caption', { class: 'visually-hidden' }, `Partitions of ${names}`),
+      h('thead', {}, h('tr', {}, cols.map(([c, cls, more, topic]) => h('th', { scope: 'col', class: cls || null }, c,
+        more ? h('span', { class: 'visually-hidden' }, more) : null,
+        topic ? [h('br'), h('span', { class: 'col-topic mono' }, topic)] : null)))),
       // data-label names each cell where phone width stacks the columns.
       h('tbody', {}, shown.map((p) => h('tr', { class: p.state === 'FAILED' ? 'row-failed' : null },
         h('th', { scope: 'row', class: 'num', 'data-label': 'Partition' }, String(p.partition)),

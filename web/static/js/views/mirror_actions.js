@@ -6,6 +6,7 @@ import { h, uid } from '../dom.js';
 import { count } from '../format.js';
 import { modal, button, runAction, field } from '../dialogs.js';
 import { SYNC_KINDS } from '../sync.js';
+import { destinationOf, topicNames } from '../topic_names.js';
 
 
 /** syncDialog runs one metadata sync pass now and shows each kind's result. */
@@ -25,6 +26,11 @@ export function syncDialog(mirror, done) {
   confirm.focus();
 }
 
+// KEY_NOTES say more of a config key than its value shows.
+const KEY_NOTES = {
+  'topic.name.prefix': 'Destination topics are named this prefix and the source topic’s name; fixed once the mirror has topics.',
+};
+
 /**
  * configDialog edits the known config keys. Review runs the patch as a dry
  * run (the server validates it) and lists each change before it applies.
@@ -40,7 +46,7 @@ export function configDialog(m, done) {
     inputs.set(k, { input, reset, set });
     reset.addEventListener('change', () => { input.disabled = reset.checked; });
     return h('div', { class: 'config-row' },
-      field(k, input, set ? 'Set on this mirror.' : 'The default.'),
+      field(k, input, [set ? 'Set on this mirror.' : 'The default.', KEY_NOTES[k]].filter(Boolean).join(' ')),
       h('div', { class: 'field check' }, reset, h('label', { for: reset.id }, 'Reset to default')));
   });
   const review = h('div', { class: 'preview', 'aria-live': 'polite' });
@@ -101,7 +107,7 @@ export function deleteDialog(m, topics) {
   dlg.body.append(
     h('p', {}, 'The mirror, its topics’ state and its history are deleted from kmirror. The destination topics stay as they are.'),
     live.length
-      ? h('p', { class: 'warn' }, `${live.length} topic(s) are still mirrored or paused (${live.map((t) => t.topic).join(', ')}): remove them first, or the server refuses.`)
+      ? h('p', { class: 'warn' }, `${live.length} topic(s) are still mirrored or paused (${live.map((t) => topicNames(t)).join(', ')}): remove them first, or the server refuses.`)
       : h('p', {}, 'Every topic is stopped.'),
     field(`Type ${m.name} to confirm`, typed));
   dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
@@ -112,11 +118,12 @@ export function deleteDialog(m, topics) {
 export function translateForm(mirror, topics) {
   const topic = h('select', { name: 'topic' });
   // The topic list follows the page's data: filled now and on every render.
+  // An option is a topic's source name, shown with its destination name.
   const fill = () => {
     const cur = topic.value;
-    const names = topics().map((t) => t.topic);
-    if (names.join('\n') === [...topic.options].map((o) => o.value).join('\n')) return;
-    topic.replaceChildren(...names.map((n) => h('option', { value: n, selected: n === cur }, n)));
+    const shown = topics().map((t) => [t.topic, topicNames(t)]);
+    if (shown.flat().join('\n') === [...topic.options].flatMap((o) => [o.value, o.text]).join('\n')) return;
+    topic.replaceChildren(...shown.map(([n, label]) => h('option', { value: n, selected: n === cur }, label)));
   };
   fill();
   const partition = h('input', { type: 'number', min: '0', value: '0', required: true, inputmode: 'numeric' });
@@ -130,7 +137,10 @@ export function translateForm(mirror, topics) {
       out.className = 'result';
       try {
         const r = await get(`/v1/mirrors/${seg(mirror)}/topics/${seg(topic.value)}/partitions/${seg(partition.value)}/translate`, { source_offset: offset.value });
-        out.textContent = `Source offset ${count(r.source_offset)} of ${topic.value}/${partition.value} is destination offset ${count(r.destination_offset)}${r.exact ? ' (exact).' : ' (the nearest mirrored offset; the record itself was not copied).'}`;
+        // The destination topic is named where its name is another.
+        const dest = destinationOf({ topic: topic.value, destination_topic: r.destination_topic });
+        const where = dest ? ` of ${dest}/${partition.value}` : '';
+        out.textContent = `Source offset ${count(r.source_offset)} of ${topic.value}/${partition.value} is destination offset ${count(r.destination_offset)}${where}${r.exact ? ' (exact).' : ' (the nearest mirrored offset; the record itself was not copied).'}`;
       } catch (err) {
         out.className = 'result error';
         out.textContent = err.message;

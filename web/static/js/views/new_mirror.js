@@ -25,6 +25,8 @@ export function newMirrorPage({ session, main }) {
     cert: h('textarea', { name: 'cert', rows: '3', class: 'mono', spellcheck: 'false' }),
     key: h('textarea', { name: 'key', rows: '3', class: 'mono', spellcheck: 'false' }),
     serverName: h('input', { type: 'text', name: 'server-name', autocomplete: 'off' }),
+    // topic.name.prefix: set here, as it is fixed once the mirror has topics.
+    prefix: h('input', { type: 'text', name: 'topic-name-prefix', autocomplete: 'off', spellcheck: 'false', class: 'mono', pattern: '[a-zA-Z0-9._\\-]{0,200}', placeholder: 'east.' }),
   };
   const sasl = h('fieldset', { class: 'group' }, h('legend', {}, 'SASL'),
     field('Mechanism', f.mechanism), field('Username', f.user), field('Password', f.password, 'Write-only: never shown again.'));
@@ -49,7 +51,10 @@ export function newMirrorPage({ session, main }) {
         if (el.value.trim()) src[k] = el.value.trim();
       }
     }
-    return { name: f.name.value.trim(), source: src };
+    const b = { name: f.name.value.trim(), source: src };
+    const prefix = f.prefix.value.trim();
+    if (prefix) b.config = { 'topic.name.prefix': prefix };
+    return b;
   };
   const create = button('Create mirror', async () => {
     const b = body();
@@ -87,7 +92,9 @@ export function newMirrorPage({ session, main }) {
     field('Source bootstrap servers', f.servers, 'Comma-separated host:port list of the source cluster.'),
     field('Security protocol', f.protocol),
     sasl, tls,
-    h('p', { class: 'hint' }, 'The configuration keys start at their defaults; edit them on the mirror’s page after creating it.'),
+    field('Topic name prefix (optional)', f.prefix,
+      'Each destination topic is named this prefix and its source topic’s name: east. writes orders to east.orders, so that mirrors of several sources can write the same names into this destination side by side. Empty keeps the source names. Fixed once the mirror has topics.'),
+    h('p', { class: 'hint' }, 'The other configuration keys start at their defaults; edit them on the mirror’s page after creating it.'),
     result,
     h('div', { class: 'actions' }, check, create));
   form.addEventListener('input', () => {

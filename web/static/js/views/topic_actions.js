@@ -12,6 +12,7 @@ import { modal, button, runAction, field } from '../dialogs.js';
 import { WAIT, waitingNote, waitReport } from './wait_report.js';
 import { continuationPlan, continuationView } from './continuation.js';
 import { checksTable, failedChecks } from './check.js';
+import { destinationOf, topicNames } from '../topic_names.js';
 
 const topicsPath = (mirror, action) => `/v1/mirrors/${seg(mirror)}/topics:${action}`;
 const exactly = (topic) => ({ topic: regexQuote(topic) });
@@ -113,7 +114,8 @@ export function addTopicsDialog(mirror, done) {
   const report = (b, skipped) => (r) => {
     refusal.clear();
     const how = `${b.continue ? ', continuing what the destination holds' : ''}${skipped ? ', without the checks of the clusters' : ''}`;
-    return waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${r.topics.join(', ')}.`, r);
+    const added = r.matches ? r.matches.map((m) => topicNames(m)) : r.topics;
+    return waitReport(`Added ${r.topics.length} topic(s) to ${mirror}${how}: ${added.join(', ')}.`, r);
   };
   const confirm = button('Add topics', async () => {
     const b = previewed;
@@ -153,18 +155,24 @@ export function addTopicsDialog(mirror, done) {
   const showMatches = (r) => {
     const matches = r.matches || r.topics.map((t) => ({ topic: t, partitions: null }));
     const parts = matches.reduce((n, m) => n + (m.partitions || 0), 0);
+    // The destination topics have a column where one has another name
+    // (the mirror's topic.name.prefix).
+    const renamed = matches.some((m) => destinationOf(m));
     preview.replaceChildren(
       h('p', {}, h('strong', {}, `${matches.length} source topic(s), ${count(parts)} partition(s) match.`), ' Nothing has changed yet.'),
       h('div', { class: 'table-wrap small', role: 'region', 'aria-label': 'Matching topics', tabindex: '0' },
-        h('table', { class: 'data' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Topic'), h('th', { scope: 'col', class: 'num' }, 'Partitions'))),
-          h('tbody', {}, matches.map((m) => h('tr', {}, h('td', { class: 'mono' }, m.topic), h('td', { class: 'num' }, count(m.partitions))))))));
+        h('table', { class: 'data matches' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, renamed ? 'Source topic' : 'Topic'),
+          renamed ? h('th', { scope: 'col' }, 'Destination topic') : null, h('th', { scope: 'col', class: 'num' }, 'Partitions'))),
+          h('tbody', {}, matches.map((m) => h('tr', {}, h('td', { class: 'mono' }, m.topic),
+            renamed ? h('td', { class: 'mono' }, m.destination_topic || m.topic) : null, h('td', { class: 'num' }, count(m.partitions))))))));
     return `Add ${matches.length} topic(s)`;
   };
   // showPlan returns the confirm's label, or null when a partition would fail.
   const showPlan = (r, b) => {
     const topics = r.continuation || [];
     const plan = continuationPlan(topics);
-    preview.replaceChildren(...continuationView(topics, plan, { keepDivergent: Boolean(b.keep_divergent) }));
+    // replaceChildren would show a part left out (null) as the text "null".
+    preview.replaceChildren(...continuationView(topics, plan, { keepDivergent: Boolean(b.keep_divergent) }).filter(Boolean));
     return plan.failing.length ? null : `Add ${r.topics.length} topic(s) and continue`;
   };
   const previewBtn = button('Preview matches', async () => {
@@ -228,8 +236,9 @@ function check(input, label, hint, cls = '') {
 /** pauseDialog: stop fetching one topic; it stays read-only. */
 export function pauseDialog(mirror, t, done) {
   const dlg = modal(`Pause ${t.topic}`);
+  const dest = destinationOf(t);
   dlg.body.append(h('p', {}, `Mirroring of ${t.topic} (${count(t.partitions)} partitions) stops after the records in flight. `,
-    'The destination topic stays read-only; lag grows until you resume.'));
+    `The destination topic${dest ? ` ${dest}` : ''} stays read-only; lag grows until you resume.`));
   const confirm = button('Pause', async () => {
     await runAction(dlg, confirm, () => act(dlg, mirror, 'pause', exactly(t.topic), 'PAUSED'),
       (r) => waitReport(`Paused ${t.topic}.`, r));
@@ -261,9 +270,12 @@ export function removeDialog(mirror, t, done) {
   const dlg = modal(`Fail over ${t.topic}`, { wide: true });
   const pages = new PartitionPages({ mirror, topic: regexQuote(t.topic) }, { pageSize: 100 });
   const typed = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', class: 'mono' });
+  // The destination topic is named where its name is another (topic.name.prefix).
+  const dest = destinationOf(t);
+  const destTopic = dest ? `the destination topic ${dest}` : 'the destination topic';
   const confirm = button('Fail over', async () => {
     await runAction(dlg, confirm, () => act(dlg, mirror, 'remove', exactly(t.topic), 'STOPPED'),
-      (r) => waitReport(`Removed ${t.topic} from ${mirror}; once STOPPED, the destination topic is writable.`, r));
+      (r) => waitReport(`Removed ${t.topic} from ${mirror}; once STOPPED, ${destTopic} is writable.`, r));
     done();
   }, { danger: true, disabled: true });
   typed.addEventListener('input', () => { confirm.disabled = typed.value !== t.topic; });
@@ -281,7 +293,8 @@ export function removeDialog(mirror, t, done) {
   };
   pages.reload().catch(() => {}).then(show);
   dlg.body.append(
-    h('p', {}, 'Mirroring of ', h('strong', { class: 'mono' }, t.topic), ' stops, its last offsets are saved and read-only is lifted, so applications can write to the destination topic.'),
+    h('p', {}, 'Mirroring of ', h('strong', { class: 'mono' }, t.topic), ' stops, its last offsets are saved and read-only is lifted, so applications can write to ',
+      dest ? ['the destination topic ', h('strong', { class: 'mono' }, dest)] : 'the destination topic', '.'),
     h('p', { class: t.lag ? 'warn' : null }, t.lag
       ? `${count(t.lag)} source record(s) are not mirrored yet and will not be copied:`
       : 'Every source record is mirrored: nothing is left behind.'),
@@ -298,6 +311,7 @@ export function removeDialog(mirror, t, done) {
  */
 export function restartDialog(mirror, t, done) {
   const dlg = modal(`Restart ${t.topic}`);
+  const dest = destinationOf(t);
   const recreate = h('input', { type: 'checkbox', name: 'recreate', id: uid('recreate') });
   const body = () => ({ ...exactly(t.topic), recreate: recreate.checked });
   const report = (skipped) => (r) => {
@@ -327,7 +341,7 @@ export function restartDialog(mirror, t, done) {
   dlg.body.append(
     h('p', {}, 'Mirroring starts again. Alignment compares the destination with the source; if something was written to the destination meanwhile, the partition goes FAILED with a divergence.'),
     h('div', { class: 'field check' }, recreate, h('label', { for: recreate.id },
-      'Recreate the destination topic: drop it and mirror again from the source’s start')));
+      `Recreate the destination topic${dest ? ` ${dest}` : ''}: drop it and mirror again from the source’s start`)));
   dlg.footer.append(button('Cancel', () => dlg.close()), confirm);
   confirm.focus();
 }

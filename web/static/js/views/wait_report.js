@@ -5,6 +5,7 @@
 
 import { h } from '../dom.js';
 import { count } from '../format.js';
+import { topicNames } from '../topic_names.js';
 
 /** WAIT is how long an action waits for its partitions; more is not an error. */
 export const WAIT = '20s';
@@ -35,6 +36,6 @@ export function waitReport(lead, r) {
       h('li', { 'data-topic': t.topic },
         h('span', { class: `badge st-${t.ready === t.total ? t.target_state : 'PREPARING'}` }, `${count(t.ready)}/${count(t.total)} ${t.target_state}`),
         t.failed ? h('span', { class: 'badge st-FAILED' }, `${count(t.failed)} FAILED`) : null,
-        ' ', h('span', { class: 'mono' }, t.topic)))));
+        ' ', h('span', { class: 'mono' }, topicNames(t))))));
   return { node, text: `${lead} ${summary}` };
 }

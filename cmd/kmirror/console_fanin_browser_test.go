@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"kmirror/api"
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/testing/testdb"
+)
+
+// TestConsoleFanInBrowser runs web/e2e/console_fanin.test.mjs: the console
+// of a mirror whose topic.name.prefix writes its topics under other names
+// (fan-in, issue 30) names each topic's destination beside its source, in
+// the new-mirror form, the add preview and its report, the topic list, the
+// partition table, the failover dialog, the translator and a 409 conflict,
+// and a mirror without a prefix still shows each name once. Its server is
+// started as TestConsoleInBrowser's is, with a demo source of its own.
+//
+// It needs what TestConsoleInBrowser needs (node, Chromium, `npm ci` in
+// web/e2e) and skips or fails without them the same way. KMIRROR_SCREENSHOTS
+// keeps its screenshots too (fanin-*.png).
+func TestConsoleFanInBrowser(t *testing.T) {
+	needBrowser(t)
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	dbURL := testdb.New(t)
+	clusters, err := devcluster.Start(devcluster.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clusters.Close)
+	if err := clusters.StartDemo(ctx, devcluster.Demo{RecordsPerSecond: 5,
+		Topics: map[string]int32{"orders": 3, "payments": 2}}); err != nil {
+		t.Fatal(err)
+	}
+	tokens := api.Tokens{Admin: "fanin-admin-token"}
+	addr := startConsoleServer(ctx, t, serverConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser-fanin",
+		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+		LeaseTTL:           15 * time.Second,
+		LeaseRenewInterval: 5 * time.Second,
+		SourceTimeout:      5 * time.Second,
+		HistoryInterval:    time.Second,
+		Tokens:             tokens,
+	})
+
+	shots := screenshotsDir(t)
+	runCtx, stop := context.WithTimeout(ctx, 4*time.Minute)
+	defer stop()
+	cmd := exec.CommandContext(runCtx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1", "console_fanin.test.mjs")
+	cmd.Dir = consoleE2E
+	cmd.Env = append(os.Environ(),
+		"KMIRROR_URL=http://"+addr,
+		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
+		"KMIRROR_SOURCE="+clusters.SourceAddr(),
+		"KMIRROR_DESTINATION="+clusters.DestinationAddr(),
+		"KMIRROR_SCREENSHOTS="+shots,
+		"NO_COLOR=1",
+	)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	t.Logf("browser tests (screenshots in %s):\n%s", shots, out.String())
+	if err != nil {
+		t.Fatalf("browser tests failed: %v", err)
+	}
+}
