@@ -34,14 +34,13 @@ type devConfig struct {
 
 func devCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kmirror dev", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg devConfig
 	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 	fs.IntVar(&cfg.SourcePort, "source-port", 19092, "source cluster port on 127.0.0.1")
 	fs.IntVar(&cfg.DestinationPort, "destination-port", 29092, "destination cluster port on 127.0.0.1")
 	fs.IntVar(&cfg.RecordsPerSec, "rate", 5, "demo records per second per topic")
 	fs.StringVar(&cfg.LogLevel, "log-level", envOr("KMIRROR_LOG_LEVEL", "warn"), "server log level")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	return runDev(ctx, cfg, stdout, stderr)

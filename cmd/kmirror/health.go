@@ -18,11 +18,10 @@ import (
 // server's does; an address on every interface is asked on loopback.
 func healthCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kmirror health", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	listen := fs.String("listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "the server's listen address (KMIRROR_LISTEN)")
 	path := fs.String("path", "/healthz", "the path to ask: /healthz (the process serves) or /readyz (and the database answers)")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	host, port, err := net.SplitHostPort(*listen)

@@ -81,6 +81,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0 // the flag set printed the usage
 	}
+	var bad *usageError
+	if errors.As(err, &bad) {
+		fmt.Fprintf(stderr, "kmirror %s: %s\nRun 'kmirror %s --help' for usage.\n", args[0], bad.msg, args[0])
+		return 2
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "kmirror:", err)
 		return 1

@@ -81,7 +81,8 @@ on the source not yet mirrored) and STATE; "-" is not known yet. Partitions
 with an error or with records lost to source retention get a line each below
 the table. --json prints the rows as the API returns them.
 
-When the server requires API tokens, set KMIRROR_TOKEN to one of them. When
+When the server requires API tokens, set KMIRROR_TOKEN to one of them (or
+KMIRROR_API_TOKEN, which the server and kmirror dev read, when that is unset). When
 it serves HTTPS with a certificate from a private CA, set KMIRROR_CA_FILE to
 that CA's PEM file.
 
@@ -190,10 +191,6 @@ func mirrorsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "kmirror mirrors: %s\nRun 'kmirror mirrors --help' for usage.\n", usage.msg)
 		return 2
 	}
-	if err != nil { // the flag package has already printed why
-		fmt.Fprintln(stderr, "Run 'kmirror mirrors --help' for usage.")
-		return 2
-	}
 	cli, err := newMirrorsCLI(opts, stdout)
 	if err == nil {
 		err = cli.run(ctx)
@@ -217,7 +214,6 @@ func mirrorsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions, error) {
 	o := &mirrorsOptions{set: map[string]bool{}}
 	fs := flag.NewFlagSet("kmirror mirrors", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), mirrorsUsage)
 		fs.PrintDefaults()
@@ -251,17 +247,13 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.DurationVar(&o.wait, "wait", 0, "with --add, --pause, --resume or --remove: wait up to this long (e.g. 30s, at most 5m) for every partition to get there, printing progress")
 
 	for _, a := range args {
-		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stdout)
-			break
-		}
 		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "bootstrap-server" {
 			// Kafka's own tools take --bootstrap-server; this CLI talks
 			// to the kmirror server instead.
 			return nil, usagef("kmirror mirrors talks to the kmirror REST API, not to Kafka: use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server")
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stdout); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

@@ -29,6 +29,8 @@ type mirrorsCLI struct {
 	server string
 	api    *client.ClientWithResponses
 	stdout io.Writer
+	// tokenVar names the variable the API token came from ("" if none).
+	tokenVar string
 }
 
 func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) {
@@ -59,11 +61,12 @@ func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) 
 		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 		hc.Transport = tr
 	}
+	token, tokenVar := cliToken()
 	api, err := client.NewClientWithResponses(server,
 		client.WithHTTPClient(hc),
 		client.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
 			req.Header.Set("User-Agent", "kmirror-cli/"+version)
-			if token := os.Getenv("KMIRROR_TOKEN"); token != "" {
+			if token != "" {
 				req.Header.Set("Authorization", "Bearer "+token)
 			}
 			return nil
@@ -71,7 +74,7 @@ func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &mirrorsCLI{opts: opts, server: strings.TrimSuffix(server, "/"), api: api, stdout: stdout}, nil
+	return &mirrorsCLI{opts: opts, server: strings.TrimSuffix(server, "/"), api: api, stdout: stdout, tokenVar: tokenVar}, nil
 }
 
 func (c *mirrorsCLI) run(ctx context.Context) error {
@@ -256,6 +259,9 @@ func (c *mirrorsCLI) check(resp apiResponse, err error, want ...int) error {
 	if strings.Contains(resp.ContentType(), "json") {
 		var p client.Problem
 		if json.Unmarshal(resp.GetBody(), &p) == nil && (p.Detail != "" || p.Title != "") {
+			if status == http.StatusUnauthorized {
+				p.Detail = cmp.Or(p.Detail, p.Title) + "; " + c.tokenHint()
+			}
 			return &problemError{status: status, problem: p}
 		}
 	}
@@ -307,4 +313,25 @@ func printError(w io.Writer, err error) {
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+}
+
+// cliToken is the API token the CLI sends: KMIRROR_TOKEN, or else
+// KMIRROR_API_TOKEN, the variable the server and kmirror dev read, so one
+// shell variable serves both. It returns the variable it came from.
+func cliToken() (token, from string) {
+	for _, v := range []string{"KMIRROR_TOKEN", "KMIRROR_API_TOKEN"} {
+		if t := os.Getenv(v); t != "" {
+			return t, v
+		}
+	}
+	return "", ""
+}
+
+// tokenHint says, for a 401, which variable the CLI took its token from,
+// or which ones it reads.
+func (c *mirrorsCLI) tokenHint() string {
+	if c.tokenVar == "" {
+		return "set KMIRROR_TOKEN (or KMIRROR_API_TOKEN) to one of the server's API tokens"
+	}
+	return "the server refused the token in " + c.tokenVar
 }

@@ -311,6 +311,10 @@ func TestMirrorsUsage(t *testing.T) {
 			if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "kmirror mirrors --help") {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errOut, tc.want)
 			}
+			// The mistake and how to see help: not the whole usage.
+			if n := strings.Count(errOut, "\n"); n != 2 {
+				t.Errorf("stderr has %d lines, want 2 (the mistake, then how to see help): %q", n, errOut)
+			}
 		})
 	}
 	code, out, errOut := runMirrors(t, "--help")

@@ -117,7 +117,9 @@ func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 	}
 	var behind []string
 	for _, name := range topics {
-		if p := last[name]; p.ready < p.total {
+		if p, seen := last[name]; !seen {
+			behind = append(behind, name+" not read yet") // the wait ran out before the first answer
+		} else if p.ready < p.total {
 			behind = append(behind, fmt.Sprintf("%s %d/%d", topicName(name, dests[name]), p.ready, p.total))
 		}
 	}

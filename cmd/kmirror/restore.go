@@ -26,12 +26,11 @@ import (
 // simply be run again.
 func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kmirror restore", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dbURL := fs.String("database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL of an empty database (KMIRROR_DATABASE_URL)")
 	dest := fs.String("destination-bootstrap", os.Getenv("KMIRROR_DESTINATION_BOOTSTRAP"), "destination cluster holding __mirror_state (KMIRROR_DESTINATION_BOOTSTRAP)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "how long reading __mirror_state (and, with --verify, the destination's end offsets) may take")
 	verify := fs.Bool("verify", false, "write nothing: compare a restored database with __mirror_state and the destination, print a report, and exit 1 on any difference (run it before starting servers)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *dbURL == "" || *dest == "" {

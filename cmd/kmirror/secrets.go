@@ -59,11 +59,10 @@ func secretsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 // their key file again (SIGHUP, or within 5 s of it changing).
 func secretsRotate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kmirror secrets rotate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	dbURL := fs.String("database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL (KMIRROR_DATABASE_URL)")
 	oldKey := fs.String("secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "the current key, which opens the stored secrets; empty when they are stored in clear (KMIRROR_SECRET_KEY_FILE)")
 	newKey := fs.String("new-key-file", "", "the new key (required); the same file as --secret-key-file encrypts secrets stored in clear")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if *dbURL == "" || *newKey == "" {

@@ -201,7 +201,6 @@ func envDuration(name string, def time.Duration) time.Duration {
 func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	host, _ := os.Hostname()
 	fs := flag.NewFlagSet("kmirror server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var cfg serverConfig
 	var dest string
 	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address (KMIRROR_LISTEN)")
@@ -236,11 +235,11 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Float64Var(&cfg.DescribeRate, "api-describe-rate", envFloat("KMIRROR_API_DESCRIBE_RATE", api.DefaultDescribeRate), "partition rows per second GET /v1/partitions may describe for the whole instance, after a burst of 10,000; a page waits its turn, so that listing cannot take the CPU mirroring needs; negative: no limit (KMIRROR_API_DESCRIBE_RATE)")
 	fs.IntVar(&cfg.MaxStreams, "api-max-event-streams", envInt("KMIRROR_API_MAX_EVENT_STREAMS", 8), "/v1/events streams one token may hold open; negative: no cap (KMIRROR_API_MAX_EVENT_STREAMS)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage of kmirror server:")
+		fmt.Fprintln(fs.Output(), "Usage of kmirror server:")
 		fs.PrintDefaults()
-		fmt.Fprint(stderr, serverEnvOnly)
+		fmt.Fprint(fs.Output(), serverEnvOnly)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	var level slog.Level

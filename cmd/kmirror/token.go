@@ -18,10 +18,9 @@ func tokenCommand(args []string, stdout, stderr io.Writer) error {
 		return errors.New("unknown or missing token command; only \"new\" exists")
 	}
 	fs := flag.NewFlagSet("kmirror token new", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	name := fs.String("name", "", "the token's name: the actor the audit trail records (required)")
 	role := fs.String("role", "viewer", "viewer (reads), operator (also topic actions and sync) or admin (also creates, changes and deletes mirrors)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:], stderr); err != nil {
 		return err
 	}
 	if *name == "" {
