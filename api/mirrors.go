@@ -201,7 +201,7 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 //	@Tags			mirrors
 //	@Produce		json
 //	@Param			mirror	path	string	true	"Mirror name"
-//	@Param			wait	query	string	false	"How long to wait for removed topics still STOPPING (a Go duration up to 30s)"	example(30s)
+//	@Param			wait	query	string	false	"How long to wait for removed topics still STOPPING (a Go duration up to 30s)"	example(30s) format(go-duration)
 //	@Success		204		"deleted"
 //	@Failure		400		{object}	Problem	"validation: wait is not a duration"
 //	@Security		BearerAuth

@@ -22,7 +22,7 @@ import (
 //	@Param			body	body		AddTopicsRequest	true	"Topics to add"
 //	@Param			dry_run	query		bool				false	"Resolve and check only; write nothing"
 //	@Param			skip_checks	query	bool				false	"Add without the preflight checks of the clusters (POST /v1/mirrors/{mirror}:check), which otherwise refuse the add with a 409 preflight-failed when one fails"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s)
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s) format(go-duration)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
@@ -75,7 +75,7 @@ func (s *server) addTopics(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to pause"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (PAUSED); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (PAUSED); the answer's wait then says how far they got. Running out of time is not an error" example(30s) format(go-duration)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
@@ -103,7 +103,7 @@ func (s *server) pauseTopics(w http.ResponseWriter, r *http.Request) {
 //	@Produce		json
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to resume"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error" example(30s)
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (MIRRORING); the answer's wait then says how far they got. Running out of time is not an error" example(30s) format(go-duration)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth
@@ -132,7 +132,7 @@ func (s *server) resumeTopics(w http.ResponseWriter, r *http.Request) {
 //	@Param			mirror	path		string				true	"Mirror name"
 //	@Param			body	body		TopicsRequest	true	"Topics to remove"
 //	@Param			dry_run	query		bool				false	"Preview what a failover now would leave behind; write nothing"
-//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s)
+//	@Param			wait	query		string				false	"Wait up to this Go duration (e.g. 30s, 2m; at most 5m) for every partition of the topics to reach the target state (STOPPED); the answer's wait then says how far they got. Running out of time is not an error. Ignored with dry_run" example(30s) format(go-duration)
 //	@Success		200		{object}	TopicsResult
 //	@Failure		400		{object}	Problem	"malformed-json, unknown-field or validation (a bad pattern or wait; each field in errors); nothing changed"
 //	@Security		BearerAuth

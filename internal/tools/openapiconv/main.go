@@ -22,6 +22,9 @@
 //   - a query or path parameter whose inline enum is exactly a named enum
 //     schema's refers to it instead (Swagger 2.0 parameters cannot refer
 //     to a schema), so clients type it with that enum, not a copy of it;
+//   - a parameter of format go-duration (swag's format attribute) gets the
+//     pattern of a Go duration ("30s", "1m30s"), so a generator can check
+//     it; the bound stays in the description;
 //   - an operation that names no security scheme needs none, and says so
 //     (security: []), as the health checks do;
 //   - the servers are the document's own origin ("/") and the host the
@@ -94,6 +97,7 @@ func convert(swagger []byte) ([]byte, error) {
 		return nil, err
 	}
 	enumParams(doc3)
+	durationPatterns(doc3)
 	openOperations(doc3)
 	servers(doc3)
 	dropConversionMarkers(doc3)
@@ -289,6 +293,24 @@ func enumParams(doc *openapi3.T) {
 				s := p.Value.Schema.Value
 				if name, ok := named[fmt.Sprint(s.Enum)]; ok && len(s.Enum) > 0 && s.Type.Is("string") {
 					p.Value.Schema = openapi3.NewSchemaRef("#/components/schemas/"+name, doc.Components.Schemas[name].Value)
+				}
+			}
+		}
+	}
+}
+
+// goDuration is the syntax time.ParseDuration takes for a non-negative
+// duration: "0", or numbers with units ("30s", "1.5m", "1m30s").
+const goDuration = `^(0|([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`
+
+// durationPatterns gives every parameter of format go-duration the
+// pattern of one.
+func durationPatterns(doc *openapi3.T) {
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, p := range append(slices.Clone(item.Parameters), op.Parameters...) {
+				if p.Value != nil && p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Format == "go-duration" {
+					p.Value.Schema.Value.Pattern = goDuration
 				}
 			}
 		}

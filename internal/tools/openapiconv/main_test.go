@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -83,6 +84,24 @@ func TestConvert(t *testing.T) {
 	for _, p := range doc.Paths.Find("/v1/partitions").Get.Parameters {
 		if p.Value.Name == "state" && p.Value.Schema.Ref != "#/components/schemas/PartitionState" {
 			t.Errorf("GET /v1/partitions state: schema %+v, want a reference to PartitionState", p.Value.Schema)
+		}
+	}
+	re := regexp.MustCompile(goDuration)
+	for _, ok := range []string{"0", "30s", "5m", "1m30s", "1.5m", "250ms", "2h"} {
+		if !re.MatchString(ok) {
+			t.Errorf("the Go duration pattern refuses %q", ok)
+		}
+	}
+	for _, bad := range []string{"", "30", "soon", "-1s", "1 m", "5m "} {
+		if re.MatchString(bad) {
+			t.Errorf("the Go duration pattern takes %q", bad)
+		}
+	}
+	for _, path := range []string{"/v1/mirrors/{mirror}/topics:add", "/v1/mirrors/{mirror}/topics:pause"} {
+		for _, p := range doc.Paths.Find(path).Post.Parameters {
+			if p.Value.Name == "wait" && p.Value.Schema.Value.Pattern != goDuration {
+				t.Errorf("POST %s wait: pattern %q, want a Go duration's", path, p.Value.Schema.Value.Pattern)
+			}
 		}
 	}
 	if len(doc.Servers) != 2 || doc.Servers[0].URL != "/" || strings.HasSuffix(doc.Servers[1].URL, "/") {
