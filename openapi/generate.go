@@ -7,6 +7,8 @@ package openapi
 //     /openapi.json and embedded below);
 //  3. oapi-codegen generates the Go client, client/client.gen.go.
 // .ci/check-generated fails when the checked-in files differ from a fresh run.
+// The TypeScript package's types follow with `npm run generate --prefix
+// sdk/typescript` (TestTypeScriptClient fails while they differ).
 
 //go:generate go tool swag init --quiet --generalInfo server.go --dir ../api,../service --output . --outputTypes json,yaml --parseInternal --requiredByDefault
 //go:generate go run ../internal/tools/openapiconv -in swagger.json -out openapi.json
