@@ -62,11 +62,20 @@ async function shot(p, name, { fullPage = true } = {}) {
   await p.screenshot({ path: path.join(shots, `${name}.png`), fullPage });
 }
 
-// shotOf saves a screenshot of one element, such as an open dialog.
+// shotOf saves a screenshot of one element, such as an open dialog. A
+// page's refresh may replace the element while it is taken: then the
+// locator finds the new one, and it is taken again.
 async function shotOf(locator, name) {
   if (!shots) return;
   mkdirSync(shots, { recursive: true });
-  await locator.screenshot({ path: path.join(shots, `${name}.png`) });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await locator.screenshot({ path: path.join(shots, `${name}.png`) });
+      return;
+    } catch (err) {
+      if (attempt === 3 || !/not attached to the DOM/.test(err.message)) throw err;
+    }
+  }
 }
 
 const topicItem = (p, topic) => p.locator(`li.topic[data-topic="${topic}"]`);
@@ -193,6 +202,77 @@ test('a partition reaches MIRRORING and its lag falls to 0', async () => {
     return /now/.test(label || '');
   });
   await shot(page, 'mirror-desktop');
+});
+
+// lagLine reads, at one moment, a mirror's sparkline on the overview: its
+// text, its stroke, and the theme's colours for no lag and for the alarm.
+const lagLine = (p, mirror) => p.evaluate((name) => {
+  const row = [...document.querySelectorAll('table.data tbody tr')].find((r) => r.querySelector('th')?.innerText.trim() === name);
+  const line = row?.querySelector('svg.spark .line');
+  if (!line) return null;
+  const colour = (v) => {
+    const probe = document.body.appendChild(document.createElement('span'));
+    probe.style.color = `var(${v})`;
+    const c = getComputedStyle(probe).color;
+    probe.remove();
+    return c;
+  };
+  return { label: row.querySelector('svg.spark').getAttribute('aria-label'), stroke: getComputedStyle(line).stroke,
+    ok: colour('--ok-fg'), alarm: colour('--bad-fg') };
+}, mirror);
+
+test('a lag line is coloured by what the lag does: green at 0 in both themes, not the alarm colour', async () => {
+  // The overview's sparkline of mirror web, all caught up.
+  const p = await newPage(DESKTOP);
+  await signIn(p, env('KMIRROR_ADMIN_TOKEN'));
+  await p.getByRole('link', { name: 'web' }).waitFor(LONG);
+  for (const scheme of ['light', 'dark']) {
+    await p.emulateMedia({ colorScheme: scheme });
+    const line = await waitFor(`web's sparkline at lag 0 (${scheme})`, async () => {
+      const l = await lagLine(p, 'web');
+      return l && /: now 0,/.test(l.label) ? l : null;
+    });
+    assert.notEqual(line.stroke, line.alarm, `${scheme}: a zero lag is drawn in the alarm colour (${line.label})`);
+    assert.equal(line.stroke, line.ok, `${scheme}: a zero lag is not drawn green (${line.label})`);
+    assert.match(line.label, /; no lag$/);
+    await shot(p, scheme === 'dark' ? 'overview-no-lag-dark-desktop' : 'overview-no-lag-desktop');
+  }
+  await p.emulateMedia({ colorScheme: 'light' });
+  await p.setViewportSize(PHONE);
+  await shot(p, 'overview-no-lag-phone');
+  await p.context().close();
+
+  // The rule (charts.js lagTone), on made-up samples 5 s apart.
+  const tones = await page.evaluate(async () => {
+    const { lagTone } = await import('/ui/js/charts.js');
+    const end = Date.now();
+    const at = (vals) => vals.map((value, i) => ({ at: new Date(end - (vals.length - 1 - i) * 5000).toISOString(), value }));
+    const grow = Array.from({ length: 96 }, (_, i) => Math.min(i, 72) * 10); // 6 minutes up, then 2 flat
+    return Object.fromEntries(Object.entries({
+      'no samples': [[], 0],
+      'no samples, 1 FAILED': [[], 1],
+      'caught up from 40': [[40, 3, 0, 2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0], 0],
+      '0 with 1 FAILED': [[0, 0, 0, 0, 0, 0], 1],
+      'a steady feed\'s sawtooth, now 3': [[0, 4, 0, 2, 0, 5, 1, 0, 3, 0, 4, 3], 0],
+      'steady around 1000': [[900, 1100, 1000, 950, 1080, 1020, 980, 1050, 930, 1000, 1090, 1010], 0],
+      'falling': [[500, 450, 400, 350, 300, 250, 200, 150], 0],
+      'rising': [[0, 5, 10, 15, 20, 25, 30, 35], 0],
+      'rising in steps': [[10, 10, 10, 20, 20, 20, 30, 30, 30, 40, 40, 40], 0],
+      'rose, then flat for 2 minutes': [grow, 0],
+    }).map(([name, [vals, failed]]) => [name, lagTone(at(vals), failed)]));
+  });
+  assert.deepEqual(tones, {
+    'no samples': null,
+    'no samples, 1 FAILED': 'failing',
+    'caught up from 40': 'none',
+    '0 with 1 FAILED': 'failing',
+    'a steady feed\'s sawtooth, now 3': 'steady',
+    'steady around 1000': 'steady',
+    'falling': 'steady',
+    'rising': 'growing',
+    'rising in steps': 'growing',
+    'rose, then flat for 2 minutes': 'steady',
+  });
 });
 
 test('pause: the state and the chart change without a reload', async () => {
@@ -802,6 +882,10 @@ test('accessibility: no serious or critical axe violation on the overview and a 
   await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
   await page.getByRole('link', { name: 'web' }).waitFor();
   await axeCheck(page, 'overview');
+  // Mirror web has a FAILED partition: its lag line is the alarm's colour.
+  const line = await lagLine(page, 'web');
+  assert.equal(line.stroke, line.alarm, `a mirror with a FAILED partition: ${line.label}`);
+  assert.match(line.label, /; partitions FAILED$/);
   await shot(page, 'overview-desktop');
   await page.setViewportSize(PHONE);
   // At phone width the tables stack into one card per row: none scrolls
@@ -822,6 +906,117 @@ test('accessibility: no serious or critical axe violation on the overview and a 
   await axeCheck(page, 'mirror page, dark theme');
   await shot(page, 'mirror-dark-desktop');
   await page.emulateMedia({ colorScheme: 'light' });
+});
+
+// diagramProblems measures the lifecycle diagram as drawn: every text's
+// size on screen, and each transition's label against the arrows and boxes
+// (sampled along each arrow every unit, in screen pixels). A label must be
+// within 12 px of its own arrow, crossed by no arrow, and clear of every box.
+// A diagram that is not drawn has none.
+const diagramProblems = (p) => p.evaluate(() => {
+  const el = document.querySelector('svg.lifecycle');
+  const problems = [];
+  if (getComputedStyle(el).display === 'none') return { problems, labels: [] };
+  const scale = el.getScreenCTM().a;
+  for (const t of el.querySelectorAll('text')) {
+    const px = parseFloat(getComputedStyle(t).fontSize) * scale;
+    if (px < 12) problems.push(`"${t.textContent}" is ${px.toFixed(1)} px`);
+  }
+  const points = (path) => {
+    const m = path.getScreenCTM();
+    const n = Math.ceil(path.getTotalLength());
+    return Array.from({ length: n + 1 }, (_, i) => path.getPointAtLength(i).matrixTransform(m));
+  };
+  const edges = [...el.querySelectorAll('g.transition')].map((g) => ({ g, pts: points(g.querySelector('path.edge')) }));
+  const boxes = [...el.querySelectorAll('g.node rect')].map((r) => r.getBoundingClientRect());
+  const labels = [];
+  for (const { g, pts } of edges) {
+    const text = g.querySelector('text');
+    if (!text) continue;
+    const b = text.getBoundingClientRect();
+    const name = `${g.dataset.from} → ${g.dataset.to} "${text.textContent}"`;
+    labels.push(name);
+    const dist = (q) => Math.hypot(Math.max(b.left - q.x, 0, q.x - b.right), Math.max(b.top - q.y, 0, q.y - b.bottom));
+    const near = Math.min(...pts.map(dist));
+    if (near > 12) problems.push(`${name} is ${near.toFixed(1)} px from its arrow`);
+    for (const o of edges) {
+      if (o.pts.some((q) => q.x > b.left && q.x < b.right && q.y > b.top && q.y < b.bottom)) {
+        problems.push(`${name} is crossed by the arrow ${o.g.dataset.from} → ${o.g.dataset.to}`);
+      }
+    }
+    for (const r of boxes) {
+      if (b.left < r.right && r.left < b.right && b.top < r.bottom && r.top < b.bottom) problems.push(`${name} overlaps a box`);
+    }
+  }
+  return { problems, labels };
+});
+
+// lifecycleAsShown reads what the lifecycle says, from the diagram (drawn
+// or not) and from the list: each state's count and its ways out.
+const lifecycleAsShown = (p) => p.evaluate(() => {
+  const diagram = {};
+  for (const g of document.querySelectorAll('svg.lifecycle g.node')) {
+    diagram[g.querySelector('.node-name').textContent] = { count: g.querySelector('.node-count').textContent, out: [] };
+  }
+  for (const g of document.querySelectorAll('svg.lifecycle g.transition')) {
+    diagram[g.dataset.from].out.push(`${g.querySelector('text')?.textContent || 'when done'} → ${g.dataset.to}`);
+  }
+  const list = {};
+  for (const li of document.querySelectorAll('ol.lifecycle-list > li')) {
+    list[li.querySelector('.node-name').textContent] = {
+      count: li.querySelector('.node-count').textContent,
+      // As seen: without the words only screen readers hear (" to ").
+      out: [...li.querySelectorAll('ul.moves > li')].map((m) => {
+        const seen = m.cloneNode(true);
+        for (const hidden of seen.querySelectorAll('.visually-hidden')) hidden.remove();
+        return seen.textContent.replace(/\s+/g, ' ').trim();
+      }),
+    };
+  }
+  const shown = (sel) => !!document.querySelector(sel) && getComputedStyle(document.querySelector(sel)).display !== 'none';
+  return { diagram, list, diagramShown: shown('svg.lifecycle'), listShown: shown('ol.lifecycle-list') };
+});
+
+test('the lifecycle: a diagram with each label beside its arrow, and at phone width a list that says the same', async () => {
+  const p = await newPage(DESKTOP);
+  await signIn(p, env('KMIRROR_ADMIN_TOKEN'));
+  await p.goto(`${base}/#/mirrors/web`);
+  await topicItem(p, 'orders').waitFor(LONG);
+  const desktop = await lifecycleAsShown(p);
+  assert.ok(desktop.diagramShown && !desktop.listShown, 'at desktop width the lifecycle is not the diagram');
+  const { problems, labels } = await diagramProblems(p);
+  assert.deepEqual(problems, [], 'the lifecycle diagram as drawn');
+  assert.ok(labels.includes('PAUSED → MIRRORING "resume"'), `the diagram's labels: ${labels}`);
+  await shotOf(p.locator('figure', { has: p.locator('svg.lifecycle') }), 'lifecycle-desktop');
+
+  await p.setViewportSize(PHONE);
+  // Were the diagram drawn at phone width, its labels would be about 5 px.
+  assert.deepEqual((await diagramProblems(p)).problems, [], 'the lifecycle diagram at phone width');
+  const phone = await lifecycleAsShown(p);
+  assert.ok(phone.listShown && !phone.diagramShown, 'at phone width the lifecycle is not the list');
+  assert.deepEqual(phone.list, phone.diagram, 'the list and the diagram say different things');
+  assert.equal(phone.list.MIRRORING.out.join(', '), 'pause → PAUSING, remove → STOPPING');
+  // Every word of the list is at least 12 px, and it fits the screen.
+  const small = await p.evaluate(() => {
+    const ol = document.querySelector('ol.lifecycle-list');
+    const out = [];
+    const walk = document.createTreeWalker(ol, NodeFilter.SHOW_TEXT);
+    while (walk.nextNode()) {
+      const el = walk.currentNode.parentElement;
+      const px = parseFloat(getComputedStyle(el).fontSize);
+      if (walk.currentNode.textContent.trim() && !el.closest('.visually-hidden') && px < 12) out.push(`"${walk.currentNode.textContent}" ${px} px`);
+    }
+    return out;
+  });
+  assert.deepEqual(small, [], 'text of the lifecycle list under 12 px');
+  const [scroll, client] = await p.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  assert.ok(scroll <= client, `the mirror page scrolls sideways at phone width: ${scroll} px in ${client}`);
+  await axeCheck(p, 'mirror page at phone width');
+  await shotOf(p.locator('figure', { has: p.locator('svg.lifecycle') }), 'lifecycle-phone');
+  await p.emulateMedia({ colorScheme: 'dark' });
+  await axeCheck(p, 'mirror page at phone width, dark theme');
+  await shot(p, 'mirror-dark-phone');
+  await p.context().close();
 });
 
 test('with the read token there are no action buttons, and the server refuses changes', async () => {

@@ -1,5 +1,11 @@
 // Hand-drawn SVG charts: a line chart over the recent minutes and a
 // sparkline. Each carries a text summary for screen readers.
+//
+// A lag line is coloured by what the lag is doing (lagTone), so that only
+// lag worth a look is drawn in a warning colour: green when there is none,
+// amber while it grows steadily (for about a minute or more), red when
+// partitions are FAILED, neutral otherwise. The words for the colour are in
+// the chart's text too.
 
 import { svg } from './dom.js';
 import { count } from './format.js';
@@ -8,7 +14,7 @@ import { count } from './format.js';
  * lineChart draws one series: points are {at, value}. It spans the given
  * window (seconds) ending now, so charts of different topics line up.
  */
-export function lineChart({ points, label, format = count, windowSec = 600, width = 360, height = 120, cls = 'lag' }) {
+export function lineChart({ points, label, format = count, windowSec = 600, width = 360, height = 120, cls = 'lag', tone = null }) {
   const pad = { l: 48, r: 8, t: 10, b: 20 };
   const now = Date.now();
   // The span grows with the samples (at least a minute) up to the window,
@@ -22,9 +28,9 @@ export function lineChart({ points, label, format = count, windowSec = 600, widt
   const y = (v) => height - pad.b - (v / maxV) * (height - pad.t - pad.b);
   const last = vals.length ? vals[vals.length - 1] : null;
   const summary = vals.length
-    ? `${label} over the last ${span}: now ${format(last)}, highest ${format(Math.max(...vals))}`
+    ? `${label} over the last ${span}: now ${format(last)}, highest ${format(Math.max(...vals))}${tone ? `; ${TONE_TEXT[tone]}` : ''}`
     : `${label}: no samples yet`;
-  const el = svg('svg', { viewBox: `0 0 ${width} ${height}`, class: `chart ${cls}`, role: 'img', 'aria-label': summary },
+  const el = svg('svg', { viewBox: `0 0 ${width} ${height}`, class: `chart ${cls}${tone ? ` tone-${tone}` : ''}`, role: 'img', 'aria-label': summary },
     svg('title', {}, summary),
     // Axes and the top gridline, with the scale's top value.
     svg('line', { x1: pad.l, y1: height - pad.b, x2: width - pad.r, y2: height - pad.b, class: 'axis' }),
@@ -44,14 +50,62 @@ export function lineChart({ points, label, format = count, windowSec = 600, widt
   return el;
 }
 
-/** sparkline draws values as a small line; the label is its text. */
-export function sparkline(values, label, { width = 96, height = 24 } = {}) {
+/**
+ * sparkline draws values as a small line; the label is its text, and tone
+ * (lagTone's) its colour.
+ */
+export function sparkline(values, label, { width = 96, height = 24, tone = null } = {}) {
   const maxV = Math.max(1, ...values);
   const step = values.length > 1 ? width / (values.length - 1) : 0;
   const pts = values.map((v, i) => `${(i * step).toFixed(1)},${(height - 2 - (v / maxV) * (height - 4)).toFixed(1)}`);
-  return svg('svg', { viewBox: `0 0 ${width} ${height}`, class: 'spark', role: 'img', 'aria-label': label, width, height },
+  return svg('svg', { viewBox: `0 0 ${width} ${height}`, class: `spark${tone ? ` tone-${tone}` : ''}`, role: 'img', 'aria-label': label, width, height },
     svg('title', {}, label),
     values.length > 1 ? svg('polyline', { points: pts.join(' '), class: 'line' }) : svg('line', { x1: 0, y1: height - 2, x2: width, y2: height - 2, class: 'axis' }));
+}
+
+/** TONE_TEXT says in words what each lagTone's colour says. */
+export const TONE_TEXT = {
+  none: 'no lag',
+  steady: 'lag, not growing steadily',
+  growing: 'growing steadily',
+  failing: 'partitions FAILED',
+};
+
+// The lag's trend is read from the last two minutes of samples, split in an
+// older and a newer half by time (halves of what there is while the history
+// is shorter).
+const TREND_SEC = 120;
+
+/**
+ * lagTone names the colour of a lag line from its samples ({at, value}) and
+ * how many of its partitions are FAILED:
+ *  - failing: some partition is FAILED (red, the alarm);
+ *  - growing: of the last two minutes, the newer half's lowest sample is
+ *    above the older half's lowest, and its average above the older half's
+ *    by more than half the older half's swing (highest − lowest) (amber).
+ *    A steady feed's lag rises and falls between samples by a swing of its
+ *    own; only a rise beyond that swing, with the floor rising too, is
+ *    growth, so a line turns amber once a rise has lasted about a minute;
+ *  - none: the newest sample is 0 (green);
+ *  - steady: anything else, lag that holds, falls or has only just risen
+ *    (neutral grey);
+ * and null while there is no sample and nothing FAILED.
+ */
+export function lagTone(points, failed = 0) {
+  if (failed > 0) return 'failing';
+  if (!points.length) return null;
+  const t = (p) => new Date(p.at).getTime();
+  const end = t(points[points.length - 1]);
+  const recent = points.filter((p) => t(p) >= end - TREND_SEC * 1000);
+  const mid = (t(recent[0]) + end) / 2;
+  const older = recent.filter((p) => t(p) < mid).map((p) => p.value);
+  const newer = recent.filter((p) => t(p) >= mid).map((p) => p.value);
+  if (older.length >= 2 && newer.length >= 2) {
+    const mean = (vs) => vs.reduce((a, b) => a + b, 0) / vs.length;
+    const swing = Math.max(...older) - Math.min(...older);
+    if (Math.min(...newer) > Math.min(...older) && mean(newer) - mean(older) > swing / 2) return 'growing';
+  }
+  return points[points.length - 1].value === 0 ? 'none' : 'steady';
 }
 
 function spanText(sec) {

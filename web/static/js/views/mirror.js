@@ -15,7 +15,7 @@ import { get, seg, ApiError } from '../api.js';
 import { h, replace, uid } from '../dom.js';
 import { count, rate, seconds, time, ago, regexQuote } from '../format.js';
 import { stateBadge, stateBadges, desiredBadge } from '../badges.js';
-import { lineChart } from '../charts.js';
+import { lineChart, lagTone } from '../charts.js';
 import { lifecycle, STATES } from '../lifecycle.js';
 import { keepFocus } from '../focus.js';
 import { syncCell, SYNC_KINDS, failedKinds } from '../sync.js';
@@ -246,11 +246,17 @@ function picturesView(m, history) {
   return [
     h('figure', { class: 'card' }, lifecycle(m.status?.states || {}), h('figcaption', {}, 'Where each partition is in its lifecycle now')),
     h('div', { class: 'chart-pair' },
-      h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.lag })), label: 'Lag, all topics', windowSec: win }),
+      h('figure', { class: 'card' }, lagChart(pts, 'Lag, all topics', win, m.status?.states?.FAILED),
         h('figcaption', {}, 'Lag (records), all topics')),
       h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.records_per_sec })), label: 'Records per second, all topics', format: rate, windowSec: win, cls: 'rate' }),
         h('figcaption', {}, 'Records/s, all topics'))),
   ];
+}
+
+// lagChart draws history points' lag, coloured by lagTone.
+function lagChart(points, label, windowSec, failed) {
+  const lag = points.map((p) => ({ at: p.at, value: p.lag }));
+  return lineChart({ points: lag, label, windowSec, tone: lagTone(lag, failed) });
 }
 
 function topicsView(view, session) {
@@ -288,7 +294,7 @@ function topicItem(view, t, points, win, session) {
       session.canOperate ? topicButtons(view, t) : null),
     open ? h('div', { id: panelId, class: 'topic-panel' },
       h('div', { class: 'chart-pair' },
-        h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.lag })), label: `Lag of ${names}`, windowSec: win }), h('figcaption', {}, `Lag of ${names}`)),
+        h('figure', { class: 'card' }, lagChart(points, `Lag of ${names}`, win, t.states?.FAILED), h('figcaption', {}, `Lag of ${names}`)),
         h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${names}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${names}`))),
       partitionsPanel(view, t)) : null);
 }

@@ -5,7 +5,7 @@ import { get, seg } from '../api.js';
 import { h, replace } from '../dom.js';
 import { count, rate, time, ago } from '../format.js';
 import { stateBadges } from '../badges.js';
-import { sparkline } from '../charts.js';
+import { sparkline, lagTone, TONE_TEXT } from '../charts.js';
 import { keepFocus } from '../focus.js';
 import { syncCell } from '../sync.js';
 
@@ -56,12 +56,14 @@ function mirrorsSection(mirrors, lagSeries, session) {
           h('th', { scope: 'col' }, 'Mirror'), h('th', { scope: 'col' }, 'Source'), h('th', { scope: 'col', class: 'num' }, 'Topics'),
           h('th', { scope: 'col' }, 'Partitions'), h('th', { scope: 'col', class: 'num' }, 'Lag'), h('th', { scope: 'col' }, 'Lag, 10 min'),
           h('th', { scope: 'col', class: 'num' }, 'Records/s'), h('th', { scope: 'col' }, 'Last sync'))),
-        h('tbody', {}, mirrors.map((m) => mirrorRow(m, lagSeries.get(m.name) || []))))));
+        h('tbody', {}, mirrors.map((m) => mirrorRow(m, lagSeries.get(m.name) || []))))),
+    h('p', { class: 'hint legend' }, 'Lag lines are green without lag, amber while it grows steadily, red when partitions are FAILED, grey otherwise.'));
 }
 
 function mirrorRow(m, points) {
   const st = m.status || {};
   const lags = points.map((p) => p.lag);
+  const tone = lagTone(points.map((p) => ({ at: p.at, value: p.lag })), st.states?.FAILED);
   // data-label names each cell where phone width stacks the columns.
   return h('tr', { class: st.states?.FAILED ? 'row-failed' : null },
     h('th', { scope: 'row', 'data-label': 'Mirror' }, h('a', { href: `#/mirrors/${seg(m.name)}`, 'data-focus-key': `mirror-${m.name}` }, m.name)),
@@ -69,7 +71,8 @@ function mirrorRow(m, points) {
     h('td', { class: 'num', 'data-label': 'Topics' }, count(st.topics)),
     h('td', { 'data-label': 'Partitions' }, stateBadges(st.states)),
     h('td', { class: 'num', 'data-label': 'Lag' }, count(st.lag)),
-    h('td', { 'data-label': 'Lag, 10 min' }, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}`)),
+    h('td', { 'data-label': 'Lag, 10 min' }, sparkline(lags, `Lag of ${m.name} over the last 10 minutes: ${lags.length
+      ? `now ${count(lags[lags.length - 1])}, highest ${count(Math.max(...lags))}` : 'no samples yet'}${tone ? `; ${TONE_TEXT[tone]}` : ''}`, { tone })),
     h('td', { class: 'num', 'data-label': 'Records/s' }, rate(st.records_per_sec)),
     h('td', { 'data-label': 'Last sync' }, syncCell(m.last_sync)));
 }
