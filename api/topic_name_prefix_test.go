@@ -227,7 +227,7 @@ func TestAddRefusesADestinationTopicWithRecords(t *testing.T) {
 	before := e.snapshot(t)
 	for _, path := range []string{"/v1/mirrors/east/topics:add?dry_run=true", "/v1/mirrors/east/topics:add"} {
 		p := wantProblem(t, e.do(t, "POST", path, map[string]any{"topic": "orders|payments"}), http.StatusConflict,
-			"preflight-failed", "east.orders already hold(s) records")
+			"preflight-failed", "east.orders already holds records")
 		if len(p.Checks) != 1 || p.Checks[0].Check != "existing records" || strings.Contains(p.Checks[0].Detail, "east.payments") ||
 			!strings.Contains(p.Checks[0].Grant, "recreate") {
 			t.Fatalf("%s: failed checks %+v", path, p.Checks)

@@ -208,8 +208,12 @@ func existingRecords(ctx context.Context, cl *kgo.Client, topics []string) Resul
 		return pass(c, check, fmt.Sprintf("the %d existing topic(s) to be written are empty", len(topics)))
 	}
 	full := slices.Sorted(maps.Keys(held))
+	verb := "hold"
+	if len(full) == 1 {
+		verb = "holds"
+	}
 	return Result{Cluster: c, Check: check, Status: Fail,
-		Detail: fmt.Sprintf("%s already hold(s) records that this mirror did not write: its partitions would go FAILED", names(full)),
+		Detail: fmt.Sprintf("%s already %s records that this mirror did not write: its partitions would go FAILED", names(full), verb),
 		Grant: "add with recreate to replace the topic, or with continue if the source was mirrored from this destination " +
 			"(a failback); or mirror it under another name (topic.name.prefix, on a mirror without topics)"}
 }

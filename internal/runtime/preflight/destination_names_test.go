@@ -89,7 +89,7 @@ func TestDestinationChecksUseDestinationNames(t *testing.T) {
 	if r := row(rows, "write topics"); r.Status != preflight.Pass {
 		t.Errorf("the write check (WRITE granted on the east. names only): %+v", r)
 	}
-	if r := row(rows, "existing records"); r.Status != preflight.Fail || !strings.HasPrefix(r.Detail, "east.orders already hold(s) records") ||
+	if r := row(rows, "existing records"); r.Status != preflight.Fail || !strings.HasPrefix(r.Detail, "east.orders already holds records") ||
 		strings.Contains(r.Detail, "refunds") || r.Grant == "" {
 		t.Errorf("the records check: %+v", r)
 	}
