@@ -184,7 +184,7 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 			Grant: "check the server's destination settings"})
 	}
 	defer dst.Close()
-	return append(rows, preflight.Destination(ctx, dst, found, groups, int16(rf))...)
+	return append(rows, preflight.Destination(ctx, dst, destination.Security.Authenticated(), found, groups, int16(rf))...)
 }
 
 // replicationFactorOf checks a requested replication factor (nil: the

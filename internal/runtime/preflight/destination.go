@@ -12,12 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // Destination checks what a mirror needs of the destination for topics
 // (as Source found them) and the source's groups, creating missing topics
 // with replicationFactor (-1: the brokers' default).
-func Destination(ctx context.Context, cl *kgo.Client, topics []Topic, groups []string, replicationFactor int16) []Result {
+func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics []Topic, groups []string, replicationFactor int16) []Result {
 	const c = "destination"
 	ops, err := clusterOps(ctx, cl)
 	if err != nil {
@@ -28,6 +30,18 @@ func Destination(ctx context.Context, cl *kgo.Client, topics []Topic, groups []s
 	out := []Result{pass(c, "connect", "the cluster answers")}
 
 	hasAuthorizer, authErr := authorizer(ctx, cl)
+	answersACLs := hasAuthorizer && authErr == nil
+	if answersACLs {
+		// Answering the ACL requests is not enforcing them: the data plane
+		// reports read-only as enforced only on the same evidence.
+		enforces, err := kafkaconn.EnforcesACLs(ctx, kadm.NewClient(cl), authenticated)
+		switch {
+		case err != nil:
+			hasAuthorizer, authErr = false, err
+		case !enforces:
+			hasAuthorizer = false
+		}
+	}
 	switch {
 	case authErr != nil && !hasAuthorizer:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
@@ -41,6 +55,11 @@ func Destination(ctx context.Context, cl *kgo.Client, topics []Topic, groups []s
 		} else {
 			out = append(out, pass(c, "create and delete ACLs", "allowed"))
 		}
+	case answersACLs:
+		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
+			Detail: "none that can tell kmirror from other clients: its brokers name no authorizer (authorizer.class.name) " +
+				"and kmirror connects unauthenticated, so mirrored topics cannot be made read-only, and any client may write to them",
+			Grant: "configure an authorizer on the destination, and give kmirror a SASL or TLS client identity (a super user)"})
 	default:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
 			Detail: "none: mirrored topics cannot be made read-only, and any client may write to them",

@@ -69,7 +69,7 @@ func TestDestinationChecksUseDestinationNames(t *testing.T) {
 		for i := range found {
 			found[i].Destination, found[i].RecordsExpected = "east."+found[i].Name, expected
 		}
-		return append(rows, preflight.Destination(ctx, dstCl, found, groups, -1)...)
+		return append(rows, preflight.Destination(ctx, dstCl, true, found, groups, -1)...)
 	}
 	row := func(rows []preflight.Result, check string) preflight.Result {
 		t.Helper()

@@ -89,7 +89,7 @@ func check(t *testing.T, src, dst []grant) ([]string, []preflight.Result) {
 	}
 	dstCl, _ := clusterWith(t, dst)
 	rows, topics, groups := preflight.Source(ctx, srcCl, []string{"orders"})
-	rows = append(rows, preflight.Destination(ctx, dstCl, topics, groups, -1)...)
+	rows = append(rows, preflight.Destination(ctx, dstCl, true, topics, groups, -1)...)
 	var bad []string
 	for _, r := range rows {
 		if r.Status != preflight.Pass {
@@ -169,12 +169,53 @@ func TestMessageSizeBelowTheSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, topics, groups := preflight.Source(ctx, srcCl, []string{"orders"})
-	rows = append(rows, preflight.Destination(ctx, dstCl, topics, groups, -1)...)
+	rows = append(rows, preflight.Destination(ctx, dstCl, true, topics, groups, -1)...)
 	i := slices.IndexFunc(rows, func(r preflight.Result) bool { return r.Check == "message size limits" })
 	if i < 0 || rows[i].Status != preflight.Fail || !strings.Contains(rows[i].Detail, "orders (1000 < 2000000)") {
 		t.Fatalf("the size check: %+v\n%s", rows[max(i, 0)], describe(rows))
 	}
 	if preflight.Worst(rows) != preflight.Fail {
 		t.Fatalf("worst %s, want fail", preflight.Worst(rows))
+	}
+}
+
+// TestAuthorizerRowAgreesWithTheDataPlane: a destination that answers the
+// ACL requests but lets kmirror in unauthenticated, naming no authorizer,
+// cannot keep mirrored topics read-only; the authorizer row says so (warn),
+// as the data plane reports read_only_enforced false there, instead of
+// passing. With SASL and ACLs it passes.
+func TestAuthorizerRowAgreesWithTheDataPlane(t *testing.T) {
+	ctx := context.Background()
+	plainCluster, err := kfake.NewCluster(kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plainCluster.Close)
+	anon, err := kgo.NewClient(kgo.SeedBrokers(plainCluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(anon.Close)
+	secured, _ := clusterWith(t, destinationGrants)
+	for _, tc := range []struct {
+		name          string
+		cl            *kgo.Client
+		authenticated bool
+		want          preflight.Status
+		detail        string
+	}{
+		{"unauthenticated", anon, false, preflight.Warn, "none that can tell kmirror from other clients"},
+		{"SASL with ACLs", secured, true, preflight.Pass, "present"},
+	} {
+		var row *preflight.Result
+		rows := preflight.Destination(ctx, tc.cl, tc.authenticated, nil, nil, -1)
+		for i := range rows {
+			if rows[i].Check == "authorizer" {
+				row = &rows[i]
+			}
+		}
+		if row == nil || row.Status != tc.want || !strings.Contains(row.Detail, tc.detail) {
+			t.Errorf("%s: authorizer row %+v, want %s with %q", tc.name, row, tc.want, tc.detail)
+		}
 	}
 }
