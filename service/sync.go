@@ -247,10 +247,7 @@ func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map
 		if err != nil {
 			return err
 		}
-		dests := map[string]string{}
-		for name := range topics {
-			dests[name] = DestinationTopic(m.Config, name)
-		}
+		dests := destinationNames(m.Config, sortedKeys(topics), existing)
 		elsewhere, err := repo.TopicsWrittenElsewhere(ctx, tx, mirror, slices.Sorted(maps.Values(dests)))
 		if err != nil {
 			return err

@@ -166,11 +166,19 @@ func (p *syncPass) load() error {
 
 	if len(p.topics) > 0 {
 		dests := make([]string, 0, len(p.topics))
+		var stopped []string
 		for _, name := range sortedNames(p.topics) {
 			dests = append(dests, p.dest(name))
+			if p.topics[name].DesiredState == service.DesiredStopped {
+				stopped = append(stopped, p.dest(name))
+			}
 		}
-		if p.elsewhere, err = repo.TopicsWrittenElsewhere(p.ctx, s.cfg.Pool, p.mirror.Name, dests); err != nil {
-			return fmt.Errorf("load the destination topics other mirrors write: %w", err)
+		// Only a stopped topic's destination name can have another writer
+		// (mirror_topics_one_writer): most passes ask nothing.
+		if len(stopped) > 0 {
+			if p.elsewhere, err = repo.TopicsWrittenElsewhere(p.ctx, s.cfg.Pool, p.mirror.Name, stopped); err != nil {
+				return fmt.Errorf("load the destination topics other mirrors write: %w", err)
+			}
 		}
 		// Asked by name, so other mirrors' topics and local ones are
 		// never seen as this mirror's.

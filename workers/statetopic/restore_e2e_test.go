@@ -2,7 +2,6 @@ package statetopic
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,12 +59,12 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	aliceApp := workertest.ReadACL(kadm.NewACLs().Groups("app"), kadm.ACLPatternLiteral, "User:alice")
 	daveAppPfx := workertest.ReadACL(kadm.NewACLs().Groups("app-"), kadm.ACLPatternPrefixed, "User:dave")
 	for _, b := range []*kadm.ACLBuilder{aliceOrders, daveOrd, aliceApp, daveAppPfx} {
-		mustCreateACLs(t, ctx, src, b)
+		workertest.MustCreateACLs(t, ctx, src, b)
 	}
 	// Local destination ACLs that kmirror must never touch, one of them
 	// identical to a source ACL that the sync will create and later drop.
-	mustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics(e2eTopic), kadm.ACLPatternLiteral, "User:bob"))
-	mustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics("or"), kadm.ACLPatternPrefixed, "User:erin"))
+	workertest.MustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics(e2eTopic), kadm.ACLPatternLiteral, "User:bob"))
+	workertest.MustCreateACLs(t, ctx, dst, workertest.ReadACL(kadm.NewACLs().Topics("or"), kadm.ACLPatternPrefixed, "User:erin"))
 
 	// Committed source groups, in the middle of the diverging offsets.
 	commitGroup(t, ctx, src, "app", map[int32]int64{0: 7, 1: 13})
@@ -522,17 +521,6 @@ func adminOf(t *testing.T, conn kafkaconn.Config) *kadm.Client {
 	}
 	t.Cleanup(adm.Close)
 	return adm
-}
-
-func mustCreateACLs(t *testing.T, ctx context.Context, adm *kadm.Client, b *kadm.ACLBuilder) {
-	t.Helper()
-	res, err := adm.CreateACLs(ctx, b)
-	for _, r := range res {
-		err = errors.Join(err, r.Err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func commitGroup(t *testing.T, ctx context.Context, adm *kadm.Client, group string, at map[int32]int64) {

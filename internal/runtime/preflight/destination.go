@@ -29,24 +29,11 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 	}
 	out := []Result{pass(c, "connect", "the cluster answers")}
 
-	hasAuthorizer, authErr := authorizer(ctx, cl)
-	answersACLs := hasAuthorizer && authErr == nil
-	if answersACLs {
-		// Answering the ACL requests is not enforcing them: the data plane
-		// reports read-only as enforced only on the same evidence.
-		enforces, err := kafkaconn.EnforcesACLs(ctx, kadm.NewClient(cl), authenticated)
-		switch {
-		case err != nil:
-			hasAuthorizer, authErr = false, err
-		case !enforces:
-			hasAuthorizer = false
-		}
-	}
-	switch {
-	case authErr != nil && !hasAuthorizer:
+	switch answers, enforces, err := enforcement(ctx, cl, authenticated); {
+	case err != nil:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
-			Detail: fmt.Sprintf("could not tell whether the cluster has an authorizer: %v", authErr)})
-	case hasAuthorizer:
+			Detail: fmt.Sprintf("could not tell whether the cluster has an authorizer: %v", err)})
+	case enforces:
 		out = append(out, pass(c, "authorizer", "present: mirrored topics are kept read-only for other principals"))
 		if ok, known := allows(ops, kmsg.ACLOperationAlter); known && !ok {
 			out = append(out, Result{Cluster: c, Check: "create and delete ACLs", Status: Fail,
@@ -55,10 +42,11 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 		} else {
 			out = append(out, pass(c, "create and delete ACLs", "allowed"))
 		}
-	case answersACLs:
+	case answers:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
-			Detail: "none that can tell kmirror from other clients: its brokers name no authorizer (authorizer.class.name) " +
-				"and kmirror connects unauthenticated, so mirrored topics cannot be made read-only, and any client may write to them",
+			Detail: "none that can tell kmirror from other clients: the cluster answers ACL requests, but its brokers name no " +
+				"authorizer (authorizer.class.name empty, or not reported while kmirror connects unauthenticated), " +
+				"so mirrored topics cannot be made read-only, and any client may write to them",
 			Grant: "configure an authorizer on the destination, and give kmirror a SASL or TLS client identity (a super user)"})
 	default:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
@@ -340,4 +328,22 @@ func cmpErr(err error, rcs kadm.ResourceConfigs) error {
 		return rcs[0].Err
 	}
 	return errors.New("no broker answered")
+}
+
+// enforcement says whether the cluster answers ACL requests at all, and
+// whether it would enforce kmirror's read-only ACL on the evidence the
+// data plane's read_only_enforced rests on (kafkaconn.EnforcesACLs), so
+// that the two never disagree.
+func enforcement(ctx context.Context, cl *kgo.Client, authenticated bool) (answers, enforces bool, err error) {
+	present, err := authorizer(ctx, cl)
+	switch {
+	case err != nil && !present:
+		return false, false, err
+	case !present:
+		return false, false, nil
+	case err != nil:
+		return true, true, nil // an authorizer refused kmirror the describe itself
+	}
+	enforces, err = kafkaconn.EnforcesACLs(ctx, kadm.NewClient(cl), authenticated)
+	return true, enforces, err
 }

@@ -197,6 +197,9 @@ func TestAuthorizerRowAgreesWithTheDataPlane(t *testing.T) {
 	}
 	t.Cleanup(anon.Close)
 	secured, _ := clusterWith(t, destinationGrants)
+	// Brokers that name their authorizer decide, whatever the client:
+	// named empty, none enforces ACLs, even for an authenticated client.
+	namedNone, _ := clusterWith(t, destinationGrants, kfake.BrokerConfigs(map[string]string{"authorizer.class.name": ""}))
 	for _, tc := range []struct {
 		name          string
 		cl            *kgo.Client
@@ -206,6 +209,7 @@ func TestAuthorizerRowAgreesWithTheDataPlane(t *testing.T) {
 	}{
 		{"unauthenticated", anon, false, preflight.Warn, "none that can tell kmirror from other clients"},
 		{"SASL with ACLs", secured, true, preflight.Pass, "present"},
+		{"SASL, brokers naming no authorizer", namedNone, true, preflight.Warn, "authorizer.class.name empty"},
 	} {
 		var row *preflight.Result
 		rows := preflight.Destination(ctx, tc.cl, tc.authenticated, nil, nil, -1)
