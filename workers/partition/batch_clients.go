@@ -65,7 +65,7 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return nil, err
 	}
 	bf, err := batchfetch.New(batchfetch.Config{Client: cl, Logger: e.log.With("client", "batch fetcher", "mirror", mirror),
-		MaxWait: defaultFetchMaxWait})
+		MaxWait: defaultFetchMaxWait, Buffers: e.fetchBuffers})
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -103,7 +103,7 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 		if got.Err != nil {
 			lso = -1
 		}
-		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
+		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Buffer: got.Buffer, Err: got.Err, LSO: lso})
 	})
 	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
 }

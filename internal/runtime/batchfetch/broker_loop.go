@@ -2,12 +2,15 @@ package batchfetch
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 	"kmirror/internal/runtime/recordbatch"
 )
@@ -89,9 +92,9 @@ func (b *brokerLoop) run() {
 			}
 			continue
 		}
-		resp, err := f.cfg.Client.Broker(int(b.id)).Request(f.ctx, req)
+		resp, buf, err := b.fetch(req)
 		if err == nil {
-			err = kerr.ErrorForCode(resp.(*kmsg.FetchResponse).ErrorCode)
+			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
 		if err != nil {
 			if f.ctx.Err() != nil {
@@ -112,10 +115,48 @@ func (b *brokerLoop) run() {
 			continue
 		}
 		full := b.sessionID == 0
-		b.sessionUpdated(req, resp.(*kmsg.FetchResponse), sent)
-		b.handle(resp.(*kmsg.FetchResponse), sent, full)
+		b.sessionUpdated(req, resp, sent)
+		b.handle(resp, buf, sent, full)
+		buf.Release() // the loop's hold; a batch produced whole holds it on
 	}
 }
+
+// fetch sends a request on the loop's own connection to its broker. The
+// response's record batches lie in the returned buffer, held once.
+func (b *brokerLoop) fetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, *kafkawire.Buffer, error) {
+	f := b.f
+	conn, err := f.conns.Conn(f.ctx, b.id)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, ok := conn.Version(kmsg.Fetch.Int16(), req.MaxVersion())
+	if !ok || v < minFetchVersion {
+		return nil, nil, fmt.Errorf("broker %d takes no fetch version from %d to %d", b.id, minFetchVersion, req.MaxVersion())
+	}
+	req.SetVersion(v)
+	body, buf, err := conn.DoPooled(f.ctx, kafkawire.Request{Key: req.Key(), Version: v, Flexible: req.IsFlexible(),
+		FlexibleAnswer: req.IsFlexible(), Body: net.Buffers{req.AppendTo(nil)}, Timeout: f.cfg.MaxWait + answerMargin,
+		Pool: f.buffers})
+	if err != nil {
+		return nil, nil, err
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.SetVersion(v)
+	if err := resp.ReadFrom(body); err != nil {
+		buf.Release()
+		return nil, nil, fmt.Errorf("reading a fetch response from broker %d: %w", b.id, err)
+	}
+	return resp, buf, nil
+}
+
+// minFetchVersion is the first with isolation levels (read_committed) and
+// aborted transactions.
+const minFetchVersion = 4
+
+// answerMargin is how long past its own wait a fetch's answer is waited
+// for before the connection is given up, as kgo's request timeout
+// overhead.
+const answerMargin = 10 * time.Second
 
 // request builds the next fetch: with no session, every partition the loop
 // fetches; in a session, those whose position moved or that are new, and
@@ -234,7 +275,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 // session's response has the partitions with something to say, asked for
 // in this request or an earlier one). From v13 the response names topics
 // by id only.
-func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
+func (b *brokerLoop) handle(resp *kmsg.FetchResponse, buf *kafkawire.Buffer, sent map[leaders.TopicPartition]requested, full bool) {
 	var turns []*pieces
 	for _, t := range resp.Topics {
 		topic := t.Topic
@@ -253,7 +294,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 				}
 			}
 			if ok && r.p != nil {
-				if ps := b.prepare(tp, r, &t.Partitions[i]); ps != nil {
+				if ps := b.prepare(tp, r, &t.Partitions[i], buf); ps != nil {
 					turns = append(turns, ps)
 				}
 			}
@@ -265,7 +306,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 // prepare splits one partition's part of a response into the pieces its
 // deliver is handed, and moves the partition's position past them. It
 // returns nil when the partition is no longer fetched here.
-func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition) *pieces {
+func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition, buf *kafkawire.Buffer) *pieces {
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -280,7 +321,7 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 		return nil
 	}
 	out := Fetched{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: rp.HighWatermark,
-		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err}
+		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err, Buffer: buf}
 	if err == nil {
 		out.Batches, out.Err = recordbatch.Split(rp.RecordBatches)
 		for _, a := range rp.AbortedTransactions {

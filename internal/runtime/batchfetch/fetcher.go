@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 	"kmirror/internal/runtime/recordbatch"
 )
@@ -35,6 +36,10 @@ type Fetched struct {
 	// HighWatermark, LastStableOffset and LogStartOffset are the
 	// partition's, as the leader answered.
 	HighWatermark, LastStableOffset, LogStartOffset int64
+	// Buffer holds the Batches' bytes, lent for as long as the delivery
+	// runs: whoever keeps a batch's bytes past it (a producer sending it
+	// whole) retains the buffer first and releases it when done.
+	Buffer *kafkawire.Buffer
 	// Err ends the partition's fetching (its offset is out of range, its
 	// topic is gone, a batch is corrupt) until it is added again.
 	Err error
@@ -59,6 +64,9 @@ type Config struct {
 	// RetryBackoff spaces retries after a broker fails a request; default
 	// 250ms.
 	RetryBackoff time.Duration
+	// Buffers lends the buffers responses are read into; default a pool
+	// of the fetcher's own.
+	Buffers *kafkawire.BufferPool
 }
 
 // Fetcher fetches the partitions added to it.
@@ -66,6 +74,10 @@ type Fetcher struct {
 	cfg  Config
 	log  *slog.Logger
 	meta *leaders.Cache
+	// conns are the fetcher's own connections to the brokers, whose
+	// responses are read into buffers from buffers (kafkawire).
+	conns   *kafkawire.Brokers
+	buffers *kafkawire.BufferPool
 
 	mu    sync.Mutex
 	cond  *sync.Cond // signalled when a delivery ends
@@ -107,6 +119,8 @@ func New(cfg Config) (*Fetcher, error) {
 	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
 		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},
 		brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
+	f.conns = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), f.meta.Broker)
+	f.buffers = cmp.Or(cfg.Buffers, kafkawire.NewBufferPool())
 	f.cond = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
 	f.wg.Add(1)
@@ -155,6 +169,7 @@ func (f *Fetcher) Close() {
 	f.mu.Unlock()
 	f.stop()
 	f.wg.Wait()
+	f.conns.Close()
 }
 
 func (f *Fetcher) signal() {

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 )
 
@@ -83,10 +84,14 @@ type Producer struct {
 	// bump: a partition's sequence broke (the broker refused one); the
 	// next send first takes a new epoch, which starts every partition's
 	// sequence at 0.
-	bump   bool
-	parts  map[topicPartition]*partition
-	meta   *leaders.Cache
-	closed bool
+	bump  bool
+	parts map[topicPartition]*partition
+	meta  *leaders.Cache
+	// brokers are the producer's own connections: a request's batches
+	// are written from where they lie, not copied into kgo's request
+	// buffer (kafkawire).
+	brokers *kafkawire.Brokers
+	closed  bool
 
 	// answers are the promises to call, in the order their results were
 	// decided under mu; one goroutine calls them (answer), so a partition's
@@ -145,6 +150,7 @@ func New(cfg Config) (*Producer, error) {
 		meta: leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{}),
 		answerWake: make(chan struct{}, 1), answered: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.brokers = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), p.meta.Broker)
 	go p.run()
 	go p.answer()
 	return p, nil
@@ -245,6 +251,7 @@ func (p *Producer) Close() {
 	close(p.done)
 	p.cancel()
 	p.inFlight.Wait()
+	p.brokers.Close()
 	// Every result is decided: the answers end once they are called.
 	p.mu.Lock()
 	p.answersDone = true
@@ -365,54 +372,49 @@ func (p *Producer) dispatch() (next time.Time) {
 			st.sending = head
 			sent = append(sent, st)
 		}
-		req := p.request(sent, leaderOf)
 		p.inFlight.Add(1)
-		go p.send(broker, req, sent)
+		go p.send(broker, p.request(sent), sent)
 	}
 	p.mu.Unlock()
 	return next
 }
 
-// request is one produce request of the batches the partitions send.
-func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leaders.Leader) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.Acks, req.TimeoutMillis = -1, int32(p.cfg.RequestTimeout.Milliseconds())
+// request is one produce request's topics: the batches the partitions
+// send.
+func (p *Producer) request(sent []*partition) []kafkawire.ProduceTopic {
+	var topics []kafkawire.ProduceTopic
 	index := map[string]int{}
 	for _, st := range sent {
 		i, ok := index[st.tp.Topic]
 		if !ok {
-			t := kmsg.NewProduceRequestTopic()
-			t.Topic, t.TopicID = st.tp.Topic, leaderOf[st.tp].TopicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
+			topics = append(topics, kafkawire.ProduceTopic{Topic: st.tp.Topic})
+			i = len(topics) - 1
 			index[st.tp.Topic] = i
 		}
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition, rp.Records = st.tp.Partition, st.sending.raw
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		topics[i].Partitions = append(topics[i].Partitions, kafkawire.ProducePartition{Partition: st.tp.Partition, Records: st.sending.raw})
 	}
-	return req
+	return topics
 }
 
+// answerMargin is how long past the broker's own timeout a produce's
+// answer is waited for before the connection is given up, as kgo's
+// request timeout overhead.
+const answerMargin = 10 * time.Second
+
 // send issues one request and settles each of its partitions' batches.
-func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
+func (p *Producer) send(broker int32, topics []kafkawire.ProduceTopic, sent []*partition) {
 	defer p.inFlight.Done()
 	defer p.signal()
-	resp, err := p.cfg.Client.Broker(int(broker)).Request(p.ctx, req)
+	conn, err := p.brokers.Conn(p.ctx, broker)
+	var resp *kmsg.ProduceResponse
+	if err == nil {
+		resp, err = kafkawire.Produce(p.ctx, conn, p.cfg.RequestTimeout, p.cfg.RequestTimeout+answerMargin, topics)
+	}
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
 	if err == nil {
-		// From v13 the response names topics by id only.
-		names := map[[16]byte]string{}
-		for _, t := range req.Topics {
-			names[t.TopicID] = t.Topic
-		}
-		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
-			topic := t.Topic
-			if topic == "" {
-				topic = names[t.TopicID]
-			}
+		for _, t := range resp.Topics {
 			for _, rp := range t.Partitions {
-				codes[topicPartition{Topic: topic, Partition: rp.Partition}] = rp
+				codes[topicPartition{Topic: t.Topic, Partition: rp.Partition}] = rp
 			}
 		}
 	}

@@ -1,0 +1,122 @@
+package kafkawire_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/kafkawire"
+)
+
+func newCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kgo.Client) {
+	t.Helper()
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(4, "orders")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return c, cl
+}
+
+func produceOne(t *testing.T, conn *kafkawire.Conn, p int32, prefix string, n int) (*kmsg.ProduceResponse, error) {
+	return kafkawire.Produce(t.Context(), conn, 5*time.Second, 0, []kafkawire.ProduceTopic{
+		{Topic: "orders", Partitions: []kafkawire.ProducePartition{{Partition: p, Records: batch(prefix, n)}}}})
+}
+
+// TestRequestsFromManyGoroutinesShareAConnection: requests written from
+// several goroutines at once each get their own answer, and every batch
+// lands once.
+func TestRequestsFromManyGoroutinesShareAConnection(t *testing.T) {
+	t.Parallel()
+	_, cl := newCluster(t)
+	conn := dial(t, cl)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for range 25 {
+				resp, err := produceOne(t, conn, int32(g), "x", 2)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if got := resp.Topics[0].Partitions[0]; got.Partition != int32(g) || got.ErrorCode != 0 {
+					t.Errorf("goroutine %d got the answer for partition %d (error %d)", g, got.Partition, got.ErrorCode)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for p := range int32(4) {
+		if got := readValues(t, cl, "orders", p, 50); len(got) != 50 {
+			t.Errorf("orders/%d holds %d records, want 50", p, len(got))
+		}
+	}
+}
+
+// TestBrokenConnectionFailsWhatWaits: a broker that drops the connection
+// while requests wait fails them (none hangs), and the next request goes
+// on a new connection.
+func TestBrokenConnectionFailsWhatWaits(t *testing.T) {
+	t.Parallel()
+	c, cl := newCluster(t)
+	b := brokersOf(t, cl)
+	conn, err := b.Conn(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		return nil, errors.New("dropped"), true // kfake closes the connection
+	})
+	if _, err := produceOne(t, conn, 0, "lost", 1); err == nil {
+		t.Fatal("a produce on a dropped connection succeeded")
+	}
+	if conn.Usable() {
+		t.Fatal("the dropped connection is still usable")
+	}
+	again, err := b.Conn(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again == conn {
+		t.Fatal("Brokers handed out the dropped connection again")
+	}
+	if resp, err := produceOne(t, again, 0, "kept", 1); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce on the new connection: %v", err)
+	}
+}
+
+// TestSilentBrokerTimesOut: an answer that does not come within the
+// request's timeout fails the request and the connection.
+func TestSilentBrokerTimesOut(t *testing.T) {
+	t.Parallel()
+	c, cl := newCluster(t)
+	conn := dial(t, cl)
+	release := make(chan struct{})
+	defer close(release)
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		<-release
+		return nil, nil, false
+	})
+	start := time.Now()
+	_, err := kafkawire.Produce(t.Context(), conn, time.Second, 300*time.Millisecond, []kafkawire.ProduceTopic{
+		{Topic: "orders", Partitions: []kafkawire.ProducePartition{{Partition: 0, Records: batch("late", 1)}}}})
+	if err == nil {
+		t.Fatal("a produce the broker never answered succeeded")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("gave up after %s, want about 300ms", took)
+	}
+	if conn.Usable() {
+		t.Fatal("the connection is still usable after a timeout")
+	}
+}
