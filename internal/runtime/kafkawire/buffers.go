@@ -24,10 +24,10 @@ type BufferPool struct {
 var PoisonReleased bool
 
 // Buffers up to minPooled bytes are made afresh (zeroing them costs
-// little); maxIdle bounds the bytes a pool keeps unused.
+// little); maxIdleBytes bounds the bytes a pool keeps unused.
 const (
-	minPooled = 64 << 10
-	maxIdle   = 64 << 20
+	minPooled    = 64 << 10
+	maxIdleBytes = 64 << 20
 )
 
 // NewBufferPool returns an empty pool.
@@ -102,7 +102,7 @@ func (p *BufferPool) put(b *Buffer) {
 	class := len(b.b)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.idle+class > maxIdle {
+	if p.idle+class > maxIdleBytes {
 		return // the collector has it
 	}
 	p.free[class] = append(p.free[class], b)

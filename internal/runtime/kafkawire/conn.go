@@ -55,6 +55,9 @@ type Conn struct {
 	// calls are the requests written and not answered yet, in order.
 	calls chan *call
 
+	// active is when a request was last written or answered (unix ns).
+	active atomic.Int64
+
 	dieOnce sync.Once
 	dead    chan struct{}
 	err     error // why it died; set before dead closes
@@ -87,6 +90,7 @@ const maxInFlight = 64
 func newConn(nc net.Conn, broker kgo.BrokerMetadata, hooks []kgo.Hook, clientID string) *Conn {
 	c := &Conn{nc: nc, broker: broker, hooks: hooks, clientID: clientID, calls: make(chan *call, maxInFlight),
 		dead: make(chan struct{})}
+	c.active.Store(time.Now().UnixNano())
 	go c.read()
 	return c
 }
@@ -104,15 +108,23 @@ func (c *Conn) Version(key, ours int16) (int16, bool) {
 	return min(ours, v[1]), true
 }
 
-// Usable reports whether the connection still takes requests.
+// Usable reports whether the connection still takes requests: it is not
+// broken or closing, its SASL session is not due, and it was used lately.
 func (c *Conn) Usable() bool {
 	select {
 	case <-c.dead:
 		return false
 	default:
 	}
-	return !c.draining.Load() && (c.renewAt.IsZero() || time.Now().Before(c.renewAt))
+	now := time.Now()
+	return !c.draining.Load() && (c.renewAt.IsZero() || now.Before(c.renewAt)) &&
+		now.Sub(time.Unix(0, c.active.Load())) < maxIdleTime
 }
+
+// maxIdleTime is how long a connection may sit unused and still be used:
+// brokers close connections idle for connections.max.idle.ms (10 minutes
+// by default), which the next request would learn only by failing.
+const maxIdleTime = 5 * time.Minute
 
 // Close ends the connection; requests waiting fail with ErrClosed.
 func (c *Conn) Close() { c.die(ErrClosed) }
@@ -207,6 +219,7 @@ func (c *Conn) write(cl *call, r Request) error {
 		return err
 	}
 	cl.writtenAt = time.Now()
+	c.active.Store(cl.writtenAt.UnixNano())
 	// Queued in the order written (under wmu), the order of the answers.
 	select {
 	case c.calls <- cl:
@@ -265,6 +278,7 @@ func (c *Conn) read() {
 			c.failQueued()
 			return
 		}
+		c.active.Store(time.Now().UnixNano())
 		c.wmu.Lock()
 		c.waiting--
 		if c.draining.Load() && c.waiting == 0 {
