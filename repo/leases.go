@@ -270,12 +270,13 @@ type LeaseDemand struct {
 	// Mirrors counts the mirrors, each needing a metadata-sync lease.
 	Mirrors int
 	// LiveInstances counts the instances with a live session that take
-	// leases, always including the asking instance.
+	// leases and are not stopping, always including the asking instance.
 	LiveInstances int
 }
 
 // LeasesCountDemand counts, in one statement, the active partitions, the
-// mirrors and the instances with a live session that take leases.
+// mirrors and the instances with a live session that take leases and
+// have not begun to stop.
 // instanceID counts as live whatever its session says.
 func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDemand, error) {
 	var d LeaseDemand
@@ -284,7 +285,8 @@ func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDem
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE `+activePartition+`),
 		(SELECT count(*) FROM mirrors WHERE `+syncableMirror+`),
-		1 + (SELECT count(*) FROM instances WHERE id <> $1 AND takes_leases AND session_expires_at > now())`,
+		1 + (SELECT count(*) FROM instances
+			WHERE id <> $1 AND takes_leases AND stopped_at IS NULL AND session_expires_at > now())`,
 		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
 	return d, interpret(err)
 }

@@ -270,13 +270,18 @@ func (m *Manager) Stop() {
 	m.halted = true // the loop has ended: Stop's own statements from here
 	m.cutPasses()
 
+	// Marked stopped first: the other instances no longer count this one
+	// in their fair share (LeasesCountDemand), so each lease it releases
+	// below is theirs to take at once, not only once its session closes
+	// (a second later at thousands of partitions, or never if a write is
+	// left in flight). Its session still guards what it holds.
+	m.markStopped()
 	for _, s := range m.sets {
 		m.handBack(s, s.all())
 	}
 	if m.awaitReleases() {
 		m.closeSession()
 	}
-	m.markStopped()
 }
 
 // register records the instance, reviving a stopped id.

@@ -876,3 +876,49 @@ func TestLeaseManagerRegisterWaitsOutAStall(t *testing.T) {
 		t.Errorf("instances after start: %+v, want slow registered", list)
 	}
 }
+
+// TestLeaseManagerStoppingInstanceLeavesTheShareFirst: an instance that
+// stops gracefully is out of the fair share as soon as it begins, so the
+// others take each lease it releases at once. Here one of b's partitions
+// still has writes in flight, so b cannot close its session and leaves it
+// to expire (15 s); a takes every other partition within 2 s regardless.
+// Counted in the share until its session ended, b left a with half of
+// them until the expiry.
+func TestLeaseManagerStoppingInstanceLeavesTheShareFirst(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	slow := nodeOpts{ttl: 15 * time.Second, renew: 5 * time.Second, margin: 5 * time.Second}
+	a := startNode(t, dbURL, "a", reg, slow)
+	b := startNode(t, dbURL, "b", reg, slow)
+	waitShares(t, 45*time.Second, a, b)
+	for _, n := range []*node{a, b} {
+		select {
+		case <-n.notes.Listening():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the notifier does not LISTEN", n.id)
+		}
+	}
+	var stuck Key
+	for k := range b.runner.partitions() {
+		stuck = k
+		break
+	}
+	b.runner.setUnsettled(map[Key]bool{stuck: true})
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() { // it waits for the write in flight as long as it may
+		defer close(stopped)
+		b.mgr.Stop()
+	}()
+	defer func() { <-stopped }()
+	waitFor(t, 2*time.Second, "a to take every partition but the one still in flight on b", func() (bool, string) {
+		n := len(a.runner.partitions())
+		return n == activeInFixture-1, fmt.Sprint(n, " running on a")
+	})
+	t.Logf("a ran %d partitions %s after b began to stop", activeInFixture-1, time.Since(start).Round(time.Millisecond))
+	if a.runner.partitions()[stuck] != nil {
+		t.Fatalf("a took %s, whose writes on b were in flight", stuck)
+	}
+}
