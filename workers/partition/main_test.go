@@ -1,8 +1,8 @@
 package partition_test
 
 import (
+	"flag"
 	"os"
-	"strings"
 	"testing"
 
 	"kmirror/internal/devenv/devcluster"
@@ -21,11 +21,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testdb.Main(m))
 }
 
+// benchmarking reports whether the run was given -test.bench.
 func benchmarking() bool {
-	for _, a := range os.Args[1:] {
-		if strings.HasPrefix(a, "-test.bench=") && a != "-test.bench=" {
-			return true
-		}
-	}
-	return false
+	flag.Parse()
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }
