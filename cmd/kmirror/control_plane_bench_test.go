@@ -43,7 +43,8 @@ const (
 	// stopped: rows to page through that no worker leases.
 	bulkPartitions = 10_000
 	// backlogRecords are produced to the bench topic (3 partitions) while
-	// it is paused before each throughput measurement.
+	// it is paused before each throughput measurement, unless
+	// KMIRROR_BENCH_BACKLOG_RECORDS says.
 	backlogRecords = 1_500_000
 	backlogValue   = 100 // bytes
 )
@@ -84,7 +85,21 @@ const (
 // each actor calls from a loopback address of its own, so it is a caller
 // of its own, and when answered 429 it waits as Retry-After says.
 // KMIRROR_BENCH_DRAIN_PAIRS (default 4) sets how many loaded drains there
-// are. Run with -benchtime=1x (one iteration whatever b.N):
+// are, KMIRROR_BENCH_BACKLOG_RECORDS (default 1,500,000) the records of
+// each drain: a 1.5M drain lasts 0.3-0.8 s, and single ones swing 3-5x;
+// 6,000,000 times the steady copy rather than its start.
+//
+// With -v it logs each drain's breakdown (control_plane_drains_test.go):
+// when each partition of bench copied its first and last record, and the
+// CPU of this process, the clusters' process, Postgres and the machine,
+// and the machine's CPU pressure (PSI), over the drain and over the 800 ms
+// before its resume (the load alone). For the profile of issue 28 item 7:
+// KMIRROR_BENCH_BURN=<cores> loads the loaded drains with child processes
+// that only burn that much CPU instead of the clients;
+// KMIRROR_BENCH_TRACE=<dir> writes a runtime/trace of each drain there;
+// KMIRROR_BENCH_PGSTATS=1 logs what Postgres did a second under the load
+// (pg_stat_user_tables). Run with -benchtime=1x (one iteration whatever
+// b.N):
 //
 //	go test ./cmd/kmirror -run '^$' -bench ControlPlaneUnderLoad -benchtime=1x
 func BenchmarkControlPlaneUnderLoad(b *testing.B) {
@@ -174,6 +189,19 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 	totalRows := mirrorParts + bulkPartitions
 
 	fill := newBacklogFiller(b, srv.clusters.SourceAddr(), srv.clusters.DestinationAddr())
+	fill.records = envInt("KMIRROR_BENCH_BACKLOG_RECORDS", backlogRecords) / 3 * 3
+	// Larger backlogs are deleted from the source after each drain: kfake
+	// keeps every record in memory.
+	fill.trim = fill.records != backlogRecords
+	drains := &drainLog{tb: b}
+	// KMIRROR_BENCH_BURN (cores, e.g. 0.6) loads the loaded drains with
+	// child processes that only burn that much CPU instead of the 50
+	// clients: what CPU alone takes from the copy.
+	burn := envFloat("KMIRROR_BENCH_BURN", 0)
+	// KMIRROR_BENCH_PGSTATS=1 logs what Postgres did a second under the
+	// load, from a second of each loaded round after its drain.
+	pgStats := os.Getenv("KMIRROR_BENCH_PGSTATS") != ""
+	var pgLoaded [][2]tableStats
 	load := &controlPlaneLoad{tb: b, c: c, actorTopics: actorTopics, totalRows: totalRows, interval: interval, limits: limits,
 		walkers: make([]walker, loadReaders), latency: map[string][]time.Duration{}, lastDesired: map[string]string{}}
 	// drain pauses bench, fills its backlog, resumes it and returns the
@@ -190,24 +218,47 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 		var window <-chan time.Time
 		if loaded {
 			window = time.After(loadWindow)
-			stop = load.start()
+			if burn > 0 {
+				stop = startBurner(b, burn)
+			} else {
+				stop = load.start()
+			}
 		}
 		// Every client is running by now; idle drains wait as long, so
 		// that neither starts while the fill's memory is still given back.
-		time.Sleep(time.Second)
+		// The CPU of the last 800 ms of it is the load's alone.
+		time.Sleep(200 * time.Millisecond)
+		cpuLoad := sampleCPU(srv.clusters)
+		time.Sleep(800 * time.Millisecond)
+		stopTrace := drainTrace(b, len(drains.drains)+1, loaded)
+		cpu0 := sampleCPU(srv.clusters)
+		resumed := time.Now()
 		c.post("/v1/mirrors/m/topics:resume", `{"topic":"bench"}`)
-		rate, err := fill.awaitCopied(srcEnd, time.Minute)
+		resumeTook := time.Since(resumed)
+		timing, err := fill.awaitCopied(srcEnd, resumed, time.Minute)
+		cpu1 := sampleCPU(srv.clusters)
+		stopTrace()
 		if err != nil {
 			if stop != nil {
 				stop()
 			}
 			b.Fatalf("%v\n%s\nserver log: %s\ngoroutines: %s", err, stallReport(b, pool), logFile.Name(), dumpGoroutines(b))
 		}
+		timing.resumeTook = resumeTook
+		drains.add(loaded, timing, cpuLoad.to(cpu0), cpu0.to(cpu1))
 		if loaded {
 			<-window
+			if pgStats {
+				before := readTableStats(b, pool)
+				time.Sleep(time.Second)
+				pgLoaded = append(pgLoaded, [2]tableStats{before, readTableStats(b, pool)})
+			}
 			stop()
 		}
-		return rate
+		if fill.trim {
+			fill.deleteCopied(srcEnd)
+		}
+		return timing.rate()
 	}
 
 	b.Logf("load average at the start: %s", loadAverage())
@@ -224,10 +275,21 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 	}
 	b.StopTimer()
 	b.Logf("load average at the end: %s", loadAverage())
+	drains.summary()
+	if len(pgLoaded) > 0 {
+		logTableStats(b, pgLoaded[len(pgLoaded)/2][0], pgLoaded[len(pgLoaded)/2][1], 1)
+	}
 
 	checkSettled(b, hc, srv.base, pool, load.lastDesired, mirrorParts)
 
 	b.ReportMetric(0, "ns/op")
+	if burn > 0 {
+		b.Logf("loaded drains burned %.2f cores instead of running the clients", burn)
+		load.elapsed = time.Second // no requests: zero rates
+		for _, op := range []string{"page", "pause", "resume"} {
+			load.latency[op] = []time.Duration{0}
+		}
+	}
 	b.Logf("control plane: %d readers and %d actors for %s in all; %d rows per walk", loadReaders, loadActors, load.elapsed.Round(time.Millisecond), totalRows)
 	b.Logf("%-7s %8s %8s %8s %8s %8s", "op", "count", "req/s", "p50-ms", "p99-ms", "max-ms")
 	total := 0
@@ -263,7 +325,7 @@ func benchControlPlane(b *testing.B, interval time.Duration, limits bool) {
 		return strings.Join(out, " ")
 	}
 	b.Logf("mirroring %d records per drain, records/s: idle %s (median %.0fk), loaded %s (median %.0fk): drop %.1f%%",
-		backlogRecords, thousands(idle), median(idle)/1000, thousands(loaded), median(loaded)/1000, 100*drop)
+		fill.records, thousands(idle), median(idle)/1000, thousands(loaded), median(loaded)/1000, 100*drop)
 	if load.conflicts > 0 || len(load.failures) > 0 {
 		b.Errorf("%d 409 answers and %d other failures under load, want none; first: %v", load.conflicts, len(load.failures),
 			load.failures[:min(len(load.failures), 5)])
@@ -593,6 +655,8 @@ func createTopics(tb testing.TB, adm *kadm.Client, partitions int32, topics ...s
 // for the destination to hold them.
 type backlogFiller struct {
 	tb       testing.TB
+	records  int  // per drain, a multiple of 3
+	trim     bool // delete each backlog from the source once copied
 	producer *kgo.Client
 	src, dst *kadm.Client
 	values   [][]byte
@@ -616,14 +680,14 @@ func newBacklogFiller(tb testing.TB, source, destination string) *backlogFiller 
 	return f
 }
 
-// produce writes backlogRecords round-robin over bench's 3 partitions and
+// produce writes f.records round-robin over bench's 3 partitions and
 // returns the source's end offsets.
 func (f *backlogFiller) produce() map[int32]int64 {
 	f.tb.Helper()
 	ctx := context.Background()
 	var mu sync.Mutex
 	var firstErr error
-	for i := range backlogRecords {
+	for i := range f.records {
 		f.producer.Produce(ctx, &kgo.Record{Topic: "bench", Partition: int32(i % 3), Value: f.values[i%len(f.values)]}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
@@ -655,37 +719,61 @@ func (f *backlogFiller) ends(adm *kadm.Client) map[int32]int64 {
 }
 
 // awaitCopied polls the destination until each partition of bench reaches
-// the source's end offset, and returns the records/s copied from the first
-// poll that saw progress to the last: the copy's rate, without the
-// resume's round trip and the partitions' alignment before it.
-func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, timeout time.Duration) (float64, error) {
+// the source's end offset. The copy's rate is the records/s from the first
+// poll that saw progress to the last (drainTiming.rate), without the
+// resume's round trip and the partitions' alignment before it; the times
+// are counted from resumed, when the resume was sent.
+func (f *backlogFiller) awaitCopied(srcEnd map[int32]int64, resumed time.Time, timeout time.Duration) (drainTiming, error) {
 	f.tb.Helper()
 	deadline := time.Now().Add(timeout)
-	copied := func(dst map[int32]int64) (n int64) {
-		for p, end := range srcEnd {
-			n += backlogRecords/int64(len(srcEnd)) - max(end-dst[p], 0)
-		}
-		return n
-	}
+	per := int64(f.records) / int64(len(srcEnd))
+	t := drainTiming{records: int64(f.records), partStart: map[int32]time.Duration{}, partDone: map[int32]time.Duration{}}
 	var firstAt time.Time
-	var first int64
 	for {
 		dst := f.ends(f.dst)
-		n := copied(dst)
+		var n int64
 		now := time.Now()
-		if firstAt.IsZero() && n > 0 {
-			firstAt, first = now, n
-		}
-		if n == backlogRecords {
-			if now.Sub(firstAt) < 100*time.Millisecond {
-				return 0, errors.New("the backlog was copied within one poll: too small to time")
+		for p, end := range srcEnd {
+			got := per - max(end-dst[p], 0)
+			n += got
+			if _, ok := t.partStart[p]; !ok && got > 0 {
+				t.partStart[p] = now.Sub(resumed)
 			}
-			return float64(n-first) / now.Sub(firstAt).Seconds(), nil
+			if _, ok := t.partDone[p]; !ok && got == per {
+				t.partDone[p] = now.Sub(resumed)
+			}
+		}
+		if firstAt.IsZero() && n > 0 {
+			firstAt, t.first, t.firstAt = now, n, now.Sub(resumed)
+		}
+		if n == t.records {
+			t.lastAt = now.Sub(resumed)
+			if now.Sub(firstAt) < 100*time.Millisecond {
+				return t, errors.New("the backlog was copied within one poll: too small to time")
+			}
+			return t, nil
 		}
 		if now.After(deadline) {
-			return 0, fmt.Errorf("the copy stalled: the destination holds %v after %s, the source %v", dst, timeout, srcEnd)
+			return t, fmt.Errorf("the copy stalled: the destination holds %v after %s, the source %v", dst, timeout, srcEnd)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// deleteCopied deletes the source's records up to ends, so that kfake
+// does not keep every larger backlog.
+func (f *backlogFiller) deleteCopied(ends map[int32]int64) {
+	f.tb.Helper()
+	var offs kadm.Offsets
+	for p, end := range ends {
+		offs.Add(kadm.Offset{Topic: "bench", Partition: p, At: end})
+	}
+	res, err := f.src.DeleteRecords(context.Background(), offs)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		f.tb.Fatalf("delete the copied backlog: %v", err)
 	}
 }
 

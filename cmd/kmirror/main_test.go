@@ -10,5 +10,6 @@ import (
 
 func TestMain(m *testing.M) {
 	devcluster.ServeIfChild() // the control-plane benchmark's clusters, when re-executed as their process
+	burnIfChild()             // its CPU burner (KMIRROR_BENCH_BURN)
 	os.Exit(testdb.Main(m))
 }
