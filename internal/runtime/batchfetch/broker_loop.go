@@ -31,6 +31,14 @@ type brokerLoop struct {
 	changed map[leaders.TopicPartition]struct{}
 	names   map[[16]byte]string
 	wake    chan struct{}
+	// polling: a request of the loop is in flight, maybe a long poll of
+	// quiet partitions. A partition added meanwhile would wait it out (up
+	// to MaxWait, at every resume and take-over), so it is fetched at once
+	// on a connection of its own (side) until the loop can ask for it.
+	// sideWant are those partitions; both guarded by f.mu.
+	polling  bool
+	sideWant map[leaders.TopicPartition]struct{}
+	sideWake chan struct{}
 
 	// The session, the loop's own: its id and next epoch (id 0: none),
 	// and the position it holds for each partition.
@@ -50,7 +58,8 @@ type sessionEntry struct {
 func newBrokerLoop(f *Fetcher, id int32) *brokerLoop {
 	return &brokerLoop{f: f, id: id, assigned: map[leaders.TopicPartition]leaders.Leader{},
 		changed: map[leaders.TopicPartition]struct{}{}, names: map[[16]byte]string{},
-		wake: make(chan struct{}, 1), inSession: map[leaders.TopicPartition]sessionEntry{}}
+		wake: make(chan struct{}, 1), inSession: map[leaders.TopicPartition]sessionEntry{},
+		sideWant: map[leaders.TopicPartition]struct{}{}, sideWake: make(chan struct{}, 1)}
 }
 
 // add and drop change what the loop fetches; f.mu is held.
@@ -59,6 +68,13 @@ func (b *brokerLoop) add(tp leaders.TopicPartition, l leaders.Leader) {
 	b.names[l.TopicID] = tp.Topic
 	b.changed[tp] = struct{}{}
 	b.signal()
+	if b.polling {
+		b.sideWant[tp] = struct{}{}
+		select {
+		case b.sideWake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (b *brokerLoop) drop(tp leaders.TopicPartition) {
@@ -83,6 +99,8 @@ type requested struct {
 func (b *brokerLoop) run() {
 	f := b.f
 	defer f.wg.Done()
+	f.wg.Add(1)
+	go b.side()
 	for f.ctx.Err() == nil {
 		req, sent := b.request()
 		if req == nil {
@@ -92,7 +110,10 @@ func (b *brokerLoop) run() {
 			}
 			continue
 		}
-		resp, buf, err := b.fetch(req)
+		resp, buf, err := b.fetch(f.conns, req)
+		f.mu.Lock()
+		b.polling = false
+		f.mu.Unlock()
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
@@ -123,9 +144,9 @@ func (b *brokerLoop) run() {
 
 // fetch sends a request on the loop's own connection to its broker. The
 // response's record batches lie in the returned buffer, held once.
-func (b *brokerLoop) fetch(req *kmsg.FetchRequest) (*kmsg.FetchResponse, *kafkawire.Buffer, error) {
+func (b *brokerLoop) fetch(conns *kafkawire.Brokers, req *kmsg.FetchRequest) (*kmsg.FetchResponse, *kafkawire.Buffer, error) {
 	f := b.f
-	conn, err := f.conns.Conn(f.ctx, b.id)
+	conn, err := conns.Conn(f.ctx, b.id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -174,19 +195,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 	sent := map[leaders.TopicPartition]requested{}
 	topics := map[string]int{}
 	ask := func(tp leaders.TopicPartition, l leaders.Leader, p *partition) {
-		sent[tp] = requested{p: p, offset: p.offset}
-		i, ok := topics[tp.Topic]
-		if !ok {
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic, t.TopicID = tp.Topic, l.TopicID
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			topics[tp.Topic] = i
-		}
-		fp := kmsg.NewFetchRequestTopicPartition()
-		fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = tp.Partition, p.offset, f.cfg.PartitionMaxBytes
-		fp.CurrentLeaderEpoch, fp.LogStartOffset, fp.LastFetchedEpoch = l.Epoch, -1, -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+		askFor(req, topics, sent, tp, l, p, f.cfg.PartitionMaxBytes)
 	}
 	forgotten := map[string]int{}
 	forget := func(tp leaders.TopicPartition, e sessionEntry) {
@@ -203,13 +212,22 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 	if b.sessionID == 0 {
 		clear(b.inSession)
 		for tp, l := range b.assigned {
-			if p := b.fetching(tp); p != nil {
+			if p := b.fetching(tp); p != nil && !p.side {
 				ask(tp, l, p)
+			}
+		}
+		for tp := range b.changed {
+			if p := b.fetching(tp); p == nil || !p.side {
+				delete(b.changed, tp)
 			}
 		}
 	} else {
 		for tp := range b.changed {
 			p := b.fetching(tp)
+			if p != nil && p.side {
+				continue // fetched on the side; asked for once it is back
+			}
+			delete(b.changed, tp)
 			e, inSession := b.inSession[tp]
 			switch {
 			case p != nil && (!inSession || e.offset != p.offset || e.p != p):
@@ -219,13 +237,115 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 			}
 		}
 	}
-	clear(b.changed)
 	// A session's request naming nothing still asks for what the session
 	// holds: it is the next long poll.
 	if len(sent) == 0 && len(req.ForgottenTopics) == 0 && (b.sessionID == 0 || len(b.inSession) == 0) {
 		return nil, nil
 	}
+	b.polling = true
 	return req, sent
+}
+
+// askFor adds a partition to a fetch request at its position, and to
+// sent.
+func askFor(req *kmsg.FetchRequest, topics map[string]int, sent map[leaders.TopicPartition]requested,
+	tp leaders.TopicPartition, l leaders.Leader, p *partition, maxBytes int32) {
+	sent[tp] = requested{p: p, offset: p.offset}
+	i, ok := topics[tp.Topic]
+	if !ok {
+		t := kmsg.NewFetchRequestTopic()
+		t.Topic, t.TopicID = tp.Topic, l.TopicID
+		req.Topics = append(req.Topics, t)
+		i = len(req.Topics) - 1
+		topics[tp.Topic] = i
+	}
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = tp.Partition, p.offset, maxBytes
+	fp.CurrentLeaderEpoch, fp.LogStartOffset, fp.LastFetchedEpoch = l.Epoch, -1, -1
+	req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
+}
+
+// side fetches, on a connection of its own and without a session, the
+// partitions added while the loop's request is in flight: at once, and
+// again while they have more and that request is still out. Then they are
+// the loop's again, asked for at their new positions in its next request.
+func (b *brokerLoop) side() {
+	f := b.f
+	defer f.wg.Done()
+	for {
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-b.sideWake:
+		}
+		for f.ctx.Err() == nil {
+			req, sent := b.sideRequest()
+			if req == nil {
+				break
+			}
+			resp, buf, err := b.fetch(f.sideConns, req)
+			if err == nil {
+				err = kerr.ErrorForCode(resp.ErrorCode)
+			}
+			if err == nil {
+				b.handle(resp, buf, sent, true)
+			}
+			buf.Release()
+			b.sideDone(sent, err == nil)
+			if err != nil {
+				if f.ctx.Err() == nil {
+					f.log.Debug("batch fetcher: a fetch of added partitions failed; the loop asks for them", "broker", b.id, "err", err)
+				}
+				break
+			}
+		}
+	}
+}
+
+// sideRequest builds a side fetch of the partitions waiting for one, or
+// returns nil if there are none or the loop's request has come back.
+func (b *brokerLoop) sideRequest() (*kmsg.FetchRequest, map[leaders.TopicPartition]requested) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !b.polling {
+		clear(b.sideWant)
+		return nil, nil
+	}
+	req := kmsg.NewPtrFetchRequest()
+	// No session (epoch -1), and no wait: what is there now.
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = -1, 0, 1, f.cfg.MaxBytes, 1
+	req.SessionID, req.SessionEpoch = 0, -1
+	sent := map[leaders.TopicPartition]requested{}
+	topics := map[string]int{}
+	for tp := range b.sideWant {
+		if p := b.fetching(tp); p != nil && !p.side {
+			p.side = true
+			askFor(req, topics, sent, tp, b.assigned[tp], p, f.cfg.PartitionMaxBytes)
+		}
+	}
+	clear(b.sideWant)
+	if len(sent) == 0 {
+		return nil, nil
+	}
+	return req, sent
+}
+
+// sideDone hands a side fetch's partitions back to the loop, and asks
+// again on the side for those that had something while the loop's
+// request is still out.
+func (b *brokerLoop) sideDone(sent map[leaders.TopicPartition]requested, ok bool) {
+	f := b.f
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp, r := range sent {
+		r.p.side = false
+		b.changed[tp] = struct{}{}
+		if ok && b.polling && f.parts[tp] == r.p && !r.p.stopped && r.p.offset != r.offset {
+			b.sideWant[tp] = struct{}{}
+		}
+	}
+	b.signal()
 }
 
 // fetching returns the partition if this loop fetches it; f.mu is held.

@@ -76,8 +76,8 @@ type Fetcher struct {
 	meta *leaders.Cache
 	// conns are the fetcher's own connections to the brokers, whose
 	// responses are read into buffers from buffers (kafkawire).
-	conns   *kafkawire.Brokers
-	buffers *kafkawire.BufferPool
+	conns, sideConns *kafkawire.Brokers
+	buffers          *kafkawire.BufferPool
 
 	mu    sync.Mutex
 	cond  *sync.Cond // signalled when a delivery ends
@@ -104,6 +104,9 @@ type partition struct {
 	// stopped: an error was delivered; it is not fetched again.
 	stopped    bool
 	delivering bool
+	// side: its broker loop's side fetch has it (brokerLoop.side); the
+	// loop does not ask for it meanwhile.
+	side bool
 }
 
 // New returns a started Fetcher.
@@ -120,6 +123,7 @@ func New(cfg Config) (*Fetcher, error) {
 		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},
 		brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
 	f.conns = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), f.meta.Broker)
+	f.sideConns = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), f.meta.Broker)
 	f.buffers = cmp.Or(cfg.Buffers, kafkawire.NewBufferPool())
 	f.cond = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
@@ -170,6 +174,7 @@ func (f *Fetcher) Close() {
 	f.stop()
 	f.wg.Wait()
 	f.conns.Close()
+	f.sideConns.Close()
 }
 
 func (f *Fetcher) signal() {

@@ -416,3 +416,45 @@ func TestQuietRoundsKeepFetching(t *testing.T) {
 	s.produce(t, 2, 0, 1, 1, kgo.NoCompression(), "", false)
 	waitFor(t, "the records after the quiet spell", func() bool { return cols[0].next() == 2 && cols[2].next() == 1 })
 }
+
+// TestAddedPartitionDoesNotWaitOutALongPoll: a partition added while its
+// broker's loop long-polls quiet partitions (2 s here) has its records
+// delivered at once, by a fetch of its own, and then goes on in the loop's
+// session: a resumed or taken-over partition would otherwise wait up to
+// the whole wait for its first records.
+func TestAddedPartitionDoesNotWaitOutALongPoll(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 6)
+	const wait = 2 * time.Second
+	f, err := batchfetch.New(batchfetch.Config{Client: s.cl, MaxWait: wait, RetryBackoff: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	// Every partition but 3 is quiet; the loops settle into long polls.
+	quiet := &collector{}
+	for p := range int32(6) {
+		if p != 3 {
+			f.Add("t", p, 0, quiet.deliver)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	s.produce(t, 3, 0, 50, 10, kgo.NoCompression(), "", false)
+	for round := range 3 {
+		added := &collector{}
+		start := time.Now()
+		f.Add("t", 3, 0, added.deliver)
+		waitFor(t, "partition 3's records", func() bool { return added.next() == int64(50+round*5) })
+		if took := time.Since(start); took > wait/2 {
+			t.Fatalf("round %d: the added partition's records came after %s, a long poll's %s", round, took, wait)
+		}
+		// Then it is the loop's: a record written later arrives too.
+		s.produce(t, 3, 50+round*5, 5, 5, kgo.NoCompression(), "", false)
+		waitFor(t, "a later record of partition 3", func() bool { return added.next() == int64(55+round*5) })
+		contiguous(t, 3, added.batches, int64(55+round*5))
+		f.Remove("t", 3)
+	}
+	if quiet.next() != 0 {
+		t.Fatal("a quiet partition got batches")
+	}
+}
