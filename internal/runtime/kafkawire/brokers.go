@@ -9,39 +9,54 @@ import (
 )
 
 // Brokers holds one shared connection to each broker of a cluster, opened
-// on first use and again after it breaks or its SASL session is due.
+// on first use and again after it breaks, sits unused too long or its SASL
+// session is due.
 type Brokers struct {
 	d      Dialer
 	lookup func(id int32) (kgo.BrokerMetadata, bool)
 
 	mu     sync.Mutex
-	conns  map[int32]*Conn
+	slots  map[int32]*brokerSlot
 	closed bool
+}
+
+// brokerSlot is one broker's connection. Its own lock serializes dials
+// to that broker only: a broker that does not answer holds up no other.
+type brokerSlot struct {
+	mu   sync.Mutex
+	conn *Conn
 }
 
 // NewBrokers returns a Brokers that dials with d and finds a broker's
 // address with lookup (the cluster's metadata).
 func NewBrokers(d Dialer, lookup func(id int32) (kgo.BrokerMetadata, bool)) *Brokers {
-	return &Brokers{d: d, lookup: lookup, conns: map[int32]*Conn{}}
+	return &Brokers{d: d, lookup: lookup, slots: map[int32]*brokerSlot{}}
 }
 
 // Conn returns the connection to a broker, dialing it if there is none
-// usable. Dialing holds up the other callers for that cluster only as
-// long as the dial takes (bounded by the dial timeout).
+// usable.
 func (b *Brokers) Conn(ctx context.Context, id int32) (*Conn, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if c := b.conns[id]; c != nil {
+	s := b.slots[id]
+	if s == nil {
+		s = &brokerSlot{}
+		b.slots[id] = s
+	}
+	b.mu.Unlock()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.conn; c != nil {
 		if c.Usable() {
 			return c, nil
 		}
-		// Due for a new SASL session: the requests in flight finish on
-		// it, then it closes (drain).
+		// The requests in flight finish on it, then it closes.
 		go c.drain()
-		delete(b.conns, id)
+		s.conn = nil
 	}
 	meta, ok := b.lookup(id)
 	if !ok {
@@ -51,17 +66,29 @@ func (b *Brokers) Conn(ctx context.Context, id int32) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.conns[id] = c
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed { // closed while dialing
+		c.Close()
+		return nil, ErrClosed
+	}
+	s.conn = c
 	return c, nil
 }
 
 // Close closes every connection.
 func (b *Brokers) Close() {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.closed = true
-	for id, c := range b.conns {
-		c.Close()
-		delete(b.conns, id)
+	slots := b.slots
+	b.slots = map[int32]*brokerSlot{}
+	b.mu.Unlock()
+	for _, s := range slots {
+		s.mu.Lock()
+		if s.conn != nil {
+			s.conn.Close()
+			s.conn = nil
+		}
+		s.mu.Unlock()
 	}
 }

@@ -1,7 +1,10 @@
 package kafkawire_test
 
 import (
+	"context"
 	"errors"
+	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -118,5 +121,56 @@ func TestSilentBrokerTimesOut(t *testing.T) {
 	}
 	if conn.Usable() {
 		t.Fatal("the connection is still usable after a timeout")
+	}
+}
+
+// TestSilentBrokerHoldsUpNoOther: while a dial to a broker that accepts
+// and never answers waits out its timeout, a connection to another broker
+// of the cluster is still had at once.
+func TestSilentBrokerHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	c, cl := newCluster(t)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close() // held open, never answered
+		}
+	}()
+	real := c.ListenAddrs()[0]
+	b := kafkawire.NewBrokers(kafkawire.DialerOf(cl), func(id int32) (kgo.BrokerMetadata, bool) {
+		addr := real
+		if id == 1 {
+			addr = silent.Addr().String()
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		return kgo.BrokerMetadata{NodeID: id, Host: host, Port: int32(p)}, true
+	})
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	dialing := make(chan error, 1)
+	go func() {
+		_, err := b.Conn(ctx, 1)
+		dialing <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the silent dial is under way
+	start := time.Now()
+	if _, err := b.Conn(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("the answering broker's connection took %s behind the silent one's dial", took)
+	}
+	if err := <-dialing; err == nil {
+		t.Fatal("a broker that never answered was connected")
 	}
 }
