@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/kafkawire"
 )
 
@@ -173,4 +174,58 @@ func TestSilentBrokerHoldsUpNoOther(t *testing.T) {
 	if err := <-dialing; err == nil {
 		t.Fatal("a broker that never answered was connected")
 	}
+}
+
+// TestSASLSessionIsRenewedBeforeItEnds: a broker that ends SASL sessions
+// (connections.max.reauth.ms, KIP-368) gets a new, authenticated
+// connection before this one's session is due; the old one closes once
+// its requests are answered.
+func TestSASLSessionIsRenewedBeforeItEnds(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "secret"),
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "400"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kafkaconn.Config{BootstrapServers: c.ListenAddrs(), Security: kafkaconn.Security{
+		Protocol: kafkaconn.ProtocolSASLPlaintext, SASLMechanism: "SCRAM-SHA-256", SASLUsername: "admin", SASLPassword: "secret",
+	}}.NewClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	b := brokersOf(t, cl)
+	first, err := b.Conn(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := produceOne(t, first, 0, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * 9 / 10 * time.Millisecond)
+	second, err := b.Conn(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatal("the connection was kept past 90% of its SASL session")
+	}
+	if resp, err := produceOne(t, second, 0, "b", 1); err != nil || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("produce on the renewed connection: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for first.Usable() || !closed(first) {
+		if time.Now().After(deadline) {
+			t.Fatal("the old connection was not closed after its requests were answered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// closed reports whether a connection takes no more requests at all.
+func closed(c *kafkawire.Conn) bool {
+	_, err := c.Do(context.Background(), kafkawire.Request{Key: kmsg.ApiVersions.Int16(), Body: net.Buffers{kmsg.NewPtrApiVersionsRequest().AppendTo(nil)}})
+	return err != nil
 }
