@@ -775,13 +775,7 @@ func TestLeaseManagerTakesHandedBackLeasesAtOnce(t *testing.T) {
 	for round := range 3 {
 		b := startNode(t, dbURL, fmt.Sprint("b", round), reg, slow)
 		waitShares(t, 45*time.Second, a, b)
-		for _, n := range []*node{a, b} {
-			select {
-			case <-n.notes.Listening():
-			case <-time.After(5 * time.Second):
-				t.Fatalf("%s: the notifier does not LISTEN", n.id)
-			}
-		}
+		waitListening(t, a, b)
 		start := time.Now()
 		b.mgr.Stop()
 		waitShares(t, 2*time.Second, a)
@@ -893,13 +887,7 @@ func TestLeaseManagerStoppingInstanceLeavesTheShareFirst(t *testing.T) {
 	a := startNode(t, dbURL, "a", reg, slow)
 	b := startNode(t, dbURL, "b", reg, slow)
 	waitShares(t, 45*time.Second, a, b)
-	for _, n := range []*node{a, b} {
-		select {
-		case <-n.notes.Listening():
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s: the notifier does not LISTEN", n.id)
-		}
-	}
+	waitListening(t, a, b)
 	var stuck Key
 	for k := range b.runner.partitions() {
 		stuck = k
@@ -920,5 +908,18 @@ func TestLeaseManagerStoppingInstanceLeavesTheShareFirst(t *testing.T) {
 	t.Logf("a ran %d partitions %s after b began to stop", activeInFixture-1, time.Since(start).Round(time.Millisecond))
 	if a.runner.partitions()[stuck] != nil {
 		t.Fatalf("a took %s, whose writes on b were in flight", stuck)
+	}
+}
+
+// waitListening waits until each node's notifier LISTENs, so that a
+// NOTIFY is heard rather than found by a later pass.
+func waitListening(t *testing.T, nodes ...*node) {
+	t.Helper()
+	for _, n := range nodes {
+		select {
+		case <-n.notes.Listening():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the notifier does not LISTEN", n.id)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package partition_test
 
 import (
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,25 +30,9 @@ func TestScenarioBatchCopyHoldsItsFetchBuffers(t *testing.T) {
 	if err := env.Clusters.Source.CreateTopic("held", 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	// 30 MB uncompressed, so that responses are large enough to be lent
 	// (over 64 KiB) and each value is its own.
-	for i := range 30_000 {
-		value := fmt.Appendf(nil, "%-1000d", i)
-		cl.Produce(t.Context(), &kgo.Record{Topic: "held", Partition: int32(i % 3), Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := cl.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	produceNumbered(t, env.Clusters.SourceAddr(), "held", 3, 30_000, 1000, kgo.NoCompression())
 	// Every 4th produce request waits 300 ms, well within the delivery
 	// timeout: nothing should fail.
 	var produces atomic.Int64

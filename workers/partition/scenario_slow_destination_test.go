@@ -31,25 +31,10 @@ func TestScenarioSlowDestinationKeepsOrder(t *testing.T) {
 	}
 	// A backlog to copy flat out, so that batches are produced all the
 	// time, also while a failure is on its way to the worker.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	// Every value is its own, so that the record-by-record comparison at
 	// the end tells a skipped or repeated copy from its neighbours (they
 	// often share a timestamp).
-	for i := range 300_000 {
-		value := fmt.Appendf(nil, "%-100d", i)
-		cl.Produce(t.Context(), &kgo.Record{Topic: "slow", Partition: int32(i % 3), Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	if err := cl.Flush(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	produceNumbered(t, env.Clusters.SourceAddr(), "slow", 3, 300_000, 100, kgo.SnappyCompression())
 
 	// Every 10th produce request to the destination waits 1.5 s, for the
 	// first eight such stalls.
@@ -79,4 +64,27 @@ func TestScenarioSlowDestinationKeepsOrder(t *testing.T) {
 		}
 	}
 	t.Logf("%d stalls, %d FAILED transitions", stalls.Load(), failed)
+}
+
+// produceNumbered writes n records round-robin to a topic's partitions,
+// each value its number padded to size bytes, with codec.
+func produceNumbered(t *testing.T, addr, topic string, partitions, n, size int, codec kgo.CompressionCodec) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(codec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		value := fmt.Appendf(nil, "%-*d", size, i)
+		cl.Produce(t.Context(), &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := cl.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 }
