@@ -272,22 +272,31 @@ type LeaseDemand struct {
 	// LiveInstances counts the instances with a live session that take
 	// leases and are not stopping, always including the asking instance.
 	LiveInstances int
+	// NextExpiry is how long, by the database's clock, until the first of
+	// the other instances' live sessions expires (0: none is live). An
+	// instance that renews is always most of a TTL away; one that stopped
+	// renewing (crashed) comes closer, and its leases are free from then.
+	NextExpiry time.Duration
 }
 
 // LeasesCountDemand counts, in one statement, the active partitions, the
 // mirrors and the instances with a live session that take leases and
-// have not begun to stop.
+// have not begun to stop, and when the first other session expires.
 // instanceID counts as live whatever its session says.
 func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDemand, error) {
 	var d LeaseDemand
+	var expiry float64
 	err := q.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
 			WHERE `+activePartition+`),
 		(SELECT count(*) FROM mirrors WHERE `+syncableMirror+`),
 		1 + (SELECT count(*) FROM instances
-			WHERE id <> $1 AND takes_leases AND stopped_at IS NULL AND session_expires_at > now())`,
-		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances)
+			WHERE id <> $1 AND takes_leases AND stopped_at IS NULL AND session_expires_at > now()),
+		(SELECT coalesce(extract(epoch FROM min(session_expires_at) - now()), 0)::float8 FROM instances
+			WHERE id <> $1 AND takes_leases AND session_expires_at > now())`,
+		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances, &expiry)
+	d.NextExpiry = time.Duration(expiry * float64(time.Second))
 	return d, interpret(err)
 }
 

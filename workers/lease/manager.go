@@ -154,6 +154,9 @@ type Manager struct {
 	// loop, or Stop after it, uses them.
 	session   int64
 	sessionAt time.Time
+	// nextExpiry: the first other instance's session expires this long
+	// after the last pass's demand count (0: none); run wakes then.
+	nextExpiry time.Duration
 	// passes is the loop's statements' context: Stop cuts it once the pass
 	// in progress has had a stop statement's time (base is the statements'
 	// context otherwise).
@@ -388,11 +391,22 @@ func (m *Manager) wake() {
 // run passes every RenewInterval, and sooner after a poke or a NOTIFY that
 // lease demand or desired states changed, but never more often than every
 // MinPassInterval: a burst of changes costs one pass, not one per change.
+//
+// It also passes when another instance's session expires (expiryWake): a
+// crashed instance's leases are free from that moment, and waiting for the
+// next interval took up to a RenewInterval longer to copy its partitions
+// again.
 func (m *Manager) run(ctx context.Context, desired, demand *notifier.Subscription) {
 	t := time.NewTicker(m.cfg.RenewInterval)
 	defer t.Stop()
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
 	for {
 		m.pass()
+		expiry.Stop()
+		if m.nextExpiry > 0 {
+			expiry.Reset(m.nextExpiry + expiryWake)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -402,12 +416,18 @@ func (m *Manager) run(ctx context.Context, desired, demand *notifier.Subscriptio
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-expiry.C:
 		case <-m.poke:
 		case <-desired.C():
 		case <-demand.C():
 		}
 	}
 }
+
+// expiryWake is how long after another session's expiry, by the
+// database's clock, the pass that takes its leases runs: past it, so that
+// the database finds it expired.
+const expiryWake = 50 * time.Millisecond
 
 // pass renews, drops what was lost, then acquires or hands back towards the
 // fair share. Its statements run under m.base, bounded by Timeout, so Stop
@@ -422,6 +442,7 @@ func (m *Manager) pass() {
 		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID)
 		return err
 	})
+	m.nextExpiry = demand.NextExpiry // 0 when the count failed
 	renewed := true
 	renewStart := time.Now()
 	if err := m.renewSession(); err != nil {

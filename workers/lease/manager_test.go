@@ -923,3 +923,34 @@ func waitListening(t *testing.T, nodes ...*node) {
 		}
 	}
 }
+
+// TestLeaseManagerTakesACrashedInstancesLeasesAtItsExpiry: a crashed
+// instance's leases are free when its session expires, and the survivor
+// takes them then, not at its next periodic pass (up to a RenewInterval,
+// 3.5 s here, later). Two crashes, so that a pass that happens to fall
+// just after the expiry does not pass for it.
+func TestLeaseManagerTakesACrashedInstancesLeasesAtItsExpiry(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	slow := nodeOpts{ttl: 6 * time.Second, renew: 3500 * time.Millisecond, margin: 2 * time.Second}
+	a := startNode(t, dbURL, "a", reg, slow)
+	for round := range 2 {
+		b := startNode(t, dbURL, fmt.Sprint("b", round), reg, slow)
+		waitShares(t, 45*time.Second, a, b)
+		b.mgr.Crash()
+		var expiresIn time.Duration
+		if err := admin.QueryRow(t.Context(), `SELECT extract(epoch FROM session_expires_at - now())::float8 * 1e9
+			FROM instances WHERE id = $1`, b.id).Scan(&expiresIn); err != nil {
+			t.Fatal(err)
+		}
+		expiresAt := time.Now().Add(expiresIn)
+		waitShares(t, slow.ttl+2*slow.renew, a)
+		late := time.Since(expiresAt)
+		t.Logf("round %d: a took %s's leases %s after its session expired", round, b.id, late.Round(time.Millisecond))
+		if late > 500*time.Millisecond {
+			t.Fatalf("round %d: a took the crashed instance's leases %s after its session expired, want at once", round, late)
+		}
+	}
+}
