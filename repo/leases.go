@@ -144,6 +144,9 @@ type Spared struct {
 	All      bool
 	Owners   []string
 	Sessions []int64
+	// Ends is when the first of Owners stops being spared, for the
+	// caller to try again then (zero: none is); not a statement's.
+	Ends time.Time
 }
 
 // sparedLease is true for a lease (its owner and session columns) that

@@ -135,7 +135,8 @@ func (h *Heartbeats) createTopic(ctx context.Context) error {
 // Spared says, at this moment, which expired sessions' leases must not be
 // taken yet (repo.Spared): those whose heartbeats this instance saw less
 // than ttl ago, or every one when it has not read the heartbeats to their
-// end within margin (it cannot tell who is alive).
+// end within margin (it cannot tell who is alive). Ends is when the first
+// of them stops being spared.
 func (h *Heartbeats) Spared(grace, ttl, margin time.Duration) repo.Spared {
 	now := h.cfg.Now()
 	h.mu.Lock()
@@ -149,6 +150,9 @@ func (h *Heartbeats) Spared(grace, ttl, margin time.Duration) repo.Spared {
 		if now.Sub(seen.at) < ttl {
 			s.Owners = append(s.Owners, id)
 			s.Sessions = append(s.Sessions, seen.session)
+			if ends := seen.at.Add(ttl); s.Ends.IsZero() || ends.Before(s.Ends) {
+				s.Ends = ends
+			}
 		}
 	}
 	return s

@@ -94,6 +94,9 @@ func TestSparedFollowsHeartbeats(t *testing.T) {
 	if !slices.Equal(s.Owners, []string{"a"}) || !slices.Equal(s.Sessions, []int64{8}) {
 		t.Fatalf("spared %v %v, want only a's session 8 (not the other deployment's, not the older one)", s.Owners, s.Sessions)
 	}
+	if want := time.Unix(1_000_015, 0); !s.Ends.Equal(want) {
+		t.Fatalf("spared until %s, want a TTL after a's heartbeat was seen (%s)", s.Ends, want)
+	}
 
 	// Unseen for a TTL: no longer spared, while the reader keeps up.
 	c.advance(16 * time.Second)

@@ -443,6 +443,14 @@ func (m *Manager) pass() {
 		return err
 	})
 	m.nextExpiry = demand.NextExpiry // 0 when the count failed
+	// A crashed instance's leases stay spared past its session's expiry
+	// while its last heartbeat is recent (riding through an outage): the
+	// pass that takes them runs when that ends, too.
+	if ends := m.spared().Ends; !ends.IsZero() {
+		if d := time.Until(ends); d > 0 && (m.nextExpiry == 0 || d < m.nextExpiry) {
+			m.nextExpiry = d
+		}
+	}
 	renewed := true
 	renewStart := time.Now()
 	if err := m.renewSession(); err != nil {
@@ -677,6 +685,13 @@ func (m *Manager) acquire(s *leaseSet, limit int) {
 	if err != nil {
 		m.log.Warn("lease acquire failed", "kind", s.kind, "err", err)
 		return
+	}
+	if len(got) > 0 && len(got) < limit {
+		// Some but not all: another instance taking leases at the same
+		// moment (after the same expiry) may have held rows that are free
+		// again once it is done. One more pass soon, not at the next
+		// interval.
+		m.wake()
 	}
 	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
 	for _, r := range got {
