@@ -272,12 +272,15 @@ func (c *Conn) read() {
 		cl.e2e.ReadWait = max(0, readStart.Sub(cl.writtenAt))
 		cl.e2e.TimeToRead, cl.e2e.BytesRead, cl.e2e.ReadErr = time.Since(readStart), n, err
 		c.callHooks(cl)
-		cl.done <- callResult{body: body, buf: buf, err: err}
 		if err != nil {
+			// Dead before the caller hears of it: a caller that asks
+			// again gets a new connection, not this one.
 			c.die(err)
+			cl.done <- callResult{err: err}
 			c.failQueued()
 			return
 		}
+		cl.done <- callResult{body: body, buf: buf}
 		c.active.Store(time.Now().UnixNano())
 		c.wmu.Lock()
 		c.waiting--
