@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { env, base, shots, axeSource, DESKTOP, PHONE, LONG, launch, fulfill } from './harness.mjs';
+import { env, base, shots, axeSource, DESKTOP, PHONE, LONG, launch, fulfill, unrouteAll } from './harness.mjs';
 
 let browser;
 let page;
@@ -338,7 +338,7 @@ test('an action whose wait runs out shows the counts so far and says the rest co
     await dlg.getByRole('button', { name: 'Close' }).click();
     await item.getByText('PAUSED 3').waitFor(LONG);
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
   const res = await fetch(`${base}/v1/mirrors/web/topics:resume?wait=30s`, {
     method: 'POST', body: '{"topic":"orders"}',
@@ -363,7 +363,7 @@ test('live: while the event stream is refused the page polls, then it goes live 
   assert.equal((await api('pause')).status, 200);
   await item.getByText('PAUSED 3').waitFor(LONG);
   assert.equal(await page.locator('#live').getAttribute('data-state'), 'down');
-  await page.unrouteAll({ behavior: 'wait' });
+  await unrouteAll(page);
   await page.locator('#live[data-state="live"]').waitFor(LONG);
   refusingEvents = false;
   assert.equal((await api('resume')).status, 200);
@@ -595,7 +595,7 @@ test('check the clusters, by keyboard: busy while it runs, then a row per check 
     await waitFor('focus back on Check clusters…', () => page.evaluate(() => document.activeElement?.textContent === 'Check clusters…'), 5_000);
   } finally {
     release();
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
 });
 
@@ -767,7 +767,7 @@ test('an add the checks of the clusters refuse shows the failed rows, and adds w
     await dlg.getByRole('button', { name: 'Close' }).click();
     await topicItem(page, 'inventory').waitFor(LONG);
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
 });
 
@@ -841,7 +841,7 @@ test('a restart the checks of the clusters refuse shows the failed rows, and res
     await dlg.getByRole('button', { name: 'Close' }).click();
     await actions('inventory').getByRole('button', { name: 'Pause' }).waitFor(LONG);
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
 });
 
@@ -880,7 +880,7 @@ test('a kept divergent tail shows on the mirror page', async () => {
     assert.deepEqual(rows.map((r) => r[col]), ['—', '3 record(s) at 20–22']);
     await axeCheck(page, 'mirror page with a kept divergent tail');
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
   await page.reload();
   await topicItem(page, 'fb-copied').waitFor(LONG);

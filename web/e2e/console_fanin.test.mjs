@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { env, base, shots, axeSource, DESKTOP, PHONE, LONG, launch, fulfill } from './harness.mjs';
+import { env, base, shots, axeSource, DESKTOP, PHONE, LONG, launch, fulfill, unrouteAll } from './harness.mjs';
 
 let browser;
 let page;
@@ -227,7 +227,7 @@ test('a partition with an error is named by both names', async () => {
     await list.waitFor(LONG);
     assert.equal(text(await list.innerText()), 'MIRRORING orders/0 → east.orders/0: produce to the destination: NOT_LEADER_FOR_PARTITION; retrying (retry 1)');
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
 });
 
@@ -258,7 +258,7 @@ test('another mirror with the same prefix is refused, naming the destination top
     await dlg.getByRole('button', { name: 'Preview matches' }).click();
     await alert.getByText('cannot add (destination topic east.orders (for orders) is written by mirror east)').waitFor(LONG);
   } finally {
-    await page.unrouteAll({ behavior: 'wait' });
+    await unrouteAll(page);
   }
   await dlg.getByRole('button', { name: 'Cancel' }).click();
 });

@@ -28,12 +28,26 @@ export const launch = () => chromium.launch({
     '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
 });
 
+// unrouteAll removes the page's routes and waits for the handlers still
+// running, but not forever: Playwright's wait can hang for good after a
+// reload cancelled a request under a handler (microsoft/playwright#38674),
+// which killed the whole file at its 5-minute limit about one run in five
+// on a busy machine. The routes are gone either way; a late handler's
+// answer is caught by fulfill.
+export const unrouteAll = async (page, ms = 10_000) => {
+  let timer;
+  const gaveUp = new Promise((resolve) => { timer = setTimeout(() => resolve(true), ms); });
+  const late = await Promise.race([page.unrouteAll({ behavior: 'wait' }).then(() => false), gaveUp]);
+  clearTimeout(timer);
+  if (late) console.warn(`unrouteAll: a route handler still ran after ${ms} ms; going on`);
+};
+
 // fulfill answers a routed request, unless the page gave up on it first: a
 // reload cancels a request whose handler is still running, and its
 // route.fulfill then fails ("Route is already handled") after the test has
-// ended, failing the whole file. Routes are removed with
-// unrouteAll({ behavior: 'wait' }) for the same reason: a plain unroute
-// lets Playwright continue a request under a running handler.
+// ended, failing the whole file. Routes are removed with unrouteAll
+// (above, behavior 'wait') for the same reason: a plain unroute lets
+// Playwright continue a request under a running handler.
 export const fulfill = (route, answer) => route.fulfill(answer).catch((err) => {
   if (!/already handled/.test(err.message)) throw err;
 });
