@@ -77,16 +77,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		LeaseTTL: 15 * time.Second, LeaseRenewInterval: 5 * time.Second, Tokens: tokens,
 	})
 
-	shots := screenshotsDir(t)
-	runCtx, stop := context.WithTimeout(ctx, 5*time.Minute)
-	defer stop()
-	args := []string{"--test", "--test-reporter=spec", "--test-concurrency=1"}
-	if only := os.Getenv("KMIRROR_CONSOLE_TESTS"); only != "" {
-		args = append(args, "--test-name-pattern="+only)
+	var only []string
+	if p := os.Getenv("KMIRROR_CONSOLE_TESTS"); p != "" {
+		only = []string{"--test-name-pattern=" + p}
 	}
-	cmd := exec.CommandContext(runCtx, "node", append(args, "console.test.mjs")...)
-	cmd.Dir = consoleE2E
-	cmd.Env = append(os.Environ(),
+	runConsoleFile(ctx, t, "console.test.mjs", 5*time.Minute, only,
 		"KMIRROR_URL=http://"+addr,
 		"KMIRROR_BIG_URL=http://"+bigAddr,
 		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
@@ -94,12 +89,25 @@ func TestConsoleInBrowser(t *testing.T) {
 		"KMIRROR_OPERATOR_TOKEN="+operatorToken,
 		"KMIRROR_SOURCE="+clusters.SourceAddr(),
 		"KMIRROR_DESTINATION="+clusters.DestinationAddr(),
-		"KMIRROR_SCREENSHOTS="+shots,
-		"NO_COLOR=1",
 	)
+}
+
+// runConsoleFile runs one of web/e2e's node test files against the
+// servers its env names, one test at a time, and fails t with the
+// runner's output if any test fails or the file outlasts limit. Its
+// screenshots go to screenshotsDir.
+func runConsoleFile(ctx context.Context, t *testing.T, file string, limit time.Duration, args []string, env ...string) {
+	t.Helper()
+	shots := screenshotsDir(t)
+	runCtx, stop := context.WithTimeout(ctx, limit)
+	defer stop()
+	args = append([]string{"--test", "--test-reporter=spec", "--test-concurrency=1"}, args...)
+	cmd := exec.CommandContext(runCtx, "node", append(args, file)...)
+	cmd.Dir = consoleE2E
+	cmd.Env = append(append(os.Environ(), env...), "KMIRROR_SCREENSHOTS="+shots, "NO_COLOR=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	t.Logf("browser tests (screenshots in %s):\n%s", shots, out.String())
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -52,24 +49,10 @@ func TestConsoleFanInBrowser(t *testing.T) {
 		Tokens:             tokens,
 	})
 
-	shots := screenshotsDir(t)
-	runCtx, stop := context.WithTimeout(ctx, 4*time.Minute)
-	defer stop()
-	cmd := exec.CommandContext(runCtx, "node", "--test", "--test-reporter=spec", "--test-concurrency=1", "console_fanin.test.mjs")
-	cmd.Dir = consoleE2E
-	cmd.Env = append(os.Environ(),
+	runConsoleFile(ctx, t, "console_fanin.test.mjs", 4*time.Minute, nil,
 		"KMIRROR_URL=http://"+addr,
 		"KMIRROR_ADMIN_TOKEN="+tokens.Admin,
 		"KMIRROR_SOURCE="+clusters.SourceAddr(),
 		"KMIRROR_DESTINATION="+clusters.DestinationAddr(),
-		"KMIRROR_SCREENSHOTS="+shots,
-		"NO_COLOR=1",
 	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	t.Logf("browser tests (screenshots in %s):\n%s", shots, out.String())
-	if err != nil {
-		t.Fatalf("browser tests failed: %v", err)
-	}
 }

@@ -767,7 +767,7 @@ func TestLeaseManagerTakesHandedBackLeasesAtOnce(t *testing.T) {
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
 	reg := newRunRegistry(t)
-	slow := nodeOpts{ttl: 15 * time.Second, renew: 5 * time.Second, margin: 5 * time.Second}
+	slow := serverLeases
 
 	a := startNode(t, dbURL, "a", reg, slow)
 	// Three rounds: a take-over that happens to meet a's periodic pass
@@ -883,7 +883,7 @@ func TestLeaseManagerStoppingInstanceLeavesTheShareFirst(t *testing.T) {
 	admin := openPool(t, dbURL)
 	seedLeaseFixture(t, admin)
 	reg := newRunRegistry(t)
-	slow := nodeOpts{ttl: 15 * time.Second, renew: 5 * time.Second, margin: 5 * time.Second}
+	slow := serverLeases
 	a := startNode(t, dbURL, "a", reg, slow)
 	b := startNode(t, dbURL, "b", reg, slow)
 	waitShares(t, 45*time.Second, a, b)
@@ -910,6 +910,9 @@ func TestLeaseManagerStoppingInstanceLeavesTheShareFirst(t *testing.T) {
 		t.Fatalf("a took %s, whose writes on b were in flight", stuck)
 	}
 }
+
+// serverLeases are the server's default lease timings: a pass every 5 s.
+var serverLeases = nodeOpts{ttl: 15 * time.Second, renew: 5 * time.Second, margin: 5 * time.Second}
 
 // waitListening waits until each node's notifier LISTENs, so that a
 // NOTIFY is heard rather than found by a later pass.
