@@ -156,7 +156,7 @@ func (b *brokerLoop) fetch(conns *kafkawire.Brokers, req *kmsg.FetchRequest) (*k
 	}
 	req.SetVersion(v)
 	body, buf, err := conn.DoPooled(f.ctx, kafkawire.Request{Key: req.Key(), Version: v, Flexible: req.IsFlexible(),
-		FlexibleAnswer: req.IsFlexible(), Body: net.Buffers{req.AppendTo(nil)}, Timeout: f.cfg.MaxWait + answerMargin,
+		FlexibleAnswer: req.IsFlexible(), Body: net.Buffers{req.AppendTo(nil)}, Timeout: f.cfg.MaxWait + kafkawire.AnswerMargin,
 		Pool: f.buffers})
 	if err != nil {
 		return nil, nil, err
@@ -173,11 +173,6 @@ func (b *brokerLoop) fetch(conns *kafkawire.Brokers, req *kmsg.FetchRequest) (*k
 // minFetchVersion is the first with isolation levels (read_committed) and
 // aborted transactions.
 const minFetchVersion = 4
-
-// answerMargin is how long past its own wait a fetch's answer is waited
-// for before the connection is given up, as kgo's request timeout
-// overhead.
-const answerMargin = 10 * time.Second
 
 // request builds the next fetch: with no session, every partition the loop
 // fetches; in a session, those whose position moved or that are new, and

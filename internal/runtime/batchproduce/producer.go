@@ -407,11 +407,6 @@ func (p *Producer) request(sent []*partition) []kafkawire.ProduceTopic {
 	return topics
 }
 
-// answerMargin is how long past the broker's own timeout a produce's
-// answer is waited for before the connection is given up, as kgo's
-// request timeout overhead.
-const answerMargin = 10 * time.Second
-
 // send issues one request and settles each of its partitions' batches.
 func (p *Producer) send(broker int32, topics []kafkawire.ProduceTopic, sent []*partition) {
 	defer p.inFlight.Done()
@@ -419,7 +414,7 @@ func (p *Producer) send(broker int32, topics []kafkawire.ProduceTopic, sent []*p
 	conn, err := p.brokers.Conn(p.ctx, broker)
 	var resp *kmsg.ProduceResponse
 	if err == nil {
-		resp, err = kafkawire.Produce(p.ctx, conn, p.cfg.RequestTimeout, p.cfg.RequestTimeout+answerMargin, topics)
+		resp, err = kafkawire.Produce(p.ctx, conn, p.cfg.RequestTimeout, p.cfg.RequestTimeout+kafkawire.AnswerMargin, topics)
 	}
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
 	if err == nil {

@@ -83,6 +83,11 @@ type callResult struct {
 	err  error
 }
 
+// AnswerMargin is how long past a request's own wait (a fetch's max wait,
+// a produce's timeout) its answer is waited for before the connection is
+// given up, as kgo's request timeout overhead.
+const AnswerMargin = 10 * time.Second
+
 // maxInFlight bounds the requests written and not yet answered on one
 // connection.
 const maxInFlight = 64
@@ -94,9 +99,6 @@ func newConn(nc net.Conn, broker kgo.BrokerMetadata, hooks []kgo.Hook, clientID 
 	go c.read()
 	return c
 }
-
-// Broker is the broker the connection reaches.
-func (c *Conn) Broker() kgo.BrokerMetadata { return c.broker }
 
 // Version returns the version of an API to use, the highest both ours
 // (at most) and the broker support, or false if there is none.
