@@ -63,15 +63,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	const operatorToken = "browser-operator-token"
 	tokens := api.Tokens{Admin: "browser-admin-token", Read: "browser-read-token", File: []api.Token{
 		{Name: "browser-ci", Role: api.RoleOperator, Hash: sha256.Sum256([]byte(operatorToken))}}}
-	addr := startConsoleServer(ctx, t, serverConfig{
-		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser",
-		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-		LeaseTTL:           15 * time.Second,
-		LeaseRenewInterval: 5 * time.Second,
-		SourceTimeout:      5 * time.Second,
-		HistoryInterval:    time.Second,
-		Tokens:             tokens,
-	})
+	addr := startMirroringConsoleServer(ctx, t, dbURL, "browser", clusters, tokens)
 	bigAddr := startConsoleServer(ctx, t, serverConfig{
 		Listen: "127.0.0.1:0", DatabaseURL: seedBigMirror(t), InstanceID: "browser-big",
 		LeaseTTL: 15 * time.Second, LeaseRenewInterval: 5 * time.Second, Tokens: tokens,
@@ -112,6 +104,22 @@ func runConsoleFile(ctx context.Context, t *testing.T, file string, limit time.D
 	if err != nil {
 		t.Fatalf("browser tests failed: %v", err)
 	}
+}
+
+// startMirroringConsoleServer runs a server that mirrors into clusters'
+// destination with the server's lease timings, a 5 s source timeout and
+// a history point a second, as the console's browser tests use it.
+func startMirroringConsoleServer(ctx context.Context, t *testing.T, dbURL, id string, clusters *devcluster.Clusters, tokens api.Tokens) string {
+	t.Helper()
+	return startConsoleServer(ctx, t, serverConfig{
+		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: id,
+		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+		LeaseTTL:           15 * time.Second,
+		LeaseRenewInterval: 5 * time.Second,
+		SourceTimeout:      5 * time.Second,
+		HistoryInterval:    time.Second,
+		Tokens:             tokens,
+	})
 }
 
 // startConsoleServer runs a server with cfg until ctx ends and returns

@@ -7,7 +7,6 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/testing/testdb"
 )
 
@@ -39,15 +38,7 @@ func TestConsoleFanInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := api.Tokens{Admin: "fanin-admin-token"}
-	addr := startConsoleServer(ctx, t, serverConfig{
-		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser-fanin",
-		Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-		LeaseTTL:           15 * time.Second,
-		LeaseRenewInterval: 5 * time.Second,
-		SourceTimeout:      5 * time.Second,
-		HistoryInterval:    time.Second,
-		Tokens:             tokens,
-	})
+	addr := startMirroringConsoleServer(ctx, t, dbURL, "browser-fanin", clusters, tokens)
 
 	runConsoleFile(ctx, t, "console_fanin.test.mjs", 4*time.Minute, nil,
 		"KMIRROR_URL=http://"+addr,
