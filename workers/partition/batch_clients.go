@@ -21,6 +21,7 @@ import (
 // batchFetcher is a mirror's raw fetcher and its client.
 type batchFetcher struct {
 	cl     *kgo.Client
+	side   *kgo.Client
 	f      *batchfetch.Fetcher
 	health *clientHealth
 	users  int
@@ -29,6 +30,7 @@ type batchFetcher struct {
 func (f *batchFetcher) close() {
 	f.f.Close()
 	f.cl.Close()
+	f.side.Close()
 }
 
 // startBatchProducer opens the batch producer and its destination client.
@@ -60,17 +62,26 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return f, nil
 	}
 	health := &clientHealth{}
-	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)...)
+	opts := append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)
+	cl, err := conn.NewClient(opts...)
 	if err != nil {
 		return nil, err
 	}
-	bf, err := batchfetch.New(batchfetch.Config{Client: cl, Logger: e.log.With("client", "batch fetcher", "mirror", mirror),
-		MaxWait: defaultFetchMaxWait, Buffers: e.fetchBuffers})
+	// The side client fetches partitions added during a long poll
+	// (batchfetch.Config.SideClient); its trouble is the mirror's too.
+	side, err := conn.NewClient(opts...)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	f := &batchFetcher{cl: cl, f: bf, health: health, users: 1}
+	bf, err := batchfetch.New(batchfetch.Config{Client: cl, SideClient: side,
+		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait})
+	if err != nil {
+		cl.Close()
+		side.Close()
+		return nil, err
+	}
+	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, users: 1}
 	e.batchFetchers[mirror] = f
 	return f, nil
 }
@@ -103,7 +114,7 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 		if got.Err != nil {
 			lso = -1
 		}
-		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Buffer: got.Buffer, Err: got.Err, LSO: lso})
+		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
 	})
 	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
 }

@@ -17,7 +17,6 @@ import (
 
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/recordbatch"
 	"kmirror/internal/runtime/startstop"
@@ -149,10 +148,7 @@ type Engine struct {
 	workers       map[lease.Key]*worker.Worker
 	fetchers      map[string]*mirrorFetcher
 	batchFetchers map[string]*batchFetcher
-	// fetchBuffers lend every batch fetcher the buffers its responses are
-	// read into, so that mirrors share one bound on idle buffers.
-	fetchBuffers *kafkawire.BufferPool
-	sources      map[string]*sourceClients
+	sources       map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
 	unsettled map[lease.Key]*unsettledCopies
 	// sessions are the running mirroring sessions, for the destination
@@ -195,8 +191,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*worker.Worker{}, fetchers: map[string]*mirrorFetcher{}, batchFetchers: map[string]*batchFetcher{},
-		fetchBuffers: kafkawire.NewBufferPool(),
-		sources:      map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
+		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
 		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
 	var err error

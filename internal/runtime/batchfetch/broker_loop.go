@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 	"kmirror/internal/runtime/recordbatch"
 )
@@ -68,7 +67,7 @@ func (b *brokerLoop) add(tp leaders.TopicPartition, l leaders.Leader) {
 	b.names[l.TopicID] = tp.Topic
 	b.changed[tp] = struct{}{}
 	b.signal()
-	if b.polling {
+	if b.polling && b.f.cfg.SideClient != nil {
 		b.sideWant[tp] = struct{}{}
 		select {
 		case b.sideWake <- struct{}{}:
@@ -99,8 +98,10 @@ type requested struct {
 func (b *brokerLoop) run() {
 	f := b.f
 	defer f.wg.Done()
-	f.wg.Add(1)
-	go b.side()
+	if f.cfg.SideClient != nil {
+		f.wg.Add(1)
+		go b.side()
+	}
 	for f.ctx.Err() == nil {
 		req, sent := b.request()
 		if req == nil {
@@ -110,7 +111,7 @@ func (b *brokerLoop) run() {
 			}
 			continue
 		}
-		resp, buf, err := b.fetch(f.conns, req)
+		resp, err := b.fetch(f.cfg.Client, req)
 		f.mu.Lock()
 		b.polling = false
 		f.mu.Unlock()
@@ -137,37 +138,20 @@ func (b *brokerLoop) run() {
 		}
 		full := b.sessionID == 0
 		b.sessionUpdated(req, resp, sent)
-		b.handle(resp, buf, sent, full)
-		buf.Release() // the loop's hold; a batch produced whole holds it on
+		b.handle(resp, sent, full)
 	}
 }
 
-// fetch sends a request on the loop's own connection to its broker. The
-// response's record batches lie in the returned buffer, held once.
-func (b *brokerLoop) fetch(conns *kafkawire.Brokers, req *kmsg.FetchRequest) (*kmsg.FetchResponse, *kafkawire.Buffer, error) {
-	f := b.f
-	conn, err := conns.Conn(f.ctx, b.id)
+// fetch sends a request to the loop's broker on cl's fetch connection.
+func (b *brokerLoop) fetch(cl *kgo.Client, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, err := cl.Broker(int(b.id)).Request(b.f.ctx, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	v, ok := conn.Version(kmsg.Fetch.Int16(), req.MaxVersion())
-	if !ok || v < minFetchVersion {
-		return nil, nil, fmt.Errorf("broker %d takes no fetch version from %d to %d", b.id, minFetchVersion, req.MaxVersion())
+	if v := req.GetVersion(); v < minFetchVersion {
+		return nil, fmt.Errorf("broker %d answers fetches up to version %d; read_committed needs %d", b.id, v, minFetchVersion)
 	}
-	req.SetVersion(v)
-	body, buf, err := conn.DoPooled(f.ctx, kafkawire.Request{Key: req.Key(), Version: v, Flexible: req.IsFlexible(),
-		FlexibleAnswer: req.IsFlexible(), Body: net.Buffers{req.AppendTo(nil)}, Timeout: f.cfg.MaxWait + kafkawire.AnswerMargin,
-		Pool: f.buffers})
-	if err != nil {
-		return nil, nil, err
-	}
-	resp := kmsg.NewPtrFetchResponse()
-	resp.SetVersion(v)
-	if err := resp.ReadFrom(body); err != nil {
-		buf.Release()
-		return nil, nil, fmt.Errorf("reading a fetch response from broker %d: %w", b.id, err)
-	}
-	return resp, buf, nil
+	return resp.(*kmsg.FetchResponse), nil
 }
 
 // minFetchVersion is the first with isolation levels (read_committed) and
@@ -278,14 +262,13 @@ func (b *brokerLoop) side() {
 			if req == nil {
 				break
 			}
-			resp, buf, err := b.fetch(f.sideConns, req)
+			resp, err := b.fetch(f.cfg.SideClient, req)
 			if err == nil {
 				err = kerr.ErrorForCode(resp.ErrorCode)
 			}
 			if err == nil {
-				b.handle(resp, buf, sent, true)
+				b.handle(resp, sent, true)
 			}
-			buf.Release()
 			b.sideDone(sent, err == nil)
 			if err != nil {
 				if f.ctx.Err() == nil {
@@ -390,7 +373,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 // session's response has the partitions with something to say, asked for
 // in this request or an earlier one). From v13 the response names topics
 // by id only.
-func (b *brokerLoop) handle(resp *kmsg.FetchResponse, buf *kafkawire.Buffer, sent map[leaders.TopicPartition]requested, full bool) {
+func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
 	var turns []*pieces
 	for _, t := range resp.Topics {
 		topic := t.Topic
@@ -409,7 +392,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, buf *kafkawire.Buffer, sen
 				}
 			}
 			if ok && r.p != nil {
-				if ps := b.prepare(tp, r, &t.Partitions[i], buf); ps != nil {
+				if ps := b.prepare(tp, r, &t.Partitions[i]); ps != nil {
 					turns = append(turns, ps)
 				}
 			}
@@ -421,7 +404,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, buf *kafkawire.Buffer, sen
 // prepare splits one partition's part of a response into the pieces its
 // deliver is handed, and moves the partition's position past them. It
 // returns nil when the partition is no longer fetched here.
-func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition, buf *kafkawire.Buffer) *pieces {
+func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition) *pieces {
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -436,7 +419,7 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 		return nil
 	}
 	out := Fetched{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: rp.HighWatermark,
-		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err, Buffer: buf}
+		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err}
 	if err == nil {
 		out.Batches, out.Err = recordbatch.Split(rp.RecordBatches)
 		for _, a := range rp.AbortedTransactions {

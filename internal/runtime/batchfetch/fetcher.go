@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 	"kmirror/internal/runtime/recordbatch"
 )
@@ -36,10 +35,6 @@ type Fetched struct {
 	// HighWatermark, LastStableOffset and LogStartOffset are the
 	// partition's, as the leader answered.
 	HighWatermark, LastStableOffset, LogStartOffset int64
-	// Buffer holds the Batches' bytes, lent for as long as the delivery
-	// runs: whoever keeps a batch's bytes past it (a producer sending it
-	// whole) retains the buffer first and releases it when done.
-	Buffer *kafkawire.Buffer
 	// Err ends the partition's fetching (its offset is out of range, its
 	// topic is gone, a batch is corrupt) until it is added again.
 	Err error
@@ -48,9 +43,16 @@ type Fetched struct {
 // Config wires a Fetcher.
 type Config struct {
 	// Client reaches the source cluster; the fetcher uses its metadata
-	// and its brokers, not its consumer.
+	// and its brokers' connections, not its consumer: every request is a
+	// kmsg request that kgo sends, so dialing, TLS, SASL and its renewal,
+	// version negotiation and throttle back-off are kgo's.
 	Client *kgo.Client
-	Logger *slog.Logger
+	// SideClient reaches the same cluster on connections of its own, for
+	// partitions added while a broker loop's long poll is out: a broker
+	// answers a connection's requests in order, so on Client's fetch
+	// connection they would wait the poll out. Nil: they wait.
+	SideClient *kgo.Client
+	Logger     *slog.Logger
 	// MaxWait is how long a broker may hold a request for data; default
 	// 500ms.
 	MaxWait time.Duration
@@ -64,9 +66,6 @@ type Config struct {
 	// RetryBackoff spaces retries after a broker fails a request; default
 	// 250ms.
 	RetryBackoff time.Duration
-	// Buffers lends the buffers responses are read into; default a pool
-	// of the fetcher's own.
-	Buffers *kafkawire.BufferPool
 }
 
 // Fetcher fetches the partitions added to it.
@@ -74,10 +73,6 @@ type Fetcher struct {
 	cfg  Config
 	log  *slog.Logger
 	meta *leaders.Cache
-	// conns are the fetcher's own connections to the brokers, whose
-	// responses are read into buffers from buffers (kafkawire).
-	conns, sideConns *kafkawire.Brokers
-	buffers          *kafkawire.BufferPool
 
 	mu    sync.Mutex
 	cond  *sync.Cond // signalled when a delivery ends
@@ -122,9 +117,6 @@ func New(cfg Config) (*Fetcher, error) {
 	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
 		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},
 		brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
-	f.conns = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), f.meta.Broker)
-	f.sideConns = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), f.meta.Broker)
-	f.buffers = cmp.Or(cfg.Buffers, kafkawire.NewBufferPool())
 	f.cond = sync.NewCond(&f.mu)
 	f.ctx, f.stop = context.WithCancel(context.Background())
 	f.wg.Add(1)
@@ -166,15 +158,13 @@ func (f *Fetcher) Remove(topic string, part int32) {
 	delete(f.unassigned, tp)
 }
 
-// Close stops every fetch loop.
+// Close stops every fetch loop. The clients are the caller's to close.
 func (f *Fetcher) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
 	f.stop()
 	f.wg.Wait()
-	f.conns.Close()
-	f.sideConns.Close()
 }
 
 func (f *Fetcher) signal() {

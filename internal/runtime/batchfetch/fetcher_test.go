@@ -426,7 +426,12 @@ func TestAddedPartitionDoesNotWaitOutALongPoll(t *testing.T) {
 	t.Parallel()
 	s := newSource(t, 6)
 	const wait = 2 * time.Second
-	f, err := batchfetch.New(batchfetch.Config{Client: s.cl, MaxWait: wait, RetryBackoff: 20 * time.Millisecond})
+	side, err := kgo.NewClient(kgo.SeedBrokers(s.c.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(side.Close)
+	f, err := batchfetch.New(batchfetch.Config{Client: s.cl, SideClient: side, MaxWait: wait, RetryBackoff: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

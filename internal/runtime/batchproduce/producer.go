@@ -23,7 +23,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/leaders"
 )
 
@@ -55,8 +54,11 @@ var ErrClosed = errors.New("batch producer closed")
 
 // Config wires a Producer.
 type Config struct {
-	// Client reaches the destination: its metadata and its brokers. It
-	// must not produce records itself.
+	// Client reaches the destination: its metadata and its brokers'
+	// produce connections, on which kgo sends the producer's kmsg
+	// requests (dialing, TLS, SASL, versions and throttles are kgo's). It
+	// must not produce records itself, and keeps kgo's default acks (all),
+	// which kgo writes into every produce request it sends.
 	Client *kgo.Client
 	Logger *slog.Logger
 	// RequestTimeout is the broker's timeout of a produce request (how
@@ -92,11 +94,7 @@ type Producer struct {
 	// CPU.
 	queued map[topicPartition]*partition
 	meta   *leaders.Cache
-	// brokers are the producer's own connections: a request's batches
-	// are written from where they lie, not copied into kgo's request
-	// buffer (kafkawire).
-	brokers *kafkawire.Brokers
-	closed  bool
+	closed bool
 
 	// answers are the promises to call, in the order their results were
 	// decided under mu; one goroutine calls them (answer), so a partition's
@@ -156,7 +154,6 @@ func New(cfg Config) (*Producer, error) {
 		meta:   leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{}),
 		answerWake: make(chan struct{}, 1), answered: make(chan struct{})}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.brokers = kafkawire.NewBrokers(kafkawire.DialerOf(cfg.Client), p.meta.Broker)
 	go p.run()
 	go p.answer()
 	return p, nil
@@ -258,7 +255,6 @@ func (p *Producer) Close() {
 	close(p.done)
 	p.cancel()
 	p.inFlight.Wait()
-	p.brokers.Close()
 	// Every result is decided: the answers end once they are called.
 	p.mu.Lock()
 	p.answersDone = true
@@ -384,43 +380,57 @@ func (p *Producer) dispatch() (next time.Time) {
 			sent = append(sent, st)
 		}
 		p.inFlight.Add(1)
-		go p.send(broker, p.request(sent), sent)
+		go p.send(broker, p.request(sent, leaderOf), sent)
 	}
 	p.mu.Unlock()
 	return next
 }
 
-// request is one produce request's topics: the batches the partitions
-// send.
-func (p *Producer) request(sent []*partition) []kafkawire.ProduceTopic {
-	var topics []kafkawire.ProduceTopic
+// request is one produce request of the batches the partitions send.
+func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leaders.Leader) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	// kgo sends a produce request with its client's acks, all by default
+	// (Config.Client).
+	req.Acks, req.TimeoutMillis = -1, int32(p.cfg.RequestTimeout.Milliseconds())
 	index := map[string]int{}
 	for _, st := range sent {
 		i, ok := index[st.tp.Topic]
 		if !ok {
-			topics = append(topics, kafkawire.ProduceTopic{Topic: st.tp.Topic})
-			i = len(topics) - 1
+			t := kmsg.NewProduceRequestTopic()
+			t.Topic, t.TopicID = st.tp.Topic, leaderOf[st.tp].TopicID
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
 			index[st.tp.Topic] = i
 		}
-		topics[i].Partitions = append(topics[i].Partitions, kafkawire.ProducePartition{Partition: st.tp.Partition, Records: st.sending.raw})
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = st.tp.Partition, st.sending.raw
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
-	return topics
+	return req
 }
 
-// send issues one request and settles each of its partitions' batches.
-func (p *Producer) send(broker int32, topics []kafkawire.ProduceTopic, sent []*partition) {
+// send issues one request on kgo's produce connection to the broker and
+// settles each of its partitions' batches. kgo waits for the answer as
+// long as the connection lives (the broker's timeout plus its overhead),
+// and a throttled answer holds the connection's next request back.
+func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
 	defer p.inFlight.Done()
 	defer p.signal()
-	conn, err := p.brokers.Conn(p.ctx, broker)
-	var resp *kmsg.ProduceResponse
-	if err == nil {
-		resp, err = kafkawire.Produce(p.ctx, conn, p.cfg.RequestTimeout, p.cfg.RequestTimeout+kafkawire.AnswerMargin, topics)
-	}
+	resp, err := p.cfg.Client.Broker(int(broker)).Request(p.ctx, req)
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
 	if err == nil {
-		for _, t := range resp.Topics {
+		// From v13 the response names topics by id only.
+		names := map[[16]byte]string{}
+		for _, t := range req.Topics {
+			names[t.TopicID] = t.Topic
+		}
+		for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+			topic := t.Topic
+			if topic == "" {
+				topic = names[t.TopicID]
+			}
 			for _, rp := range t.Partitions {
-				codes[topicPartition{Topic: t.Topic, Partition: rp.Partition}] = rp
+				codes[topicPartition{Topic: topic, Partition: rp.Partition}] = rp
 			}
 		}
 	}

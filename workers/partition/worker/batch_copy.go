@@ -55,16 +55,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 		}
 		s.fetchNext = bt.NextOffset()
 		size := int64(len(payload.Raw))
-		// A batch produced whole is the fetched bytes, which the producer
-		// sends until it is answered: it holds the fetch's buffer till
-		// then. A re-encoded one is bytes of its own.
-		held := b.Buffer
-		if payload != bt {
-			held = nil
-		}
-		held.Retain()
 		w.eng.ProduceBatch(s.produceCtx, s.dest, w.key.Partition, payload, func(r batchproduce.Result) {
-			held.Release()
 			s.acks.PromiseBatch(n, size, r.BaseOffset, r.Err)
 		})
 	}

@@ -9,7 +9,6 @@ import (
 
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/kafkawire"
 	"kmirror/internal/runtime/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
@@ -172,10 +171,7 @@ type FetchBatch struct {
 	// Aborted are the aborted transactions the response listed, for the
 	// Raw batches.
 	Aborted []recordbatch.Aborted
-	// Buffer holds the Raw batches' bytes only while the delivery runs;
-	// a batch produced whole retains it until it is answered.
-	Buffer *kafkawire.Buffer
-	Err    error
+	Err     error
 	// LSO is the source's last stable offset (read_committed end), -1
 	// unknown.
 	LSO int64
