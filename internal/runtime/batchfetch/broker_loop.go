@@ -413,7 +413,7 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 		return nil // removed, added again or moved meanwhile
 	}
 	err := kerr.ErrorForCode(rp.ErrorCode)
-	if leaderMoved(err) {
+	if refetch(err) {
 		b.drop(tp)
 		f.unassignLocked(tp)
 		return nil

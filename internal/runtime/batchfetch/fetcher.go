@@ -254,14 +254,12 @@ func (f *Fetcher) unassignLocked(tp leaders.TopicPartition) {
 	f.signal()
 }
 
-// leaderMoved errors mean the partition is to be fetched from another
-// broker, which the metadata will name.
-func leaderMoved(err error) bool {
-	for _, e := range []error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.FencedLeaderEpoch,
-		kerr.UnknownLeaderEpoch, kerr.ReplicaNotAvailable, kerr.KafkaStorageError, kerr.OffsetNotAvailable} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+// refetch errors are a partition's to fetch again once the metadata is
+// read again, maybe from another leader: kerr decides what is retriable,
+// as kgo's consumer asks it. A topic the broker does not know (by name or
+// id) or knows under another id is not waited out: it was deleted or
+// recreated, and the copier is told.
+func refetch(err error) bool {
+	return kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) &&
+		!errors.Is(err, kerr.UnknownTopicID) && !errors.Is(err, kerr.InconsistentTopicID)
 }

@@ -463,3 +463,36 @@ func TestAddedPartitionDoesNotWaitOutALongPoll(t *testing.T) {
 		t.Fatal("a quiet partition got batches")
 	}
 }
+
+// TestThrottledFetchHoldsTheNextBack: a fetch answered with a throttle
+// time (KIP-219: the broker answers at once and expects the client to
+// wait) holds the loop's next request back for that long; then the records
+// come as usual.
+func TestThrottledFetchHoldsTheNextBack(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	s.produce(t, 0, 0, 10, 5, kgo.NoCompression(), "", false)
+	const throttle = 600 * time.Millisecond
+	var mu sync.Mutex
+	var at []time.Time
+	s.c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		at = append(at, time.Now())
+		if len(at) == 1 {
+			resp := req.ResponseKind().(*kmsg.FetchResponse)
+			resp.ThrottleMillis = int32(throttle.Milliseconds())
+			return resp, nil, true
+		}
+		return nil, nil, false
+	})
+	f := newFetcher(t, s)
+	cols := addCollected(f, 1)
+	waitFor(t, "the records", func() bool { return cols[0].next() == 10 })
+	mu.Lock()
+	defer mu.Unlock()
+	if gap := at[1].Sub(at[0]); gap < throttle-50*time.Millisecond {
+		t.Fatalf("the fetch after a throttled one came %s later, throttled for %s", gap, throttle)
+	}
+}

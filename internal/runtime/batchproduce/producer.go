@@ -548,16 +548,14 @@ func (p *Producer) ensureProducerID(ctx context.Context) error {
 
 // retriable errors leave the batch unwritten and the producer's state as
 // it was: the batch is sent again, to the partition's leader as the
-// refreshed metadata says.
+// refreshed metadata says. kerr decides, as kgo's own producer asks it,
+// with kgo's exceptions: CORRUPT_MESSAGE would refuse the same bytes again,
+// and a broken sequence is never retried as it is. An unknown topic is not
+// waited out either (kgo gives up after a few tries): a destination topic
+// that vanished is the copier's to report and heal.
 func retriable(err error) bool {
-	for _, e := range []error{kerr.NotLeaderForPartition, kerr.LeaderNotAvailable, kerr.RequestTimedOut,
-		kerr.NotEnoughReplicas, kerr.NotEnoughReplicasAfterAppend, kerr.KafkaStorageError, kerr.NetworkException,
-		kerr.FencedLeaderEpoch, kerr.UnknownLeaderEpoch} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+	return kerr.IsRetriable(err) && !errors.Is(err, kerr.CorruptMessage) && !brokenSequence(err) &&
+		!errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.UnknownTopicID)
 }
 
 // brokenSequence errors mean the broker no longer follows this producer's

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -383,5 +384,85 @@ func TestPromisesKeepThePartitionsOrder(t *testing.T) {
 		if !slices.Equal(order, []string{"first", "second"}) {
 			t.Fatalf("round %d: promises ran %v", i, order)
 		}
+	}
+}
+
+// refuseProduce answers a produce request with code for every partition it
+// carries, throttling the connection for throttle.
+func refuseProduce(req kmsg.Request, code int16, throttle time.Duration) kmsg.Response {
+	pr := req.(*kmsg.ProduceRequest)
+	resp := pr.ResponseKind().(*kmsg.ProduceResponse)
+	resp.ThrottleMillis = int32(throttle.Milliseconds())
+	for _, rt := range pr.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// TestThrottledRefusalIsRetriedAfterTheThrottle: a batch refused with an
+// error that kerr calls retriable (THROTTLING_QUOTA_EXCEEDED, which no
+// hand-written list of ours named) is sent again and lands once, and the
+// answer's throttle time (KIP-219) holds the next request on that
+// connection back: kgo waits it out, not the producer's 20 ms backoff.
+func TestThrottledRefusalIsRetriedAfterTheThrottle(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	const throttle = 600 * time.Millisecond
+	var mu sync.Mutex
+	var at []time.Time
+	w.cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		w.cluster.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		at = append(at, time.Now())
+		if len(at) == 1 {
+			return refuseProduce(req, kerr.ThrottlingQuotaExceeded.Code, throttle), nil, true
+		}
+		return nil, nil, false
+	})
+	var r results
+	w.p.Produce(t.Context(), "t", 2, batch(t, 2, 0, 5), r.promise(2))
+	if res := r.wait(t, 1)[2][0]; res.Err != nil || res.BaseOffset != 0 {
+		t.Fatalf("the throttled batch: %+v, want it sent again and landed at 0", res)
+	}
+	mu.Lock()
+	gap := at[1].Sub(at[0])
+	mu.Unlock()
+	if gap < throttle-50*time.Millisecond {
+		t.Fatalf("the retry came %s after a refusal throttled for %s", gap, throttle)
+	}
+	if v := values(t, w.cl, 2); !slices.Equal(v, want(2, 5)) {
+		t.Fatalf("partition 2 holds %v", v)
+	}
+}
+
+// TestCorruptMessageIsNotRetried: CORRUPT_MESSAGE is retriable to kerr,
+// but the same bytes would be refused again (kgo's producer makes the same
+// exception): the batch fails at once, and the rest of its queue with it.
+func TestCorruptMessageIsNotRetried(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var refused atomic.Int64
+	w.cluster.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		w.cluster.KeepControl()
+		refused.Add(1)
+		return refuseProduce(req, kerr.CorruptMessage.Code, 0), nil, true
+	})
+	var r results
+	w.p.Produce(t.Context(), "t", 0, batch(t, 0, 0, 5), r.promise(0))
+	w.p.Produce(t.Context(), "t", 0, batch(t, 0, 5, 5), r.promise(0))
+	got := r.wait(t, 2)[0]
+	if !errors.Is(got[0].Err, kerr.CorruptMessage) || !errors.Is(got[1].Err, batchproduce.ErrEarlierFailed) {
+		t.Fatalf("results %+v", got)
+	}
+	if n := refused.Load(); n != 1 {
+		t.Fatalf("%d produce requests, want the one refused", n)
 	}
 }
