@@ -93,6 +93,7 @@ func (b *brokerLoop) signal() {
 type requested struct {
 	p      *partition
 	offset int64
+	epoch  int32 // the LastFetchedEpoch asked with
 }
 
 func (b *brokerLoop) run() {
@@ -229,7 +230,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 // sent.
 func askFor(req *kmsg.FetchRequest, topics map[string]int, sent map[leaders.TopicPartition]requested,
 	tp leaders.TopicPartition, l leaders.Leader, p *partition, maxBytes int32) {
-	sent[tp] = requested{p: p, offset: p.offset}
+	sent[tp] = requested{p: p, offset: p.offset, epoch: p.lastEpoch}
 	i, ok := topics[tp.Topic]
 	if !ok {
 		t := kmsg.NewFetchRequestTopic()
@@ -240,7 +241,7 @@ func askFor(req *kmsg.FetchRequest, topics map[string]int, sent map[leaders.Topi
 	}
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.Partition, fp.FetchOffset, fp.PartitionMaxBytes = tp.Partition, p.offset, maxBytes
-	fp.CurrentLeaderEpoch, fp.LogStartOffset, fp.LastFetchedEpoch = l.Epoch, -1, -1
+	fp.CurrentLeaderEpoch, fp.LogStartOffset, fp.LastFetchedEpoch = l.Epoch, -1, p.lastEpoch
 	req.Topics[i].Partitions = append(req.Topics[i].Partitions, fp)
 }
 
@@ -418,6 +419,14 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 		f.unassignLocked(tp)
 		return nil
 	}
+	if err == nil && p.offset == r.offset {
+		var again bool
+		if err, again = diverged(tp, r, rp.DivergingEpoch); again {
+			p.lastEpoch = -1
+			b.changed[tp] = struct{}{}
+			return nil
+		}
+	}
 	out := Fetched{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: rp.HighWatermark,
 		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err}
 	if err == nil {
@@ -432,6 +441,7 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 		return &pieces{p: p, tp: tp, rest: []Fetched{out}}
 	} else if n := len(out.Batches); n > 0 && p.offset == r.offset {
 		p.offset = max(p.offset, out.Batches[n-1].NextOffset())
+		p.lastEpoch = out.Batches[n-1].LeaderEpoch
 		b.changed[tp] = struct{}{}
 	}
 	return &pieces{p: p, tp: tp, rest: split(out, int(f.cfg.PieceBytes))}

@@ -91,9 +91,14 @@ type Fetcher struct {
 
 // partition is one added partition's position and where it is fetched.
 type partition struct {
-	tp      leaders.TopicPartition
-	offset  int64
-	deliver func(Fetched)
+	tp     leaders.TopicPartition
+	offset int64
+	// lastEpoch is the leader epoch of the last batch read, -1 before
+	// the first: a fetch names it (LastFetchedEpoch, fetch v12+), and a
+	// leader whose log no longer holds that epoch up to offset says where
+	// it diverged (truncation.go).
+	lastEpoch int32
+	deliver   func(Fetched)
 	// broker fetches it, -1 while it waits for a leader.
 	broker int32
 	// stopped: an error was delivered; it is not fetched again.
@@ -136,7 +141,7 @@ func (f *Fetcher) Add(topic string, part int32, offset int64, deliver func(Fetch
 	if old := f.parts[tp]; old != nil && old.broker >= 0 {
 		f.brokers[old.broker].drop(tp)
 	}
-	p := &partition{tp: tp, offset: offset, deliver: deliver, broker: -1}
+	p := &partition{tp: tp, offset: offset, lastEpoch: -1, deliver: deliver, broker: -1}
 	f.parts[tp], f.unassigned[tp] = p, p
 	f.mu.Unlock()
 	f.signal()

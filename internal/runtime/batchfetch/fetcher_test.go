@@ -496,3 +496,99 @@ func TestThrottledFetchHoldsTheNextBack(t *testing.T) {
 		t.Fatalf("the fetch after a throttled one came %s later, throttled for %s", gap, throttle)
 	}
 }
+
+// answerDiverging makes the source answer the first fetch that asks for
+// partition 0 of "t" at offset at with a diverging epoch (KIP-320), as a
+// leader whose log was truncated would, and reports the LastFetchedEpoch
+// that fetch named.
+func answerDiverging(s *source, at int64, d kmsg.FetchResponseTopicPartitionDivergingEpoch) <-chan int32 {
+	named := make(chan int32, 1)
+	done := false
+	s.c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		if done {
+			return nil, nil, false
+		}
+		fr := req.(*kmsg.FetchRequest)
+		for _, rt := range fr.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.Partition != 0 || rp.FetchOffset != at {
+					continue
+				}
+				done = true
+				named <- rp.LastFetchedEpoch
+				resp := fr.ResponseKind().(*kmsg.FetchResponse)
+				st := kmsg.NewFetchResponseTopic()
+				st.Topic, st.TopicID = rt.Topic, rt.TopicID
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.HighWatermark, sp.LastStableOffset, sp.DivergingEpoch = 0, at, at, d
+				st.Partitions = append(st.Partitions, sp)
+				resp.Topics = append(resp.Topics, st)
+				return resp, nil, true
+			}
+		}
+		return nil, nil, false
+	})
+	return named
+}
+
+// TestTruncatedSourceLogStopsThePartition: each fetch names the leader
+// epoch of the last batch read, and a leader that answers that the epoch
+// ends before the position (its log was truncated under the reader) stops
+// the partition with a TruncatedError naming where: nothing past the
+// divergence is delivered.
+func TestTruncatedSourceLogStopsThePartition(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	s.produce(t, 0, 0, 10, 5, kgo.NoCompression(), "", false)
+	f := newFetcher(t, s)
+	cols := addCollected(f, 1)
+	waitFor(t, "the first records", func() bool { return cols[0].next() == 10 })
+	cols[0].mu.Lock()
+	epoch := cols[0].batches[len(cols[0].batches)-1].LeaderEpoch
+	cols[0].mu.Unlock()
+	named := answerDiverging(s, 10, kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: epoch, EndOffset: 6})
+	s.produce(t, 0, 10, 5, 5, kgo.NoCompression(), "", false)
+	select {
+	case got := <-named:
+		if epoch < 0 || got != epoch {
+			t.Fatalf("the fetch at offset 10 named epoch %d; the last batch read was appended in epoch %d", got, epoch)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no fetch at offset 10")
+	}
+	waitFor(t, "the truncation", func() bool {
+		cols[0].mu.Lock()
+		defer cols[0].mu.Unlock()
+		return cols[0].err != nil
+	})
+	var trunc *batchfetch.TruncatedError
+	if !errors.As(cols[0].err, &trunc) || trunc.EndOffset != 6 || trunc.Position != 10 {
+		t.Fatalf("error %v, want a truncation at 6 below position 10", cols[0].err)
+	}
+	time.Sleep(300 * time.Millisecond) // three polls' worth: nothing more may come
+	if n := cols[0].next(); n != 10 {
+		t.Fatalf("batches up to offset %d delivered after the truncation", n)
+	}
+}
+
+// TestDivergingEpochPastThePositionIsNoTruncation: a leader whose log ends
+// the epoch asked for at or past the position lost nothing that was read:
+// the partition is asked for again and its records come.
+func TestDivergingEpochPastThePositionIsNoTruncation(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	s.produce(t, 0, 0, 10, 5, kgo.NoCompression(), "", false)
+	f := newFetcher(t, s)
+	cols := addCollected(f, 1)
+	waitFor(t, "the first records", func() bool { return cols[0].next() == 10 })
+	named := answerDiverging(s, 10, kmsg.FetchResponseTopicPartitionDivergingEpoch{Epoch: 0, EndOffset: 10})
+	s.produce(t, 0, 10, 5, 5, kgo.NoCompression(), "", false)
+	<-named
+	waitFor(t, "the records after it", func() bool { return cols[0].next() == 15 })
+	cols[0].mu.Lock()
+	defer cols[0].mu.Unlock()
+	if cols[0].err != nil {
+		t.Fatal(cols[0].err)
+	}
+}

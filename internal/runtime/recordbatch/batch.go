@@ -94,8 +94,12 @@ var ErrCorrupt = errors.New("corrupt record batch")
 // The header fields are read from Raw; for a message set older than v2 only
 // BaseOffset and Magic are.
 type Batch struct {
-	Raw             []byte
-	BaseOffset      int64
+	Raw        []byte
+	BaseOffset int64
+	// LeaderEpoch is the source leader's epoch when the batch was
+	// appended (v2; -1 for older formats): a fetch names the last one
+	// read (KIP-320), so that the leader can say where its log diverged.
+	LeaderEpoch     int32
 	Magic           int8
 	Attributes      int16
 	LastOffsetDelta int32
@@ -125,7 +129,7 @@ func Split(in []byte) ([]Batch, error) {
 		}
 		raw := in[:size:size]
 		in = in[size:]
-		b := Batch{Raw: raw, BaseOffset: int64(binary.BigEndian.Uint64(raw[offBaseOffset:])), Magic: int8(raw[offMagic])}
+		b := Batch{Raw: raw, BaseOffset: int64(binary.BigEndian.Uint64(raw[offBaseOffset:])), Magic: int8(raw[offMagic]), LeaderEpoch: -1}
 		if b.Magic < 2 {
 			out = append(out, b)
 			continue
@@ -136,6 +140,7 @@ func Split(in []byte) ([]Batch, error) {
 		if want, got := binary.BigEndian.Uint32(raw[offCRC:]), crc32.Checksum(raw[offAttributes:], castagnoli); want != got {
 			return out, fmt.Errorf("%w: batch at offset %d has CRC %08x, its bytes %08x", ErrCorrupt, b.BaseOffset, want, got)
 		}
+		b.LeaderEpoch = int32(binary.BigEndian.Uint32(raw[offLeaderEpoch:]))
 		b.Attributes = int16(binary.BigEndian.Uint16(raw[offAttributes:]))
 		b.LastOffsetDelta = int32(binary.BigEndian.Uint32(raw[offLastOffsetDelta:]))
 		b.FirstTimestamp = int64(binary.BigEndian.Uint64(raw[offFirstTimestamp:]))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kmirror/internal/runtime/batchfetch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/partition/metrics"
@@ -397,6 +398,14 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	w := s.w
 	if errors.Is(b.Err, kerr.OffsetOutOfRange) {
 		s.outOfRange = true
+		return
+	}
+	var trunc *batchfetch.TruncatedError
+	if errors.As(b.Err, &trunc) {
+		// Records copied from the divergence on are not the source's:
+		// an operator decides (restart with recreate to copy the source
+		// as it is now).
+		s.failure = permanent("%v; nothing past offset %d is copied", trunc, trunc.Position)
 		return
 	}
 	if b.Err != nil {
