@@ -131,6 +131,10 @@ func Split(in []byte) ([]Batch, error) {
 		in = in[size:]
 		b := Batch{Raw: raw, BaseOffset: int64(binary.BigEndian.Uint64(raw[offBaseOffset:])), Magic: int8(raw[offMagic]), LeaderEpoch: -1}
 		if b.Magic < 2 {
+			// The codec and timestamp-type bits of a message's attributes
+			// are where a v2 batch has them. Its offset is its last
+			// record's (a wrapper's is its last inner message's).
+			b.Attributes = int16(raw[offMagic+1])
 			out = append(out, b)
 			continue
 		}

@@ -36,18 +36,15 @@ type Reencoded struct {
 // mirror that recompresses on purpose. A batch with no record from from on
 // appends nothing.
 func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int64, epoch int16, seq int32) ([]byte, Reencoded, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if b.Magic < 2 {
-		return dst, Reencoded{}, fmt.Errorf("re-encode the batch at offset %d: message format v%d is not supported", b.BaseOffset, b.Magic)
+		return c.reencodeLegacy(dst, b, from, codec, pid, epoch, seq)
 	}
 	if b.Control() {
 		return dst, Reencoded{}, errors.New("re-encode: a control batch")
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.decompressor == nil {
-		c.decompressor = kgo.DefaultDecompressor()
-	}
-	plain, err := c.decompressor.Decompress(b.Raw[headerLen:], kgo.CompressionCodecType(b.Codec()))
+	plain, err := c.decompressorLocked().Decompress(b.Raw[headerLen:], kgo.CompressionCodecType(b.Codec()))
 	if err != nil {
 		return dst, Reencoded{}, fmt.Errorf("re-encode the batch at offset %d: decompress %s: %w", b.BaseOffset, b.Codec(), err)
 	}
@@ -93,9 +90,17 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 	if n == 0 {
 		return dst, out, nil
 	}
+	dst, err = c.appendBatch(dst, records, n, first, maxTS, codec, pid, epoch, seq)
+	return dst, out, err
+}
+
+// appendBatch appends a v2 batch of n records (their bytes as a batch
+// holds them, offset deltas from 0) for a producer with id pid and epoch,
+// at sequence seq, compressed with codec. c.mu is held.
+func (c *Codecs) appendBatch(dst, records []byte, n int32, first, maxTS int64, codec Codec, pid int64, epoch int16, seq int32) ([]byte, error) {
 	data, err := c.compress(codec, records)
 	if err != nil {
-		return dst, Reencoded{}, err
+		return dst, err
 	}
 	start := len(dst)
 	dst = append(dst, make([]byte, headerLen)...)
@@ -114,7 +119,14 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 	binary.BigEndian.PutUint32(h[offBaseSequence:], uint32(seq))
 	binary.BigEndian.PutUint32(h[offNumRecords:], uint32(n))
 	binary.BigEndian.PutUint32(h[offCRC:], crc32.Checksum(h[offAttributes:], castagnoli))
-	return dst, out, nil
+	return dst, nil
+}
+
+func (c *Codecs) decompressorLocked() kgo.Decompressor {
+	if c.decompressor == nil {
+		c.decompressor = kgo.DefaultDecompressor()
+	}
+	return c.decompressor
 }
 
 // compress compresses records with codec. The result may alias c.buf, so
