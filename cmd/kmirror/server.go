@@ -65,9 +65,6 @@ type serverConfig struct {
 	DeliveryTimeout time.Duration
 	// Retry is the FAILED → PREPARING backoff policy.
 	Retry partition.RetryPolicy
-	// CopyRecords copies record by record instead of batches whole
-	// (partition.EngineConfig.CopyRecords).
-	CopyRecords bool
 	// StatePartitions and StateReplicationFactor shape __mirror_state when
 	// kmirror creates it (mirror.topic.num.partitions, default 50).
 	StatePartitions        int
@@ -213,7 +210,6 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&cfg.LeaseOutageGrace, "lease-outage-grace", envDuration("KMIRROR_LEASE_OUTAGE_GRACE", defaultOutageGrace), "how long past the last renewal of its session an instance that cannot reach PostgreSQL goes on copying, as long as the destination acknowledges its heartbeats (__mirror_heartbeats); 0 stops copying once the session expires (KMIRROR_LEASE_OUTAGE_GRACE)")
 	fs.DurationVar(&cfg.SourceTimeout, "source-timeout", envDuration("KMIRROR_SOURCE_TIMEOUT", 5*time.Second), "how long an API call waits for a source cluster (KMIRROR_SOURCE_TIMEOUT)")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", envDuration("KMIRROR_SHUTDOWN_TIMEOUT", defaultShutdownTimeout), "how long the steps of a shutdown may wait in all, whatever is down; a second past it the process exits anyway (KMIRROR_SHUTDOWN_TIMEOUT)")
-	fs.BoolVar(&cfg.CopyRecords, "copy-records", envBool("KMIRROR_COPY_RECORDS"), "copy record by record, the fallback to copying batches whole: every batch is decompressed and its records compressed again with snappy, and mirror.compression.type is not followed (KMIRROR_COPY_RECORDS)")
 	fs.DurationVar(&cfg.DeliveryTimeout, "delivery-timeout", envDuration("KMIRROR_DELIVERY_TIMEOUT", 0), "how long a produced record may be in flight; below TTL/3 (KMIRROR_DELIVERY_TIMEOUT, default min(4s, TTL/4))")
 	fs.DurationVar(&cfg.Retry.Initial, "retry-initial", envDuration("KMIRROR_RETRY_INITIAL", time.Second), "first FAILED retry backoff ceiling (KMIRROR_RETRY_INITIAL)")
 	fs.DurationVar(&cfg.Retry.Max, "retry-max", envDuration("KMIRROR_RETRY_MAX", 300*time.Second), "largest FAILED retry backoff (KMIRROR_RETRY_MAX)")
@@ -340,7 +336,7 @@ func components(cfg serverConfig, pools workerPools, deployment string, notes *n
 	}
 	eng, err := partition.NewEngine(partition.EngineConfig{Pool: pool, Service: svc, InstanceID: cfg.InstanceID,
 		Destination: cfg.Destination, Logger: log, DeliveryTimeout: cfg.DeliveryTimeout, Retry: cfg.Retry,
-		Notifier: notes, Registerer: reg, StopBudget: cfg.budget, SourceState: statetopic.ReadState, CopyRecords: cfg.CopyRecords})
+		Notifier: notes, Registerer: reg, StopBudget: cfg.budget, SourceState: statetopic.ReadState})
 	if err != nil {
 		return nil, err
 	}

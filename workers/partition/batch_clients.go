@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/runtime/batchfetch"
 	"kmirror/internal/runtime/batchproduce"
@@ -13,10 +14,13 @@ import (
 	"kmirror/workers/partition/worker"
 )
 
-// The clients of an engine that copies batches whole (EngineConfig.
-// unless CopyRecords): one raw fetcher per mirror, and one batch producer to the
-// destination. Their kgo clients carry the same health hooks as the record
-// path's, so trouble is reported the same way.
+// The engine's copy clients: one batch fetcher per mirror and one batch
+// producer to the destination, each over kgo clients whose hooks report
+// their health and request metrics.
+
+// defaultFetchMaxWait bounds how long a fetch waits for new records
+// (Kafka's own default): a broker loop's long poll of quiet partitions.
+const defaultFetchMaxWait = 500 * time.Millisecond
 
 // batchFetcher is a mirror's raw fetcher and its client.
 type batchFetcher struct {
@@ -36,12 +40,11 @@ func (f *batchFetcher) close() {
 // startBatchProducer opens the batch producer and its destination client.
 func (e *Engine) startBatchProducer() error {
 	cl, err := e.cfg.Destination.NewClient(kgo.WithHooks(e.producerHealth), kgo.MetadataMinAge(250*time.Millisecond),
-		e.metrics.ProduceOpt())
+		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))), e.metrics.ProduceOpt())
 	if err != nil {
 		return err
 	}
-	// The broker's timeout of a request is the delivery timeout, as the
-	// record producer's is (produce.Options).
+	// The broker's timeout of a request is the delivery timeout.
 	p, err := batchproduce.New(batchproduce.Config{Client: cl, Logger: e.log.With("client", "batch producer"),
 		RequestTimeout: e.cfg.DeliveryTimeout})
 	if err != nil {
@@ -114,7 +117,7 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 		if got.Err != nil {
 			lso = -1
 		}
-		deliver(worker.FetchBatch{Raw: true, Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
+		deliver(worker.FetchBatch{Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
 	})
 	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
 }

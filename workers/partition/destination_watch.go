@@ -231,10 +231,7 @@ func (e *Engine) writeOff(topic, why string) {
 				"destination_topic", topic, "sessions", len(ss), "why", why)
 		}
 	}
-	e.producer.PurgeTopicsFromProducing(topic)
-	if e.batchProducer != nil {
-		e.batchProducer.Forget(topic, errWrittenOff)
-	}
+	e.batchProducer.Forget(topic, errWrittenOff)
 }
 
 // takeLoss returns (and forgets) the loss the watch recorded for k.

@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
@@ -75,13 +74,6 @@ type EngineConfig struct {
 	// (worker/continue.go) reads the source's. Nil: continue cannot prove
 	// anything and fails.
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
-	// CopyRecords copies record by record, the fallback: kgo decodes
-	// every fetched batch and the records are produced again, compressed
-	// with the producer's codec (snappy), so neither the source's codec
-	// nor mirror.compression.type is kept. By default batches are copied
-	// whole (batch_clients.go, worker/batch_copy.go), keeping their codec,
-	// and those the destination would refuse as they are are re-encoded.
-	CopyRecords bool
 }
 
 func (c *EngineConfig) validate() error {
@@ -107,8 +99,7 @@ type Engine struct {
 	cfg         EngineConfig
 	log         *slog.Logger
 	metrics     *metrics.Metrics
-	producer    *kgo.Client
-	// gate bounds the producer's buffered records instead of kgo.
+	// gate bounds the copies produced and not yet answered.
 	gate *produce.Gate
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
@@ -140,13 +131,12 @@ type Engine struct {
 	wcfg worker.Config
 
 	// batchProducer and batchDst, and each mirror's batchFetchers, copy
-	// batches whole (unless CopyRecords).
+	// batches (batch_clients.go).
 	batchProducer *batchproduce.Producer
 	batchDst      *kgo.Client
 
 	mu            sync.Mutex
 	workers       map[lease.Key]*worker.Worker
-	fetchers      map[string]*mirrorFetcher
 	batchFetchers map[string]*batchFetcher
 	sources       map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
@@ -190,7 +180,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
-		workers: map[lease.Key]*worker.Worker{}, fetchers: map[string]*mirrorFetcher{}, batchFetchers: map[string]*batchFetcher{},
+		workers: map[lease.Key]*worker.Worker{}, batchFetchers: map[string]*batchFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
 		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
@@ -232,20 +222,8 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		}
 	}()
 	e.producerHealth = &clientHealth{}
-	e.producer, err = e.cfg.Destination.NewClient(append(produce.Options(e.cfg.DeliveryTimeout),
-		kgo.WithHooks(e.producerHealth),
-		// A newly created destination topic must be seen quickly.
-		kgo.MetadataMinAge(250*time.Millisecond),
-		kgo.WithLogger(kslog.New(e.log.With("client", "producer"))),
-		e.metrics.ProduceOpt(),
-	)...)
-	if err != nil {
+	if err := e.startBatchProducer(); err != nil {
 		return fmt.Errorf("destination producer: %w", err)
-	}
-	if !e.cfg.CopyRecords {
-		if err := e.startBatchProducer(); err != nil {
-			return fmt.Errorf("destination batch producer: %w", err)
-		}
 	}
 	if e.dstAdminClient, err = e.cfg.Destination.NewClient(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
@@ -289,9 +267,6 @@ func (e *Engine) watchHealth(ctx context.Context) {
 		e.checkDestination(ctx, checks)
 		e.mu.Lock()
 		clients := []*clientHealth{e.producerHealth}
-		for _, f := range e.fetchers {
-			clients = append(clients, f.health)
-		}
 		for _, f := range e.batchFetchers {
 			clients = append(clients, f.health)
 		}
@@ -318,19 +293,13 @@ func (e *Engine) Stop() {
 	}
 	e.Halt()
 	e.cp.flush(context.Background())
-	// Sessions settled their copies; what is left is unanswered copies,
-	// which closing the client fails.
-	ctx, cancel := context.WithTimeout(context.Background(), e.cfg.StopBudget.Bound(e.cfg.DeliveryTimeout, 500*time.Millisecond))
-	defer cancel()
-	_ = e.producer.Flush(ctx)
+	// Sessions settled their copies; closing the producer fails what is
+	// left unanswered.
 	e.closeClients()
 }
 
 // closeClients closes the Kafka clients that are open.
 func (e *Engine) closeClients() {
-	if e.producer != nil {
-		e.producer.Close()
-	}
 	if e.batchProducer != nil {
 		e.batchProducer.Close()
 		e.batchDst.Close()
@@ -340,10 +309,6 @@ func (e *Engine) closeClients() {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for name, f := range e.fetchers {
-		f.close()
-		delete(e.fetchers, name)
-	}
 	for name, f := range e.batchFetchers {
 		f.close()
 		delete(e.batchFetchers, name)
@@ -393,42 +358,6 @@ func (e *Engine) Running() []lease.Key {
 	return out
 }
 
-// fetcher returns the mirror's shared fetcher, creating it on first use.
-func (e *Engine) fetcher(mirror string, conn kafkaconn.Config) (*mirrorFetcher, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if f := e.fetchers[mirror]; f != nil {
-		f.users++
-		return f, nil
-	}
-	f, err := newMirrorFetcher(mirror, conn, e.log.With("mirror", mirror),
-		append([]kgo.Opt{kgo.WithLogger(kslog.New(e.log.With("client", "fetcher", "mirror", mirror))), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	f.users = 1
-	e.fetchers[mirror] = f
-	return f, nil
-}
-
-// releaseFetcher closes a mirror's fetcher when its last partition leaves.
-func (e *Engine) releaseFetcher(mirror string) {
-	e.mu.Lock()
-	f := e.fetchers[mirror]
-	if f == nil {
-		e.mu.Unlock()
-		return
-	}
-	f.users--
-	if f.users > 0 {
-		e.mu.Unlock()
-		return
-	}
-	delete(e.fetchers, mirror)
-	e.mu.Unlock()
-	f.close()
-}
-
 // source returns the mirror's source admin and config, reconnecting when the
 // mirror's connection changed. The mirror's row is read afresh, but shared
 // with the partitions that ask at the same time: at 10,000 partitions
@@ -474,25 +403,12 @@ type sourceClients struct {
 
 func (s *sourceClients) close() { s.Admin.Close() }
 
-// AwaitDestinationPartitions makes the engine's producer learn that
-// destination topic topic (the destination's name, with the mirror's
-// topic.name.prefix) now has n partitions. kgo fails a record for a
-// partition beyond the count it knows instead of refreshing its metadata,
-// which it otherwise does only every few minutes. A topic the producer has
-// not loaded yet needs nothing: its first record loads it.
-func (e *Engine) AwaitDestinationPartitions(ctx context.Context, topic string, n int32) error {
-	for {
-		if leader, _, _ := e.producer.PartitionLeader(topic, 0); leader < 0 {
-			return nil
-		}
-		if leader, _, _ := e.producer.PartitionLeader(topic, n-1); leader >= 0 {
-			return nil
-		}
-		e.producer.ForceMetadataRefresh()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+// AwaitDestinationPartitions makes the engine's producer read the leaders
+// of destination topic topic (the destination's name, with the mirror's
+// topic.name.prefix) again, now that it has n partitions. The batch
+// producer reads them again anyway when it has a batch for a partition it
+// does not know, so nothing waits here.
+func (e *Engine) AwaitDestinationPartitions(context.Context, string, int32) error {
+	e.batchProducer.RefreshMetadata()
+	return nil
 }

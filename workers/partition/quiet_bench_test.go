@@ -55,7 +55,7 @@ import (
 // profiles of each window (quiet-kmirror-idle, quiet-kmirror-trickle,
 // quiet-loop-idle, quiet-loop-trickle); the block and mutex sampling
 // profilePhase turns on costs CPU of its own, so take the cores from a run
-// without it. KMIRROR_TEST_COPY_RECORDS=1 runs kmirror on the record path.
+// without it.
 func BenchmarkQuietPartitions(b *testing.B) {
 	const perTopic = 100
 	total := envInt(b, "KMIRROR_BENCH_PARTITIONS", 10000) / perTopic * perTopic
@@ -99,9 +99,9 @@ func BenchmarkQuietPartitions(b *testing.B) {
 	kmIdle := meter.measure(window)
 	stopProfile()
 	kmTrickle, kmLat := measureQuietTrickle(b, meter, trickle, "quiet-kmirror-trickle")
-	benchReport(b, "kmirror (%s), %d partitions MIRRORING %s after start:\nidle: %s\ntrickle %d records/s: %s\n"+
+	benchReport(b, "kmirror, %d partitions MIRRORING %s after start:\nidle: %s\ntrickle %d records/s: %s\n"+
 		"trickle latency: %s\nbusiest statements with the trickle:\n%s",
-		copyPath(), total, settled.Round(time.Second), kmIdle, rate, kmTrickle, kmLat, kmTrickle.statementsReport(8))
+		total, settled.Round(time.Second), kmIdle, rate, kmTrickle, kmLat, kmTrickle.statementsReport(8))
 
 	// The reference, in this process once kmirror has stopped and its
 	// garbage is collected.
@@ -159,13 +159,6 @@ func envInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: %v", name, v, err)
 	}
 	return n
-}
-
-func copyPath() string {
-	if workertest.CopyRecords() {
-		return "record path, KMIRROR_TEST_COPY_RECORDS=1"
-	}
-	return "batch copy"
 }
 
 // loadAverage is /proc/loadavg's first three fields.

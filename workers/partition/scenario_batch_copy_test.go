@@ -40,7 +40,7 @@ func TestScenarioBatchCopyKeepsCodecs(t *testing.T) {
 	produceBatch(t, addr, kgo.Lz4Compression(), t.Name()+"-3", true, 140)
 
 	env.CreateMirror("m", "orders")
-	env.StartInstanceOpts("i1", workertest.InstanceOpts{CopyBatches: true})
+	env.StartInstance("i1")
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitMirrored(t, env.Env, "orders", 2, 20*time.Second)
 

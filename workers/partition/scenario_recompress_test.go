@@ -39,7 +39,7 @@ func TestScenarioBatchCopyRecompresses(t *testing.T) {
 	if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	env.StartInstanceOpts("i1", workertest.InstanceOpts{CopyBatches: true})
+	env.StartInstance("i1")
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitMirrored(t, env.Env, "orders", 2, 20*time.Second)
 	dst := env.Clusters.DestinationAddr()

@@ -43,7 +43,7 @@ func TestScenarioThrottle(t *testing.T) {
 	}
 	// A rate test: the 1 s delivery timeout of the fault tests would fail
 	// copies that the in-process destination acknowledges late under the
-	// whole suite's load (4 MB/s of 1 KiB records over the record path),
+	// whole suite's load (4 MB/s of 1 KiB records),
 	// and the retries would show as a rate below the limit.
 	env.StartInstanceOpts("i1", workertest.InstanceOpts{DeliveryTimeout: 10 * time.Second})
 	dst := workertest.Plain(env.Clusters.DestinationAddr())

@@ -49,8 +49,7 @@ import (
 //
 // KMIRROR_BENCH_CODEC (none, gzip, snappy, lz4, zstd; default none) writes
 // the source with that codec, and the loop produces with it too, as a copy
-// that keeps the source's codec must. KMIRROR_TEST_COPY_RECORDS=1 runs
-// kmirror copying record by record.
+// that keeps the source's codec must.
 //
 // Run it with GODEBUG=madvdontneed=0. On this virtual machine a page the Go
 // runtime gave back with MADV_DONTNEED costs a fault to touch again, and

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/recordbatch"
@@ -152,37 +150,7 @@ func (h workerEngine) WriteOff(dstTopic, why string) { h.e.writeOff(dstTopic, wh
 // closed when its last partition leaves.
 func (h workerEngine) Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
 	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
-	if !h.e.cfg.CopyRecords {
-		return h.e.fetchBatches(mirror, conn, topic, partition, from, deliver)
-	}
-	f, err := h.e.fetcher(mirror, conn)
-	if err != nil {
-		return nil, err
-	}
-	tp := topicPartition{topic, partition}
-	f.add(tp, from, &fetchSink{deliver: func(b fetchBatch) {
-		deliver(worker.FetchBatch{Records: b.records, Err: b.err, LSO: b.lso})
-	}})
-	return &fetchRegistration{e: h.e, f: f, mirror: mirror, tp: tp}, nil
-}
-
-// fetchRegistration is one partition's place in its mirror's fetcher.
-type fetchRegistration struct {
-	e      *Engine
-	f      *mirrorFetcher
-	mirror string
-	tp     topicPartition
-}
-
-func (r *fetchRegistration) Trouble() (time.Time, error) { return r.f.health.trouble(troubleAfter) }
-
-func (r *fetchRegistration) Stop() {
-	r.f.remove(r.tp)
-	r.e.releaseFetcher(r.mirror)
-}
-
-func (h workerEngine) Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
-	h.e.producer.Produce(ctx, r, promise)
+	return h.e.fetchBatches(mirror, conn, topic, partition, from, deliver)
 }
 
 func (h workerEngine) ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload,
@@ -195,10 +163,7 @@ func (h workerEngine) ProducerTrouble() (time.Time, error) {
 }
 
 func (h workerEngine) RefreshProducerMetadata() {
-	h.e.producer.ForceMetadataRefresh()
-	if h.e.batchProducer != nil {
-		h.e.batchProducer.RefreshMetadata()
-	}
+	h.e.batchProducer.RefreshMetadata()
 }
 
 func (h workerEngine) HealthChanged() <-chan struct{} { return h.e.health.updated() }

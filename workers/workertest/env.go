@@ -185,18 +185,7 @@ type InstanceOpts struct {
 	// (statetopic.ReadState; the harness cannot import it: statetopic's
 	// tests import the harness).
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
-	// CopyRecords copies record by record (EngineConfig.CopyRecords).
-	// KMIRROR_TEST_COPY_RECORDS=1 turns it on for every instance, to run a
-	// package's scenarios over the record path.
-	CopyRecords bool
-	// CopyBatches keeps the instance copying batches whole under
-	// KMIRROR_TEST_COPY_RECORDS=1, for a test of the batch copy itself.
-	CopyBatches bool
 }
-
-// CopyRecords says whether KMIRROR_TEST_COPY_RECORDS=1 runs every
-// instance's engine copying record by record.
-func CopyRecords() bool { return os.Getenv("KMIRROR_TEST_COPY_RECORDS") == "1" }
 
 // StartInstance runs an instance with short lease timings; it is stopped
 // gracefully at cleanup unless the test stopped or crashed it.
@@ -239,8 +228,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	ecfg := partition.EngineConfig{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 		Destination: o.Dest, Logger: log, DeliveryTimeout: cmp.Or(o.DeliveryTimeout, time.Second), CheckpointInterval: 200 * time.Millisecond,
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
-		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second},
-		CopyRecords: o.CopyRecords || (CopyRecords() && !o.CopyBatches)}
+		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
 	leasePool := env.Pool
 	if o.ProductionTimings {

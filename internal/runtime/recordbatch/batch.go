@@ -114,8 +114,8 @@ type Batch struct {
 // Split cuts a partition's fetched bytes into batches, checking each v2
 // batch's CRC. A broker may end a response with a partial batch (it fills a
 // size limit); that tail is left out, as consumers leave it. A message set
-// older than v2 is returned with its Magic only, for the caller to copy
-// record by record.
+// older than v2 is returned with its Magic, codec and offset only, for
+// Reencode to build a v2 batch of its records.
 func Split(in []byte) ([]Batch, error) {
 	var out []Batch
 	for len(in) >= legacyHeaderLen {

@@ -31,9 +31,9 @@ type Reencoded struct {
 // Reencode appends a new batch holding the records of b from source offset
 // from on, for a producer with id pid and epoch, at sequence seq: offsets
 // renumbered without gaps, every record's timestamp its own (a log-append
-// time becomes each record's create time), compressed with codec. It is the
-// record path's work, for the batches WholeCopyProblem names, and for a
-// mirror that recompresses on purpose. A batch with no record from from on
+// time becomes each record's create time), compressed with codec. It serves
+// the batches WholeCopyProblem names (message formats v0 and v1 among
+// them: legacy.go), and a mirror that recompresses on purpose. A batch with no record from from on
 // appends nothing.
 func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int64, epoch int16, seq int32) ([]byte, Reencoded, error) {
 	c.mu.Lock()

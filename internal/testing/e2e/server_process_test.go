@@ -66,10 +66,6 @@ func startServerEnv(t testing.TB, bin, logDir string, seq int, id, dbURL, destin
 		"--lease-renew-interval", leaseRenew.String(),
 		"--delivery-timeout", deliveryTimeout.String(),
 		"--log-level", "info")
-	if os.Getenv("KMIRROR_TEST_COPY_RECORDS") == "1" {
-		// The crash tests over the record path (--copy-records).
-		s.cmd.Args = append(s.cmd.Args, "--copy-records")
-	}
 	s.cmd.Args = append(s.cmd.Args, args...)
 	s.cmd.Env = append(childEnv(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs

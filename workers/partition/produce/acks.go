@@ -3,16 +3,13 @@ package produce
 import (
 	"sync"
 	"sync/atomic"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Acks counts one session's produce results without a lock or a queue per
-// record. kgo calls a partition's promises one at a time, in the order the
-// records were produced, so the k-th result belongs to the k-th record
-// produced, whose destination offset must be base+k. That order holds
-// because no record fails before kgo buffers it: kgo's own buffer limit is
-// off (Options) and Gate waits instead (see there).
+// batch. The batch producer calls a partition's promises one at a time, in
+// the order the batches were produced, so the results count the copies in
+// produce order, and a batch whose first copy is the k-th must land at
+// destination offset base+k.
 //
 // The promise counts in plain fields that only it touches and publishes
 // them to the worker (done, verified, verifiedBytes, then a wake-up) in
@@ -101,46 +98,6 @@ func (a *Acks) Notify() <-chan struct{} { return a.notify }
 // Rearm lets the next publication send a wake-up, for a reader that does
 // not Take.
 func (a *Acks) Rearm() { a.woken.Store(false) }
-
-// Promise is the produce callback of every record of the session.
-func (a *Acks) Promise(r *kgo.Record, err error) {
-	k := a.results
-	a.results = k + 1
-	failedNow := false
-	if !a.failed {
-		if err == nil && r.Offset == a.base+k {
-			a.bytes += int64(len(r.Key) + len(r.Value))
-		} else {
-			a.failed, failedNow = true, true
-			a.verifiedBytes.Store(a.bytes)
-			a.verified.Store(k)
-			a.mu.Lock()
-			a.failure = &Failure{Index: k, Err: err, Got: r.Offset}
-			a.mu.Unlock()
-			if a.onFailure != nil {
-				a.onFailure()
-			}
-		}
-	}
-	if !failedNow && (k+1)%PublishEvery != 0 && a.base+k+1 < a.producedEnd.Load() {
-		return
-	}
-	if !a.failed {
-		a.verifiedBytes.Store(a.bytes)
-		a.verified.Store(k + 1)
-	}
-	a.done.Store(k + 1)
-	if a.gate != nil {
-		a.gate.Release(k + 1 - a.released)
-		a.released = k + 1
-	}
-	if !a.woken.Load() && !a.woken.Swap(true) {
-		select {
-		case a.notify <- struct{}{}:
-		default:
-		}
-	}
-}
 
 // PromiseBatch is the result of a batch of n records produced whole (bytes
 // of keys and values in all): it landed from destination offset base on,

@@ -7,18 +7,10 @@ import (
 
 // Gate bounds the records the engine has produced and not yet seen
 // answered, across every partition. A session takes room for a whole
-// fetched batch before it produces any record of it, and the promise gives
-// the room back as it publishes results.
-//
-// kgo has such a bound (MaxBufferedRecords), but a Produce blocked on it
-// fails its record as soon as the record's context ends, and reports that
-// failure ahead of the earlier records still buffered or in flight. The
-// results then no longer come in produce order, which Acks relies on, and
-// a later record of the session that finds room a moment after can still
-// be sent behind a batch in flight: the destination skips a record
-// (TestProduceGateKeepsResultsInOrder). So the engine's producer has no
-// buffer limit of its own (Options), kgo never blocks, and the wait
-// happens here, before any record of the batch is handed to kgo.
+// fetched batch before it produces it, and the promise gives the room back
+// as it publishes results. The wait happens here, before the batch is
+// handed to the producer, so the producer never holds a batch back for
+// room and its results stay in produce order.
 type Gate struct {
 	mu    sync.Mutex
 	limit int64

@@ -7,7 +7,7 @@ import (
 	"kmirror/internal/runtime/recordbatch"
 )
 
-// copyBatches copies a partition's fetched batches (FetchBatch.Raw) in
+// copyBatches copies a partition's fetched batches in
 // order: whole where the destination takes them as they are, re-encoded
 // where it does not (recordbatch.WholeCopyProblem). Markers and aborted
 // transactions' batches are never produced; the checkpoint passes them

@@ -109,12 +109,8 @@ type Engine interface {
 	// fetcher, from source offset from on: deliver is called with each
 	// fetched batch, in the fetch goroutine, until the Fetch is stopped.
 	Fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64, deliver func(FetchBatch)) (Fetch, error)
-	// Produce hands a record to the instance's idempotent producer, which
-	// writes it to r.Topic: the destination topic's name.
-	Produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error))
 	// ProduceBatch hands a whole batch for destination topic dstTopic to
-	// the instance's batch producer, when the engine copies batches (its
-	// fetches then deliver Raw).
+	// the instance's batch producer.
 	ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
 	// ProducerTrouble is the producer's current run of errors, once it has
 	// lasted long enough to report (zero and nil otherwise).
@@ -162,14 +158,11 @@ type Fetch interface {
 	Stop()
 }
 
-// FetchBatch is what one poll returned for one partition: its records, or
-// with Raw its record batches as the broker sent them.
+// FetchBatch is what one fetch response held for one partition: its
+// record batches as the broker sent them.
 type FetchBatch struct {
-	Records []*kgo.Record
-	Raw     bool
 	Batches []recordbatch.Batch
-	// Aborted are the aborted transactions the response listed, for the
-	// Raw batches.
+	// Aborted are the aborted transactions the response listed.
 	Aborted []recordbatch.Aborted
 	Err     error
 	// LSO is the source's last stable offset (read_committed end), -1
@@ -178,18 +171,11 @@ type FetchBatch struct {
 }
 
 // size is what the batch counts against the mirror's throttle, as the
-// mirrored-bytes metric counts it: the batches as fetched, or the records'
-// keys and values.
+// mirrored-bytes metric counts it: the batches as fetched.
 func (b FetchBatch) size() int64 {
 	n := 0
-	if b.Raw {
-		for i := range b.Batches {
-			n += len(b.Batches[i].Raw)
-		}
-		return int64(n)
-	}
-	for _, r := range b.Records {
-		n += len(r.Key) + len(r.Value)
+	for i := range b.Batches {
+		n += len(b.Batches[i].Raw)
 	}
 	return int64(n)
 }

@@ -421,58 +421,7 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 		s.failure = errStop
 		return
 	}
-	if b.Raw {
-		s.copyBatches(b)
-		return
-	}
-	// Every record of this batch must land or fail within the delivery
-	// timeout: if one is still unsettled then, produceCtx ends, and kgo
-	// fails the records it has not sent from the first that reaches the
-	// head of the queue on. upTo counts what will be produced: markers and
-	// records already copied are not.
-	n := int64(0)
-	for _, r := range b.Records {
-		if r.Offset >= s.fetchNext && !r.Attrs.IsControl() {
-			n++
-		}
-	}
-	if !s.admit(n) {
-		return
-	}
-	// The fetched records are produced as they are, not copied: kgo hands
-	// a fetched record to its reader for good, and producing it writes only
-	// the result fields (offset, attributes, producer id and epoch, leader
-	// epoch) and the context, none of which is read here once it is
-	// produced (the fetch loop tracked the batch's last offset before
-	// delivering it). A copy would cost an allocation per batch and the
-	// work of filling it (docs/benchmarks/throughput.md, "Mirroring
-	// throughput"). Its topic is set to the destination's name: nothing
-	// reads a record's topic after delivery (results are matched by their
-	// order, Acks.Promise), and the source name is the session's key.
-	//
-	// The promise is bound once a batch: a method value taken per record
-	// would allocate per record (11% of this function's CPU at 100 B).
-	promise := s.acks.Promise
-	for _, r := range b.Records {
-		if r.Offset < s.fetchNext {
-			continue // already copied (a re-fetch after re-adding)
-		}
-		if r.Attrs.IsControl() {
-			s.pending = append(s.pending, pendingRun{src: r.Offset, n: 1, control: true})
-			s.fetchNext = r.Offset + 1
-			continue
-		}
-		if n := len(s.pending); n > 0 && !s.pending[n-1].control &&
-			s.pending[n-1].src+s.pending[n-1].n == r.Offset && s.pending[n-1].dst+s.pending[n-1].n == s.produced {
-			s.pending[n-1].n++
-		} else {
-			s.pending = append(s.pending, pendingRun{src: r.Offset, dst: s.produced, n: 1})
-		}
-		s.fetchNext, s.produced = r.Offset+1, s.produced+1
-		r.Topic = s.dest
-		w.eng.Produce(s.produceCtx, r, promise)
-	}
-	s.passControls()
+	s.copyBatches(b)
 }
 
 // admit takes produce room for n more copies and arms their delivery

@@ -4,15 +4,14 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/produce"
 )
 
 // BenchmarkAckedBatch is the data plane's bookkeeping of one fetched batch
-// of 100 records (16-byte keys, 100-byte values) once produced: the produce
-// promise per record, then the worker's handleAcks for the batch, which
+// of 100 records (16-byte keys, 100-byte values) once produced: the batch's
+// produce promise, then the worker's handleAcks for the batch, which
 // advances the checkpoint and counts the verified copies. "metrics" counts
 // them in the kmirror_mirrored_* series of a real registry (looked up once
 // per session, as a session does); "none" is an engine without a registry,
@@ -36,21 +35,14 @@ func BenchmarkAckedBatch(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const batch = 100
-			recs := make([]*kgo.Record, batch)
-			for i := range recs {
-				recs[i] = &kgo.Record{Key: make([]byte, 16), Value: make([]byte, 100)}
-			}
 			s := &Session{acks: produce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {
 				s.pending = append(s.pending, pendingRun{src: next, dst: next, n: batch})
 				s.acks.SetProducedEnd(next + batch)
-				for _, r := range recs {
-					r.Offset = next
-					next++
-					s.acks.Promise(r, nil)
-				}
+				s.acks.PromiseBatch(batch, batch*116, next, nil)
+				next += batch
 				s.handleAcks()
 			}
 			if s.taken != next || s.failure != nil || s.countedBytes != next*116 {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"kmirror/workers/partition/produce"
 )
 
@@ -16,9 +14,6 @@ import (
 // produced the next batch before the last result of the previous one
 // arrives, over a long batch, and when a copy fails.
 func TestAckedBytesAreExact(t *testing.T) {
-	rec := func(off int64, size int) *kgo.Record {
-		return &kgo.Record{Offset: off, Value: make([]byte, size)}
-	}
 	s := &Session{acks: produce.NewAcks(10, nil, nil), produced: 10}
 	produceRun := func(n int64) { // the worker's side of handleBatch
 		s.pending = append(s.pending, pendingRun{src: s.produced, dst: s.produced, n: n})
@@ -35,35 +30,35 @@ func TestAckedBytesAreExact(t *testing.T) {
 	}
 
 	produceRun(3) // offsets 10..12, 1+2+3 bytes
-	s.acks.Promise(rec(10, 1), nil)
+	s.acks.PromiseBatch(1, 1, 10, nil)
 	check("mid-batch: nothing published yet", 0, 0, 3)
-	s.acks.Promise(rec(11, 2), nil)
+	s.acks.PromiseBatch(1, 2, 11, nil)
 	produceRun(2) // offsets 13..14 before the result of 12 arrives
-	s.acks.Promise(rec(12, 3), nil)
+	s.acks.PromiseBatch(1, 3, 12, nil)
 	check("a later batch produced: 12 is not the last record produced", 0, 0, 5)
-	s.acks.Promise(rec(13, 4), nil)
-	s.acks.Promise(rec(14, 5), nil)
+	s.acks.PromiseBatch(1, 4, 13, nil)
+	s.acks.PromiseBatch(1, 5, 14, nil)
 	check("every batch settled", 5, 15, 0)
 
 	// A long batch: the session's produce.PublishEvery-th result publishes (five
 	// came before the batch), then its last record.
 	produceRun(produce.PublishEvery + 1) // offsets 15..15+produce.PublishEvery, 1 byte each
 	for i := range int64(produce.PublishEvery - 5) {
-		s.acks.Promise(rec(15+i, 1), nil)
+		s.acks.PromiseBatch(1, 1, 15+i, nil)
 	}
 	check("the session's produce.PublishEvery-th result", produce.PublishEvery, 10+produce.PublishEvery, 6)
 	for i := int64(produce.PublishEvery - 5); i <= produce.PublishEvery; i++ {
-		s.acks.Promise(rec(15+i, 1), nil)
+		s.acks.PromiseBatch(1, 1, 15+i, nil)
 	}
 	check("the long batch settled", 6+produce.PublishEvery, 16+produce.PublishEvery, 0)
 
 	base := s.produced
 	produceRun(3) // the first lands, the second fails, the third is never verified
-	s.acks.Promise(rec(base, 6), nil)
-	s.acks.Promise(rec(base+1, 7), errors.New("broker down"))
+	s.acks.PromiseBatch(1, 6, base, nil)
+	s.acks.PromiseBatch(1, 7, base+1, errors.New("broker down"))
 	if s.handleAcks(); s.taken != 7+produce.PublishEvery || s.countedBytes != 22+produce.PublishEvery || s.failure == nil {
 		t.Fatalf("at the failure: taken %d, bytes %d, failure %v", s.taken, s.countedBytes, s.failure)
 	}
-	s.acks.Promise(rec(base+2, 8), nil)
+	s.acks.PromiseBatch(1, 8, base+2, nil)
 	check("after the failure, every result in", 7+produce.PublishEvery, 22+produce.PublishEvery, 0)
 }
