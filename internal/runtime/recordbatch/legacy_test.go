@@ -1,58 +1,12 @@
 package recordbatch_test
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
-	"fmt"
-	"hash/crc32"
 	"slices"
 	"testing"
 
 	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/testing/legacyformat"
 )
-
-// legacyMessage is one message of format v0 or v1 on the wire: offset,
-// size, CRC (IEEE, over what follows it), magic, attributes, the timestamp
-// (v1), key and value.
-func legacyMessage(magic, attrs int8, offset, ts int64, key, value []byte) []byte {
-	body := []byte{byte(magic), byte(attrs)}
-	if magic == 1 {
-		body = binary.BigEndian.AppendUint64(body, uint64(ts))
-	}
-	for _, b := range [][]byte{key, value} {
-		if b == nil {
-			body = binary.BigEndian.AppendUint32(body, 0xffffffff)
-			continue
-		}
-		body = binary.BigEndian.AppendUint32(body, uint32(len(b)))
-		body = append(body, b...)
-	}
-	out := binary.BigEndian.AppendUint64(nil, uint64(offset))
-	out = binary.BigEndian.AppendUint32(out, uint32(4+len(body)))
-	out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(body))
-	return append(out, body...)
-}
-
-// gzipWrapper is a compressed v1 message holding n messages from offset
-// first: inner offsets relative from 0, the wrapper's offset its last
-// inner message's absolute offset.
-func gzipWrapper(t *testing.T, first int64, n int, ts int64) []byte {
-	t.Helper()
-	var inner []byte
-	for i := range n {
-		inner = append(inner, legacyMessage(1, 0, int64(i), ts+int64(i), fmt.Appendf(nil, "k%d", first+int64(i)), fmt.Appendf(nil, "v%d", first+int64(i)))...)
-	}
-	var z bytes.Buffer
-	w := gzip.NewWriter(&z)
-	if _, err := w.Write(inner); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return legacyMessage(1, 1, first+int64(n)-1, ts, nil, z.Bytes())
-}
 
 // TestReencodeLegacyMessageFormats: message sets older than v2 (brokers
 // before 4.0 serve topics written in them) are the one case that cannot
@@ -61,9 +15,13 @@ func gzipWrapper(t *testing.T, first int64, n int, ts int64) []byte {
 // map) and timestamps, and the wrapper's codec. A v0 message has no
 // timestamp: v2 writes -1.
 func TestReencodeLegacyMessageFormats(t *testing.T) {
-	in := legacyMessage(0, 0, 3, 0, []byte("k3"), []byte("v3"))
-	in = append(in, legacyMessage(1, 0, 7, 1700, []byte("k7"), []byte("v7"))...)
-	in = append(in, gzipWrapper(t, 8, 3, 1800)...)
+	in := legacyformat.Message(0, 0, 3, 0, []byte("k3"), []byte("v3"))
+	in = append(in, legacyformat.Message(1, 0, 7, 1700, []byte("k7"), []byte("v7"))...)
+	in = append(in, legacyformat.GzipWrapper(8, []legacyformat.Record{
+		{Key: []byte("k8"), Value: []byte("v8"), Timestamp: 1800},
+		{Key: []byte("k9"), Value: []byte("v9"), Timestamp: 1801},
+		{Key: []byte("k10"), Value: []byte("v10"), Timestamp: 1802},
+	})...)
 	batches, err := recordbatch.Split(in)
 	if err != nil || len(batches) != 3 {
 		t.Fatalf("split: %d batches, %v", len(batches), err)
