@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // Config says where the clusters listen. Ports are on 127.0.0.1; 0 picks a
@@ -84,6 +85,9 @@ func Start(cfg Config) (*Clusters, error) {
 	if cfg.SourceBrokers < 0 || cfg.SourceBrokers > 1 && cfg.SourcePort != 0 {
 		return nil, errors.New("devcluster: SourceBrokers must be 0 or more, and more than one needs SourcePort 0")
 	}
+	if v := os.Getenv(KafkaVersionEnv); v != "" && kversion.FromString(v) == nil {
+		return nil, fmt.Errorf("devcluster: %s=%q is no Apache Kafka release kversion knows (2.8, 3.9, 4.0, ...)", KafkaVersionEnv, v)
+	}
 	if cfg.Process {
 		return startProcess(cfg)
 	}
@@ -113,10 +117,18 @@ func (c *Clusters) Process() *Process { return c.proc }
 // errProcess is what the in-process operations say with Config.Process.
 var errProcess = errors.New("devcluster: the clusters run in a child process (Config.Process)")
 
-// opts adds the role's data directory, brokers and blackhole to its
-// options.
+// KafkaVersionEnv names the Apache Kafka release both clusters speak like
+// (kfake.MaxVersions: its request versions, no newer), for the tests'
+// broker-version matrix (docs/conformance.md); unset, kfake's newest.
+const KafkaVersionEnv = "KMIRROR_TEST_KAFKA_VERSION"
+
+// opts adds the role's data directory, brokers, blackhole and Kafka
+// version to its options.
 func (c Config) opts(role string, extra []kfake.Opt) []kfake.Opt {
 	var opts []kfake.Opt
+	if v := kversion.FromString(os.Getenv(KafkaVersionEnv)); v != nil {
+		opts = append(opts, kfake.MaxVersions(v))
+	}
 	if c.DataDir != "" {
 		opts = append(opts, kfake.DataDir(filepath.Join(c.DataDir, role)))
 	}

@@ -56,7 +56,8 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...), kgo.DisableClientMetrics()}, sec...), nil
+	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...), kgo.DisableClientMetrics(),
+		kgo.MaxVersions(ProtocolVersions())}, sec...), nil
 }
 
 // NewClient returns a kgo client for c; extra options (consumer, producer,
