@@ -416,7 +416,7 @@ func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leader
 func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partition) {
 	defer p.inFlight.Done()
 	defer p.signal()
-	resp, err := p.cfg.Client.Broker(int(broker)).Request(p.ctx, req)
+	resp, err := p.cfg.Client.Broker(int(broker)).Request(p.ctx, presized{req})
 	codes := map[topicPartition]kmsg.ProduceResponseTopicPartition{}
 	if err == nil {
 		// From v13 the response names topics by id only.
