@@ -40,7 +40,6 @@ type Cache struct {
 
 	mu      sync.Mutex
 	known   map[TopicPartition]Leader
-	brokers map[int32]kgo.BrokerMetadata
 	topics  map[string]bool
 	isStale bool
 	readAt  time.Time
@@ -48,17 +47,7 @@ type Cache struct {
 
 // New returns an empty cache over cl's brokers.
 func New(cl *kgo.Client) *Cache {
-	return &Cache{cl: cl, known: map[TopicPartition]Leader{}, topics: map[string]bool{},
-		brokers: map[int32]kgo.BrokerMetadata{}}
-}
-
-// Broker returns where a broker named by the metadata read so far is
-// reached, for clients with connections of their own.
-func (c *Cache) Broker(id int32) (kgo.BrokerMetadata, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b, ok := c.brokers[id]
-	return b, ok
+	return &Cache{cl: cl, known: map[TopicPartition]Leader{}, topics: map[string]bool{}}
 }
 
 // Stale makes the next Leaders call read the metadata again.
@@ -101,9 +90,6 @@ func (c *Cache) readLocked(ctx context.Context) error {
 	resp, err := req.RequestWith(ctx, c.cl)
 	if err != nil {
 		return err
-	}
-	for _, b := range resp.Brokers {
-		c.brokers[b.NodeID] = kgo.BrokerMetadata{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.Rack}
 	}
 	known := map[TopicPartition]Leader{}
 	stale := false
