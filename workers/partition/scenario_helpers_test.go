@@ -168,3 +168,19 @@ func (env *engineEnv) startMirrored(topic string, partitions int32, records int)
 	workertest.WaitEndsEqual(env.T, env.Env, topic, partitions, 20*time.Second)
 	return in
 }
+
+// sourceTopicID is the source topic's id, by which fetches from v13 on name
+// it, for tests that answer the source's fetches themselves.
+func (env *engineEnv) sourceTopicID(topic string) [16]byte {
+	env.T.Helper()
+	adm, err := workertest.Plain(env.Clusters.SourceAddr()).NewAdmin()
+	if err != nil {
+		env.T.Fatal(err)
+	}
+	defer adm.Close()
+	md, err := adm.Metadata(context.Background(), topic)
+	if err != nil {
+		env.T.Fatal(err)
+	}
+	return md.Topics[topic].ID
+}

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
@@ -72,16 +70,7 @@ func TestScenarioLegacyMessageFormatsAreCopied(t *testing.T) {
 		t.Fatal(err)
 	}
 	workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()), seq("legacy", 0, "v2", legacyRecords)...)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	md, err := kadm.NewClient(cl).Metadata(t.Context(), "legacy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := md.Topics["legacy"].ID
+	id := env.sourceTopicID("legacy")
 	log := legacyLog{base: time.Now().Add(-time.Hour).UnixMilli()}
 	src := env.Clusters.Source
 	src.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {

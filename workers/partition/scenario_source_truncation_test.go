@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
@@ -28,16 +26,7 @@ func TestScenarioSourceLogTruncatedUnderTheMirror(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
 	env.startMirrored("trunc", 1, 100)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.Clusters.SourceAddr()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	md, err := kadm.NewClient(cl).Metadata(t.Context(), "trunc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := md.Topics["trunc"].ID
+	id := env.sourceTopicID("trunc")
 	named := make(chan int32, 1)
 	answered := false
 	src := env.Clusters.Source
