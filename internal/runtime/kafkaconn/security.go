@@ -45,8 +45,8 @@ type Security struct {
 	SASLPassword  string
 	AWS           AWSAuth   // AWS_MSK_IAM
 	OAuth         OAuthAuth // OAUTHBEARER
-	TLSCAPEM      string // trusted CAs; empty means the system roots
-	TLSCertPEM    string // client certificate, with TLSKeyPEM
+	TLSCAPEM      string    // trusted CAs; empty means the system roots
+	TLSCertPEM    string    // client certificate, with TLSKeyPEM
 	TLSKeyPEM     string
 	TLSServerName string // empty means the host being dialed
 }
