@@ -265,10 +265,10 @@ Environment only (secrets stay out of process listings):
   KMIRROR_API_TOKEN                        an API token with role admin (named api-token)
   KMIRROR_API_READ_TOKEN                   an API token with role viewer (named api-read-token)
   KMIRROR_DESTINATION_SECURITY_PROTOCOL    PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL
-  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-  KMIRROR_DESTINATION_SASL_USERNAME        the destination's SASL user
+  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, AWS_MSK_IAM or OAUTHBEARER
+  KMIRROR_DESTINATION_SASL_USERNAME        PLAIN and SCRAM: the destination's SASL user
   KMIRROR_DESTINATION_SASL_PASSWORD        its password
-  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
+` + serverEnvSASL + `  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
   KMIRROR_DESTINATION_TLS_CERT_FILE        client certificate (PEM)
   KMIRROR_DESTINATION_TLS_KEY_FILE         its private key (PEM)
   KMIRROR_DESTINATION_TLS_SERVER_NAME      the name to verify the destination's certificate against
@@ -284,6 +284,9 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 		SASLPassword:  os.Getenv("KMIRROR_DESTINATION_SASL_PASSWORD"),
 		TLSServerName: os.Getenv("KMIRROR_DESTINATION_TLS_SERVER_NAME"),
 	}}
+	if err := destinationSASLFromEnv(&c.Security); err != nil {
+		return c, err
+	}
 	if bootstrap != "" {
 		servers, err := service.ParseBootstrapServers(bootstrap)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"sync"
 	"time"
@@ -78,12 +79,25 @@ func (a AWSAuth) mechanism() (sasl.Mechanism, error) {
 		return nil, err
 	}
 	if !a.UsesDefaultChain() {
-		return saslaws.ManagedStreamingIAM(func(context.Context) (saslaws.Auth, error) {
+		return anyHost{saslaws.ManagedStreamingIAM(func(context.Context) (saslaws.Auth, error) {
 			return saslaws.Auth{AccessKey: a.AccessKeyID, SecretKey: a.SecretAccessKey, SessionToken: a.SessionToken,
 				UserAgent: userAgent}, nil
-		}), nil
+		})}, nil
 	}
-	return saslaws.ManagedStreamingIAM(newAWSChain(a.Region).auth), nil
+	return anyHost{saslaws.ManagedStreamingIAM(newAWSChain(a.Region).auth)}, nil
+}
+
+// anyHost lets franz-go's AWS_MSK_IAM take the broker's host with or
+// without its port. kgo passes host:port, which sasl/aws splits (signing
+// the host alone); kafkawire's connections pass the host alone, which it
+// would refuse ("missing port in address").
+type anyHost struct{ sasl.Mechanism }
+
+func (m anyHost) Authenticate(ctx context.Context, host string) (sasl.Session, []byte, error) {
+	if _, _, err := net.SplitHostPort(host); err != nil {
+		host = net.JoinHostPort(host, "0") // the port is not signed
+	}
+	return m.Mechanism.Authenticate(ctx, host)
 }
 
 // userAgent is what kmirror's AWS_MSK_IAM authentications say they are, so
