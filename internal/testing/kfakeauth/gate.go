@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -56,15 +57,22 @@ func New(mechanism string, lifetime time.Duration, verify Verifier) *Gate {
 	return &Gate{mechanism: mechanism, verify: verify, lifetime: lifetime}
 }
 
-// Opts are the cluster options the gate needs: its listener.
+// Opts are the cluster options the gate needs: its listener, and the
+// session lifetime as the brokers' connections.max.reauth.ms, which they
+// report as a real broker does (the gate's answers carry it too).
 func (g *Gate) Opts() []kfake.Opt {
-	return []kfake.Opt{kfake.ListenFn(func(network, addr string) (net.Listener, error) {
+	opts := []kfake.Opt{kfake.ListenFn(func(network, addr string) (net.Listener, error) {
 		ln, err := net.Listen(network, addr)
 		if err != nil {
 			return nil, err
 		}
 		return &listener{Listener: ln, g: g}, nil
 	})}
+	if g.lifetime > 0 {
+		opts = append(opts, kfake.BrokerConfigs(map[string]string{
+			"connections.max.reauth.ms": strconv.FormatInt(g.lifetime.Milliseconds(), 10)}))
+	}
+	return opts
 }
 
 // Install adds the control functions that answer the SASL requests.
