@@ -45,10 +45,23 @@ func TestMirrorOverTokenMechanisms(t *testing.T) {
 		src := kfakeauth.New(kfakeauth.AWSMechanism, time.Second, kfakeauth.AWSVerifier("127.0.0.1", region, key))
 		srcSec := kafkaconn.Security{Protocol: "SASL_PLAINTEXT", SASLMechanism: "AWS_MSK_IAM",
 			AWS: kafkaconn.AWSAuth{AccessKeyID: key.AccessKeyID, SecretAccessKey: key.SecretAccessKey}}
-		mirrorOverGates(t, src, nil, srcSec, kafkaconn.Security{}, []string{"--security-protocol", "SASL_PLAINTEXT",
-			"--sasl-mechanism", "AWS_MSK_IAM", "--aws-access-key-id", key.AccessKeyID,
-			"--aws-secret-access-key-file", secretFile("aws", key.SecretAccessKey)},
+		awsArgs := func(secret string) []string {
+			return []string{"--security-protocol", "SASL_PLAINTEXT", "--sasl-mechanism", "AWS_MSK_IAM",
+				"--aws-access-key-id", key.AccessKeyID, "--aws-secret-access-key-file", secretFile("aws", secret)}
+		}
+		base, srcAddr := mirrorOverGates(t, src, nil, srcSec, kafkaconn.Security{}, awsArgs(key.SecretAccessKey),
 			[]string{"source       AWS credentials", "source       AWS signing region"}, key.SecretAccessKey)
+
+		// The wrong secret: the source refuses the signature, and the
+		// create says so, creating nothing.
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), append([]string{"mirrors", "--server", base, "--create", "--mirror", "wrong",
+			"--source-bootstrap", srcAddr}, awsArgs("not-the-secret")...), &out, &errOut)
+		if code == 0 || !strings.Contains(errOut.String(), "SASL_AUTHENTICATION_FAILED") ||
+			!strings.Contains(errOut.String(), "signature does not match") || strings.Contains(errOut.String(), "not-the-secret") {
+			t.Fatalf("a create with the wrong secret: exit %d\n%s%s", code, out.String(), errOut.String())
+		}
+		t.Logf("the wrong secret: %s", strings.TrimSpace(errOut.String()))
 	})
 	t.Run("OAUTHBEARER", func(t *testing.T) {
 		ext := map[string]string{"logicalCluster": "lkc-e2e", "identityPoolId": "pool-e2e"}
@@ -84,7 +97,9 @@ func TestMirrorOverTokenMechanisms(t *testing.T) {
 // the CLI's createArgs, checks it (wantRows among --check's output), adds
 // topic bench, and waits until every record produced is on the
 // destination.
-func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafkaconn.Security, createArgs, wantRows []string, secret string) {
+//
+// It returns the server's base URL and the source's address.
+func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafkaconn.Security, createArgs, wantRows []string, secret string) (string, string) {
 	cfg := devcluster.Config{
 		SourceOpts:      append(src.Opts(), kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")),
 		DestinationOpts: []kfake.Opt{kfake.NumBrokers(1)},
@@ -178,6 +193,7 @@ func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafk
 			}
 		}
 	}
+	return s.base, clusters.SourceAddr()
 }
 
 // produceTo writes n numbered records to each partition of the source's
