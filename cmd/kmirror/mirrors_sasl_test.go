@@ -50,7 +50,11 @@ func TestMirrorOverTokenMechanisms(t *testing.T) {
 				"--aws-access-key-id", key.AccessKeyID, "--aws-secret-access-key-file", secretFile("aws", secret)}
 		}
 		base, srcAddr := mirrorOverGates(t, src, nil, srcSec, kafkaconn.Security{}, awsArgs(key.SecretAccessKey),
-			[]string{"source       AWS credentials", "source       AWS signing region"}, key.SecretAccessKey)
+			[]string{"source       AWS credentials", "source       AWS signing region"}, key.SecretAccessKey,
+			func() bool { // authentications over more than two 1 s sessions
+				a := src.Auths()
+				return len(a) > 1 && a[len(a)-1].At.Sub(a[0].At) > 2*time.Second
+			})
 
 		// The wrong secret: the source refuses the signature, and the
 		// create says so, creating nothing.
@@ -80,7 +84,10 @@ func TestMirrorOverTokenMechanisms(t *testing.T) {
 			"--sasl-oauthbearer-client-secret-file", secretFile("oauth", srcIssuer.Secret),
 			"--sasl-oauthbearer-scope", "kafka", "--sasl-oauthbearer-extension", "logicalCluster=lkc-e2e",
 			"--sasl-oauthbearer-extension", "identityPoolId=pool-e2e"},
-			[]string{"source       OAuth token", "destination  OAuth token"}, srcIssuer.Secret)
+			[]string{"source       OAuth token", "destination  OAuth token"}, srcIssuer.Secret,
+			func() bool { // each cluster saw an authentication after the first token expired
+				return authedAfter(src, srcIssuer.Issued()[0].Expires) && authedAfter(dst, dstIssuer.Issued()[0].Expires)
+			})
 		for _, tok := range srcIssuer.Issued() {
 			if tok.Scope != "kafka" {
 				t.Errorf("the source's token was asked with scope %q", tok.Scope)
@@ -92,14 +99,23 @@ func TestMirrorOverTokenMechanisms(t *testing.T) {
 	})
 }
 
+// authedAfter says whether g saw an authentication after at (each one
+// accepted: mirrorOverGates checks).
+func authedAfter(g *kfakeauth.Gate, at time.Time) bool {
+	a := g.Auths()
+	return len(a) > 0 && a[len(a)-1].At.After(at)
+}
+
 // mirrorOverGates runs a server whose source (and destination, when dst
 // is not nil) sits behind a gate, creates mirror m over the source with
 // the CLI's createArgs, checks it (wantRows among --check's output), adds
 // topic bench, and waits until every record produced is on the
-// destination.
+// destination; then, once renewed says the credentials were renewed,
+// does it again.
 //
 // It returns the server's base URL and the source's address.
-func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafkaconn.Security, createArgs, wantRows []string, secret string) (string, string) {
+func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafkaconn.Security, createArgs, wantRows []string, secret string,
+	renewed func() bool) (string, string) {
 	cfg := devcluster.Config{
 		SourceOpts:      append(src.Opts(), kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")),
 		DestinationOpts: []kfake.Opt{kfake.NumBrokers(1)},
@@ -152,26 +168,40 @@ func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafk
 	cli("--add", "--mirror", "m", "--topic", "bench")
 
 	const perPartition = 50
-	produceTo(t, srcConn, perPartition)
-	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for p := range int32(3) {
-		for ; ; <-tick.C {
-			recs := readPartition(t, dstConn, p)
-			if len(recs) == perPartition {
-				for i, r := range recs {
-					if string(r.Value) != strconv.Itoa(i) {
-						t.Fatalf("partition %d offset %d: %q, want %d", p, i, r.Value, i)
+	copied := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for p := range int32(3) {
+			for ; ; <-tick.C {
+				recs := readPartition(t, dstConn, p)
+				if len(recs) == n {
+					for i, r := range recs {
+						if string(r.Value) != strconv.Itoa(i) {
+							t.Fatalf("partition %d offset %d: %q, want %d", p, i, r.Value, i)
+						}
 					}
+					break
 				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("partition %d: %d of %d records on the destination", p, len(recs), perPartition)
+				if time.Now().After(deadline) {
+					t.Fatalf("partition %d: %d of %d records on the destination", p, len(recs), n)
+				}
 			}
 		}
 	}
+	produceTo(t, srcConn, 0, perPartition)
+	copied(perPartition)
+	// Mirroring goes on across re-authentications (and, with tokens, a
+	// new token): the next records arrive too.
+	deadline := time.Now().Add(20 * time.Second)
+	for ; !renewed(); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("no renewal within 20 s: %d source authentications", len(src.Auths()))
+		}
+	}
+	produceTo(t, srcConn, perPartition, perPartition)
+	copied(2 * perPartition)
 
 	if list := cli("--list"); strings.Contains(list, secret) {
 		t.Errorf("--list shows the secret")
@@ -196,9 +226,9 @@ func mirrorOverGates(t *testing.T, src, dst *kfakeauth.Gate, srcSec, dstSec kafk
 	return s.base, clusters.SourceAddr()
 }
 
-// produceTo writes n numbered records to each partition of the source's
-// bench.
-func produceTo(t *testing.T, conn kafkaconn.Config, n int) {
+// produceTo writes n records numbered from first to each partition of the
+// source's bench.
+func produceTo(t *testing.T, conn kafkaconn.Config, first, n int) {
 	t.Helper()
 	cl, err := conn.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -208,7 +238,7 @@ func produceTo(t *testing.T, conn kafkaconn.Config, n int) {
 	var records []*kgo.Record
 	for p := range int32(3) {
 		for i := range n {
-			records = append(records, &kgo.Record{Topic: "bench", Partition: p, Value: []byte(strconv.Itoa(i))})
+			records = append(records, &kgo.Record{Topic: "bench", Partition: p, Value: []byte(strconv.Itoa(first + i))})
 		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
