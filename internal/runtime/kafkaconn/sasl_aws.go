@@ -2,10 +2,13 @@ package kafkaconn
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,7 +87,30 @@ func (a AWSAuth) mechanism() (sasl.Mechanism, error) {
 				UserAgent: userAgent}, nil
 		})}, nil
 	}
-	return anyHost{saslaws.ManagedStreamingIAM(newAWSChain(a.Region).auth)}, nil
+	return anyHost{saslaws.ManagedStreamingIAM(sharedAWSChain(a.Region).auth)}, nil
+}
+
+// awsChains are the process's default credential chains: the chain is the
+// process's own identity, so every client (and every mirror) that uses it
+// shares one credentials cache, rather than each loading the chain and
+// asking STS or the metadata service for its own. They are keyed by the
+// region and by the environment the chain reads, which a process does not
+// change (tests do).
+var awsChains sync.Map // string -> *awsChain
+
+// awsChainEnv is the environment that decides what the chain finds.
+var awsChainEnv = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+	"AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
+	"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_EC2_METADATA_DISABLED"}
+
+func sharedAWSChain(region string) *awsChain {
+	key := []string{region}
+	for _, k := range awsChainEnv {
+		key = append(key, os.Getenv(k))
+	}
+	h := sha256.Sum256([]byte(strings.Join(key, "\x00")))
+	c, _ := awsChains.LoadOrStore(h, newAWSChain(region))
+	return c.(*awsChain)
 }
 
 // anyHost lets franz-go's AWS_MSK_IAM take the broker's host with or
@@ -185,7 +211,7 @@ func ResolveAWSCredentials(ctx context.Context, a AWSAuth) (accessKeyID, source 
 	}
 	ctx, cancel := context.WithTimeout(ctx, AWSDefaultCredentialsTimeout)
 	defer cancel()
-	p, err := newAWSChain(a.Region).provider(ctx)
+	p, err := sharedAWSChain(a.Region).provider(ctx)
 	if err != nil {
 		return "", "", err
 	}

@@ -2,6 +2,7 @@ package kafkaconn
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"maps"
@@ -138,7 +139,7 @@ func (o OAuthAuth) mechanism() (sasl.Mechanism, error) {
 	if err := CheckOAuth(o); err != nil {
 		return nil, err
 	}
-	t := NewOAuthTokens(o)
+	t := sharedOAuthTokens(o)
 	ext := maps.Clone(o.Extensions)
 	return oauth.Oauth(func(ctx context.Context) (oauth.Auth, error) {
 		tok, err := t.Token(ctx)
@@ -169,7 +170,27 @@ type OAuthTokens struct {
 	refreshAt time.Time
 }
 
-// NewOAuthTokens returns o's token source.
+// oauthTokenSources are the token sources of the process, one per client
+// credentials (endpoint, client, secret, scope): the clients of one mirror
+// or of mirrors with the same credentials (a fetcher, an admin client, the
+// metadata sync, probes) share their tokens, rather than each asking the
+// identity provider, which limits its clients' request rates. Entries stay
+// for the process's life; there is one per credentials ever used.
+var oauthTokenSources sync.Map // [sha256.Size]byte -> *OAuthTokens
+
+func sharedOAuthTokens(o OAuthAuth) *OAuthTokens {
+	h := sha256.New()
+	for _, f := range []string{o.TokenEndpointURL, o.ClientID, o.ClientSecret, o.Scope} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	t, _ := oauthTokenSources.LoadOrStore(key, NewOAuthTokens(o))
+	return t.(*OAuthTokens)
+}
+
+// NewOAuthTokens returns a token source of o's own.
 func NewOAuthTokens(o OAuthAuth) *OAuthTokens {
 	return &OAuthTokens{
 		cc: clientcredentials.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, TokenURL: o.TokenEndpointURL,

@@ -153,3 +153,20 @@ func TestSecurityRedactsNewSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthBearerClientsShareTokens: clients with the same credentials
+// (a mirror's fetcher, admin client, metadata sync...) share one token
+// rather than each asking the identity provider.
+func TestOAuthBearerClientsShareTokens(t *testing.T) {
+	is := kfakeauth.NewIssuer(t, "kmirror-client", "client-secret", time.Minute)
+	c, g := oauthCluster(t, is, 0)
+	for range 3 {
+		if _, err := TopicPartitions(t.Context(), oauthConfig(c, is), testTimeout); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(is.Issued()); n != 1 || len(g.Auths()) < 3 {
+		t.Fatalf("%d tokens issued for %d authentications of 3 clients, want 1", n, len(g.Auths()))
+	}
+	noRefusals(t, g)
+}
