@@ -153,6 +153,10 @@ func (o OAuthAuth) mechanism() (sasl.Mechanism, error) {
 // OAuthTokenTimeout bounds one token request.
 const OAuthTokenTimeout = 10 * time.Second
 
+// oauthMinLife is the least life a token kept through a failed refresh
+// must have left: enough for an authentication to reach the broker.
+const oauthMinLife = 10 * time.Second
+
 // OAuthTokens fetches tokens with the client credentials grant and keeps
 // the last one until four fifths of its life have passed: every
 // authentication of a client's connections, re-authentications included
@@ -210,6 +214,11 @@ func (t *OAuthTokens) Token(ctx context.Context) (*oauth2.Token, error) {
 	}
 	tok, err := t.cc.Token(context.WithValue(ctx, oauth2.HTTPClient, t.client))
 	if err != nil {
+		// A provider that fails for a moment does not fail connections
+		// while the last token has life left: the next call asks again.
+		if t.tok != nil && time.Until(t.tok.Expiry) > oauthMinLife {
+			return t.tok, nil
+		}
 		return nil, fmt.Errorf("OAUTHBEARER: token from %s: %w", t.cc.TokenURL, err)
 	}
 	if tok.AccessToken == "" {

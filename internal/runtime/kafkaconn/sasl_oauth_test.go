@@ -170,3 +170,27 @@ func TestOAuthBearerClientsShareTokens(t *testing.T) {
 	}
 	noRefusals(t, g)
 }
+
+// TestOAuthTokensRideThroughAProviderOutage: a refresh that fails keeps the
+// last token while it has life left, and fails once it has not.
+func TestOAuthTokensRideThroughAProviderOutage(t *testing.T) {
+	is := kfakeauth.NewIssuer(t, "kmirror-client", "client-secret", time.Minute)
+	tokens := NewOAuthTokens(OAuthAuth{TokenEndpointURL: is.URL, ClientID: is.ClientID, ClientSecret: is.Secret})
+	first, err := tokens.Token(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	is.SetFailing(true)
+	tokens.refreshAt = time.Now() // due for a refresh
+	if tok, err := tokens.Token(t.Context()); err != nil || tok.AccessToken != first.AccessToken {
+		t.Fatalf("during the outage: %v, %v; want the last token", tok, err)
+	}
+	tokens.tok.Expiry = time.Now().Add(oauthMinLife / 2)
+	if _, err := tokens.Token(t.Context()); err == nil || !strings.Contains(err.Error(), "temporarily_unavailable") {
+		t.Fatalf("a token about to expire, the provider down: %v", err)
+	}
+	is.SetFailing(false)
+	if tok, err := tokens.Token(t.Context()); err != nil || tok.AccessToken == first.AccessToken {
+		t.Fatalf("after the outage: %v, %v; want a new token", tok, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -26,10 +27,15 @@ type Issuer struct {
 	Secret   string
 	Lifetime time.Duration
 
+	failing atomic.Bool
+
 	mu     sync.Mutex
 	tokens map[string]Issued
 	order  []string
 }
+
+// SetFailing makes the issuer answer 503 to every request, or not.
+func (is *Issuer) SetFailing(f bool) { is.failing.Store(f) }
 
 // Issued is one token the issuer handed out.
 type Issued struct {
@@ -50,6 +56,10 @@ func NewIssuer(tb testing.TB, clientID, secret string, lifetime time.Duration) *
 }
 
 func (is *Issuer) serve(w http.ResponseWriter, r *http.Request) {
+	if is.failing.Load() {
+		http.Error(w, `{"error":"temporarily_unavailable"}`, http.StatusServiceUnavailable)
+		return
+	}
 	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost || r.Form.Get("grant_type") != "client_credentials" {
 		http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
 		return
