@@ -74,6 +74,8 @@ const (
 	SASLMechanismPlain       SASLMechanism = "PLAIN"
 	SASLMechanismScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	SASLMechanismScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	SASLMechanismAWSMSKIAM   SASLMechanism = "AWS_MSK_IAM" // Amazon MSK's IAM access control
+	SASLMechanismOAuthBearer SASLMechanism = "OAUTHBEARER" // OIDC tokens by the client credentials grant
 )
 
 // Role is what a caller may do; each role may do what the ones before it

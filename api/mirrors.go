@@ -37,7 +37,7 @@ func queryBool(r *http.Request, name string, dst *bool) error {
 // createMirror godoc
 //
 //	@Summary		Create a mirror
-//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 //	@ID				createMirror
 //	@Tags			mirrors
 //	@Accept			json
@@ -76,7 +76,11 @@ func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 		Source: service.SourceInput{BootstrapServers: src.BootstrapServers,
 			SecurityProtocol: string(src.SecurityProtocol), SASLMechanism: string(src.SASLMechanism),
 			SASLUsername: src.SASLUsername, SASLPassword: src.SASLPassword, TLSCAPEM: src.TLSCAPEM,
-			TLSCertPEM: src.TLSCertPEM, TLSKeyPEM: src.TLSKeyPEM, TLSServerName: src.TLSServerName},
+			TLSCertPEM: src.TLSCertPEM, TLSKeyPEM: src.TLSKeyPEM, TLSServerName: src.TLSServerName,
+			AWSAccessKeyID: src.AWSAccessKeyID, AWSSecretAccessKey: src.AWSSecretAccessKey,
+			AWSSessionToken: src.AWSSessionToken, AWSRegion: src.AWSRegion,
+			OAuthTokenEndpointURL: src.OAuthTokenEndpointURL, OAuthClientID: src.OAuthClientID,
+			OAuthClientSecret: src.OAuthClientSecret, OAuthScope: src.OAuthScope, OAuthExtensions: src.OAuthExtensions},
 	}, opts)
 	if err != nil {
 		writeError(w, r, err)
@@ -183,7 +187,11 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 		patch.Source = &service.SourcePatch{BootstrapServers: p.BootstrapServers,
 			SecurityProtocol: stringPtr(p.SecurityProtocol), SASLMechanism: stringPtr(p.SASLMechanism),
 			SASLUsername: p.SASLUsername, SASLPassword: p.SASLPassword, TLSCAPEM: p.TLSCAPEM,
-			TLSCertPEM: p.TLSCertPEM, TLSKeyPEM: p.TLSKeyPEM, TLSServerName: p.TLSServerName}
+			TLSCertPEM: p.TLSCertPEM, TLSKeyPEM: p.TLSKeyPEM, TLSServerName: p.TLSServerName,
+			AWSAccessKeyID: p.AWSAccessKeyID, AWSSecretAccessKey: p.AWSSecretAccessKey,
+			AWSSessionToken: p.AWSSessionToken, AWSRegion: p.AWSRegion,
+			OAuthTokenEndpointURL: p.OAuthTokenEndpointURL, OAuthClientID: p.OAuthClientID,
+			OAuthClientSecret: p.OAuthClientSecret, OAuthScope: p.OAuthScope, OAuthExtensions: p.OAuthExtensions}
 	}
 	m, err := s.svc.UpdateMirror(r.Context(), chi.URLParam(r, "mirror"), patch, opts)
 	if err != nil {

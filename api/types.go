@@ -9,7 +9,8 @@ import (
 )
 
 // SourceSpec is a source cluster connection, with Kafka's names. Secrets
-// (sasl_password, tls_key_pem) are write-only.
+// (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token,
+// sasl_oauthbearer_client_secret) are write-only.
 type SourceSpec struct {
 	// BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
 	// comma-separated.
@@ -17,12 +18,40 @@ type SourceSpec struct {
 	// SecurityProtocol is PLAINTEXT when omitted.
 	SecurityProtocol SecurityProtocol `json:"security_protocol,omitempty" example:"PLAINTEXT"`
 	// SASLMechanism is required with SASL_PLAINTEXT and SASL_SSL, and
-	// refused otherwise.
+	// refused otherwise. Each mechanism takes its own fields below and
+	// refuses the others'.
 	SASLMechanism SASLMechanism `json:"sasl_mechanism,omitempty" example:"SCRAM-SHA-512"`
-	// SASLUsername and SASLPassword are required with SASL_*.
+	// SASLUsername and SASLPassword are required with PLAIN and SCRAM-*.
 	SASLUsername string `json:"sasl_username,omitempty" example:"kmirror"`
 	// SASLPassword is write-only: responses say only whether it is set.
 	SASLPassword string `json:"sasl_password,omitempty" example:"s3cret"`
+	// AWSAccessKeyID and AWSSecretAccessKey (with AWS_MSK_IAM) are static
+	// keys; without them the server's AWS default credential chain signs
+	// in (environment, EKS web identity, shared config, instance role).
+	AWSAccessKeyID string `json:"aws_access_key_id,omitempty" example:"AKIAIOSFODNN7EXAMPLE"`
+	// AWSSecretAccessKey is write-only: responses say only whether it is set.
+	AWSSecretAccessKey string `json:"aws_secret_access_key,omitempty" example:"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"`
+	// AWSSessionToken goes with temporary keys. Write-only.
+	AWSSessionToken string `json:"aws_session_token,omitempty" example:"IQoJb3JpZ2luX2VjE..."`
+	// AWSRegion is the default credential chain's region (its STS
+	// endpoint); requests are signed for the region in the broker's host
+	// name, as every MSK broker's carries one.
+	AWSRegion string `json:"aws_region,omitempty" example:"us-east-1"`
+	// OAuthTokenEndpointURL (with OAUTHBEARER, required) is the OIDC token
+	// endpoint tokens are fetched from with the client credentials grant:
+	// https, or http for a loopback host only.
+	OAuthTokenEndpointURL string `json:"sasl_oauthbearer_token_endpoint_url,omitempty" example:"https://login.example.com/oauth2/token"`
+	// OAuthClientID and OAuthClientSecret are required with OAUTHBEARER.
+	OAuthClientID string `json:"sasl_oauthbearer_client_id,omitempty" example:"kmirror"`
+	// OAuthClientSecret is write-only: responses say only whether it is set.
+	OAuthClientSecret string `json:"sasl_oauthbearer_client_secret,omitempty" example:"s3cret"`
+	// OAuthScope is the scopes to ask for, separated by spaces; empty asks
+	// for the provider's default.
+	OAuthScope string `json:"sasl_oauthbearer_scope,omitempty" example:"kafka"`
+	// OAuthExtensions are SASL extensions sent with the token (RFC 7628):
+	// letters-only keys, printable values, such as Confluent Cloud's
+	// logicalCluster and identityPoolId.
+	OAuthExtensions map[string]string `json:"sasl_oauthbearer_extensions,omitempty" example:"logicalCluster:lkc-abc123"`
 	// TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName are allowed with
 	// SSL and SASL_SSL: the CA to trust, the client certificate and key for
 	// mutual TLS (PEM), and the server name to verify.
@@ -55,6 +84,18 @@ type SourcePatch struct {
 	TLSCertPEM       *string           `json:"tls_cert_pem,omitempty"`
 	TLSKeyPEM        *string           `json:"tls_key_pem,omitempty"`
 	TLSServerName    *string           `json:"tls_server_name,omitempty" example:"kafka.example.com"`
+
+	AWSAccessKeyID     *string `json:"aws_access_key_id,omitempty" example:"AKIAIOSFODNN7EXAMPLE"`
+	AWSSecretAccessKey *string `json:"aws_secret_access_key,omitempty"`
+	AWSSessionToken    *string `json:"aws_session_token,omitempty"`
+	AWSRegion          *string `json:"aws_region,omitempty" example:"us-east-1"`
+
+	OAuthTokenEndpointURL *string `json:"sasl_oauthbearer_token_endpoint_url,omitempty" example:"https://login.example.com/oauth2/token"`
+	OAuthClientID         *string `json:"sasl_oauthbearer_client_id,omitempty" example:"kmirror"`
+	OAuthClientSecret     *string `json:"sasl_oauthbearer_client_secret,omitempty"`
+	OAuthScope            *string `json:"sasl_oauthbearer_scope,omitempty" example:"kafka"`
+	// OAuthExtensions replaces the whole set; {} clears it.
+	OAuthExtensions *map[string]string `json:"sasl_oauthbearer_extensions,omitempty" example:"logicalCluster:lkc-abc123"`
 } // @name SourcePatch
 
 // UpdateMirrorRequest is the body of PATCH /v1/mirrors/{mirror}: a merge
@@ -77,6 +118,17 @@ type SourceView struct {
 	TLSCertPEM       string           `json:"tls_cert_pem,omitempty"`
 	TLSKeySet        bool             `json:"tls_key_set" example:"false"`
 	TLSServerName    string           `json:"tls_server_name,omitempty" example:"kafka.example.com"`
+
+	AWSAccessKeyID        string `json:"aws_access_key_id,omitempty" example:"AKIAIOSFODNN7EXAMPLE"`
+	AWSSecretAccessKeySet bool   `json:"aws_secret_access_key_set" example:"false"`
+	AWSSessionTokenSet    bool   `json:"aws_session_token_set" example:"false"`
+	AWSRegion             string `json:"aws_region,omitempty" example:"us-east-1"`
+
+	OAuthTokenEndpointURL string            `json:"sasl_oauthbearer_token_endpoint_url,omitempty" example:"https://login.example.com/oauth2/token"`
+	OAuthClientID         string            `json:"sasl_oauthbearer_client_id,omitempty" example:"kmirror"`
+	OAuthClientSecretSet  bool              `json:"sasl_oauthbearer_client_secret_set" example:"false"`
+	OAuthScope            string            `json:"sasl_oauthbearer_scope,omitempty" example:"kafka"`
+	OAuthExtensions       map[string]string `json:"sasl_oauthbearer_extensions,omitempty" example:"logicalCluster:lkc-abc123"`
 } // @name SourceView
 
 // Mirror is a mirror as returned by the API.
@@ -90,7 +142,8 @@ type Mirror struct {
 	// it is ready and they resume.
 	State MirrorState `json:"state" example:"ready"`
 	// MissingCredentials names the source secrets still to be set again
-	// (sasl_password, tls_key_pem); empty when ready.
+	// (sasl_password, tls_key_pem, aws_secret_access_key,
+	// aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
 	MissingCredentials []string `json:"missing_credentials"`
 	// Config holds the keys set on this mirror.
 	Config map[string]string `json:"config" example:"mirror.metadata.refresh.interval.ms:10000"`
@@ -637,7 +690,11 @@ func mirrorView(m service.Mirror) Mirror {
 		Source: SourceView{BootstrapServers: src.BootstrapServers, SecurityProtocol: SecurityProtocol(src.SecurityProtocol),
 			SASLMechanism: SASLMechanism(src.SASLMechanism), SASLUsername: src.SASLUsername,
 			SASLPasswordSet: src.SASLPasswordSet, TLSCAPEM: src.TLSCAPEM, TLSCertPEM: src.TLSCertPEM,
-			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName},
+			TLSKeySet: src.TLSKeySet, TLSServerName: src.TLSServerName,
+			AWSAccessKeyID: src.AWSAccessKeyID, AWSSecretAccessKeySet: src.AWSSecretAccessKeySet,
+			AWSSessionTokenSet: src.AWSSessionTokenSet, AWSRegion: src.AWSRegion,
+			OAuthTokenEndpointURL: src.OAuthTokenEndpointURL, OAuthClientID: src.OAuthClientID,
+			OAuthClientSecretSet: src.OAuthClientSecretSet, OAuthScope: src.OAuthScope, OAuthExtensions: src.OAuthExtensions},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning,

@@ -9,8 +9,8 @@ import (
 )
 
 // Source is a mirror's source cluster connection, with Kafka's names. The
-// secrets (SASLPassword, TLSKeyPEM) are stored sealed when the servers
-// have a key.
+// secrets (SASLPassword, TLSKeyPEM, AWSSecretAccessKey, AWSSessionToken,
+// OAuthClientSecret) are stored sealed when the servers have a key.
 type Source struct {
 	BootstrapServers string
 	SecurityProtocol string
@@ -21,6 +21,17 @@ type Source struct {
 	TLSCertPEM       string
 	TLSKeyPEM        string
 	TLSServerName    string
+	// AWS_MSK_IAM: static keys, or none for the default credential chain.
+	AWSAccessKeyID     string
+	AWSSecretAccessKey string
+	AWSSessionToken    string
+	AWSRegion          string
+	// OAUTHBEARER: the client credentials grant and the SASL extensions.
+	OAuthTokenEndpointURL string
+	OAuthClientID         string
+	OAuthClientSecret     string
+	OAuthScope            string
+	OAuthExtensions       map[string]string
 }
 
 // Mirror is one row of mirrors: a named link from a source cluster.
@@ -43,7 +54,10 @@ type Mirror struct {
 const mirrorColumns = `name, bootstrap_servers, security_protocol,
 	coalesce(sasl_mechanism, ''), coalesce(sasl_username, ''), coalesce(sasl_password, ''),
 	coalesce(tls_ca_pem, ''), coalesce(tls_cert_pem, ''), coalesce(tls_key_pem, ''),
-	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at, incarnation`
+	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at, incarnation,
+	coalesce(aws_access_key_id, ''), coalesce(aws_secret_access_key, ''), coalesce(aws_session_token, ''),
+	coalesce(aws_region, ''), coalesce(sasl_oauthbearer_token_endpoint_url, ''), coalesce(sasl_oauthbearer_client_id, ''),
+	coalesce(sasl_oauthbearer_client_secret, ''), coalesce(sasl_oauthbearer_scope, ''), sasl_oauthbearer_extensions`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -51,7 +65,9 @@ func scanMirror(row scanner) (Mirror, error) {
 	var m Mirror
 	err := row.Scan(&m.Name, &m.BootstrapServers, &m.SecurityProtocol, &m.SASLMechanism,
 		&m.SASLUsername, &m.SASLPassword, &m.TLSCAPEM, &m.TLSCertPEM, &m.TLSKeyPEM,
-		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt, &m.Incarnation)
+		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt, &m.Incarnation,
+		&m.AWSAccessKeyID, &m.AWSSecretAccessKey, &m.AWSSessionToken, &m.AWSRegion, &m.OAuthTokenEndpointURL,
+		&m.OAuthClientID, &m.OAuthClientSecret, &m.OAuthScope, &m.OAuthExtensions)
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}
@@ -71,13 +87,16 @@ func MirrorsInsert(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 	return scanMirror(q.QueryRow(ctx, `
 		INSERT INTO mirrors (name, bootstrap_servers, security_protocol, sasl_mechanism,
 			sasl_username, sasl_password, tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name, config,
-			missing_credentials)
+			missing_credentials, aws_access_key_id, aws_secret_access_key, aws_session_token, aws_region,
+			sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_client_id, sasl_oauthbearer_client_secret,
+			sasl_oauthbearer_scope, sasl_oauthbearer_extensions)
 		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), nullif($6, ''), nullif($7, ''),
-			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11, $12)
+			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11, $12, nullif($13, ''), nullif($14, ''),
+			nullif($15, ''), nullif($16, ''), nullif($17, ''), nullif($18, ''), nullif($19, ''), nullif($20, ''), $21)
 		RETURNING `+mirrorColumns,
-		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
-		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
-		nonNilStrings(m.MissingCredentials)))
+		append([]any{m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
+			m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
+			nonNilStrings(m.MissingCredentials)}, mechanismArgs(m.Source)...)...))
 }
 
 // MirrorsUpdate replaces a mirror's source and config.
@@ -87,12 +106,27 @@ func MirrorsUpdate(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 			sasl_mechanism = nullif($4, ''), sasl_username = nullif($5, ''),
 			sasl_password = nullif($6, ''), tls_ca_pem = nullif($7, ''),
 			tls_cert_pem = nullif($8, ''), tls_key_pem = nullif($9, ''),
-			tls_server_name = nullif($10, ''), config = $11, missing_credentials = $12, updated_at = now()
+			tls_server_name = nullif($10, ''), config = $11, missing_credentials = $12,
+			aws_access_key_id = nullif($13, ''), aws_secret_access_key = nullif($14, ''),
+			aws_session_token = nullif($15, ''), aws_region = nullif($16, ''),
+			sasl_oauthbearer_token_endpoint_url = nullif($17, ''), sasl_oauthbearer_client_id = nullif($18, ''),
+			sasl_oauthbearer_client_secret = nullif($19, ''), sasl_oauthbearer_scope = nullif($20, ''),
+			sasl_oauthbearer_extensions = $21, updated_at = now()
 		WHERE name = $1
 		RETURNING `+mirrorColumns,
-		m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
-		m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
-		nonNilStrings(m.MissingCredentials)))
+		append([]any{m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
+			m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
+			nonNilStrings(m.MissingCredentials)}, mechanismArgs(m.Source)...)...))
+}
+
+// mechanismArgs are the AWS and OAuth columns' arguments ($13 to $21).
+func mechanismArgs(s Source) []any {
+	var ext any // NULL, not a JSON null, when there are none
+	if len(s.OAuthExtensions) > 0 {
+		ext = s.OAuthExtensions
+	}
+	return []any{s.AWSAccessKeyID, s.AWSSecretAccessKey, s.AWSSessionToken, s.AWSRegion, s.OAuthTokenEndpointURL,
+		s.OAuthClientID, s.OAuthClientSecret, s.OAuthScope, ext}
 }
 
 // MirrorsGet returns one mirror, or ErrNotFound.
@@ -149,15 +183,19 @@ func nonNil(m map[string]string) map[string]string {
 
 // MirrorSecrets are a mirror's stored secrets, as stored (sealed or not).
 type MirrorSecrets struct {
-	Name         string
-	SASLPassword string
-	TLSKeyPEM    string
+	Name               string
+	SASLPassword       string
+	TLSKeyPEM          string
+	AWSSecretAccessKey string
+	AWSSessionToken    string
+	OAuthClientSecret  string
 }
 
 // MirrorsListSecrets returns every mirror's stored secrets by name; with
 // forUpdate it locks the rows, in name order, until the transaction ends.
 func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSecrets, error) {
-	sql := `SELECT name, coalesce(sasl_password, ''), coalesce(tls_key_pem, '') FROM mirrors ORDER BY name`
+	sql := `SELECT name, coalesce(sasl_password, ''), coalesce(tls_key_pem, ''), coalesce(aws_secret_access_key, ''),
+		coalesce(aws_session_token, ''), coalesce(sasl_oauthbearer_client_secret, '') FROM mirrors ORDER BY name`
 	if forUpdate {
 		sql += ` FOR UPDATE`
 	}
@@ -169,7 +207,8 @@ func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSe
 	var out []MirrorSecrets
 	for rows.Next() {
 		var m MirrorSecrets
-		if err := rows.Scan(&m.Name, &m.SASLPassword, &m.TLSKeyPEM); err != nil {
+		if err := rows.Scan(&m.Name, &m.SASLPassword, &m.TLSKeyPEM, &m.AWSSecretAccessKey, &m.AWSSessionToken,
+			&m.OAuthClientSecret); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, m)
@@ -180,8 +219,10 @@ func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSe
 // MirrorsSetSecrets replaces a mirror's stored secrets (and nothing else:
 // updated_at stays, a key rotation is no change of the mirror).
 func MirrorsSetSecrets(ctx context.Context, q DBTX, m MirrorSecrets) error {
-	tag, err := q.Exec(ctx, `UPDATE mirrors SET sasl_password = nullif($2, ''), tls_key_pem = nullif($3, '')
-		WHERE name = $1`, m.Name, m.SASLPassword, m.TLSKeyPEM)
+	tag, err := q.Exec(ctx, `UPDATE mirrors SET sasl_password = nullif($2, ''), tls_key_pem = nullif($3, ''),
+			aws_secret_access_key = nullif($4, ''), aws_session_token = nullif($5, ''),
+			sasl_oauthbearer_client_secret = nullif($6, '')
+		WHERE name = $1`, m.Name, m.SASLPassword, m.TLSKeyPEM, m.AWSSecretAccessKey, m.AWSSessionToken, m.OAuthClientSecret)
 	if err != nil {
 		return interpret(err)
 	}

@@ -21,8 +21,11 @@ const (
 
 // The secrets a restored mirror may lack, by their source field names.
 const (
-	CredentialSASLPassword = "sasl_password"
-	CredentialTLSKey       = "tls_key_pem"
+	CredentialSASLPassword       = "sasl_password"
+	CredentialTLSKey             = "tls_key_pem"
+	CredentialAWSSecretAccessKey = "aws_secret_access_key"
+	CredentialAWSSessionToken    = "aws_session_token"
+	CredentialOAuthClientSecret  = "sasl_oauthbearer_client_secret"
 )
 
 // missingCredentials lists the secrets a published source had set: a
@@ -35,12 +38,23 @@ func missingCredentials(src SourceRecord) []string {
 	if src.TLSKeySet {
 		out = append(out, CredentialTLSKey)
 	}
+	if src.AWSSecretAccessKeySet {
+		out = append(out, CredentialAWSSecretAccessKey)
+	}
+	if src.AWSSessionTokenSet {
+		out = append(out, CredentialAWSSessionToken)
+	}
+	if src.OAuthClientSecretSet {
+		out = append(out, CredentialOAuthClientSecret)
+	}
 	return out
 }
 
 // stillMissing is what of a mirror's missing secrets a patch left missing:
 // one stays missing while it is empty and still used (a SASL password under
-// a SASL protocol, a TLS key beside a client certificate).
+// a SASL protocol, a TLS key beside a client certificate, an AWS secret key
+// beside its key id, a client secret under OAUTHBEARER). A session token
+// goes with its secret key: new keys entered without one need none.
 func stillMissing(m repo.Mirror) []string {
 	return slices.DeleteFunc(slices.Clone(m.MissingCredentials), func(c string) bool {
 		switch c {
@@ -48,6 +62,12 @@ func stillMissing(m repo.Mirror) []string {
 			return m.SASLPassword != "" || m.SASLMechanism == ""
 		case CredentialTLSKey:
 			return m.TLSKeyPEM != "" || m.TLSCertPEM == ""
+		case CredentialAWSSecretAccessKey:
+			return m.AWSSecretAccessKey != "" || m.AWSAccessKeyID == ""
+		case CredentialAWSSessionToken:
+			return m.AWSSessionToken != "" || m.AWSSecretAccessKey != "" || m.AWSAccessKeyID == ""
+		case CredentialOAuthClientSecret:
+			return m.OAuthClientSecret != "" || m.SASLMechanism != "OAUTHBEARER"
 		}
 		return true
 	})

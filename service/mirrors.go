@@ -94,7 +94,7 @@ func (s *Control) CreateMirror(ctx context.Context, in MirrorInput, opts WriteOp
 	if err := v.err(); err != nil {
 		return Mirror{}, err
 	}
-	if err := s.requireKey(in.Source.SASLPassword, in.Source.TLSKeyPEM); err != nil {
+	if err := s.requireKey(in.Source); err != nil {
 		return Mirror{}, err
 	}
 	m := repo.Mirror{Name: in.Name, Source: in.Source, Config: maps.Clone(in.Config)}
@@ -190,6 +190,12 @@ func (s *Control) ListMirrors(ctx context.Context) ([]Mirror, error) {
 type SourcePatch struct {
 	BootstrapServers, SecurityProtocol, SASLMechanism, SASLUsername, SASLPassword,
 	TLSCAPEM, TLSCertPEM, TLSKeyPEM, TLSServerName *string
+
+	AWSAccessKeyID, AWSSecretAccessKey, AWSSessionToken, AWSRegion *string
+
+	OAuthTokenEndpointURL, OAuthClientID, OAuthClientSecret, OAuthScope *string
+	// OAuthExtensions replaces the whole set; an empty one clears it.
+	OAuthExtensions *map[string]string
 }
 
 // MirrorPatch is a merge patch of a mirror: Config entries set to nil return
@@ -292,11 +298,18 @@ func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
 			&src.SASLMechanism: p.SASLMechanism, &src.SASLUsername: p.SASLUsername,
 			&src.SASLPassword: p.SASLPassword, &src.TLSCAPEM: p.TLSCAPEM,
 			&src.TLSCertPEM: p.TLSCertPEM, &src.TLSKeyPEM: p.TLSKeyPEM,
-			&src.TLSServerName: p.TLSServerName,
+			&src.TLSServerName:  p.TLSServerName,
+			&src.AWSAccessKeyID: p.AWSAccessKeyID, &src.AWSSecretAccessKey: p.AWSSecretAccessKey,
+			&src.AWSSessionToken: p.AWSSessionToken, &src.AWSRegion: p.AWSRegion,
+			&src.OAuthTokenEndpointURL: p.OAuthTokenEndpointURL, &src.OAuthClientID: p.OAuthClientID,
+			&src.OAuthClientSecret: p.OAuthClientSecret, &src.OAuthScope: p.OAuthScope,
 		} {
 			if val != nil {
 				*dst = *val
 			}
+		}
+		if p.OAuthExtensions != nil {
+			src.OAuthExtensions = maps.Clone(*p.OAuthExtensions)
 		}
 	}
 	cfg := maps.Clone(m.Config)

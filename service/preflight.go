@@ -158,10 +158,11 @@ type kafkaPreflight struct{}
 func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.Config, topics []PreflightTopic, rf int) []preflight.Result {
 	ctx, cancel := context.WithTimeout(ctx, 2*checkTimeout)
 	defer cancel()
+	creds := preflight.Credentials(ctx, "source", source.BootstrapServers, source.Security)
 	src, err := source.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
 	if err != nil {
-		return []preflight.Result{{Cluster: "source", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
-			Grant: "check the mirror's source settings"}}
+		return append(creds, preflight.Result{Cluster: "source", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
+			Grant: "check the mirror's source settings"})
 	}
 	defer src.Close()
 	names := make([]string, len(topics))
@@ -170,6 +171,7 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 		names[i], bySource[t.Source] = t.Source, t
 	}
 	rows, found, groups := preflight.Source(ctx, src, names)
+	rows = append(creds, rows...)
 	for i := range found {
 		t := bySource[found[i].Name]
 		found[i].Destination, found[i].RecordsExpected = t.Destination, t.RecordsExpected
@@ -178,6 +180,7 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Warn,
 			Detail: "this server has no destination cluster to check", Grant: "run the check on a server with --destination-bootstrap"})
 	}
+	rows = append(rows, preflight.Credentials(ctx, "destination", destination.BootstrapServers, destination.Security)...)
 	dst, err := destination.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
 	if err != nil {
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Fail, Detail: err.Error(),

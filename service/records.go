@@ -64,6 +64,17 @@ type SourceRecord struct {
 	TLSCertPEM       string `json:"tls_cert_pem,omitempty"`
 	TLSKeySet        bool   `json:"tls_key_set"`
 	TLSServerName    string `json:"tls_server_name,omitempty"`
+	// AWS_MSK_IAM
+	AWSAccessKeyID        string `json:"aws_access_key_id,omitempty"`
+	AWSSecretAccessKeySet bool   `json:"aws_secret_access_key_set,omitempty"`
+	AWSSessionTokenSet    bool   `json:"aws_session_token_set,omitempty"`
+	AWSRegion             string `json:"aws_region,omitempty"`
+	// OAUTHBEARER
+	OAuthTokenEndpointURL string            `json:"sasl_oauthbearer_token_endpoint_url,omitempty"`
+	OAuthClientID         string            `json:"sasl_oauthbearer_client_id,omitempty"`
+	OAuthClientSecretSet  bool              `json:"sasl_oauthbearer_client_secret_set,omitempty"`
+	OAuthScope            string            `json:"sasl_oauthbearer_scope,omitempty"`
+	OAuthExtensions       map[string]string `json:"sasl_oauthbearer_extensions,omitempty"`
 }
 
 // TopicRecord is a mirror topic's desired state as published to __mirror_state.
@@ -94,6 +105,17 @@ func RedactedSource(m repo.Mirror) SourceRecord {
 		TLSCertPEM:       m.TLSCertPEM,
 		TLSKeySet:        m.TLSKeyPEM != "",
 		TLSServerName:    m.TLSServerName,
+
+		AWSAccessKeyID:        m.AWSAccessKeyID,
+		AWSSecretAccessKeySet: m.AWSSecretAccessKey != "",
+		AWSSessionTokenSet:    m.AWSSessionToken != "",
+		AWSRegion:             m.AWSRegion,
+
+		OAuthTokenEndpointURL: m.OAuthTokenEndpointURL,
+		OAuthClientID:         m.OAuthClientID,
+		OAuthClientSecretSet:  m.OAuthClientSecret != "",
+		OAuthScope:            m.OAuthScope,
+		OAuthExtensions:       m.OAuthExtensions,
 	}
 }
 

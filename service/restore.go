@@ -156,7 +156,10 @@ func (s *Control) Restore(ctx context.Context, latest map[string][]byte) (Restor
 			row := repo.Mirror{Name: m.Name, Source: repo.Source{BootstrapServers: m.Source.BootstrapServers,
 				SecurityProtocol: m.Source.SecurityProtocol, SASLMechanism: m.Source.SASLMechanism,
 				SASLUsername: m.Source.SASLUsername, TLSCAPEM: m.Source.TLSCAPEM, TLSCertPEM: m.Source.TLSCertPEM,
-				TLSServerName: m.Source.TLSServerName}, Config: m.Config, MissingCredentials: missing}
+				TLSServerName: m.Source.TLSServerName, AWSAccessKeyID: m.Source.AWSAccessKeyID, AWSRegion: m.Source.AWSRegion,
+				OAuthTokenEndpointURL: m.Source.OAuthTokenEndpointURL, OAuthClientID: m.Source.OAuthClientID,
+				OAuthScope: m.Source.OAuthScope, OAuthExtensions: m.Source.OAuthExtensions},
+				Config: m.Config, MissingCredentials: missing}
 			if _, err := repo.MirrorsInsert(ctx, tx, row); err != nil {
 				return fmt.Errorf("restore mirror %s: %w", m.Name, err)
 			}

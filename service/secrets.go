@@ -14,9 +14,35 @@ import (
 	"kmirror/repo"
 )
 
-// Source secrets (sasl_password, tls_key_pem) are sealed with the service's
-// keys before they are stored, bound to their mirror and field, and opened
-// only to connect to the source or to re-validate a patched source.
+// Source secrets (sasl_password, tls_key_pem, aws_secret_access_key,
+// aws_session_token, sasl_oauthbearer_client_secret) are sealed with the
+// service's keys before they are stored, bound to their mirror and field,
+// and opened only to connect to the source or to re-validate a patched
+// source.
+
+// secretField is one write-only source field: its name (the API's, the
+// sealing's associated data and the missing credential's), and where it
+// lives in a row and in a row's stored secrets.
+type secretField struct {
+	name   string
+	source func(*repo.Source) *string
+	stored func(*repo.MirrorSecrets) *string
+}
+
+// secretFields are every source secret, by name (the order errors list
+// them in).
+var secretFields = []secretField{
+	{CredentialAWSSecretAccessKey, func(s *repo.Source) *string { return &s.AWSSecretAccessKey },
+		func(m *repo.MirrorSecrets) *string { return &m.AWSSecretAccessKey }},
+	{CredentialAWSSessionToken, func(s *repo.Source) *string { return &s.AWSSessionToken },
+		func(m *repo.MirrorSecrets) *string { return &m.AWSSessionToken }},
+	{CredentialOAuthClientSecret, func(s *repo.Source) *string { return &s.OAuthClientSecret },
+		func(m *repo.MirrorSecrets) *string { return &m.OAuthClientSecret }},
+	{CredentialSASLPassword, func(s *repo.Source) *string { return &s.SASLPassword },
+		func(m *repo.MirrorSecrets) *string { return &m.SASLPassword }},
+	{CredentialTLSKey, func(s *repo.Source) *string { return &s.TLSKeyPEM },
+		func(m *repo.MirrorSecrets) *string { return &m.TLSKeyPEM }},
+}
 
 // SecretKeys supplies the keys that seal and open the stored secrets: a
 // fixed *secretbox.Keyring, or a *secretbox.KeyFile that follows its file
@@ -54,20 +80,19 @@ func (s *core) keys() *secretbox.Keyring {
 }
 
 // requireKey refuses secrets a server could only store in clear.
-func (s *core) requireKey(saslPassword, tlsKeyPEM string) error {
+func (s *core) requireKey(src repo.Source) error {
 	if s.insecureClear || s.keys() != nil {
 		return nil
 	}
 	var set []string
-	for field, v := range map[string]string{"source.sasl_password": saslPassword, "source.tls_key_pem": tlsKeyPEM} {
-		if v != "" {
-			set = append(set, field)
+	for _, f := range secretFields {
+		if *f.source(&src) != "" {
+			set = append(set, "source."+f.name)
 		}
 	}
 	if len(set) == 0 {
 		return nil
 	}
-	slices.Sort(set)
 	return fmt.Errorf("%w: this server has no secret key, and does not store %s in clear: %s, then send the request again "+
 		"(or start the servers with --insecure-store-secrets-in-clear to store secrets as given)",
 		ErrSecretKeyRequired, strings.Join(set, " and "), secretKeyHelp)
@@ -80,14 +105,15 @@ func (s *core) requirePatchKey(p *SourcePatch) error {
 	if p == nil {
 		return nil
 	}
-	var pw, key string
-	if p.SASLPassword != nil {
-		pw = *p.SASLPassword
+	var src repo.Source
+	for f, v := range map[*string]*string{&src.SASLPassword: p.SASLPassword, &src.TLSKeyPEM: p.TLSKeyPEM,
+		&src.AWSSecretAccessKey: p.AWSSecretAccessKey, &src.AWSSessionToken: p.AWSSessionToken,
+		&src.OAuthClientSecret: p.OAuthClientSecret} {
+		if v != nil {
+			*f = *v
+		}
 	}
-	if p.TLSKeyPEM != nil {
-		key = *p.TLSKeyPEM
-	}
-	return s.requireKey(pw, key)
+	return s.requireKey(src)
 }
 
 func (s *core) seal(mirror, field, v string) (string, error) {
@@ -122,22 +148,26 @@ func (s *core) open(mirror, field, v string) (string, error) {
 
 // sealSecrets returns m with its secrets sealed, for storing.
 func (s *core) sealSecrets(m repo.Mirror) (repo.Mirror, error) {
-	var err error
-	if m.SASLPassword, err = s.seal(m.Name, "sasl_password", m.SASLPassword); err != nil {
-		return m, err
+	for _, f := range secretFields {
+		v := f.source(&m.Source)
+		var err error
+		if *v, err = s.seal(m.Name, f.name, *v); err != nil {
+			return m, err
+		}
 	}
-	m.TLSKeyPEM, err = s.seal(m.Name, "tls_key_pem", m.TLSKeyPEM)
-	return m, err
+	return m, nil
 }
 
 // openSecrets returns m with its secrets in clear.
 func (s *core) openSecrets(m repo.Mirror) (repo.Mirror, error) {
-	var err error
-	if m.SASLPassword, err = s.open(m.Name, "sasl_password", m.SASLPassword); err != nil {
-		return m, err
+	for _, f := range secretFields {
+		v := f.source(&m.Source)
+		var err error
+		if *v, err = s.open(m.Name, f.name, *v); err != nil {
+			return m, err
+		}
 	}
-	m.TLSKeyPEM, err = s.open(m.Name, "tls_key_pem", m.TLSKeyPEM)
-	return m, err
+	return m, nil
 }
 
 // SourceConn returns the client configuration for a stored mirror's source
@@ -166,15 +196,16 @@ func (s *Control) CheckSecrets(ctx context.Context) (clear []string, err error) 
 	}
 	for _, m := range list {
 		inClear := false
-		for _, f := range []struct{ name, v string }{{"sasl_password", m.SASLPassword}, {"tls_key_pem", m.TLSKeyPEM}} {
-			if f.v == "" {
+		for _, f := range secretFields {
+			v := *f.stored(&m)
+			if v == "" {
 				continue
 			}
-			if !secretbox.Sealed(f.v) {
+			if !secretbox.Sealed(v) {
 				inClear = true
 				continue
 			}
-			if _, err := s.open(m.Name, f.name, f.v); err != nil {
+			if _, err := s.open(m.Name, f.name, v); err != nil {
 				return clear, err
 			}
 		}
@@ -204,18 +235,16 @@ func (s *Control) RotateSecrets(ctx context.Context, next *secretbox.Keyring) (i
 		}
 		for _, m := range list {
 			out := repo.MirrorSecrets{Name: m.Name}
-			for _, f := range []struct {
-				name    string
-				in, out *string
-			}{{"sasl_password", &m.SASLPassword, &out.SASLPassword}, {"tls_key_pem", &m.TLSKeyPEM, &out.TLSKeyPEM}} {
-				if *f.in == "" {
+			for _, f := range secretFields {
+				in := *f.stored(&m)
+				if in == "" {
 					continue
 				}
-				plain, err := s.open(m.Name, f.name, *f.in)
+				plain, err := s.open(m.Name, f.name, in)
 				if err != nil {
 					return err
 				}
-				if *f.out, err = to.seal(m.Name, f.name, plain); err != nil {
+				if *f.stored(&out), err = to.seal(m.Name, f.name, plain); err != nil {
 					return err
 				}
 				n++

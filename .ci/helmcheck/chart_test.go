@@ -66,7 +66,7 @@ const (
 )
 
 // chartCases are the values the chart is rendered with: its defaults and
-// three deployments as operators would write them (testdata/).
+// deployments as operators would write them (testdata/).
 var chartCases = []struct {
 	name   string
 	values string // file in testdata; "" for the chart's defaults
@@ -162,6 +162,42 @@ var chartCases = []struct {
 		},
 	},
 	{
+		name:   "msk-iam",
+		values: "msk-iam.yaml",
+		kinds:  map[string]int{kDeployment: 1, kService: 1, kServiceAccount: 1, kPDB: 1},
+		expect: func(p *problems, r *rendered) {
+			c := &r.deployments[0].Spec.Template.Spec.Containers[0]
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_MECHANISM", "AWS_MSK_IAM")
+			wantEnv(p, c, "KMIRROR_DESTINATION_AWS_REGION", "eu-west-1")
+			for _, name := range []string{"KMIRROR_DESTINATION_AWS_ACCESS_KEY_ID", "KMIRROR_DESTINATION_AWS_SECRET_ACCESS_KEY",
+				"KMIRROR_DESTINATION_SASL_USERNAME", "KMIRROR_DESTINATION_SASL_PASSWORD"} {
+				if env(c, name) != nil {
+					p.add("%s set for the pod's own AWS identity", name)
+				}
+			}
+			if sa := r.serviceAccounts[0]; sa.Annotations["eks.amazonaws.com/role-arn"] != "arn:aws:iam::111122223333:role/kmirror" {
+				p.add("the service account's annotations %v lack its IAM role", sa.Annotations)
+			}
+		},
+	},
+	{
+		name:   "oauthbearer",
+		values: "oauthbearer.yaml",
+		kinds:  map[string]int{kDeployment: 1, kService: 1, kServiceAccount: 1, kPDB: 1},
+		expect: func(p *problems, r *rendered) {
+			c := &r.deployments[0].Spec.Template.Spec.Containers[0]
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_MECHANISM", "OAUTHBEARER")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_TOKEN_ENDPOINT_URL", "https://login.example.com/oauth2/v2.0/token")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_CLIENT_ID", "kmirror-dr")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_SCOPE", "api://kafka/.default")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_EXTENSIONS", "identityPoolId=pool-XyZ1,logicalCluster=lkc-abc12")
+			wantSecretRef(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_CLIENT_SECRET", "kmirror-oauth", "client_secret")
+			if env(c, "KMIRROR_DESTINATION_SASL_PASSWORD") != nil {
+				p.add("a SASL password with OAUTHBEARER")
+			}
+		},
+	},
+	{
 		name:   "single",
 		values: "single.yaml",
 		kinds:  map[string]int{kDeployment: 1, kService: 1, kSecret: 3},
@@ -232,6 +268,11 @@ func TestChartRefuses(t *testing.T) {
 		{"scrape without a token", "serviceMonitor: {enabled: true}", "needs a token"},
 		{"SASL without its Secret", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: PLAIN, username: u}}", "SASL password"},
 		{"SASL over PLAINTEXT", "destination: {sasl: {mechanism: PLAIN, username: u, existingSecret: s}}", "needs destination.securityProtocol SASL_SSL"},
+		{"unknown mechanism", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: GSSAPI, existingSecret: s}}", "GSSAPI is not PLAIN"},
+		{"OAUTHBEARER without endpoint", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, existingSecret: s, oauthbearer: {clientId: c}}}", "tokenEndpointUrl"},
+		{"OAUTHBEARER over http", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, existingSecret: s, oauthbearer: {clientId: c, tokenEndpointUrl: 'http://idp/token'}}}", "https token endpoint"},
+		{"OAUTHBEARER without its Secret", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, oauthbearer: {clientId: c, tokenEndpointUrl: 'https://idp/token'}}}", "OAuth client secret"},
+		{"AWS keys without their Secret", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: AWS_MSK_IAM, aws: {accessKeyId: AKIA}}}", "AWS secret access key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := render(tc.values)

@@ -28,6 +28,12 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
            [--security-protocol P] [--sasl-mechanism M] [--sasl-username U]
            [--sasl-password-file F] [--tls-ca-file F] [--tls-cert-file F]
            [--tls-key-file F] [--tls-server-name N] [--config KEY=VALUE ...]
+           [--aws-access-key-id ID] [--aws-secret-access-key-file F]
+           [--aws-session-token-file F] [--aws-region R]
+           [--sasl-oauthbearer-token-endpoint-url URL]
+           [--sasl-oauthbearer-client-id ID]
+           [--sasl-oauthbearer-client-secret-file F]
+           [--sasl-oauthbearer-scope S] [--sasl-oauthbearer-extension K=V ...]
            [--dry-run] [--skip-connectivity-check]
                                    add a mirror from a source cluster
   --delete   --mirror NAME         delete a mirror (its topics must be removed)
@@ -65,7 +71,11 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
 --topic is an RE2 pattern matched against whole topic names ("orders|payments",
 "orders\..*"). The source's SASL password comes from --sasl-password-file or,
 with a SASL_* protocol, from KMIRROR_SOURCE_SASL_PASSWORD; never from the
-command line.
+command line. So do AWS_MSK_IAM's secret key and session token
+(--aws-*-file, KMIRROR_SOURCE_AWS_SECRET_ACCESS_KEY and _SESSION_TOKEN, read
+with --aws-access-key-id) and OAUTHBEARER's client secret
+(--sasl-oauthbearer-client-secret-file,
+KMIRROR_SOURCE_SASL_OAUTHBEARER_CLIENT_SECRET).
 
 Changes take effect in the background: each partition moves through states
 (PREPARING, MIRRORING, PAUSING, PAUSED, STOPPING, STOPPED; FAILED when it
@@ -155,6 +165,7 @@ type mirrorsOptions struct {
 	tlsCertFile           string
 	tlsKeyFile            string
 	tlsServerName         string
+	sasl                  mirrorsSASLFlags
 	config                configFlag
 	dryRun                bool
 	skipConnectivityCheck bool
@@ -227,13 +238,14 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.StringVar(&o.topic, "topic", "", "RE2 pattern matched against whole topic names")
 	fs.StringVar(&o.sourceBootstrap, "source-bootstrap", "", "source cluster bootstrap servers, HOST:PORT[,HOST:PORT...]")
 	fs.StringVar(&o.securityProtocol, "security-protocol", "", "source security protocol: PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL")
-	fs.StringVar(&o.saslMechanism, "sasl-mechanism", "", "source SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	fs.StringVar(&o.saslMechanism, "sasl-mechanism", "", "source SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, AWS_MSK_IAM or OAUTHBEARER")
 	fs.StringVar(&o.saslUsername, "sasl-username", "", "source SASL username")
 	fs.StringVar(&o.saslPasswordFile, "sasl-password-file", "", "file holding the source SASL password (else KMIRROR_SOURCE_SASL_PASSWORD)")
 	fs.StringVar(&o.tlsCAFile, "tls-ca-file", "", "PEM file of CA certificates that sign the source brokers' certificates")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM client certificate for the source")
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM client key for the source")
 	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "server name to verify the source brokers' certificates against")
+	o.sasl.register(fs)
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --add: resolve and check the topics, and with --continue print per partition what continuing would do; with --remove: print what a failover now would leave behind; each changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
@@ -381,6 +393,12 @@ func readSecretFile(flagName, path string) (string, error) {
 	return string(b), nil
 }
 
+// tokenMechanism says whether a SASL mechanism signs in without a password.
+func tokenMechanism(m string) bool {
+	m = strings.ToUpper(m)
+	return m == "AWS_MSK_IAM" || m == "OAUTHBEARER"
+}
+
 // sourceSpec builds the create request's source from the flags, reading the
 // password and TLS files.
 func (o *mirrorsOptions) sourceSpec() (client.SourceSpec, error) {
@@ -399,10 +417,14 @@ func (o *mirrorsOptions) sourceSpec() (client.SourceSpec, error) {
 		}
 		// A password file usually ends with a newline that is not part of it.
 		src.SaslPassword = ptrOrNil(strings.TrimRight(pw, "\r\n"))
-	case strings.HasPrefix(strings.ToUpper(o.securityProtocol), "SASL_"):
-		// Only with SASL: a password left in the environment must not make a
-		// PLAINTEXT or SSL mirror invalid.
+	case strings.HasPrefix(strings.ToUpper(o.securityProtocol), "SASL_") && !tokenMechanism(o.saslMechanism):
+		// Only with SASL and a password: a password left in the
+		// environment must not make a PLAINTEXT, SSL, AWS_MSK_IAM or
+		// OAUTHBEARER mirror invalid.
 		src.SaslPassword = ptrOrNil(os.Getenv("KMIRROR_SOURCE_SASL_PASSWORD"))
+	}
+	if err := o.sasl.apply(&src, strings.ToUpper(o.saslMechanism)); err != nil {
+		return src, err
 	}
 	for _, f := range []struct {
 		flag, path string

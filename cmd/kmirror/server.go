@@ -218,8 +218,8 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.IntVar(&cfg.StateReplicationFactor, "state-topic-replication-factor", envInt("KMIRROR_STATE_TOPIC_REPLICATION_FACTOR", -1), "replication factor of __mirror_state when created; -1 is the broker default (KMIRROR_STATE_TOPIC_REPLICATION_FACTOR)")
 	fs.DurationVar(&cfg.MetadataRefreshInterval, "metadata-refresh-interval", envDuration("KMIRROR_METADATA_REFRESH_INTERVAL", 30*time.Second), "metadata sync interval of mirrors that do not set mirror.metadata.refresh.interval.ms (KMIRROR_METADATA_REFRESH_INTERVAL)")
 	logLevel := fs.String("log-level", envOr("KMIRROR_LOG_LEVEL", "info"), "debug, info, warn or error (KMIRROR_LOG_LEVEL)")
-	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source SASL passwords and TLS keys in the database; one key a line during a rotation: the first seals, each opens. Re-read on SIGHUP and when it changes (KMIRROR_SECRET_KEY_FILE)")
-	fs.BoolVar(&cfg.InsecureClearSecrets, "insecure-store-secrets-in-clear", envBool("KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR"), "without --secret-key-file, store source SASL passwords and TLS keys in the database as given instead of refusing them (KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR)")
+	fs.StringVar(&cfg.SecretKeyFile, "secret-key-file", os.Getenv("KMIRROR_SECRET_KEY_FILE"), "file holding the AES-256 key (64 hex digits; kmirror secrets new-key writes one) that encrypts source secrets (SASL passwords, TLS keys, AWS secret keys and session tokens, OAuth client secrets) in the database; one key a line during a rotation: the first seals, each opens. Re-read on SIGHUP and when it changes (KMIRROR_SECRET_KEY_FILE)")
+	fs.BoolVar(&cfg.InsecureClearSecrets, "insecure-store-secrets-in-clear", envBool("KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR"), "without --secret-key-file, store source secrets in the database as given instead of refusing them (KMIRROR_INSECURE_STORE_SECRETS_IN_CLEAR)")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", os.Getenv("KMIRROR_TLS_CERT_FILE"), "serve the API over TLS with this certificate (PEM, chain included); re-read on SIGHUP and when it changes (KMIRROR_TLS_CERT_FILE)")
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", os.Getenv("KMIRROR_TLS_KEY_FILE"), "the TLS certificate's private key (PEM) (KMIRROR_TLS_KEY_FILE)")
 	tokensFile := fs.String("api-tokens-file", os.Getenv("KMIRROR_API_TOKENS_FILE"), "file of API tokens, one \"NAME ROLE SHA256-HEX\" a line, as kmirror token new prints them (KMIRROR_API_TOKENS_FILE). KMIRROR_API_TOKEN (admin) and KMIRROR_API_READ_TOKEN (viewer) are read from the environment too")
@@ -261,10 +261,10 @@ Environment only (secrets stay out of process listings):
   KMIRROR_API_TOKEN                        an API token with role admin (named api-token)
   KMIRROR_API_READ_TOKEN                   an API token with role viewer (named api-read-token)
   KMIRROR_DESTINATION_SECURITY_PROTOCOL    PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL
-  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512
-  KMIRROR_DESTINATION_SASL_USERNAME        the destination's SASL user
+  KMIRROR_DESTINATION_SASL_MECHANISM       PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, AWS_MSK_IAM or OAUTHBEARER
+  KMIRROR_DESTINATION_SASL_USERNAME        PLAIN and SCRAM: the destination's SASL user
   KMIRROR_DESTINATION_SASL_PASSWORD        its password
-  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
+` + serverEnvSASL + `  KMIRROR_DESTINATION_TLS_CA_FILE          CA certificates (PEM) to trust for the destination
   KMIRROR_DESTINATION_TLS_CERT_FILE        client certificate (PEM)
   KMIRROR_DESTINATION_TLS_KEY_FILE         its private key (PEM)
   KMIRROR_DESTINATION_TLS_SERVER_NAME      the name to verify the destination's certificate against
@@ -280,6 +280,9 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 		SASLPassword:  os.Getenv("KMIRROR_DESTINATION_SASL_PASSWORD"),
 		TLSServerName: os.Getenv("KMIRROR_DESTINATION_TLS_SERVER_NAME"),
 	}}
+	if err := destinationSASLFromEnv(&c.Security); err != nil {
+		return c, err
+	}
 	if bootstrap != "" {
 		servers, err := service.ParseBootstrapServers(bootstrap)
 		if err != nil {

@@ -461,6 +461,8 @@ func (e Role) Valid() bool {
 
 // Defines values for SASLMechanism.
 const (
+	SASLMechanismAWSMSKIAM   SASLMechanism = "AWS_MSK_IAM"
+	SASLMechanismOAuthBearer SASLMechanism = "OAUTHBEARER"
 	SASLMechanismPlain       SASLMechanism = "PLAIN"
 	SASLMechanismScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	SASLMechanismScramSHA512 SASLMechanism = "SCRAM-SHA-512"
@@ -469,6 +471,10 @@ const (
 // Valid indicates whether the value is a known member of the SASLMechanism enum.
 func (e SASLMechanism) Valid() bool {
 	switch e {
+	case SASLMechanismAWSMSKIAM:
+		return true
+	case SASLMechanismOAuthBearer:
+		return true
 	case SASLMechanismPlain:
 		return true
 	case SASLMechanismScramSHA256:
@@ -928,7 +934,8 @@ type Mirror struct {
 	LastSync *SyncResult `json:"last_sync,omitempty"`
 
 	// MissingCredentials MissingCredentials names the source secrets still to be set again
-	// (sasl_password, tls_key_pem); empty when ready.
+	// (sasl_password, tls_key_pem, aws_secret_access_key,
+	// aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
 	MissingCredentials []string `json:"missing_credentials"`
 
 	// Name Example: m1
@@ -1829,11 +1836,34 @@ type SkippedPartition struct {
 
 // SourcePatch defines model for SourcePatch.
 type SourcePatch struct {
+	// AwsAccessKeyId Example: AKIAIOSFODNN7EXAMPLE
+	AwsAccessKeyId *string `json:"aws_access_key_id,omitempty"`
+
+	// AwsRegion Example: us-east-1
+	AwsRegion          *string `json:"aws_region,omitempty"`
+	AwsSecretAccessKey *string `json:"aws_secret_access_key,omitempty"`
+	AwsSessionToken    *string `json:"aws_session_token,omitempty"`
+
 	// BootstrapServers Example: h1:9092,h2:9092
 	BootstrapServers *string `json:"bootstrap_servers,omitempty"`
 
 	// SaslMechanism Example: SCRAM-SHA-512
 	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
+
+	// SaslOauthbearerClientId Example: kmirror
+	SaslOauthbearerClientId     *string `json:"sasl_oauthbearer_client_id,omitempty"`
+	SaslOauthbearerClientSecret *string `json:"sasl_oauthbearer_client_secret,omitempty"`
+
+	// SaslOauthbearerExtensions OAuthExtensions replaces the whole set; {} clears it.
+	//
+	// Example: {"logicalCluster":"lkc-abc123"}
+	SaslOauthbearerExtensions *map[string]string `json:"sasl_oauthbearer_extensions,omitempty"`
+
+	// SaslOauthbearerScope Example: kafka
+	SaslOauthbearerScope *string `json:"sasl_oauthbearer_scope,omitempty"`
+
+	// SaslOauthbearerTokenEndpointUrl Example: https://login.example.com/oauth2/token
+	SaslOauthbearerTokenEndpointUrl *string `json:"sasl_oauthbearer_token_endpoint_url,omitempty"`
 
 	// SaslPassword Example: s3cret
 	SaslPassword *string `json:"sasl_password,omitempty"`
@@ -1853,6 +1883,30 @@ type SourcePatch struct {
 
 // SourceSpec defines model for SourceSpec.
 type SourceSpec struct {
+	// AwsAccessKeyId AWSAccessKeyID and AWSSecretAccessKey (with AWS_MSK_IAM) are static
+	// keys; without them the server's AWS default credential chain signs
+	// in (environment, EKS web identity, shared config, instance role).
+	//
+	// Example: AKIAIOSFODNN7EXAMPLE
+	AwsAccessKeyId *string `json:"aws_access_key_id,omitempty"`
+
+	// AwsRegion AWSRegion is the default credential chain's region (its STS
+	// endpoint); requests are signed for the region in the broker's host
+	// name, as every MSK broker's carries one.
+	//
+	// Example: us-east-1
+	AwsRegion *string `json:"aws_region,omitempty"`
+
+	// AwsSecretAccessKey AWSSecretAccessKey is write-only: responses say only whether it is set.
+	//
+	// Example: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+	AwsSecretAccessKey *string `json:"aws_secret_access_key,omitempty"`
+
+	// AwsSessionToken AWSSessionToken goes with temporary keys. Write-only.
+	//
+	// Example: IQoJb3JpZ2luX2VjE...
+	AwsSessionToken *string `json:"aws_session_token,omitempty"`
+
 	// BootstrapServers BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
 	// comma-separated.
 	//
@@ -1860,17 +1914,48 @@ type SourceSpec struct {
 	BootstrapServers string `json:"bootstrap_servers"`
 
 	// SaslMechanism SASLMechanism is required with SASL_PLAINTEXT and SASL_SSL, and
-	// refused otherwise.
+	// refused otherwise. Each mechanism takes its own fields below and
+	// refuses the others'.
 	//
 	// Example: SCRAM-SHA-512
 	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
+
+	// SaslOauthbearerClientId OAuthClientID and OAuthClientSecret are required with OAUTHBEARER.
+	//
+	// Example: kmirror
+	SaslOauthbearerClientId *string `json:"sasl_oauthbearer_client_id,omitempty"`
+
+	// SaslOauthbearerClientSecret OAuthClientSecret is write-only: responses say only whether it is set.
+	//
+	// Example: s3cret
+	SaslOauthbearerClientSecret *string `json:"sasl_oauthbearer_client_secret,omitempty"`
+
+	// SaslOauthbearerExtensions OAuthExtensions are SASL extensions sent with the token (RFC 7628):
+	// letters-only keys, printable values, such as Confluent Cloud's
+	// logicalCluster and identityPoolId.
+	//
+	// Example: {"logicalCluster":"lkc-abc123"}
+	SaslOauthbearerExtensions *map[string]string `json:"sasl_oauthbearer_extensions,omitempty"`
+
+	// SaslOauthbearerScope OAuthScope is the scopes to ask for, separated by spaces; empty asks
+	// for the provider's default.
+	//
+	// Example: kafka
+	SaslOauthbearerScope *string `json:"sasl_oauthbearer_scope,omitempty"`
+
+	// SaslOauthbearerTokenEndpointUrl OAuthTokenEndpointURL (with OAUTHBEARER, required) is the OIDC token
+	// endpoint tokens are fetched from with the client credentials grant:
+	// https, or http for a loopback host only.
+	//
+	// Example: https://login.example.com/oauth2/token
+	SaslOauthbearerTokenEndpointUrl *string `json:"sasl_oauthbearer_token_endpoint_url,omitempty"`
 
 	// SaslPassword SASLPassword is write-only: responses say only whether it is set.
 	//
 	// Example: s3cret
 	SaslPassword *string `json:"sasl_password,omitempty"`
 
-	// SaslUsername SASLUsername and SASLPassword are required with SASL_*.
+	// SaslUsername SASLUsername and SASLPassword are required with PLAIN and SCRAM-*.
 	//
 	// Example: kmirror
 	SaslUsername *string `json:"sasl_username,omitempty"`
@@ -1907,11 +1992,38 @@ type SourceSpec struct {
 
 // SourceView defines model for SourceView.
 type SourceView struct {
+	// AwsAccessKeyId Example: AKIAIOSFODNN7EXAMPLE
+	AwsAccessKeyId *string `json:"aws_access_key_id,omitempty"`
+
+	// AwsRegion Example: us-east-1
+	AwsRegion *string `json:"aws_region,omitempty"`
+
+	// AwsSecretAccessKeySet Example: false
+	AwsSecretAccessKeySet bool `json:"aws_secret_access_key_set"`
+
+	// AwsSessionTokenSet Example: false
+	AwsSessionTokenSet bool `json:"aws_session_token_set"`
+
 	// BootstrapServers Example: h1:9092,h2:9092
 	BootstrapServers string `json:"bootstrap_servers"`
 
 	// SaslMechanism Example: SCRAM-SHA-512
 	SaslMechanism *SASLMechanism `json:"sasl_mechanism,omitempty"`
+
+	// SaslOauthbearerClientId Example: kmirror
+	SaslOauthbearerClientId *string `json:"sasl_oauthbearer_client_id,omitempty"`
+
+	// SaslOauthbearerClientSecretSet Example: false
+	SaslOauthbearerClientSecretSet bool `json:"sasl_oauthbearer_client_secret_set"`
+
+	// SaslOauthbearerExtensions Example: {"logicalCluster":"lkc-abc123"}
+	SaslOauthbearerExtensions *map[string]string `json:"sasl_oauthbearer_extensions,omitempty"`
+
+	// SaslOauthbearerScope Example: kafka
+	SaslOauthbearerScope *string `json:"sasl_oauthbearer_scope,omitempty"`
+
+	// SaslOauthbearerTokenEndpointUrl Example: https://login.example.com/oauth2/token
+	SaslOauthbearerTokenEndpointUrl *string `json:"sasl_oauthbearer_token_endpoint_url,omitempty"`
 
 	// SaslPasswordSet Example: false
 	SaslPasswordSet bool `json:"sasl_password_set"`
@@ -2763,7 +2875,7 @@ type ClientInterface interface {
 
 	// CreateMirrorWithBody Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2772,7 +2884,7 @@ type ClientInterface interface {
 
 	// CreateMirror Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3057,7 +3169,7 @@ func (c *Client) ListMirrors(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // CreateMirrorWithBody Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3076,7 +3188,7 @@ func (c *Client) CreateMirrorWithBody(ctx context.Context, params *CreateMirrorP
 
 // CreateMirror Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4805,7 +4917,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithBodyWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4814,7 +4926,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6895,7 +7007,7 @@ func (c *ClientWithResponses) ListMirrorsWithResponse(ctx context.Context, reqEd
 
 // CreateMirrorWithBodyWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6910,7 +7022,7 @@ func (c *ClientWithResponses) CreateMirrorWithBodyWithResponse(ctx context.Conte
 
 // CreateMirrorWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

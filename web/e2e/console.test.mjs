@@ -141,6 +141,31 @@ test('the overview shows the instance with its leases and no mirror yet', async 
   await page.locator('#live[data-state="live"]').waitFor(LONG);
 });
 
+test('the new-mirror form shows each SASL mechanism\'s own fields, and the check names a bad one', async () => {
+  await page.getByRole('link', { name: 'New mirror' }).click();
+  await page.getByLabel('Name', { exact: true }).fill('tokens');
+  await page.getByLabel('Source bootstrap servers').fill('b-1.example.kafka.eu-west-1.amazonaws.com:9098');
+  await page.getByLabel('Security protocol').selectOption('SASL_SSL');
+  await page.getByLabel('Mechanism').selectOption('OAUTHBEARER');
+  assert.equal(await page.getByLabel('Username').isVisible(), false, 'OAUTHBEARER shows the username');
+  assert.equal(await page.getByLabel('Access key id (optional)').isVisible(), false, 'OAUTHBEARER shows the AWS fields');
+  await page.getByLabel('Token endpoint URL').fill('http://login.example.com/oauth2/token');
+  await page.getByLabel('Client id').fill('kmirror');
+  await page.getByLabel('Client secret').fill('never-shown-secret');
+  await page.getByLabel('SASL extensions (optional)').fill('logicalCluster=lkc-1\nidentityPoolId=pool-2');
+  await page.getByRole('button', { name: 'Check connection' }).click();
+  const alert = page.getByRole('alert');
+  await alert.getByText(/sasl_oauthbearer_token_endpoint_url: must be https/).waitFor(LONG);
+  assert.equal((await alert.innerText()).includes('never-shown-secret'), false, 'the error shows the client secret');
+  await page.getByLabel('Mechanism').selectOption('AWS_MSK_IAM');
+  assert.equal(await page.getByLabel('Token endpoint URL').isVisible(), false, 'AWS_MSK_IAM shows the OAuth fields');
+  await page.getByLabel('Access key id (optional)').fill('AKIAEXAMPLE');
+  await page.getByRole('button', { name: 'Check connection' }).click();
+  await alert.getByText(/aws_secret_access_key: required with aws_access_key_id/).waitFor(LONG);
+  await page.getByLabel('Access key id (optional)').fill('');
+  await page.getByLabel('Security protocol').selectOption('PLAINTEXT');
+});
+
 test('create a mirror: check the connection first, then create', async () => {
   await page.getByRole('link', { name: 'New mirror' }).click();
   await page.getByLabel('Name', { exact: true }).fill('web');

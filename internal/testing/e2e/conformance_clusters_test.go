@@ -94,8 +94,9 @@ func conformanceClusters(t *testing.T) *conformance {
 
 // clusterFromEnv reads one cluster's settings from the variables under
 // prefix: BOOTSTRAP, SECURITY_PROTOCOL, SASL_MECHANISM, SASL_USERNAME,
-// SASL_PASSWORD, TLS_SERVER_NAME, and TLS_CA_FILE, TLS_CERT_FILE and
-// TLS_KEY_FILE (files of PEM).
+// SASL_PASSWORD, the AWS_* and SASL_OAUTHBEARER_* ones (saslFromEnv),
+// TLS_SERVER_NAME, and TLS_CA_FILE, TLS_CERT_FILE and TLS_KEY_FILE (files
+// of PEM).
 func clusterFromEnv(prefix string) (kafkaconn.Config, error) {
 	c := kafkaconn.Config{
 		BootstrapServers: kafkaconn.SplitServers(os.Getenv(prefix + "BOOTSTRAP")),
@@ -107,6 +108,7 @@ func clusterFromEnv(prefix string) (kafkaconn.Config, error) {
 			TLSServerName: os.Getenv(prefix + "TLS_SERVER_NAME"),
 		},
 	}
+	saslFromEnv(prefix, &c.Security)
 	for name, dst := range map[string]*string{"TLS_CA_FILE": &c.Security.TLSCAPEM,
 		"TLS_CERT_FILE": &c.Security.TLSCertPEM, "TLS_KEY_FILE": &c.Security.TLSKeyPEM} {
 		if path := os.Getenv(prefix + name); path != "" {
@@ -138,6 +140,7 @@ func (c *conformance) serverEnv(t testing.TB, dir string) []string {
 		"KMIRROR_DESTINATION_SASL_PASSWORD=" + s.SASLPassword,
 		"KMIRROR_DESTINATION_TLS_SERVER_NAME=" + s.TLSServerName,
 	}
+	env = append(env, saslServerEnv(s)...)
 	for name, pem := range map[string]string{"CA": s.TLSCAPEM, "CERT": s.TLSCertPEM, "KEY": s.TLSKeyPEM} {
 		if pem == "" {
 			continue
@@ -163,6 +166,7 @@ func sourceSpec(cl kafkaconn.Config) map[string]any {
 			spec[k] = v
 		}
 	}
+	saslSourceSpec(s, spec)
 	return spec
 }
 

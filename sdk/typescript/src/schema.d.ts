@@ -123,7 +123,7 @@ export interface paths {
         put?: never;
         /**
          * Create a mirror
-         * @description Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem) are write-only: stored encrypted, never returned.
+         * @description Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
          */
         post: operations["createMirror"];
         delete?: never;
@@ -720,7 +720,8 @@ export interface components {
             last_sync?: components["schemas"]["SyncResult"];
             /**
              * @description MissingCredentials names the source secrets still to be set again
-             *     (sasl_password, tls_key_pem); empty when ready.
+             *     (sasl_password, tls_key_pem, aws_secret_access_key,
+             *     aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
              */
             missing_credentials: string[];
             /** @example m1 */
@@ -1533,7 +1534,7 @@ export interface components {
         /** @enum {string} */
         Role: "viewer" | "operator" | "admin";
         /** @enum {string} */
-        SASLMechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512";
+        SASLMechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "AWS_MSK_IAM" | "OAUTHBEARER";
         /** @enum {string} */
         SecurityProtocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL";
         SkippedPartition: {
@@ -1550,10 +1551,32 @@ export interface components {
             topic: string;
         };
         SourcePatch: {
+            /** @example AKIAIOSFODNN7EXAMPLE */
+            aws_access_key_id?: string;
+            /** @example us-east-1 */
+            aws_region?: string;
+            aws_secret_access_key?: string;
+            aws_session_token?: string;
             /** @example h1:9092,h2:9092 */
             bootstrap_servers?: string;
             /** @example SCRAM-SHA-512 */
             sasl_mechanism?: components["schemas"]["SASLMechanism"];
+            /** @example kmirror */
+            sasl_oauthbearer_client_id?: string;
+            sasl_oauthbearer_client_secret?: string;
+            /**
+             * @description OAuthExtensions replaces the whole set; {} clears it.
+             * @example {
+             *       "logicalCluster": "lkc-abc123"
+             *     }
+             */
+            sasl_oauthbearer_extensions?: {
+                [key: string]: string;
+            };
+            /** @example kafka */
+            sasl_oauthbearer_scope?: string;
+            /** @example https://login.example.com/oauth2/token */
+            sasl_oauthbearer_token_endpoint_url?: string;
             /** @example s3cret */
             sasl_password?: string;
             /** @example kmirror */
@@ -1568,6 +1591,30 @@ export interface components {
         };
         SourceSpec: {
             /**
+             * @description AWSAccessKeyID and AWSSecretAccessKey (with AWS_MSK_IAM) are static
+             *     keys; without them the server's AWS default credential chain signs
+             *     in (environment, EKS web identity, shared config, instance role).
+             * @example AKIAIOSFODNN7EXAMPLE
+             */
+            aws_access_key_id?: string;
+            /**
+             * @description AWSRegion is the default credential chain's region (its STS
+             *     endpoint); requests are signed for the region in the broker's host
+             *     name, as every MSK broker's carries one.
+             * @example us-east-1
+             */
+            aws_region?: string;
+            /**
+             * @description AWSSecretAccessKey is write-only: responses say only whether it is set.
+             * @example wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+             */
+            aws_secret_access_key?: string;
+            /**
+             * @description AWSSessionToken goes with temporary keys. Write-only.
+             * @example IQoJb3JpZ2luX2VjE...
+             */
+            aws_session_token?: string;
+            /**
              * @description BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
              *     comma-separated.
              * @example h1:9092,h2:9092
@@ -1575,17 +1622,52 @@ export interface components {
             bootstrap_servers: string;
             /**
              * @description SASLMechanism is required with SASL_PLAINTEXT and SASL_SSL, and
-             *     refused otherwise.
+             *     refused otherwise. Each mechanism takes its own fields below and
+             *     refuses the others'.
              * @example SCRAM-SHA-512
              */
             sasl_mechanism?: components["schemas"]["SASLMechanism"];
+            /**
+             * @description OAuthClientID and OAuthClientSecret are required with OAUTHBEARER.
+             * @example kmirror
+             */
+            sasl_oauthbearer_client_id?: string;
+            /**
+             * @description OAuthClientSecret is write-only: responses say only whether it is set.
+             * @example s3cret
+             */
+            sasl_oauthbearer_client_secret?: string;
+            /**
+             * @description OAuthExtensions are SASL extensions sent with the token (RFC 7628):
+             *     letters-only keys, printable values, such as Confluent Cloud's
+             *     logicalCluster and identityPoolId.
+             * @example {
+             *       "logicalCluster": "lkc-abc123"
+             *     }
+             */
+            sasl_oauthbearer_extensions?: {
+                [key: string]: string;
+            };
+            /**
+             * @description OAuthScope is the scopes to ask for, separated by spaces; empty asks
+             *     for the provider's default.
+             * @example kafka
+             */
+            sasl_oauthbearer_scope?: string;
+            /**
+             * @description OAuthTokenEndpointURL (with OAUTHBEARER, required) is the OIDC token
+             *     endpoint tokens are fetched from with the client credentials grant:
+             *     https, or http for a loopback host only.
+             * @example https://login.example.com/oauth2/token
+             */
+            sasl_oauthbearer_token_endpoint_url?: string;
             /**
              * @description SASLPassword is write-only: responses say only whether it is set.
              * @example s3cret
              */
             sasl_password?: string;
             /**
-             * @description SASLUsername and SASLPassword are required with SASL_*.
+             * @description SASLUsername and SASLPassword are required with PLAIN and SCRAM-*.
              * @example kmirror
              */
             sasl_username?: string;
@@ -1620,10 +1702,34 @@ export interface components {
             tls_server_name?: string;
         };
         SourceView: {
+            /** @example AKIAIOSFODNN7EXAMPLE */
+            aws_access_key_id?: string;
+            /** @example us-east-1 */
+            aws_region?: string;
+            /** @example false */
+            aws_secret_access_key_set: boolean;
+            /** @example false */
+            aws_session_token_set: boolean;
             /** @example h1:9092,h2:9092 */
             bootstrap_servers: string;
             /** @example SCRAM-SHA-512 */
             sasl_mechanism?: components["schemas"]["SASLMechanism"];
+            /** @example kmirror */
+            sasl_oauthbearer_client_id?: string;
+            /** @example false */
+            sasl_oauthbearer_client_secret_set: boolean;
+            /**
+             * @example {
+             *       "logicalCluster": "lkc-abc123"
+             *     }
+             */
+            sasl_oauthbearer_extensions?: {
+                [key: string]: string;
+            };
+            /** @example kafka */
+            sasl_oauthbearer_scope?: string;
+            /** @example https://login.example.com/oauth2/token */
+            sasl_oauthbearer_token_endpoint_url?: string;
             /** @example false */
             sasl_password_set: boolean;
             /** @example kmirror */

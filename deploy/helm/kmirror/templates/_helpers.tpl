@@ -137,7 +137,26 @@ kmirror, run by the Deployment's template so that a bad value fails
 {{- if and .Values.destination.sasl.mechanism (not (hasPrefix "SASL_" .Values.destination.securityProtocol)) }}
 {{- fail (printf "destination.sasl.mechanism needs destination.securityProtocol SASL_SSL or SASL_PLAINTEXT, not %s" .Values.destination.securityProtocol) }}
 {{- end }}
-{{- if and .Values.destination.sasl.mechanism (not .Values.destination.sasl.existingSecret) }}
+{{- with .Values.destination.sasl }}
+{{- if and .mechanism (not (has .mechanism (list "PLAIN" "SCRAM-SHA-256" "SCRAM-SHA-512" "AWS_MSK_IAM" "OAUTHBEARER"))) }}
+{{- fail (printf "destination.sasl.mechanism: %s is not PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, AWS_MSK_IAM or OAUTHBEARER" .mechanism) }}
+{{- end }}
+{{- if eq .mechanism "OAUTHBEARER" }}
+{{- if not (hasPrefix "https://" .oauthbearer.tokenEndpointUrl) }}
+{{- fail "destination.sasl.oauthbearer.tokenEndpointUrl: the identity provider's https token endpoint is required with OAUTHBEARER" }}
+{{- end }}
+{{- if not .oauthbearer.clientId }}
+{{- fail "destination.sasl.oauthbearer.clientId is required with OAUTHBEARER" }}
+{{- end }}
+{{- if not .existingSecret }}
+{{- fail "destination.sasl.existingSecret: name the Secret that holds the OAuth client secret (under oauthbearer.clientSecretKey)" }}
+{{- end }}
+{{- else if eq .mechanism "AWS_MSK_IAM" }}
+{{- if and .aws.accessKeyId (not .existingSecret) }}
+{{- fail "destination.sasl.existingSecret: name the Secret that holds the AWS secret access key (under aws.secretAccessKeyKey), or leave aws.accessKeyId empty to use the pod's AWS identity" }}
+{{- end }}
+{{- else if and .mechanism (not .existingSecret) }}
 {{- fail "destination.sasl.existingSecret: name the Secret that holds the destination's SASL password" }}
+{{- end }}
 {{- end }}
 {{- end }}

@@ -192,7 +192,7 @@ function headView(m, session, actions) {
     h('h1', {}, m.name),
     h('dl', { class: 'facts' },
       h('div', {}, h('dt', {}, 'Source'), h('dd', { class: 'mono wrap' }, m.source.bootstrap_servers)),
-      h('div', {}, h('dt', {}, 'Security'), h('dd', {}, m.source.security_protocol || 'PLAINTEXT')),
+      h('div', {}, h('dt', {}, 'Security'), h('dd', {}, [m.source.security_protocol || 'PLAINTEXT', m.source.sasl_mechanism].filter(Boolean).join(' · '))),
       // Shown for a mirror that writes its topics under other names (fan-in).
       m.effective_config?.[TOPIC_NAME_PREFIX] ? h('div', {}, h('dt', {}, 'Topic name prefix'),
         h('dd', { class: 'mono wrap', title: 'Each topic is written to the destination under this prefix and its source name' },
