@@ -12,15 +12,9 @@ import (
 // destination offset base+k.
 //
 // The promise counts in plain fields that only it touches and publishes
-// them to the worker (done, verified, verifiedBytes, then a wake-up) in
-// runs: every PublishEvery results, at the result of the last record
-// produced so far, and at the first failure. An atomic store is a full
-// barrier on amd64, and the worker reads these fields as the promise
-// writes them, so three stores per record cost more than the rest of the
-// bookkeeping (BenchmarkAckedBatch). Between publications done may trail
-// the results by up to PublishEvery-1 while later records are still in
-// flight; the last record produced always publishes, so settling waits for
-// nothing more than the results themselves.
+// them to the worker (done, verified, verifiedBytes, then a wake-up) at
+// each batch's result, so settling waits for nothing more than the results
+// themselves.
 type Acks struct {
 	base int64 // destination offset of the session's first record
 	// done counts published results; verified those before the first
@@ -29,8 +23,8 @@ type Acks struct {
 	done, verified atomic.Int64
 	verifiedBytes  atomic.Int64
 	// producedEnd is the destination offset after the last batch the
-	// worker produced, set before it produces the batch, so the promise
-	// knows the last record produced so far.
+	// worker produced, set before it produces the batch, for the
+	// destination watch.
 	producedEnd atomic.Int64
 	// results, bytes and failed are the promise's own counts.
 	results, bytes int64
@@ -52,10 +46,6 @@ type Acks struct {
 	// record of the session is sent (see the mirroring session's produceCtx).
 	onFailure func()
 }
-
-// PublishEvery is how many results the promise counts between two
-// publications to the worker, at most.
-const PublishEvery = 128
 
 // Failure is the first result that was not a verified copy.
 type Failure struct {

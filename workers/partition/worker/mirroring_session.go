@@ -479,9 +479,10 @@ func (s *Session) handleAcks() {
 		}
 	}
 	// Counted per acknowledged run, not per record. The promise publishes
-	// verifiedBytes with verified, in runs (produce.Acks), storing the bytes
-	// first, so a take between the two stores sees the bytes of a run
-	// whose records come with the next; the totals stay exact.
+	// verifiedBytes with verified at each batch's result (produce.Acks),
+	// storing the bytes first, so a take between the two stores sees the
+	// bytes of a batch whose records come with the next; the totals stay
+	// exact.
 	if n, b := s.taken-taken, s.acks.VerifiedBytes(); n > 0 || b != s.countedBytes {
 		s.mirrored.Add(n, b-s.countedBytes)
 		s.countedBytes = b

@@ -7,15 +7,14 @@ import (
 	"kmirror/workers/partition/produce"
 )
 
-// TestAckedBytesAreExact: the promise publishes results in runs, at the
-// last record produced so far, every produce.PublishEvery results and at the first
-// failure, with their bytes, and the worker counts every verified record
-// and byte exactly once: when results arrive mid-batch, when the worker has
-// produced the next batch before the last result of the previous one
-// arrives, over a long batch, and when a copy fails.
+// TestAckedBytesAreExact: the promise publishes each batch's result with
+// its bytes, and the worker counts every verified copy and byte exactly
+// once: when the worker has produced the next batch before the result of
+// the previous one arrives, when results arrive between two of its
+// handleAcks, and when a copy fails (what lands after it is never verified).
 func TestAckedBytesAreExact(t *testing.T) {
 	s := &Session{acks: produce.NewAcks(10, nil, nil), produced: 10}
-	produceRun := func(n int64) { // the worker's side of handleBatch
+	produceRun := func(n int64) { // the worker's side of a batch
 		s.pending = append(s.pending, pendingRun{src: s.produced, dst: s.produced, n: n})
 		s.acks.SetProducedEnd(s.produced + n)
 		s.produced += n
@@ -29,36 +28,26 @@ func TestAckedBytesAreExact(t *testing.T) {
 		}
 	}
 
-	produceRun(3) // offsets 10..12, 1+2+3 bytes
-	s.acks.PromiseBatch(1, 1, 10, nil)
-	check("mid-batch: nothing published yet", 0, 0, 3)
-	s.acks.PromiseBatch(1, 2, 11, nil)
-	produceRun(2) // offsets 13..14 before the result of 12 arrives
-	s.acks.PromiseBatch(1, 3, 12, nil)
-	check("a later batch produced: 12 is not the last record produced", 0, 0, 5)
-	s.acks.PromiseBatch(1, 4, 13, nil)
-	s.acks.PromiseBatch(1, 5, 14, nil)
-	check("every batch settled", 5, 15, 0)
+	produceRun(3) // offsets 10..12
+	check("nothing answered yet", 0, 0, 3)
+	produceRun(2) // offsets 13..14 before the first batch is answered
+	s.acks.PromiseBatch(3, 600, 10, nil)
+	check("the first batch answered, the second in flight", 3, 600, 2)
+	s.acks.PromiseBatch(2, 400, 13, nil)
+	produceRun(4) // offsets 15..18
+	s.acks.PromiseBatch(4, 800, 15, nil)
+	check("two batches answered between two looks", 9, 1800, 0)
 
-	// A long batch: the session's produce.PublishEvery-th result publishes (five
-	// came before the batch), then its last record.
-	produceRun(produce.PublishEvery + 1) // offsets 15..15+produce.PublishEvery, 1 byte each
-	for i := range int64(produce.PublishEvery - 5) {
-		s.acks.PromiseBatch(1, 1, 15+i, nil)
+	produceRun(2) // offsets 19..20: land
+	produceRun(3) // offsets 21..23: fail
+	produceRun(1) // offset 24: lands, but after a failure
+	s.acks.PromiseBatch(2, 200, 19, nil)
+	s.acks.PromiseBatch(3, 300, 0, errors.New("broker down"))
+	s.acks.PromiseBatch(1, 100, 21, nil)
+	if s.handleAcks(); s.taken != 11 || s.countedBytes != 2000 || s.failure == nil {
+		t.Fatalf("after the failure: taken %d, bytes %d, failure %v", s.taken, s.countedBytes, s.failure)
 	}
-	check("the session's produce.PublishEvery-th result", produce.PublishEvery, 10+produce.PublishEvery, 6)
-	for i := int64(produce.PublishEvery - 5); i <= produce.PublishEvery; i++ {
-		s.acks.PromiseBatch(1, 1, 15+i, nil)
+	if s.inFlight() != 0 {
+		t.Fatalf("%d still in flight once every batch is answered", s.inFlight())
 	}
-	check("the long batch settled", 6+produce.PublishEvery, 16+produce.PublishEvery, 0)
-
-	base := s.produced
-	produceRun(3) // the first lands, the second fails, the third is never verified
-	s.acks.PromiseBatch(1, 6, base, nil)
-	s.acks.PromiseBatch(1, 7, base+1, errors.New("broker down"))
-	if s.handleAcks(); s.taken != 7+produce.PublishEvery || s.countedBytes != 22+produce.PublishEvery || s.failure == nil {
-		t.Fatalf("at the failure: taken %d, bytes %d, failure %v", s.taken, s.countedBytes, s.failure)
-	}
-	s.acks.PromiseBatch(1, 8, base+2, nil)
-	check("after the failure, every result in", 7+produce.PublishEvery, 22+produce.PublishEvery, 0)
 }
