@@ -157,6 +157,7 @@ test('the new-mirror form shows each SASL mechanism\'s own fields, and the check
   const alert = page.getByRole('alert');
   await alert.getByText(/sasl_oauthbearer_token_endpoint_url: must be https/).waitFor(LONG);
   assert.equal((await alert.innerText()).includes('never-shown-secret'), false, 'the error shows the client secret');
+  await shot(page, 'console-new-mirror-oauthbearer');
   await page.getByLabel('Mechanism').selectOption('AWS_MSK_IAM');
   assert.equal(await page.getByLabel('Token endpoint URL').isVisible(), false, 'AWS_MSK_IAM shows the OAuth fields');
   await page.getByLabel('Access key id (optional)').fill('AKIAEXAMPLE');

@@ -63,3 +63,22 @@ func TestCredentialsAWS(t *testing.T) {
 		t.Fatalf("no secret: %+v", rows[0])
 	}
 }
+
+// TestHostRegion: the region in MSK's broker names, provisioned, Serverless
+// and VPC endpoints alike; none in other names.
+func TestHostRegion(t *testing.T) {
+	for host, want := range map[string]string{
+		"b-1.demo.abc123.c2.kafka.eu-central-1.amazonaws.com:9098":          "eu-central-1",
+		"boot-abcd1234.c1.kafka-serverless.us-east-1.amazonaws.com:9098":    "us-east-1",
+		"b-1-public.demo.abc123.c2.kafka.ap-southeast-2.amazonaws.com:9198": "ap-southeast-2",
+		"vpce-0a1b2c3d-e4f5.kafka.us-gov-west-1.vpce.amazonaws.com:14001":   "us-gov-west-1",
+		"b-2.demo.abc123.c3.kafka.cn-north-1.amazonaws.com.cn:9098":         "cn-north-1",
+		"kafka.example.com:9092":     "",
+		"us-east-1.example.com:9092": "",
+		"127.0.0.1:9092":             "",
+	} {
+		if got := hostRegion(host); got != want {
+			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+}
