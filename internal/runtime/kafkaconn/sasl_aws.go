@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"regexp"
 	"strings"
@@ -82,12 +81,12 @@ func (a AWSAuth) mechanism() (sasl.Mechanism, error) {
 		return nil, err
 	}
 	if !a.UsesDefaultChain() {
-		return anyHost{saslaws.ManagedStreamingIAM(func(context.Context) (saslaws.Auth, error) {
+		return saslaws.ManagedStreamingIAM(func(context.Context) (saslaws.Auth, error) {
 			return saslaws.Auth{AccessKey: a.AccessKeyID, SecretKey: a.SecretAccessKey, SessionToken: a.SessionToken,
 				UserAgent: userAgent}, nil
-		})}, nil
+		}), nil
 	}
-	return anyHost{saslaws.ManagedStreamingIAM(sharedAWSChain(a.Region).auth)}, nil
+	return saslaws.ManagedStreamingIAM(sharedAWSChain(a.Region).auth), nil
 }
 
 // awsChains are the process's default credential chains: the chain is the
@@ -111,19 +110,6 @@ func sharedAWSChain(region string) *awsChain {
 	h := sha256.Sum256([]byte(strings.Join(key, "\x00")))
 	c, _ := awsChains.LoadOrStore(h, newAWSChain(region))
 	return c.(*awsChain)
-}
-
-// anyHost lets franz-go's AWS_MSK_IAM take the broker's host with or
-// without its port. kgo passes host:port, which sasl/aws splits (signing
-// the host alone); kafkawire's connections pass the host alone, which it
-// would refuse ("missing port in address").
-type anyHost struct{ sasl.Mechanism }
-
-func (m anyHost) Authenticate(ctx context.Context, host string) (sasl.Session, []byte, error) {
-	if _, _, err := net.SplitHostPort(host); err != nil {
-		host = net.JoinHostPort(host, "0") // the port is not signed
-	}
-	return m.Mechanism.Authenticate(ctx, host)
 }
 
 // userAgent is what kmirror's AWS_MSK_IAM authentications say they are, so

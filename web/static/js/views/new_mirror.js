@@ -40,7 +40,7 @@ export function newMirrorPage({ session, main }) {
     awsSecret: h('input', { type: 'password', name: 'aws-secret-access-key', autocomplete: 'new-password' }),
     awsToken: h('input', { type: 'password', name: 'aws-session-token', autocomplete: 'new-password' }),
     awsRegion: h('input', { type: 'text', name: 'aws-region', autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'us-east-1' }),
-    tokenURL: h('input', { type: 'url', name: 'oauth-token-endpoint-url', autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'https://login.example.com/oauth2/token' }),
+    tokenURL: h('input', { type: 'url', name: 'oauth-token-endpoint-url', autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'the token endpoint (an https URL)' }),
     clientID: h('input', { type: 'text', name: 'oauth-client-id', autocomplete: 'off', spellcheck: 'false' }),
     clientSecret: h('input', { type: 'password', name: 'oauth-client-secret', autocomplete: 'new-password' }),
     scope: h('input', { type: 'text', name: 'oauth-scope', autocomplete: 'off', spellcheck: 'false' }),
