@@ -50,6 +50,7 @@ type brokerLoop struct {
 // asked for (a partition removed and added again is another).
 type sessionEntry struct {
 	offset  int64
+	epoch   int32
 	topicID [16]byte
 	p       *partition
 }
@@ -103,23 +104,36 @@ func (b *brokerLoop) run() {
 		f.wg.Add(1)
 		go b.side()
 	}
+	// The next request goes out as soon as a response's positions are
+	// taken, before its batches are delivered: the broker reads and
+	// answers it while the copier takes the last one, instead of the
+	// two taking turns. A session still has one request in flight.
+	var out *inFlight
 	for f.ctx.Err() == nil {
-		req, sent := b.request()
-		if req == nil {
-			select {
-			case <-f.ctx.Done():
-			case <-b.wake:
+		if out == nil {
+			if out = b.send(); out == nil {
+				select {
+				case <-f.ctx.Done():
+				case <-b.wake:
+				}
+				continue
 			}
-			continue
 		}
-		resp, err := b.fetch(f.cfg.Client, req)
+		var res fetchResult
+		select {
+		case res = <-out.done:
+		case <-f.ctx.Done():
+			return
+		}
 		f.mu.Lock()
 		b.polling = false
 		f.mu.Unlock()
+		err := res.err
 		if err == nil {
-			err = kerr.ErrorForCode(resp.ErrorCode)
+			err = kerr.ErrorForCode(res.resp.ErrorCode)
 		}
 		if err != nil {
+			out = nil
 			if f.ctx.Err() != nil {
 				return
 			}
@@ -138,9 +152,40 @@ func (b *brokerLoop) run() {
 			continue
 		}
 		full := b.sessionID == 0
-		b.sessionUpdated(req, resp, sent)
-		b.handle(resp, sent, full)
+		b.sessionUpdated(out.req, res.resp, out.sent)
+		turns := b.prepareAll(res.resp, out.sent, full)
+		out = b.send()
+		b.deliverInTurns(turns)
 	}
+}
+
+// inFlight is the loop's request out to its broker.
+type inFlight struct {
+	req  *kmsg.FetchRequest
+	sent map[leaders.TopicPartition]requested
+	done chan fetchResult
+}
+
+type fetchResult struct {
+	resp *kmsg.FetchResponse
+	err  error
+}
+
+// send builds the loop's next request and sends it, or returns nil when
+// there is nothing to ask.
+func (b *brokerLoop) send() *inFlight {
+	req, sent := b.request()
+	if req == nil {
+		return nil
+	}
+	out := &inFlight{req: req, sent: sent, done: make(chan fetchResult, 1)}
+	b.f.wg.Add(1)
+	go func() {
+		defer b.f.wg.Done()
+		resp, err := b.fetch(b.f.cfg.Client, req)
+		out.done <- fetchResult{resp, err}
+	}()
+	return out
 }
 
 // fetch sends a request to the loop's broker on cl's fetch connection.
@@ -358,7 +403,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, topicID: t.TopicID, p: sent[tp].p}
+			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, epoch: p.LastFetchedEpoch, topicID: t.TopicID, p: sent[tp].p}
 		}
 	}
 	for _, t := range req.ForgottenTopics {
@@ -375,6 +420,12 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 // in this request or an earlier one). From v13 the response names topics
 // by id only.
 func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
+	b.deliverInTurns(b.prepareAll(resp, sent, full))
+}
+
+// prepareAll prepares each partition's part of a response (prepare),
+// moving the partitions' positions past what it holds.
+func (b *brokerLoop) prepareAll(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) []*pieces {
 	var turns []*pieces
 	for _, t := range resp.Topics {
 		topic := t.Topic
@@ -389,7 +440,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 			if !full {
 				var e sessionEntry
 				if e, ok = b.inSession[tp]; ok {
-					r = requested{p: e.p, offset: e.offset}
+					r = requested{p: e.p, offset: e.offset, epoch: e.epoch}
 				}
 			}
 			if ok && r.p != nil {
@@ -399,7 +450,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 			}
 		}
 	}
-	b.deliverInTurns(turns)
+	return turns
 }
 
 // prepare splits one partition's part of a response into the pieces its
