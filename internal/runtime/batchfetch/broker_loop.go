@@ -50,7 +50,6 @@ type brokerLoop struct {
 // asked for (a partition removed and added again is another).
 type sessionEntry struct {
 	offset  int64
-	epoch   int32
 	topicID [16]byte
 	p       *partition
 }
@@ -104,36 +103,23 @@ func (b *brokerLoop) run() {
 		f.wg.Add(1)
 		go b.side()
 	}
-	// The next request goes out as soon as a response's positions are
-	// taken, before its batches are delivered: the broker reads and
-	// answers it while the copier takes the last one, instead of the
-	// two taking turns. A session still has one request in flight.
-	var out *inFlight
 	for f.ctx.Err() == nil {
-		if out == nil {
-			if out = b.send(); out == nil {
-				select {
-				case <-f.ctx.Done():
-				case <-b.wake:
-				}
-				continue
+		req, sent := b.request()
+		if req == nil {
+			select {
+			case <-f.ctx.Done():
+			case <-b.wake:
 			}
+			continue
 		}
-		var res fetchResult
-		select {
-		case res = <-out.done:
-		case <-f.ctx.Done():
-			return
-		}
+		resp, err := b.fetch(f.cfg.Client, req)
 		f.mu.Lock()
 		b.polling = false
 		f.mu.Unlock()
-		err := res.err
 		if err == nil {
-			err = kerr.ErrorForCode(res.resp.ErrorCode)
+			err = kerr.ErrorForCode(resp.ErrorCode)
 		}
 		if err != nil {
-			out = nil
 			if f.ctx.Err() != nil {
 				return
 			}
@@ -152,40 +138,9 @@ func (b *brokerLoop) run() {
 			continue
 		}
 		full := b.sessionID == 0
-		b.sessionUpdated(out.req, res.resp, out.sent)
-		turns := b.prepareAll(res.resp, out.sent, full)
-		out = b.send()
-		b.deliverInTurns(turns)
+		b.sessionUpdated(req, resp, sent)
+		b.handle(resp, sent, full)
 	}
-}
-
-// inFlight is the loop's request out to its broker.
-type inFlight struct {
-	req  *kmsg.FetchRequest
-	sent map[leaders.TopicPartition]requested
-	done chan fetchResult
-}
-
-type fetchResult struct {
-	resp *kmsg.FetchResponse
-	err  error
-}
-
-// send builds the loop's next request and sends it, or returns nil when
-// there is nothing to ask.
-func (b *brokerLoop) send() *inFlight {
-	req, sent := b.request()
-	if req == nil {
-		return nil
-	}
-	out := &inFlight{req: req, sent: sent, done: make(chan fetchResult, 1)}
-	b.f.wg.Add(1)
-	go func() {
-		defer b.f.wg.Done()
-		resp, err := b.fetch(b.f.cfg.Client, req)
-		out.done <- fetchResult{resp, err}
-	}()
-	return out
 }
 
 // fetch sends a request to the loop's broker on cl's fetch connection.
@@ -403,7 +358,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, epoch: p.LastFetchedEpoch, topicID: t.TopicID, p: sent[tp].p}
+			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, topicID: t.TopicID, p: sent[tp].p}
 		}
 	}
 	for _, t := range req.ForgottenTopics {
@@ -420,12 +375,6 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 // in this request or an earlier one). From v13 the response names topics
 // by id only.
 func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
-	b.deliverInTurns(b.prepareAll(resp, sent, full))
-}
-
-// prepareAll prepares each partition's part of a response (prepare),
-// moving the partitions' positions past what it holds.
-func (b *brokerLoop) prepareAll(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) []*pieces {
 	var turns []*pieces
 	for _, t := range resp.Topics {
 		topic := t.Topic
@@ -440,7 +389,7 @@ func (b *brokerLoop) prepareAll(resp *kmsg.FetchResponse, sent map[leaders.Topic
 			if !full {
 				var e sessionEntry
 				if e, ok = b.inSession[tp]; ok {
-					r = requested{p: e.p, offset: e.offset, epoch: e.epoch}
+					r = requested{p: e.p, offset: e.offset}
 				}
 			}
 			if ok && r.p != nil {
@@ -450,7 +399,7 @@ func (b *brokerLoop) prepareAll(resp *kmsg.FetchResponse, sent map[leaders.Topic
 			}
 		}
 	}
-	return turns
+	b.deliverInTurns(turns)
 }
 
 // prepare splits one partition's part of a response into the pieces its
