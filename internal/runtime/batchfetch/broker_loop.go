@@ -50,6 +50,7 @@ type brokerLoop struct {
 // asked for (a partition removed and added again is another).
 type sessionEntry struct {
 	offset  int64
+	epoch   int32 // the LastFetchedEpoch asked with
 	topicID [16]byte
 	p       *partition
 }
@@ -358,7 +359,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, topicID: t.TopicID, p: sent[tp].p}
+			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, epoch: p.LastFetchedEpoch, topicID: t.TopicID, p: sent[tp].p}
 		}
 	}
 	for _, t := range req.ForgottenTopics {
@@ -389,7 +390,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 			if !full {
 				var e sessionEntry
 				if e, ok = b.inSession[tp]; ok {
-					r = requested{p: e.p, offset: e.offset}
+					r = requested{p: e.p, offset: e.offset, epoch: e.epoch}
 				}
 			}
 			if ok && r.p != nil {
