@@ -255,7 +255,7 @@ func (s *Workers) AddSourceTopics(ctx context.Context, mirror string, topics map
 		for _, name := range sortedKeys(topics) {
 			d := dests[name]
 			_, other := elsewhere[d] // another mirror writes that destination topic
-			if _, ok := existing[name]; ok || other || slices.Contains(kafkaInternalTopics, name) || !validName(name) ||
+			if _, ok := existing[name]; ok || other || InternalTopic(name) || !validName(name) ||
 				checkDestinationNames([]string{name}, dests) != nil {
 				continue
 			}

@@ -32,9 +32,20 @@ const (
 // CreateTopics.
 const DefaultReplicationFactor = -1
 
-// kafkaInternalTopics are never mirrored, whatever the pattern.
-var kafkaInternalTopics = []string{"__consumer_offsets", "__transaction_state",
-	"__share_group_state", "__cluster_metadata", StateTopic}
+// InternalTopic says whether a topic is one a cluster keeps for itself:
+// Kafka's (__consumer_offsets, __transaction_state, __cluster_metadata,
+// __share_group_state), kmirror's (__mirror_state, __mirror_heartbeats),
+// and any other whose name starts with __ or _confluent (Confluent's
+// command, metrics and license topics). None is ever mirrored, whatever
+// the pattern: written to another cluster, it would overwrite what that
+// cluster or kmirror keeps there.
+func InternalTopic(name string) bool {
+	return strings.HasPrefix(name, "__") || strings.HasPrefix(name, "_confluent")
+}
+
+// internalTopicRule is what a refusal says of InternalTopic.
+const internalTopicRule = "topics whose names start with __ or _confluent are Kafka's, Confluent's or kmirror's own " +
+	"(__consumer_offsets, __transaction_state, __cluster_metadata, __mirror_state, __mirror_heartbeats, ...) and are never mirrored"
 
 // Topic is a mirror topic with its partition count.
 type Topic struct {
@@ -65,9 +76,10 @@ func topicOf(t repo.Topic) Topic {
 		Partitions: t.Partitions, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-// matchSourceTopics returns the source topics pattern matches (not
-// Kafka's internal ones), with their partition counts; none is a
-// *NotFoundError.
+// matchSourceTopics returns the source topics pattern matches (never an
+// internal one: InternalTopic), with their partition counts. A pattern
+// that matches only internal topics is a *ValidationError naming the
+// rule; one that matches nothing is a *NotFoundError.
 func (s *Control) matchSourceTopics(ctx context.Context, conn kafkaconn.Config, mirror, pattern string) (map[string]int32, error) {
 	re, err := compileTopicPattern(pattern)
 	if err != nil {
@@ -78,17 +90,25 @@ func (s *Control) matchSourceTopics(ctx context.Context, conn kafkaconn.Config, 
 		return nil, err
 	}
 	matched := map[string]int32{}
+	var internal []string
 	matcher := newPatternMatcher(re, pattern)
 	for name, parts := range source {
 		ok, err := matcher.match(name)
-		if err != nil {
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		if ok && !slices.Contains(kafkaInternalTopics, name) {
+		case ok && InternalTopic(name):
+			internal = append(internal, name)
+		case ok:
 			matched[name] = parts
 		}
 	}
-	if len(matched) == 0 {
+	switch {
+	case len(matched) == 0 && len(internal) > 0:
+		slices.Sort(internal)
+		return nil, &ValidationError{Fields: []FieldError{{Field: "topic", Message: fmt.Sprintf(
+			"%q matches only internal topics (%s): %s", pattern, strings.Join(internal, ", "), internalTopicRule)}}}
+	case len(matched) == 0:
 		return nil, &NotFoundError{Kind: "match", Detail: fmt.Sprintf(
 			"no topic on the source cluster of mirror %s matches %q", mirror, pattern)}
 	}

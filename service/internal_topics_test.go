@@ -1,0 +1,65 @@
+package service_test
+
+import (
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"kmirror/internal/testing/testdb"
+	"kmirror/service"
+)
+
+// TestInternalTopicsAreNeverMirrored: a source's internal topics, Kafka's,
+// Confluent's and kmirror's own (a destination's __mirror_heartbeats, when
+// the source was a kmirror destination), are never added, whatever the
+// pattern: a pattern that matches only them is a 400 that names the rule
+// and writes nothing (a dry run too), and a catch-all adds the rest.
+func TestInternalTopicsAreNeverMirrored(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := testdb.Pool(t)
+	kafka, err := kfake.NewCluster(kfake.SeedTopics(2, "orders", "__mirror_heartbeats", "__mirror_state",
+		"_confluent-metrics", "__consumer_offsets_copy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kafka.Close)
+	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
+		Source: service.SourceInput{BootstrapServers: strings.Join(kafka.ListenAddrs(), ",")}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []service.AddTopicsInput{
+		{Topic: "__mirror_heartbeats", Recreate: true},
+		{Topic: "__.*|_confluent.*"},
+		{Topic: "_confluent-metrics", DryRun: true},
+	} {
+		_, err := svc.AddTopics(ctx, "m1", in)
+		var verr *service.ValidationError
+		if !errors.As(err, &verr) || verr.Fields[0].Field != "topic" || !strings.Contains(verr.Fields[0].Message, "never mirrored") {
+			t.Fatalf("add %+v: %v, want a 400 naming the rule", in, err)
+		}
+	}
+	if n := count(t, pool, `SELECT count(*) FROM mirror_topics WHERE mirror = 'm1'`); n != 0 {
+		t.Fatalf("%d topics written by refused adds", n)
+	}
+	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: ".*"})
+	if err != nil || !slices.Equal(res.Topics, []string{"orders"}) {
+		t.Fatalf("add .*: %+v, %v; want orders alone", res, err)
+	}
+	for name, want := range map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__cluster_metadata": true,
+		"__mirror_state": true, "__mirror_heartbeats": true, "_confluent-command": true, "orders": false, "_orders": false, "a__b": false} {
+		if got := service.InternalTopic(name); got != want {
+			t.Errorf("InternalTopic(%q) = %v", name, got)
+		}
+	}
+}
