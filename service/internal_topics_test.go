@@ -2,15 +2,12 @@ package service_test
 
 import (
 	"errors"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kmirror/internal/testing/testdb"
 	"kmirror/service"
 )
 
@@ -22,20 +19,10 @@ import (
 func TestInternalTopicsAreNeverMirrored(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	pool := testdb.Pool(t)
-	kafka, err := kfake.NewCluster(kfake.SeedTopics(2, "orders", "__mirror_heartbeats", "__mirror_state",
+	svc, pool, bootstrap := newServiceOn(t, kfake.SeedTopics(2, "orders", "__mirror_heartbeats", "__mirror_state",
 		"_confluent-metrics", "__consumer_offsets_copy"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(kafka.Close)
-	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second),
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
-		Source: service.SourceInput{BootstrapServers: strings.Join(kafka.ListenAddrs(), ",")}}, service.WriteOpts{}); err != nil {
+		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range []service.AddTopicsInput{

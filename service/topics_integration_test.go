@@ -21,8 +21,14 @@ import (
 // an in-process cluster with topics orders (3 partitions) and payments (1).
 func newService(t *testing.T) (*service.Control, *pgxpool.Pool, string) {
 	t.Helper()
+	return newServiceOn(t, kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "payments"))
+}
+
+// newServiceOn is newService with a source cluster of the given options.
+func newServiceOn(t *testing.T, source ...kfake.Opt) (*service.Control, *pgxpool.Pool, string) {
+	t.Helper()
 	pool := testdb.Pool(t)
-	kafka, err := kfake.NewCluster(kfake.SeedTopics(3, "orders"), kfake.SeedTopics(1, "payments"))
+	kafka, err := kfake.NewCluster(source...)
 	if err != nil {
 		t.Fatal(err)
 	}
