@@ -66,7 +66,7 @@ type EngineConfig struct {
 	// unanswered before they are written off (unsettled.go). Default 1m.
 	SettledWaitMax time.Duration
 	// StopBudget, when set, bounds what stopping waits for (sessions
-	// settling, the last checkpoints, the producer's flush) by the
+	// settling, the last checkpoints) by the
 	// instance's shutdown budget.
 	StopBudget *startstop.Budget
 	// SourceState reads the latest value of every key of a cluster's
@@ -276,8 +276,9 @@ func (e *Engine) watchHealth(ctx context.Context) {
 }
 
 // Stop expects the lease manager to have stopped every partition; it stops
-// any worker left, saves the last checkpoints, flushes and closes the Kafka
-// clients.
+// any worker left, saves the last checkpoints and closes the Kafka clients:
+// the batch producer fails what is still queued and ends its requests, so
+// nothing waits on a destination that does not answer.
 func (e *Engine) Stop() {
 	if !e.StopInit() {
 		return
