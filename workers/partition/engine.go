@@ -66,8 +66,7 @@ type EngineConfig struct {
 	// unanswered before they are written off (unsettled.go). Default 1m.
 	SettledWaitMax time.Duration
 	// StopBudget, when set, bounds what stopping waits for (sessions
-	// settling, the last checkpoints) by the
-	// instance's shutdown budget.
+	// settling, the last checkpoints) by the instance's shutdown budget.
 	StopBudget *startstop.Budget
 	// SourceState reads the latest value of every key of a cluster's
 	// __mirror_state (statetopic.ReadState); a failback
