@@ -107,7 +107,11 @@ func waitCopying(t *testing.T, env *engineEnv) {
 		var still []string
 		for _, p := range env.Partitions("m") {
 			k := fmt.Sprintf("%s/%d", p.Topic, p.Partition)
-			if p.Realigning() || p.DstNext == nil || *p.DstNext <= from[k] {
+			// Copying: its checkpoint moved under the new owner, or it is
+			// aligned with nothing to copy (the checkpoint may have caught
+			// up with the source before from was read).
+			caughtUp := p.SrcNext != nil && p.SourceEndOffset != nil && *p.SrcNext >= *p.SourceEndOffset
+			if p.Realigning() || p.DstNext == nil || (*p.DstNext <= from[k] && !caughtUp) {
 				still = append(still, k)
 			}
 		}
