@@ -57,8 +57,7 @@ type Config struct {
 	// Client reaches the destination: its metadata and its brokers'
 	// produce connections, on which kgo sends the producer's kmsg
 	// requests (dialing, TLS, SASL, versions and throttles are kgo's). It
-	// must not produce records itself, and keeps kgo's default acks (all),
-	// which kgo writes into every produce request it sends.
+	// must not produce records itself.
 	Client *kgo.Client
 	Logger *slog.Logger
 	// RequestTimeout is the broker's timeout of a produce request (how
@@ -389,8 +388,8 @@ func (p *Producer) dispatch() (next time.Time) {
 // request is one produce request of the batches the partitions send.
 func (p *Producer) request(sent []*partition, leaderOf map[topicPartition]leaders.Leader) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
-	// kgo sends a produce request with its client's acks, all by default
-	// (Config.Client).
+	// Acks all, as sent: kgo rewrites the acks only of a bare
+	// *kmsg.ProduceRequest, and send wraps it (presized).
 	req.Acks, req.TimeoutMillis = -1, int32(p.cfg.RequestTimeout.Milliseconds())
 	index := map[string]int{}
 	for _, st := range sent {
