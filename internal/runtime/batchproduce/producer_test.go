@@ -422,6 +422,9 @@ func TestThrottledRefusalIsRetriedAfterTheThrottle(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		at = append(at, time.Now())
+		if acks := req.(*kmsg.ProduceRequest).Acks; acks != -1 {
+			t.Errorf("a produce request with acks %d; every copy waits for all in-sync replicas (-1)", acks)
+		}
 		if len(at) == 1 {
 			return refuseProduce(req, kerr.ThrottlingQuotaExceeded.Code, throttle), nil, true
 		}
