@@ -3,6 +3,7 @@ package batchfetch
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -37,6 +38,10 @@ type brokerLoop struct {
 	// sideWant are those partitions; both guarded by f.mu.
 	polling  bool
 	sideWant map[leaders.TopicPartition]struct{}
+	// asking are the partitions the loop's request in flight asks for:
+	// its answer brings them, so the side does not fetch them too (the
+	// same bytes read twice). Guarded by f.mu.
+	asking   map[leaders.TopicPartition]requested
 	sideWake chan struct{}
 
 	// The session, the loop's own: its id and next epoch (id 0: none),
@@ -59,7 +64,8 @@ func newBrokerLoop(f *Fetcher, id int32) *brokerLoop {
 	return &brokerLoop{f: f, id: id, assigned: map[leaders.TopicPartition]leaders.Leader{},
 		changed: map[leaders.TopicPartition]struct{}{}, names: map[[16]byte]string{},
 		wake: make(chan struct{}, 1), inSession: map[leaders.TopicPartition]sessionEntry{},
-		sideWant: map[leaders.TopicPartition]struct{}{}, sideWake: make(chan struct{}, 1)}
+		sideWant: map[leaders.TopicPartition]struct{}{}, sideWake: make(chan struct{}, 1),
+		asking: map[leaders.TopicPartition]requested{}}
 }
 
 // add and drop change what the loop fetches; f.mu is held.
@@ -116,6 +122,7 @@ func (b *brokerLoop) run() {
 		resp, err := b.fetch(f.cfg.Client, req)
 		f.mu.Lock()
 		b.polling = false
+		clear(b.asking)
 		f.mu.Unlock()
 		if err == nil {
 			err = kerr.ErrorForCode(resp.ErrorCode)
@@ -206,7 +213,14 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 		for tp := range b.changed {
 			p := b.fetching(tp)
 			if p != nil && p.side {
-				continue // fetched on the side; asked for once it is back
+				// Fetched on the side; asked for once it is back. The
+				// session forgets it meanwhile, or every answer would
+				// bring its bytes again from the position the session
+				// holds, only to be dropped.
+				if e, inSession := b.inSession[tp]; inSession {
+					forget(tp, e)
+				}
+				continue
 			}
 			delete(b.changed, tp)
 			e, inSession := b.inSession[tp]
@@ -224,6 +238,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 		return nil, nil
 	}
 	b.polling = true
+	maps.Copy(b.asking, sent)
 	return req, sent
 }
 
@@ -299,7 +314,11 @@ func (b *brokerLoop) sideRequest() (*kmsg.FetchRequest, map[leaders.TopicPartiti
 	sent := map[leaders.TopicPartition]requested{}
 	topics := map[string]int{}
 	for tp := range b.sideWant {
-		if p := b.fetching(tp); p != nil && !p.side {
+		p := b.fetching(tp)
+		if r, asked := b.asking[tp]; asked && p != nil && r.p == p && r.offset == p.offset {
+			continue // the loop's request in flight brings it
+		}
+		if p != nil && !p.side {
 			p.side = true
 			askFor(req, topics, sent, tp, b.assigned[tp], p, f.cfg.PartitionMaxBytes)
 		}
