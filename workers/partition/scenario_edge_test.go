@@ -3,11 +3,14 @@ package partition_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/runtime/kafkaconn"
@@ -158,10 +161,21 @@ func TestScenarioDestinationTopicDeleted(t *testing.T) {
 // checkpoint) and once with more (the end check passes, but the record at
 // the last mirrored offset is another one). Mirroring must not continue
 // into the new topic's records: FAILED, not retried, saying why.
+//
+// Against a source older than Kafka 3.1, whose fetches name topics and not
+// their ids (fetch v12), the longer case is left out: a topic recreated
+// between two fetches is read on under its name, and nothing in the fetch
+// tells (docs/conformance.md, "Broker versions").
 func TestScenarioSourceTopicRecreated(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
 	newRecords := map[string]int{"shorter": 5, "longer": 30}
+	if v := kversion.FromString(os.Getenv(devcluster.KafkaVersionEnv)); v != nil {
+		if fetch, _ := v.LookupMaxKeyVersion(int16(kmsg.Fetch)); fetch < 13 {
+			t.Logf("Kafka %s fetches by topic name (v%d): the longer case is left out", os.Getenv(devcluster.KafkaVersionEnv), fetch)
+			delete(newRecords, "longer")
+		}
+	}
 	for topic := range newRecords {
 		if err := env.Clusters.Source.CreateTopic(topic, 1, nil); err != nil {
 			t.Fatal(err)
