@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/fetchanswer"
 	"kmirror/internal/testing/legacyformat"
 	"kmirror/service"
 	"kmirror/workers/workertest"
@@ -83,15 +84,10 @@ func TestScenarioLegacyMessageFormatsAreCopied(t *testing.T) {
 		if (rt.Topic != "legacy" && rt.TopicID != id) || rp.FetchOffset >= legacyRecords {
 			return nil, nil, false // caught up: kfake long-polls
 		}
-		resp := fr.ResponseKind().(*kmsg.FetchResponse)
-		st := kmsg.NewFetchResponseTopic()
-		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		sp := kmsg.NewFetchResponseTopicPartition()
-		sp.Partition, sp.HighWatermark, sp.LastStableOffset = 0, legacyRecords, legacyRecords
-		sp.RecordBatches = log.from(rp.FetchOffset)
-		st.Partitions = append(st.Partitions, sp)
-		resp.Topics = append(resp.Topics, st)
-		return resp, nil, true
+		return fetchanswer.One(fr, rt, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset = legacyRecords, legacyRecords
+			sp.RecordBatches = log.from(rp.FetchOffset)
+		}), nil, true
 	})
 	env.CreateMirror("m", "legacy")
 	env.StartInstance("i1")

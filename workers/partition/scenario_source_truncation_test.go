@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/fetchanswer"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"
@@ -43,15 +44,10 @@ func TestScenarioSourceLogTruncatedUnderTheMirror(t *testing.T) {
 				}
 				answered = true
 				named <- rp.LastFetchedEpoch
-				resp := fr.ResponseKind().(*kmsg.FetchResponse)
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition, sp.HighWatermark, sp.LastStableOffset = rp.Partition, 120, 120
-				sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, 60
-				st.Partitions = append(st.Partitions, sp)
-				resp.Topics = append(resp.Topics, st)
-				return resp, nil, true
+				return fetchanswer.One(fr, rt, rp.Partition, func(sp *kmsg.FetchResponseTopicPartition) {
+					sp.HighWatermark, sp.LastStableOffset = 120, 120
+					sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, 60
+				}), nil, true
 			}
 		}
 		return nil, nil, false

@@ -16,6 +16,7 @@ import (
 
 	"kmirror/internal/runtime/batchfetch"
 	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/testing/fetchanswer"
 )
 
 // source is a three-broker cluster with topic "t" of n partitions.
@@ -517,14 +518,9 @@ func answerDiverging(s *source, at int64, d kmsg.FetchResponseTopicPartitionDive
 				}
 				done = true
 				named <- rp.LastFetchedEpoch
-				resp := fr.ResponseKind().(*kmsg.FetchResponse)
-				st := kmsg.NewFetchResponseTopic()
-				st.Topic, st.TopicID = rt.Topic, rt.TopicID
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition, sp.HighWatermark, sp.LastStableOffset, sp.DivergingEpoch = 0, at, at, d
-				st.Partitions = append(st.Partitions, sp)
-				resp.Topics = append(resp.Topics, st)
-				return resp, nil, true
+				return fetchanswer.One(fr, rt, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+					sp.HighWatermark, sp.LastStableOffset, sp.DivergingEpoch = at, at, d
+				}), nil, true
 			}
 		}
 		return nil, nil, false
