@@ -6,6 +6,7 @@
 //	kmirror restore   rebuild an empty database from __mirror_state
 //	kmirror token     make an API token and its tokens-file line
 //	kmirror secrets   make a secret key; re-encrypt the stored source secrets
+//	kmirror heartbeats rotate-key   a new key for the instances' heartbeats
 package main
 
 import (
@@ -33,6 +34,8 @@ Usage:
                             make an API token and the line for the server's tokens file
   kmirror secrets new-key | rotate --new-key-file FILE
                             make a key for KMIRROR_SECRET_KEY_FILE; re-encrypt the stored secrets
+  kmirror heartbeats rotate-key
+                            a new key to sign the instances' heartbeats with
   kmirror health [--path /readyz]
                             exit 0 when this machine's server answers (a container HEALTHCHECK)
   kmirror version
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = tokenCommand(args[1:], stdout, stderr)
 	case "secrets":
 		err = secretsCommand(ctx, args[1:], stdout, stderr)
+	case "heartbeats":
+		err = heartbeatsCommand(ctx, args[1:], stdout, stderr)
 	case "health":
 		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":

@@ -350,7 +350,10 @@ func components(cfg serverConfig, pools workerPools, deployment string, notes *n
 		return nil, err
 	}
 	beats, err := heartbeat.New(heartbeat.Config{Destination: cfg.Destination, DeploymentID: deployment,
-		InstanceID: cfg.InstanceID, ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log})
+		InstanceID: cfg.InstanceID, ReplicationFactor: int16(cfg.StateReplicationFactor), Logger: log,
+		Registerer: reg, Keys: func(ctx context.Context) ([]repo.HeartbeatKeyRow, error) {
+			return repo.HeartbeatKeysList(ctx, pool)
+		}})
 	if err != nil {
 		return nil, err
 	}

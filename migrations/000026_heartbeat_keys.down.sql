@@ -1,0 +1,1 @@
+DROP TABLE heartbeat_keys;
