@@ -408,6 +408,6 @@ func (h *Heartbeats) reject(instance, reason string, offset int64) {
 	if now := time.Now(); now.Sub(h.metrics.lastWarn.Load().(time.Time)) > time.Minute {
 		h.metrics.lastWarn.Store(now)
 		h.log.Warn("heartbeats: ignored a heartbeat that fails the check; a client other than kmirror writes "+Topic,
-			"instance", instance, "reason", reason, "offset", offset)
+			"heartbeat_of", instance, "reason", reason, "offset", offset)
 	}
 }

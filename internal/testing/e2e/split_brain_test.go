@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -9,8 +11,59 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"kmirror/internal/testing/testnet"
 )
+
+// forgeHeartbeats writes heartbeats for key on the destination every 50 ms
+// until the returned function is called, which says how many it wrote:
+// the highest session, unsigned; a session signed with a made-up MAC; and
+// the last real heartbeat of key, replayed.
+func forgeHeartbeats(t *testing.T, destination, key string) func() int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(destination), kgo.DefaultProduceTopic("__mirror_heartbeats"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{
+			"__mirror_heartbeats": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		defer close(done)
+		n := 0
+		var real []byte
+		for ctx.Err() == nil {
+			pctx, pcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			cl.PollFetches(pctx).EachRecord(func(r *kgo.Record) {
+				if string(r.Key) == key && bytes.Contains(r.Value, []byte(`"mac"`)) && !bytes.Contains(r.Value, []byte(`"AAAA"`)) {
+					real = r.Value
+				}
+			})
+			pcancel()
+			forged := [][]byte{
+				[]byte(`{"session": 9223372036854775807}`),
+				[]byte(`{"session": 9223372036854775807, "beat": 9223372036854775807, "key": 1, "mac": "AAAA"}`),
+			}
+			if real != nil {
+				forged = append(forged, real)
+			}
+			for _, v := range forged {
+				if cl.ProduceSync(ctx, &kgo.Record{Key: []byte(key), Value: v, Partition: 0}).FirstErr() == nil {
+					n++
+				}
+			}
+		}
+		done <- n
+	}()
+	return func() int {
+		cancel()
+		n := <-done
+		cl.Close()
+		return n
+	}
+}
 
 // TestCutOffInstanceStopsBeforeTakeover: server a loses its database (the
 // network to it drops everything: a proxy in front of PostgreSQL hangs)
@@ -24,6 +77,21 @@ import (
 // two share. This is the guard against a split brain (issue 29).
 func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 	t.Parallel()
+	cutOff(t, false)
+}
+
+// TestCutOffInstanceWithForgedHeartbeats is the same with a client that
+// can write the destination's heartbeat topic but holds no key, writing
+// for a, from before the cut to the end: a session higher than any (which
+// hid a's real heartbeats from b: b took a's partitions while a copied,
+// 657 duplicates, issue 45), an unsigned one, and a's own last heartbeat
+// again and again. b ignores and counts them, and the copy stays exact.
+func TestCutOffInstanceWithForgedHeartbeats(t *testing.T) {
+	t.Parallel()
+	cutOff(t, true)
+}
+
+func cutOff(t *testing.T, forge bool) {
 	w := newWorld(t, crashTopic, crashPartitions)
 	u, err := url.Parse(w.dbURL)
 	if err != nil {
@@ -59,6 +127,25 @@ func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 		if r.owner == "a" {
 			ofA[r.partition] = true
 		}
+	}
+
+	if forge {
+		var deployment string
+		if err := w.pool.QueryRow(t.Context(), `SELECT id::text FROM deployment`).Scan(&deployment); err != nil {
+			t.Fatal(err)
+		}
+		stop := forgeHeartbeats(t, w.clusters.DestinationAddr(), deployment+"/a")
+		defer func() {
+			if n := stop(); n == 0 {
+				t.Error("no heartbeat was forged")
+			}
+			for _, reason := range []string{"malformed", "bad_mac"} {
+				name := `kmirror_heartbeats_rejected_total{reason="` + reason + `"}`
+				if v := metricValue(t, apiB, name); v == "" || v == "0" {
+					t.Errorf("b's %s is %q, want the forged heartbeats counted", name, v)
+				}
+			}
+		}()
 	}
 
 	cut := time.Now()
