@@ -2,6 +2,7 @@ package partition_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,9 +150,12 @@ func newACLEnv(t *testing.T) (*engineEnv, kafkaconn.Config) {
 	t.Helper()
 	allowApp := kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "orders",
 		Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationAll, Allow: true}
+	// The app was given kmirror's own topics too, by mistake or malice.
+	allowInternal := kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: "__mirror_",
+		Pattern: kmsg.ACLResourcePatternTypePrefixed, Operation: kmsg.ACLOperationAll, Allow: true}
 	env := newEngineEnv(t, devcluster.Config{DestinationOpts: []kfake.Opt{
 		kfake.EnableSASL(), kfake.Superuser("PLAIN", "admin", "secret"), kfake.EnableACLs(),
-		kfake.User("PLAIN", "app", "app-secret", allowApp)}})
+		kfake.User("PLAIN", "app", "app-secret", allowApp, allowInternal)}})
 	admin := kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()},
 		Security: kafkaconn.Security{Protocol: "SASL_PLAINTEXT", SASLMechanism: "PLAIN",
 			SASLUsername: "admin", SASLPassword: "secret"}}
@@ -162,6 +167,12 @@ func newACLEnv(t *testing.T) (*engineEnv, kafkaconn.Config) {
 // which kfake does not offer, so it refuses SASL/PLAIN against kfake.)
 func appProduce(t *testing.T, addr, value string) error {
 	t.Helper()
+	return appProduceTo(t, addr, "orders", value)
+}
+
+// appProduceTo writes one record to topic's partition 0 as app.
+func appProduceTo(t *testing.T, addr, topic, value string) error {
+	t.Helper()
 	conn := kafkaconn.Config{BootstrapServers: []string{addr}, Security: kafkaconn.Security{
 		Protocol: "SASL_PLAINTEXT", SASLMechanism: "PLAIN", SASLUsername: "app", SASLPassword: "app-secret"}}
 	cl, err := conn.NewClient(kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DisableIdempotentWrite(),
@@ -172,12 +183,13 @@ func appProduce(t *testing.T, addr, value string) error {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte(value)}).FirstErr()
+	return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(value)}).FirstErr()
 }
 
 // TestScenarioFailoverReadOnlyACL: with an authorizer on the destination,
 // a mirrored topic is read-only for everyone but kmirror (DENY WRITE for
-// User:*) while MIRRORING, and writable again once STOPPED.
+// User:*) while MIRRORING, and writable again once STOPPED; kmirror's own
+// topics stay kmirror's alone (kafkaconn.InternalTopicsACL).
 func TestScenarioFailoverReadOnlyACL(t *testing.T) {
 	t.Parallel()
 	env, admin := newACLEnv(t)
@@ -204,6 +216,27 @@ func TestScenarioFailoverReadOnlyACL(t *testing.T) {
 	if got := workertest.EndOffsets(t, admin, "orders")[0]; got != 10 {
 		t.Fatalf("destination end %d after denied writes, want 10", got)
 	}
+	// kmirror's own topics are kmirror's alone, even for a user granted
+	// them (issue 45: a forged heartbeat made two instances copy).
+	adm, err := admin.NewAdmin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	for _, topic := range []string{"__mirror_heartbeats", "__mirror_state"} {
+		if _, err := adm.CreateTopic(context.Background(), 1, 1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+			t.Fatal(err)
+		}
+	}
+	internalDenied := func(when string) {
+		t.Helper()
+		for _, topic := range []string{"__mirror_heartbeats", "__mirror_state"} {
+			if err := appProduceTo(t, addr, topic, "forged"); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
+				t.Fatalf("%s: app's write to %s: %v, want TOPIC_AUTHORIZATION_FAILED", when, topic, err)
+			}
+		}
+	}
+	internalDenied("while mirroring")
 
 	if _, err := env.Svc.RemoveTopics(context.Background(), "m", "orders"); err != nil {
 		t.Fatal(err)
@@ -215,6 +248,7 @@ func TestScenarioFailoverReadOnlyACL(t *testing.T) {
 	if err := appProduce(t, addr, "allowed"); err != nil {
 		t.Fatalf("app write after failover: %v", err)
 	}
+	internalDenied("after failover")
 	if got := workertest.EndOffsets(t, admin, "orders")[0]; got != 11 {
 		t.Fatalf("destination end %d after failover writes, want 11", got)
 	}

@@ -111,12 +111,18 @@ func (e *Engine) topicState(ctx context.Context, mirror, topic string) (repo.Top
 }
 
 // addReadOnlyACL creates destination topic dstTopic's read-only ACL (an
-// existing one is left as it is).
+// existing one is left as it is), and the one that keeps kmirror's own
+// topics to kmirror (kafkaconn.InternalTopicsACL): both need kmirror's
+// principal to be a super user, so one is made only where the other is.
 func (e *Engine) addReadOnlyACL(ctx context.Context, dstTopic string) error {
 	_, err := e.shared.readOnly.do(ctx, dstTopic, func(ctx context.Context) (struct{}, error) {
-		res, err := e.dstAdmin.CreateACLs(ctx, readOnlyACL(dstTopic))
-		for _, r := range res {
-			err = errors.Join(err, r.Err)
+		var err error
+		for _, acl := range []*kadm.ACLBuilder{readOnlyACL(dstTopic), kafkaconn.InternalTopicsACL()} {
+			res, cerr := e.dstAdmin.CreateACLs(ctx, acl)
+			err = errors.Join(err, cerr)
+			for _, r := range res {
+				err = errors.Join(err, r.Err)
+			}
 		}
 		return struct{}{}, err
 	})

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +43,7 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 		} else {
 			out = append(out, pass(c, "create and delete ACLs", "allowed"))
 		}
+		out = append(out, internalTopics(ctx, cl))
 	case answers:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
 			Detail: "none that can tell kmirror from other clients: the cluster answers ACL requests, but its brokers name no " +
@@ -61,6 +63,52 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 	out = append(out, destinationGroups(ctx, cl, groups))
 	out = append(out, replication(ctx, cl, replicationFactor))
 	return out
+}
+
+// internalTopics says whether principals other than super users (kmirror's,
+// as the read-only ACLs need) are denied writing kmirror's own topics: one
+// that can write __mirror_heartbeats can stop the ride-through of a
+// database outage, one that can write __mirror_state can mislead a failback.
+func internalTopics(ctx context.Context, cl *kgo.Client) Result {
+	const c, check = "destination", "kmirror's own topics"
+	own := []string{kafkaconn.InternalTopicPrefix + "state", kafkaconn.InternalTopicPrefix + "heartbeats"}
+	// Every topic DENY of User:*, matched here: a MATCH filter names the
+	// prefixed ACLs that cover a topic on Kafka, but not on every broker.
+	res, err := kadm.NewClient(cl).DescribeACLs(ctx, kadm.NewACLs().Topics().
+		ResourcePatternType(kadm.ACLPatternAny).Deny("User:*").DenyHosts().Operations(kadm.OpAny))
+	denied := map[string]bool{}
+	for _, r := range res {
+		err = errors.Join(err, r.Err)
+		for _, d := range r.Described {
+			if d.Permission == kmsg.ACLPermissionTypeDeny && d.Principal == "User:*" && d.Host == "*" &&
+				(d.Operation == kmsg.ACLOperationWrite || d.Operation == kmsg.ACLOperationAll) {
+				for _, topic := range own {
+					if d.Name == topic || d.Pattern == kmsg.ACLResourcePatternTypePrefixed && strings.HasPrefix(topic, d.Name) ||
+						d.Name == "*" {
+						denied[topic] = true
+					}
+				}
+			}
+		}
+	}
+	grant := "make kmirror's principal a super user, and deny everyone else: " + kafkaconn.InternalTopicsACLCommand +
+		" (kmirror adds it itself with the first mirrored topic's read-only ACL)"
+	switch {
+	case err != nil:
+		return Result{Cluster: c, Check: check, Status: Warn,
+			Detail: fmt.Sprintf("could not read the ACLs of %s: %v", names(slices.Clone(own)), err), Grant: grant}
+	case len(denied) < len(own):
+		var open []string
+		for _, topic := range own {
+			if !denied[topic] {
+				open = append(open, topic)
+			}
+		}
+		return Result{Cluster: c, Check: check, Status: Warn,
+			Detail: fmt.Sprintf("any principal granted WRITE on %s may write it: one that writes %s can stop "+
+				"kmirror riding through a database outage", names(open), kafkaconn.InternalTopicPrefix+"heartbeats"), Grant: grant}
+	}
+	return pass(c, check, fmt.Sprintf("only super users may write %s", names(slices.Clone(own))))
 }
 
 // idempotentWrite asks for an idempotent producer id, as kmirror's

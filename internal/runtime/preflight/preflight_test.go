@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/preflight"
 )
 
@@ -87,7 +88,8 @@ func check(t *testing.T, src, dst []grant) ([]string, []preflight.Result) {
 		kadm.OffsetsFromRecords(kgo.Record{Topic: "orders", Partition: 0, Offset: 0})); err != nil {
 		t.Fatal(err)
 	}
-	dstCl, _ := clusterWith(t, dst)
+	dstCl, dstAdmin := clusterWith(t, dst)
+	denyInternal(t, dstAdmin)
 	rows, topics, groups := preflight.Source(ctx, srcCl, []string{"orders"})
 	rows = append(rows, preflight.Destination(ctx, dstCl, true, topics, groups, -1)...)
 	var bad []string
@@ -97,6 +99,52 @@ func check(t *testing.T, src, dst []grant) ([]string, []preflight.Result) {
 		}
 	}
 	return bad, rows
+}
+
+// denyInternal adds the ACL kmirror adds to keep its own topics its own.
+func denyInternal(t *testing.T, admin *kgo.Client) {
+	t.Helper()
+	res, err := kadm.NewClient(admin).CreateACLs(context.Background(), kafkaconn.InternalTopicsACL())
+	if err == nil && len(res) > 0 {
+		err = res[0].Err
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInternalTopicsRow: until everyone but super users is denied writing
+// kmirror's own topics, the row warns and says which ACL to add; a DENY of
+// User:* on the topic, or on a prefix of it, passes.
+func TestInternalTopicsRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	row := func(cl *kgo.Client) preflight.Result {
+		for _, r := range preflight.Destination(ctx, cl, true, nil, nil, -1) {
+			if r.Check == "kmirror's own topics" {
+				return r
+			}
+		}
+		t.Fatal("no row for kmirror's own topics")
+		return preflight.Result{}
+	}
+	cl, admin := clusterWith(t, destinationGrants)
+	if r := row(cl); r.Status != preflight.Warn || !strings.Contains(r.Detail, "__mirror_heartbeats, __mirror_state") ||
+		!strings.Contains(r.Grant, "--deny-principal 'User:*' --operation Write --operation Delete --topic __mirror_ --resource-pattern-type prefixed") {
+		t.Fatalf("without the ACL: %+v, want a warning naming both topics and the ACL to add", r)
+	}
+	res, err := kadm.NewClient(admin).CreateACLs(ctx, kadm.NewACLs().Topics("__mirror_heartbeats").
+		ResourcePatternType(kadm.ACLPatternLiteral).Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite))
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	if r := row(cl); r.Status != preflight.Warn || !strings.Contains(r.Detail, "on __mirror_state may") {
+		t.Fatalf("with only the heartbeats denied: %+v, want a warning naming __mirror_state alone", r)
+	}
+	denyInternal(t, admin)
+	if r := row(cl); r.Status != preflight.Pass {
+		t.Fatalf("with kmirror's ACL: %+v, want a pass", r)
+	}
 }
 
 func without(gs []grant, drop ...grant) []grant {
