@@ -45,9 +45,17 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 	if err != nil && !errors.Is(err, ErrStateTopicMissing) {
 		return nil, sourceUnavailable(conn, fmt.Errorf("read %s: %w", StateTopic, err))
 	}
-	snap, err := DecodeState(latest)
-	if err != nil {
-		return nil, err
+	// A snapshot that cannot be decoded matters only to a partition whose
+	// destination holds records: the conflict is the reason its worker
+	// would show, retrying.
+	snap, snapErr := DecodeState(latest)
+	needsSnap := func(p int32) error {
+		if snapErr == nil {
+			return nil
+		}
+		return &ConflictError{Detail: fmt.Sprintf("continue: the source's %s cannot be read (%v), and partition %d "+
+			"of the destination holds records to prove: it would wait with this error until the state can be read",
+			StateTopic, snapErr, p)}
 	}
 	rows, err := repo.PartitionsList(ctx, s.pool, repo.PartitionsListParams{Mirror: mirror, Topics: names})
 	if err != nil {
@@ -102,6 +110,11 @@ func (s *Control) previewContinuation(ctx context.Context, mirror string, conn k
 				dstOff = kafkaconn.PartitionOffsets{} // created empty
 			} else if err != nil {
 				return nil, destinationUnavailable(err)
+			}
+			if dstOff.End > dstOff.Start {
+				if err := needsSnap(p); err != nil {
+					return nil, err
+				}
 			}
 			if r, ok := own[repo.PartitionID{Mirror: mirror, Topic: name, Partition: p}]; ok && r.DstNext != nil && r.SrcNext != nil &&
 				!MovedByAFailback(snap, name, dest, p, dstOff.End, *r.DstNext) {
