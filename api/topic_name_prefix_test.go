@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"unicode/utf8"
 	"testing"
 	"time"
 
@@ -185,10 +186,13 @@ func TestTopicNamePrefixFixed(t *testing.T) {
 	// Setting it to what it is changes nothing, and is no conflict.
 	ok(t, patch("west."), http.StatusOK, nil)
 
-	for _, bad := range []string{"a b", "__x", strings.Repeat("p", service.MaxNamePrefix+1), "é."} {
+	for _, bad := range []string{"a b", "__x", strings.Repeat("p", service.MaxNamePrefix+1), "é.", "é🙂."} {
 		p := wantProblem(t, patch(bad), http.StatusBadRequest, "validation")
 		if len(p.Errors) != 1 || !strings.Contains(p.Errors[0].Field, "topic.name.prefix") {
 			t.Fatalf("PATCH %q: errors %+v", bad, p.Errors)
+		}
+		if !utf8.ValidString(p.Errors[0].Message) || strings.ContainsRune(p.Errors[0].Message, 'Ã') {
+			t.Fatalf("PATCH %q: message %q garbles the character", bad, p.Errors[0].Message)
 		}
 		p = wantProblem(t, e.do(t, "POST", "/v1/mirrors", map[string]any{"name": "m2",
 			"source": map[string]any{"bootstrap_servers": e.bootstrap},

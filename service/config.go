@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Mirror configuration keys (DESIGN.md section 5). Values are strings, as in
@@ -153,7 +154,8 @@ func badPrefix(p string) string {
 		return fmt.Sprintf("value is %d characters long; at most %d", len(p), MaxNamePrefix)
 	}
 	if i := strings.IndexFunc(p, func(r rune) bool { return !isNameRune(r) }); i >= 0 {
-		return fmt.Sprintf("value %q has %q: a Kafka name holds only ASCII letters, digits, '.', '_' and '-'", p, p[i])
+		r, _ := utf8.DecodeRuneInString(p[i:]) // the character, not its first byte
+		return fmt.Sprintf("value %q has %q: a Kafka name holds only ASCII letters, digits, '.', '_' and '-'", p, r)
 	}
 	if strings.HasPrefix(p, "__") {
 		return fmt.Sprintf("value %q starts with __, which Kafka and kmirror keep for internal topics", p)
