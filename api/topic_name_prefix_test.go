@@ -242,7 +242,13 @@ func TestAddRefusesADestinationTopicWithRecords(t *testing.T) {
 	// The empty one is taken; recreate (it replaces the topic) passes the
 	// check, dry run or not.
 	e.topicsAction(t, "east", "add", "payments")
-	ok(t, e.do(t, "POST", "/v1/mirrors/east/topics:add?dry_run=true", map[string]any{"topic": "orders", "recreate": true}), http.StatusOK, nil)
+	// The dry run says what recreating would delete: the two records east
+	// did not write (issue 45: it said nothing).
+	var preview api.TopicsResult
+	ok(t, e.do(t, "POST", "/v1/mirrors/east/topics:add?dry_run=true", map[string]any{"topic": "orders", "recreate": true}), http.StatusOK, &preview)
+	if len(preview.Matches) != 1 || preview.Matches[0].ForeignRecords == nil || *preview.Matches[0].ForeignRecords != 2 {
+		t.Fatalf("recreate dry run: matches %+v, want orders with 2 foreign records", preview.Matches)
+	}
 	ok(t, e.do(t, "POST", "/v1/mirrors/east/topics:add", map[string]any{"topic": "orders", "recreate": true}), http.StatusOK, nil)
 
 	// Once the mirror has it, its records are this mirror's: the check of

@@ -13,7 +13,7 @@ import (
 // addTopics godoc
 //
 //	@Summary		Add topics to a mirror
-//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+//	@Description	Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it); with dry_run and recreate each match's foreign_records says how many records its destination topic holds that this mirror did not write, which recreating it deletes. The partitions then go PREPARING, then MIRRORING.
 //	@ID				addTopics
 //	@Tags			topics
 //	@Accept			json
@@ -209,7 +209,8 @@ func (s *server) writeTopicsResult(w http.ResponseWriter, r *http.Request, res s
 	out := TopicsResult{Mirror: res.Mirror, Action: TopicsAction(res.Action), Topics: res.Topics}
 	dests := map[string]string{}
 	for _, m := range res.Matches {
-		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, DestinationTopic: m.DestinationTopic, Partitions: m.Partitions})
+		out.Matches = append(out.Matches, TopicMatch{Topic: m.Topic, DestinationTopic: m.DestinationTopic, Partitions: m.Partitions,
+			ForeignRecords: m.ForeignRecords})
 		dests[m.Topic] = m.DestinationTopic
 	}
 	for _, t := range res.Failover {

@@ -315,6 +315,10 @@ type TopicMatch struct {
 	// topic keeps the name it was first added with).
 	DestinationTopic string `json:"destination_topic" example:"east.orders"`
 	Partitions       int    `json:"partitions" example:"5"`
+	// ForeignRecords, for an add with dry_run and recreate, is how many
+	// records the destination topic holds that this mirror did not write
+	// (0 when it is missing or empty): recreating it deletes them.
+	ForeignRecords *int64 `json:"foreign_records,omitempty" example:"1200"`
 } // @name TopicMatch
 
 // TopicFailoverPreview is what one topic's destination does not have yet,

@@ -166,6 +166,10 @@ type TopicMatch struct {
 	// destination: the mirror's topic.name.prefix and Topic.
 	DestinationTopic string `json:"destination_topic"`
 	Partitions       int    `json:"partitions"`
+	// ForeignRecords, for a dry run with recreate, is how many records the
+	// destination topic holds that this mirror did not write: recreating
+	// it deletes them.
+	ForeignRecords *int64 `json:"foreign_records,omitempty"`
 }
 
 func compileTopicPattern(pattern string) (*regexp.Regexp, error) {
@@ -273,6 +277,17 @@ func (s *Control) AddTopics(ctx context.Context, mirror string, in AddTopicsInpu
 	if in.DryRun && in.Continue {
 		if res.Continuation, err = s.previewContinuation(ctx, mirror, conn, names, in.KeepDivergent); err != nil {
 			return TopicsResult{}, err
+		}
+	}
+	if in.DryRun && in.Recreate {
+		foreign, err := s.foreignRecords(ctx, mirror, names, dests)
+		if err != nil {
+			return TopicsResult{}, err
+		}
+		for i := range res.Matches {
+			if n, ok := foreign[res.Matches[i].Topic]; ok {
+				res.Matches[i].ForeignRecords = &n
+			}
 		}
 	}
 	return res, nil

@@ -35,6 +35,14 @@ func (c *mirrorsCLI) previewAdd(ctx context.Context, body client.AddTopicsReques
 		}
 		fmt.Fprintf(c.stdout, "Adding would start mirroring %d topic(s) in mirror %s: %s; nothing was changed (dry run).\n",
 			len(res.Topics), c.opts.mirror, list)
+		if res.Matches != nil {
+			for _, m := range *res.Matches {
+				if m.ForeignRecords != nil && *m.ForeignRecords > 0 {
+					fmt.Fprintf(c.stdout, "Recreating %s would delete %d record(s) this mirror did not write.\n",
+						m.DestinationTopic, *m.ForeignRecords)
+				}
+			}
+		}
 		return nil
 	}
 	writeContinuationTable(c.stdout, c.opts.mirror, *res.Continuation)

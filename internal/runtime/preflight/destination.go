@@ -105,8 +105,8 @@ func internalTopics(ctx context.Context, cl *kgo.Client) Result {
 			}
 		}
 		return Result{Cluster: c, Check: check, Status: Warn,
-			Detail: fmt.Sprintf("any principal granted WRITE on %s may write it: one that writes %s can stop "+
-				"kmirror riding through a database outage", names(open), kafkaconn.InternalTopicPrefix+"heartbeats"), Grant: grant}
+			Detail: fmt.Sprintf("principals other than super users may write %s if granted WRITE: one that writes %s "+
+				"can stop kmirror riding through a database outage", names(open), kafkaconn.InternalTopicPrefix+"heartbeats"), Grant: grant}
 	}
 	return pass(c, check, fmt.Sprintf("only super users may write %s", names(slices.Clone(own))))
 }

@@ -138,7 +138,7 @@ func TestInternalTopicsRow(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatal(err, res)
 	}
-	if r := row(cl); r.Status != preflight.Warn || !strings.Contains(r.Detail, "on __mirror_state may") {
+	if r := row(cl); r.Status != preflight.Warn || !strings.Contains(r.Detail, "may write __mirror_state if") {
 		t.Fatalf("with only the heartbeats denied: %+v, want a warning naming __mirror_state alone", r)
 	}
 	denyInternal(t, admin)

@@ -231,7 +231,7 @@ export interface paths {
         put?: never;
         /**
          * Add topics to a mirror
-         * @description Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it). The partitions then go PREPARING, then MIRRORING.
+         * @description Resolves the pattern (RE2, whole-name match) against the source cluster's topics and starts mirroring each match into its destination topic, named by the mirror's topic.name.prefix and the source name (each match's destination_topic); a stopped topic is restarted under the name it was first added with. All or nothing: a match that is already mirroring or paused, or whose destination topic another mirror writes, is a 409 and nothing changes; so is a destination topic that already holds records this mirror did not write (a preflight check), unless continue or recreate. With dry_run the same resolution and checks run and nothing is written: a preview of the matches; with dry_run and continue the answer's continuation also says, per partition, how the overlap with the source would be proven, what is left to copy and any divergent tail (both clusters are read for it); with dry_run and recreate each match's foreign_records says how many records its destination topic holds that this mirror did not write, which recreating it deletes. The partitions then go PREPARING, then MIRRORING.
          */
         post: operations["addTopics"];
         delete?: never;
@@ -1963,6 +1963,13 @@ export interface components {
              * @example east.orders
              */
             destination_topic: string;
+            /**
+             * @description ForeignRecords, for an add with dry_run and recreate, is how many
+             *     records the destination topic holds that this mirror did not write
+             *     (0 when it is missing or empty): recreating it deletes them.
+             * @example 1200
+             */
+            foreign_records?: number;
             /** @example 5 */
             partitions: number;
             /** @example orders */
