@@ -20,7 +20,7 @@ func TestInternalTopicsAreNeverMirrored(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	svc, pool, bootstrap := newServiceOn(t, kfake.SeedTopics(2, "orders", "__mirror_heartbeats", "__mirror_state",
-		"_confluent-metrics", "__consumer_offsets_copy"))
+		"_confluent-metrics", "__consumer_offsets_copy", "_mirror_state", "confluent-audit"))
 	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m1",
 		Source: service.SourceInput{BootstrapServers: bootstrap}}, service.WriteOpts{}); err != nil {
 		t.Fatal(err)
@@ -40,8 +40,23 @@ func TestInternalTopicsAreNeverMirrored(t *testing.T) {
 		t.Fatalf("%d topics written by refused adds", n)
 	}
 	res, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: ".*"})
-	if err != nil || !slices.Equal(res.Topics, []string{"orders"}) {
-		t.Fatalf("add .*: %+v, %v; want orders alone", res, err)
+	if err != nil || !slices.Equal(res.Topics, []string{"_mirror_state", "confluent-audit", "orders"}) {
+		t.Fatalf("add .*: %+v, %v; want every topic but the internal ones", res, err)
+	}
+
+	// Nor does a prefix make a destination name internal: with "_",
+	// _mirror_state would be written to kmirror's __mirror_state.
+	if _, err := svc.CreateMirror(ctx, service.MirrorInput{Name: "m2", Source: service.SourceInput{BootstrapServers: bootstrap},
+		Config: map[string]string{"topic.name.prefix": "_"}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"_mirror_state", "confluent-audit"} {
+		_, err := svc.AddTopics(ctx, "m2", service.AddTopicsInput{Topic: topic, DryRun: true})
+		var verr *service.ValidationError
+		if !errors.As(err, &verr) || !strings.Contains(verr.Fields[0].Message, "would be written to _"+topic) ||
+			!strings.Contains(verr.Fields[0].Message, "never mirrored") {
+			t.Fatalf("add %s under the prefix _: %v, want a 400 naming the destination and the rule", topic, err)
+		}
 	}
 	for name, want := range map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__cluster_metadata": true,
 		"__mirror_state": true, "__mirror_heartbeats": true, "_confluent-command": true, "orders": false, "_orders": false, "a__b": false} {

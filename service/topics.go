@@ -446,9 +446,9 @@ func checkDestinationNames(names []string, dests map[string]string) error {
 		case !validName(d):
 			fields = append(fields, FieldError{Field: "topic", Message: fmt.Sprintf(
 				"source topic %s would be written to %s, which is longer than Kafka's 249 characters", name, d)})
-		case d != name && strings.HasPrefix(d, "__"):
+		case d != name && InternalTopic(d):
 			fields = append(fields, FieldError{Field: "topic", Message: fmt.Sprintf(
-				"source topic %s would be written to %s: names starting with __ are kept for internal topics", name, d)})
+				"source topic %s would be written to %s: %s", name, d, internalTopicRule)})
 		}
 	}
 	if len(fields) > 0 {
