@@ -37,7 +37,7 @@ var layers = [][]string{
 var testInfra = []string{"internal/testing", "workers/workertest"}
 
 // forbidden are imports the layers would allow but the design does not:
-// the API takes no repo types (DESIGN.md).
+// the API takes no repo types (docs/design.md, "Layers").
 var forbidden = map[string][]string{
 	"api": {"repo"},
 }

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Mirror configuration keys (DESIGN.md section 5). Values are strings, as in
+// Mirror configuration keys (docs/design.md, "Metadata sync"). Values are strings, as in
 // Kafka; each key has a type that is checked when it is set.
 const (
 	CfgMetadataRefreshIntervalMs = "mirror.metadata.refresh.interval.ms"

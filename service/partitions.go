@@ -14,7 +14,7 @@ import (
 	"kmirror/repo"
 )
 
-// PartitionRow is one describe row (DESIGN.md section 6).
+// PartitionRow is one describe row (docs/design.md, "Interfaces").
 type PartitionRow struct {
 	Mirror string
 	// Topic is the source topic; DestinationTopic the topic it is written

@@ -12,7 +12,7 @@ import (
 )
 
 // StateTopic is the compacted internal topic on the destination that
-// mirrors Postgres (DESIGN.md section 2). It is never mirrored itself.
+// mirrors Postgres (docs/design.md, "Where state lives"). It is never mirrored itself.
 const StateTopic = "__mirror_state"
 
 // ErrStateTopicMissing is a cluster without __mirror_state: no kmirror ever
@@ -22,7 +22,7 @@ var ErrStateTopicMissing = errors.New(StateTopic + " does not exist")
 // RecordVersion is the schema version of __mirror_state values.
 const RecordVersion = 1
 
-// Keys of __mirror_state records (DESIGN.md section 2).
+// Keys of __mirror_state records (docs/design.md, "Where state lives").
 func MirrorKey(mirror string) string       { return "mirror/" + mirror }
 func TopicKey(mirror, topic string) string { return "topic/" + mirror + "/" + topic }
 func PartitionKey(mirror, topic string, p int32) string {

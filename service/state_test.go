@@ -2,7 +2,7 @@ package service
 
 import "testing"
 
-// TestCanTransitionTable checks every (from, to) cell of DESIGN.md section 3.
+// TestCanTransitionTable checks every (from, to) cell of docs/design.md, "The partition state machine".
 func TestCanTransitionTable(t *testing.T) {
 	const (
 		U = StateUnknown

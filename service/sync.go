@@ -49,7 +49,7 @@ const (
 	SyncTriggerRequest  = "request"  // POST /v1/mirrors/{m}:sync
 )
 
-// SyncResult is one metadata sync pass (DESIGN.md section 5): when it ran,
+// SyncResult is one metadata sync pass (docs/design.md, "Metadata sync"): when it ran,
 // and the outcome of each kind of metadata it keeps in step.
 type SyncResult struct {
 	Mirror   string `json:"mirror" example:"m1"`

@@ -1,5 +1,5 @@
 // Package metadatasync keeps each leased mirror's metadata in step with its
-// source (DESIGN.md section 5): a Syncer runs a pass when a mirror's
+// source (docs/design.md, "Metadata sync"): a Syncer runs a pass when a mirror's
 // metadata lease is taken, every mirror.metadata.refresh.interval.ms and on
 // "sync now". Each kind of metadata has its own file and one row in the
 // kinds table (kinds.go); one failing kind does not stop the others.

@@ -91,7 +91,7 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Syncer runs the metadata sync (DESIGN.md section 5) of the mirrors
+// Syncer runs the metadata sync (docs/design.md, "Metadata sync") of the mirrors
 // whose metadata-sync lease this instance holds: it implements MirrorRunner
 // for the lease manager. Each leased mirror has a goroutine that runs a pass
 // when the lease is taken, then every mirror.metadata.refresh.interval.ms,

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Crash-safety tests (DESIGN.md section 4, "Exactly once"): while a producer
+// Crash-safety tests (docs/design.md, "The copy", exactly once): while a producer
 // writes to the source continuously, `kmirror server` child processes are
 // SIGKILLed at random moments and restarted. Once the producer stops and
 // every partition has caught up, the destination must equal the source

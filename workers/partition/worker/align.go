@@ -22,7 +22,7 @@ type alignResult struct {
 // alignTimeout bounds one alignment (listing offsets, a walk, topic creation).
 const alignTimeout = 60 * time.Second
 
-// align is the PREPARING step (DESIGN.md section 4): a stock cluster cannot
+// align is the PREPARING step (docs/design.md, "The copy"): a stock cluster cannot
 // truncate, so the worker finds the exact point to resume from and proves it
 // by comparing records, or fails with what diverged and where.
 func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) {
