@@ -77,7 +77,7 @@ func forgeHeartbeats(t *testing.T, destination, key string) func() int {
 // two share. This is the guard against a split brain (issue 29).
 func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 	t.Parallel()
-	cutOff(t, false)
+	cutOff(t, cutOffOpts{})
 }
 
 // TestCutOffInstanceWithForgedHeartbeats is the same with a client that
@@ -88,10 +88,28 @@ func TestCutOffInstanceStopsBeforeTakeover(t *testing.T) {
 // again and again. b ignores and counts them, and the copy stays exact.
 func TestCutOffInstanceWithForgedHeartbeats(t *testing.T) {
 	t.Parallel()
-	cutOff(t, true)
+	cutOff(t, cutOffOpts{forge: true})
 }
 
-func cutOff(t *testing.T, forge bool) {
+// TestCutOffInstanceRidesThroughAfterDestinationRebuilt is the same after
+// the destination came back empty (its heartbeat topic gone): in the soak
+// of issue 45 instances that lived through that never had a heartbeat
+// acknowledged again, and the next database outage dropped their leases
+// within 5-10 s instead of riding through.
+func TestCutOffInstanceRidesThroughAfterDestinationRebuilt(t *testing.T) {
+	t.Parallel()
+	cutOff(t, cutOffOpts{rebuildFirst: true})
+}
+
+type cutOffOpts struct {
+	// forge writes forged heartbeats for the cut-off instance.
+	forge bool
+	// rebuildFirst brings the destination back empty before the cut, and
+	// waits for the copy to heal.
+	rebuildFirst bool
+}
+
+func cutOff(t *testing.T, opts cutOffOpts) {
 	w := newWorld(t, crashTopic, crashPartitions)
 	u, err := url.Parse(w.dbURL)
 	if err != nil {
@@ -129,7 +147,35 @@ func cutOff(t *testing.T, forge bool) {
 		}
 	}
 
-	if forge {
+	if opts.rebuildFirst {
+		if err := w.clusters.Down("destination"); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.clusters.UpEmpty("destination"); err != nil {
+			t.Fatal(err)
+		}
+		rebuilt := time.Now()
+		healed := func() bool {
+			ends, err := listEnds(w.clusters.DestinationAddr(), crashTopic, false)
+			if err != nil || len(ends) < crashPartitions {
+				return false
+			}
+			for _, e := range ends {
+				if e == 0 {
+					return false
+				}
+			}
+			o := owners()
+			return o["a"] == crashPartitions/2 && o["b"] == crashPartitions/2
+		}
+		waitUntil(t, time.Minute, "the copy healed on the rebuilt destination", healed)
+		waitUntil(t, 20*time.Second, "a's heartbeats acknowledged again", func() bool {
+			return len(logTimesAny(t, a.path, "heartbeats acknowledged again")) > 0
+		})
+		t.Logf("the copy healed and a's heartbeats were acknowledged %s after the destination came back empty",
+			time.Since(rebuilt).Round(time.Millisecond))
+	}
+	if opts.forge {
 		var deployment string
 		if err := w.pool.QueryRow(t.Context(), `SELECT id::text FROM deployment`).Scan(&deployment); err != nil {
 			t.Fatal(err)
@@ -208,6 +254,26 @@ func cutOff(t *testing.T, forge bool) {
 	})
 	t.Logf("a copied without its database at least until %s after the cut; b mirrored every partition %s after it", rodeUntil.Round(time.Millisecond), tookOver.Round(time.Millisecond))
 	w.finish(prod, func() string { return apiB }, 0, map[string]int{}, time.Since(cut))
+}
+
+// logTimesAny returns the times msg was logged in a server's JSON log.
+func logTimesAny(t *testing.T, path, msg string) []time.Time {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []time.Time
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		var rec struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal(line, &rec) == nil && rec.Msg == msg {
+			out = append(out, rec.Time)
+		}
+	}
+	return out
 }
 
 // logTimes reads a server's JSON log and returns, per partition of the
