@@ -1,0 +1,261 @@
+package partition_test
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/fetchanswer"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/workertest"
+)
+
+// hostileCase is a source broker that answers a partition's fetches with a
+// batch Kafka would never serve.
+type hostileCase struct {
+	name string
+	// batches returns the partition's records as the broker sends them
+	// for every fetch from offset 10 on (the genuine log holds offsets 0
+	// to 29): a batch at offset 10.
+	batches func(t *testing.T) []byte
+	// check is what the partition's error must name.
+	check string
+}
+
+// Genuine records before the source turns hostile, and after.
+const (
+	hostileBefore = 10
+	hostileAfter  = 20
+)
+
+// TestScenarioHostileSourceBatches: a source that sends a bad batch
+// (F3, F4, F5 of issue 45) fails the partition within 5 s with an error
+// naming the partition, the offset and the check, copies nothing of the
+// batch nor after it, keeps kmirror's memory within 100 MB, retries with
+// back-off (a handful of fetches, not a storm), and leaves another
+// mirror of the same source copying. kfake holds the genuine records; its
+// fetch answers the hostile partition past offset 10 with the tampered
+// bytes.
+func TestScenarioHostileSourceBatches(t *testing.T) {
+	t.Parallel()
+	for _, c := range []hostileCase{
+		{name: "zstd bomb", check: "decompresses past the bound", batches: func(t *testing.T) []byte {
+			// One record of 256 MiB of zeros, a few kilobytes compressed,
+			// in a batch whose offsets have a gap (so it is re-encoded).
+			return zstdBomb(t, hostileBefore, 256<<20)
+		}},
+		{name: "2^31-1 records", check: "2147483647 records", batches: func(t *testing.T) []byte {
+			return tamperedBatch(t, hostileBefore, func(h *kmsg.RecordBatch) { h.NumRecords = math.MaxInt32 })
+		}},
+		{name: "2^31 offsets", check: "not below the high watermark", batches: func(t *testing.T) []byte {
+			return tamperedBatch(t, hostileBefore, func(h *kmsg.RecordBatch) {
+				h.NumRecords, h.LastOffsetDelta = math.MaxInt32, math.MaxInt32-1
+			})
+		}},
+		{name: "offset jump", check: "not below the high watermark", batches: func(t *testing.T) []byte {
+			return tamperedBatch(t, hostileBefore, func(h *kmsg.RecordBatch) { h.FirstOffset += 1_000_000_000_000 })
+		}},
+		{name: "negative offset delta", check: "negative lastOffsetDelta", batches: func(t *testing.T) []byte {
+			return tamperedBatch(t, hostileBefore, func(h *kmsg.RecordBatch) { h.LastOffsetDelta = -1 })
+		}},
+		{name: "empty batch", check: "before the position", batches: func(t *testing.T) []byte {
+			// A batch of no records covering offset 10 (as compaction
+			// leaves them): it moves the position once, and the next
+			// fetch, from 11, gets it again.
+			return tamperedBatch(t, hostileBefore, func(h *kmsg.RecordBatch) { h.NumRecords, h.Records = 0, nil })
+		}},
+		{name: "partial batch", check: "would hold it whole", batches: func(t *testing.T) []byte {
+			b := tamperedBatch(t, hostileBefore, func(*kmsg.RecordBatch) {})
+			return b[:len(b)/2]
+		}},
+		{name: "partial batch larger than max bytes", check: "would hold it whole", batches: func(t *testing.T) []byte {
+			// Claims 2 MiB (more than the 1 MiB asked): asked again once
+			// with room for it, and sent partial again.
+			b := tamperedBatch(t, hostileBefore, func(*kmsg.RecordBatch) {})
+			binary.BigEndian.PutUint32(b[8:], 2<<20)
+			return b
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) { hostileBatches(t, c) })
+	}
+}
+
+func hostileBatches(t *testing.T, c hostileCase) {
+	env := newEngineEnv(t, devcluster.Config{})
+	for _, topic := range []string{"hostile", "calm"} {
+		if err := env.Clusters.Source.CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := workertest.Plain(env.Clusters.SourceAddr())
+	workertest.ProduceRecords(t, src, seq("hostile", 0, "before", hostileBefore)...)
+	workertest.ProduceRecords(t, src, seq("calm", 0, "before", hostileBefore)...)
+	id := env.sourceTopicID("hostile")
+	// armed: fetches of hostile/0 from offset 10 get the bad batch (the
+	// one in flight when it is set long-polls in kfake, then ends empty).
+	var armed atomic.Bool
+	var answered atomic.Int64
+	hwm := int64(hostileBefore + hostileAfter)
+	// Built once, before memory is measured: the bomb is a second of zstd
+	// work.
+	bad := c.batches(t)
+	kf := env.Clusters.Source
+	kf.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		fr := req.(*kmsg.FetchRequest)
+		if armed.Load() && fr.SessionID != 0 && len(fr.Topics) == 0 && len(fr.ForgottenTopics) == 0 {
+			// A session's long poll names no partition: whose it is cannot
+			// be told, so it is ended, and the fetcher asks again naming
+			// its partitions (mirror m2's too, which kfake then answers).
+			resp := fr.ResponseKind().(*kmsg.FetchResponse)
+			resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+			return resp, nil, true
+		}
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			return nil, nil, false // not mirror m's fetch of hostile/0 alone
+		}
+		rt, rp := fr.Topics[0], fr.Topics[0].Partitions[0]
+		if !armed.Load() || (rt.Topic != "hostile" && rt.TopicID != id) || rp.FetchOffset < hostileBefore {
+			return nil, nil, false
+		}
+		answered.Add(1)
+		return fetchanswer.One(fr, rt, 0, func(sp *kmsg.FetchResponseTopicPartition) {
+			sp.HighWatermark, sp.LastStableOffset = hwm, hwm
+			sp.RecordBatches = bad
+		}), nil, true
+	})
+	env.CreateMirror("m", "hostile")
+	env.CreateMirror("m2", "calm")
+	env.StartInstance("i1")
+	dst := workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.WaitFor(t, 20*time.Second, "both mirrors to copy the first records", func() (bool, string) {
+		h, c := workertest.EndOffsets(t, dst, "hostile")[0], workertest.EndOffsets(t, dst, "calm")[0]
+		return h == hostileBefore && c == hostileBefore, fmt.Sprintf("hostile %d, calm %d", h, c)
+	})
+
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	armed.Store(true)
+	workertest.WaitFor(t, 5*time.Second, "a fetch of hostile/0 answered with the bad batch", func() (bool, string) {
+		return answered.Load() > 0, "none yet"
+	})
+	workertest.ProduceRecords(t, src, seq("hostile", 0, "after", hostileAfter)...)
+	workertest.ProduceRecords(t, src, seq("calm", 0, "after", hostileAfter)...)
+	p := env.waitPartition("m", "hostile", 0, 5*time.Second, "FAILED naming the check", func(p repo.Partition) bool {
+		return p.State == service.StateFailed
+	})
+	t.Logf("FAILED after %v: %s", time.Since(start).Round(time.Millisecond), p.Error)
+	for _, want := range []string{"hostile/0", "offset", c.check} {
+		if !strings.Contains(p.Error, want) {
+			t.Errorf("the error %q does not name %q", p.Error, want)
+		}
+	}
+	// Retries go on with back-off: a few fetches in 3 s, not a storm.
+	failedAt := answered.Load()
+	workertest.WaitFor(t, 20*time.Second, "mirror m2 to copy on", func() (bool, string) {
+		end := workertest.EndOffsets(t, dst, "calm")[0]
+		return end == hostileBefore+hostileAfter, fmt.Sprintf("calm ends at %d", end)
+	})
+	deadline := time.Now().Add(3 * time.Second)
+	workertest.HoldsFor(t, time.Until(deadline), "nothing of the bad batch reaches the destination", func() (bool, string) {
+		end := workertest.EndOffsets(t, dst, "hostile")[0]
+		return end == hostileBefore, fmt.Sprintf("hostile ends at %d", end)
+	})
+	if n := answered.Load() - failedAt; n > 30 {
+		t.Errorf("%d fetches of the bad partition in the 3 s after it failed; retries must back off", n)
+	}
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.Sys) - int64(before.Sys); grew > 100<<20 {
+		t.Errorf("the process took %d MB more from the system; at most 100 MB", grew>>20)
+	}
+	t.Logf("%d fetches answered with the bad batch; memory from the system %d → %d MB",
+		answered.Load(), before.Sys>>20, after.Sys>>20)
+}
+
+// tamperedBatch is a genuine-looking batch of one record at base, its
+// header changed by tamper, with a CRC that holds (a hostile broker can
+// compute one).
+func tamperedBatch(t *testing.T, base int64, tamper func(*kmsg.RecordBatch)) []byte {
+	t.Helper()
+	r := kmsg.Record{Key: []byte("forged"), Value: []byte("forged value")}
+	body := r.AppendTo(nil)[1:]
+	records := append(binary.AppendVarint(nil, int64(len(body))), body...)
+	h := kmsg.RecordBatch{FirstOffset: base, PartitionLeaderEpoch: 0, Magic: 2, LastOffsetDelta: 0,
+		FirstTimestamp: 1000, MaxTimestamp: 1000, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: 1, Records: records}
+	tamper(&h)
+	return sealBatch(h)
+}
+
+// sealBatch encodes a batch with its length and CRC.
+func sealBatch(h kmsg.RecordBatch) []byte {
+	out := h.AppendTo(nil)
+	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return out
+}
+
+// zstdBomb is a zstd batch at base of one record whose value is size
+// zero bytes, with lastOffsetDelta 1 (an offset gap, so kmirror re-encodes
+// it rather than copy it whole). The frame is written streaming, so the
+// test never holds the zeros itself.
+func zstdBomb(t *testing.T, base int64, size int) []byte {
+	t.Helper()
+	// A record: length, attributes, timestamp and offset deltas, key
+	// (null), value length, value, header count.
+	var head []byte
+	head = append(head, 0)                        // attributes
+	head = binary.AppendVarint(head, 0)           // timestamp delta
+	head = binary.AppendVarint(head, 0)           // offset delta
+	head = binary.AppendVarint(head, -1)          // null key
+	head = binary.AppendVarint(head, int64(size)) // value length
+	tail := binary.AppendVarint(nil, 0)           // no headers
+	length := len(head) + size + len(tail)
+	var frame bytes.Buffer
+	zw, err := zstd.NewWriter(&frame, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{binary.AppendVarint(nil, int64(length)), head} {
+		if _, err := zw.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := io.CopyN(zw, zeros{}, int64(size)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zw.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return sealBatch(kmsg.RecordBatch{FirstOffset: base, Magic: 2, Attributes: int16(kgo.CodecZstd), LastOffsetDelta: 1,
+		FirstTimestamp: 1000, MaxTimestamp: 1000, ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1,
+		NumRecords: 1, Records: frame.Bytes()})
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
