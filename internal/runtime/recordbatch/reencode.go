@@ -28,6 +28,7 @@ type Codecs struct {
 	inflater    *inflater
 	rd          bufio.Reader // the records of the batch being re-encoded
 	rec         []byte       // the record being read
+	body        []byte       // the record being written
 	buf         bytes.Buffer
 }
 
@@ -102,7 +103,8 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 			return dst, Reencoded{}, c.decodeErr(b, err)
 		}
 		var r kmsg.Record
-		if err := r.ReadFrom(c.rec[:len(c.rec)+int(length)]); err != nil {
+		// Its key, value and headers alias c.rec until it is appended.
+		if err := r.UnsafeReadFrom(c.rec[:len(c.rec)+int(length)]); err != nil {
 			return dst, Reencoded{}, fmt.Errorf("%w: record in the batch at offset %d: %v", ErrCorrupt, b.BaseOffset, err)
 		}
 		read++
@@ -127,14 +129,20 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 		r.TimestampDelta64 = ts - first
 		r.TimestampDelta = int32(r.TimestampDelta64)
 		r.Length = 0
-		body := r.AppendTo(nil)[1:] // the zero length is one byte
+		c.body = r.AppendTo(c.body[:0])
+		body := c.body[1:] // the zero length is one byte
+		// Doubled when full: append's growth of large slices (a
+		// quarter) would allocate four times what the batch holds.
+		if need := len(body) + binary.MaxVarintLen32; cap(records)-len(records) < need {
+			records = slices.Grow(records, max(need, len(records)))
+		}
 		records = binary.AppendVarint(records, int64(len(body)))
 		records = append(records, body...)
 		out.Sources = append(out.Sources, offset)
 		n++
 	}
-	if cap(c.rec) > 1<<20 {
-		c.rec = nil // a large record's buffer is not kept
+	if cap(c.rec) > 1<<20 || cap(c.body) > 1<<20 {
+		c.rec, c.body = nil, nil // a large record's buffers are not kept
 	}
 	if read != b.NumRecords {
 		return dst, Reencoded{}, checkFailed(b.BaseOffset, "%d records where its count says %d", read, b.NumRecords)
