@@ -42,7 +42,8 @@ type loopHealth struct {
 	brokers map[int32]*clientHealth
 }
 
-func (l *loopHealth) broker(id int32) batchfetch.Health {
+// get returns broker id's loop health, made on first use.
+func (l *loopHealth) get(id int32) *clientHealth {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.brokers[id]
@@ -52,6 +53,9 @@ func (l *loopHealth) broker(id int32) batchfetch.Health {
 	}
 	return h
 }
+
+// broker is batchfetch.Config.Health.
+func (l *loopHealth) broker(id int32) batchfetch.Health { return l.get(id) }
 
 func (l *loopHealth) all() []*clientHealth {
 	l.mu.Lock()
@@ -173,7 +177,7 @@ type batchFetchRegistration struct {
 
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
 	if b, ok := r.f.f.Broker(r.topic, r.partition); ok {
-		if since, err := r.f.loops.broker(b).(*clientHealth).trouble(troubleAfter); err != nil {
+		if since, err := r.f.loops.get(b).trouble(troubleAfter); err != nil {
 			return since, err
 		}
 	}
