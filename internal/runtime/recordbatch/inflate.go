@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/s2"
@@ -28,7 +30,20 @@ const DefaultMaxInflated = 32 << 20
 const maxZstdWindow = 8 << 20
 
 // ErrInflateBound is a batch that decompresses past its bound.
-var ErrInflateBound = errors.New("decompresses past the bound")
+var ErrInflateBound = errors.New("decompress past the bound")
+
+// boundError is ErrInflateBound, and kgo's ErrMaxDecompress too: a kgo
+// consumer then stops fetching the partition rather than decode the batch
+// again and again.
+type boundError struct{ limit int }
+
+func (e *boundError) Error() string {
+	return fmt.Sprintf("decompress past the bound of %d bytes", e.limit)
+}
+
+func (e *boundError) Is(target error) bool {
+	return target == ErrInflateBound || target == kgo.ErrMaxDecompress
+}
 
 // inflater decompresses a batch's records, streaming, and stops as soon as
 // the output passes limit: nothing the size of what a batch claims is
@@ -46,7 +61,12 @@ type inflater struct {
 var _ kgo.Decompressor = (*inflater)(nil)
 
 // Decompress implements kgo.Decompressor: the whole output, as a new
-// slice, for kgo's reading of message formats v0 and v1.
+// slice, for kgo's reading of message formats v0 and v1 and for kgo
+// consumers. The batch is decompressed twice: once to count its size, into
+// nothing, and once into a slice of exactly that size. So a bomb costs
+// its decoding and no memory, and a batch within the bound one allocation;
+// these paths read few batches (alignment's records, old formats), where
+// the time matters less than what a bomb could hold.
 func (d *inflater) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
 	if codec == kgo.CodecNone {
 		return src, nil
@@ -55,40 +75,32 @@ func (d *inflater) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	defer done()
-	// Grown by doubling, but never past the bound, so the buffer never
-	// holds more than it.
-	out := make([]byte, 0, min(4*len(src)+512, d.limit+1))
-	for {
-		if len(out) == cap(out) {
-			if len(out) > d.limit {
-				return nil, d.exceeded()
-			}
-			grown := make([]byte, len(out), min(2*cap(out), d.limit+1))
-			copy(grown, out)
-			out = grown
-		}
-		n, err := r.Read(out[len(out):cap(out)])
-		out = out[:len(out)+n]
-		if err == io.EOF {
-			if len(out) > d.limit {
-				return nil, d.exceeded()
-			}
-			return out, nil
-		}
-		if err != nil {
-			return nil, d.readErr(err)
-		}
+	n, err := io.Copy(io.Discard, &io.LimitedReader{R: r, N: int64(d.limit) + 1})
+	done()
+	if err != nil {
+		return nil, d.readErr(err)
 	}
+	if n > int64(d.limit) {
+		return nil, d.exceeded()
+	}
+	if r, done, err = d.open(src, codec); err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make([]byte, n)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, d.readErr(err)
+	}
+	return out, nil
 }
 
-func (d *inflater) exceeded() error { return fmt.Errorf("%w of %d bytes", ErrInflateBound, d.limit) }
+func (d *inflater) exceeded() error { return &boundError{limit: d.limit} }
 
 // readErr names the zstd decoder's refusals of a frame's claims as the
 // bound's.
 func (d *inflater) readErr(err error) error {
 	if errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded) {
-		return fmt.Errorf("%w of %d bytes: %v", ErrInflateBound, d.limit, err)
+		return fmt.Errorf("%w (%v)", d.exceeded(), err)
 	}
 	return err
 }
@@ -129,6 +141,8 @@ func (d *inflater) open(src []byte, codec kgo.CompressionCodecType) (io.Reader, 
 			if err != nil {
 				return nil, nil, err
 			}
+			// A pooled inflater may be dropped; its decoder is closed then.
+			runtime.AddCleanup(d, func(zs *zstd.Decoder) { zs.Close() }, zs)
 			d.zs = zs
 		}
 		if err := d.zs.Reset(&d.src); err != nil {
@@ -154,7 +168,7 @@ func (d *inflater) snappy(src []byte) ([]byte, error) {
 			return nil, err
 		}
 		if n > left {
-			return nil, fmt.Errorf("%w of %d bytes", ErrInflateBound, d.limit)
+			return nil, d.exceeded()
 		}
 		left -= n
 		out, err := s2.Decode(nil, b)
@@ -183,4 +197,27 @@ func (d *inflater) snappy(src []byte) ([]byte, error) {
 		rest = rest[size:]
 	}
 	return out, nil
+}
+
+// NewDecompressor returns a kgo.Decompressor bounded at limit as Reencode
+// is, safe for concurrent use: a kgo consumer given it (kafkaconn's
+// clients, which read records back for alignment) inflates a batch no
+// further than kmirror does itself, where kgo's own would go to 1 GiB,
+// appending its way there a quarter at a time.
+func NewDecompressor(limit int) kgo.Decompressor {
+	return &sharedInflater{limit: limit}
+}
+
+type sharedInflater struct {
+	limit int
+	pool  sync.Pool
+}
+
+func (s *sharedInflater) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	d, _ := s.pool.Get().(*inflater)
+	if d == nil {
+		d = &inflater{limit: s.limit}
+	}
+	defer s.pool.Put(d)
+	return d.Decompress(src, codec)
 }

@@ -46,7 +46,7 @@ func TestReencodeBoundsDecompression(t *testing.T) {
 				_, _, err = codecs.Reencode(nil, &batches[0], 0, batches[0].Codec(), 1, 0, 0)
 			})
 			var ce *recordbatch.CheckError
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "decompresses past the bound") {
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "decompress past the bound") {
 				t.Errorf("%s, %s (%d bytes): %v; want it to fail the bound", batches[0].Codec(), name, len(raw), err)
 			}
 			// The records read so far (up to the bound) are re-encoded as
@@ -64,7 +64,7 @@ func TestReencodeBoundsDecompression(t *testing.T) {
 	}
 	codecs := recordbatch.Codecs{MaxInflated: bombLimit}
 	if _, _, err := codecs.Reencode(nil, &batches[0], 0, recordbatch.Gzip, 1, 0, 0); !errors.Is(err, recordbatch.ErrCheck) ||
-		!strings.Contains(err.Error(), "decompresses past the bound") {
+		!strings.Contains(err.Error(), "decompress past the bound") {
 		t.Errorf("a gzip wrapper of 8 MiB: %v; want it to fail the bound", err)
 	}
 }

@@ -23,8 +23,9 @@ func (c *Codecs) reencodeLegacy(dst []byte, b *Batch, from int64, codec Codec, p
 	rp.HighWatermark, rp.LastStableOffset, rp.RecordBatches = math.MaxInt64, math.MaxInt64, b.Raw
 	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from}, &rp, c.inflaterLocked(), func(kgo.FetchBatchMetrics) {})
 	if fp.Err != nil {
-		if errors.Is(fp.Err, ErrInflateBound) {
-			return dst, Reencoded{}, checkFailed(b.BaseOffset, "message format v%d: %v", b.Magic, fp.Err)
+		var tooLarge *kgo.ErrDecompressTooLarge // kgo's wrapping of ErrInflateBound
+		if errors.Is(fp.Err, ErrInflateBound) || errors.As(fp.Err, &tooLarge) {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "message format v%d: its records %v", b.Magic, c.inflater.exceeded())
 		}
 		return dst, Reencoded{}, fmt.Errorf("%w: message format v%d at offset %d: %v", ErrCorrupt, b.Magic, b.BaseOffset, fp.Err)
 	}

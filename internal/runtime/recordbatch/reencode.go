@@ -95,7 +95,7 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 			return dst, Reencoded{}, fmt.Errorf("%w: record length %d in the batch at offset %d", ErrCorrupt, length, b.BaseOffset)
 		}
 		if left -= length; left < 0 {
-			return dst, Reencoded{}, checkFailed(b.BaseOffset, "%s records that %v", b.Codec(), inf.exceeded())
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "its %s records %v", b.Codec(), inf.exceeded())
 		}
 		c.rec = binary.AppendVarint(c.rec[:0], length)
 		c.rec = slices.Grow(c.rec, int(length))
@@ -187,7 +187,7 @@ func (c *Codecs) appendBatch(dst, records []byte, n int32, first, maxTS int64, c
 func (c *Codecs) decodeErr(b *Batch, err error) error {
 	switch {
 	case errors.Is(err, ErrInflateBound):
-		return checkFailed(b.BaseOffset, "%s records that %v", b.Codec(), err)
+		return checkFailed(b.BaseOffset, "its %s records %v", b.Codec(), err)
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return fmt.Errorf("%w: the records of the batch at offset %d end inside a record", ErrCorrupt, b.BaseOffset)
 	}
