@@ -53,6 +53,9 @@ type brokerLoop struct {
 	// back-off; health hears of each (nil: no one listens).
 	failures int
 	health   Health
+	// hasty counts the answers in a row that brought no record and came
+	// back well within the max wait (hastyAnswer).
+	hasty int
 }
 
 // sessionEntry is what the broker's session holds for a partition: its
@@ -130,6 +133,7 @@ func (b *brokerLoop) run() {
 			}
 			continue
 		}
+		asked := time.Now()
 		resp, err := b.fetch(f.cfg.Client, req)
 		f.mu.Lock()
 		b.polling = false
@@ -168,7 +172,39 @@ func (b *brokerLoop) run() {
 		full := b.sessionID == 0
 		b.sessionUpdated(req, resp, sent)
 		b.handle(resp, sent, full)
+		if wait := b.hastyAnswer(resp, time.Since(asked)); wait > 0 {
+			select {
+			case <-f.ctx.Done():
+			case <-time.After(wait):
+			}
+		}
 	}
+}
+
+// hastyAnswer returns how long to wait before the next request after an
+// answer that took took. A broker holds a fetch that finds nothing new for
+// the max wait; one that answers at once with no record, again and again,
+// would have the loop ask thousands of times a second for nothing (a
+// broken or hostile broker). Such answers in a row space the requests from
+// a millisecond, doubling up to the max wait; an answer with records, or
+// one that took its time, ends the run. An honest broker's odd quick empty
+// answer (a session's first, a change of its partitions' ends) costs a
+// millisecond.
+func (b *brokerLoop) hastyAnswer(resp *kmsg.FetchResponse, took time.Duration) time.Duration {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if len(resp.Topics[i].Partitions[j].RecordBatches) > 0 {
+				b.hasty = 0
+				return 0
+			}
+		}
+	}
+	if took >= b.f.cfg.MaxWait/2 {
+		b.hasty = 0
+		return 0
+	}
+	b.hasty++
+	return min(time.Millisecond<<min(b.hasty-1, 20), b.f.cfg.MaxWait)
 }
 
 // backoff is the wait before the next request after b.failures failed
