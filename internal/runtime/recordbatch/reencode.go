@@ -66,6 +66,11 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 	// a record that claims more than that is refused before anything is
 	// allocated for it, and the whole batch is never held decompressed.
 	c.rd.Reset(stream)
+	defer func() {
+		if cap(c.rec) > 1<<20 || cap(c.body) > 1<<20 {
+			c.rec, c.body = nil, nil // a large record's buffers are not kept
+		}
+	}()
 	left := int64(inf.limit)
 	var (
 		out          Reencoded
@@ -140,9 +145,6 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 		records = append(records, body...)
 		out.Sources = append(out.Sources, offset)
 		n++
-	}
-	if cap(c.rec) > 1<<20 || cap(c.body) > 1<<20 {
-		c.rec, c.body = nil, nil // a large record's buffers are not kept
 	}
 	if read != b.NumRecords {
 		return dst, Reencoded{}, checkFailed(b.BaseOffset, "%d records where its count says %d", read, b.NumRecords)
