@@ -3,6 +3,7 @@ package partition
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -28,8 +29,48 @@ type batchFetcher struct {
 	side   *kgo.Client
 	f      *batchfetch.Fetcher
 	health *clientHealth
-	users  int
+	// loops are the fetch loops' own results, per broker: one broker
+	// that keeps failing while the others (and metadata) answer never
+	// shows in health, which any completed request clears.
+	loops *loopHealth
+	users int
 }
+
+// loopHealth is a clientHealth per broker fetch loop of one fetcher.
+type loopHealth struct {
+	mu      sync.Mutex
+	brokers map[int32]*clientHealth
+}
+
+// get returns broker id's loop health, made on first use.
+func (l *loopHealth) get(id int32) *clientHealth {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.brokers[id]
+	if h == nil {
+		h = &clientHealth{after: fetchTroubleAfter}
+		l.brokers[id] = h
+	}
+	return h
+}
+
+// broker is batchfetch.Config.Health.
+func (l *loopHealth) broker(id int32) batchfetch.Health { return l.get(id) }
+
+func (l *loopHealth) all() []*clientHealth {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]*clientHealth, 0, len(l.brokers))
+	for _, h := range l.brokers {
+		out = append(out, h)
+	}
+	return out
+}
+
+// fetchTroubleAfter is how long a broker's fetches must keep failing
+// before its partitions' rows say so: its loop backs off between
+// attempts, so the error has been seen more than once by then.
+const fetchTroubleAfter = 2 * time.Second
 
 func (f *batchFetcher) close() {
 	f.f.Close()
@@ -65,7 +106,9 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return f, nil
 	}
 	health := &clientHealth{}
-	opts := append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)
+	loops := &loopHealth{brokers: map[int32]*clientHealth{}}
+	opts := append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, batchfetch.ClientOpts(0)...)
+	opts = append(opts, e.cfg.SourceOpts...)
 	cl, err := conn.NewClient(opts...)
 	if err != nil {
 		return nil, err
@@ -78,13 +121,13 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return nil, err
 	}
 	bf, err := batchfetch.New(batchfetch.Config{Client: cl, SideClient: side,
-		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait})
+		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait, Health: loops.broker})
 	if err != nil {
 		cl.Close()
 		side.Close()
 		return nil, err
 	}
-	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, users: 1}
+	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, loops: loops, users: 1}
 	e.batchFetchers[mirror] = f
 	return f, nil
 }
@@ -133,6 +176,11 @@ type batchFetchRegistration struct {
 }
 
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
+	if b, ok := r.f.f.Broker(r.topic, r.partition); ok {
+		if since, err := r.f.loops.get(b).trouble(troubleAfter); err != nil {
+			return since, err
+		}
+	}
 	return r.f.health.trouble(troubleAfter)
 }
 

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/runtime/batchfetch"
 )
 
 // clientHealth watches a Kafka client for the errors kgo retries silently
@@ -17,6 +19,21 @@ type clientHealth struct {
 	mu    sync.Mutex
 	since time.Time // when the current run of errors began; zero if none
 	err   error     // the latest error of the run
+	// after, when set, is how long a run must last to be reported, in
+	// place of what the caller asks.
+	after time.Duration
+}
+
+var _ batchfetch.Health = (*clientHealth)(nil)
+
+// Failed and Succeeded implement batchfetch.Health: a fetch loop's
+// request failed, or completed.
+func (h *clientHealth) Failed(err error) { h.failed(err) }
+
+func (h *clientHealth) Succeeded() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.since, h.err = time.Time{}, nil
 }
 
 var (
@@ -55,6 +72,9 @@ func (h *clientHealth) failed(err error) {
 func (h *clientHealth) trouble(d time.Duration) (since time.Time, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.after > 0 {
+		d = h.after
+	}
 	if h.err == nil || time.Since(h.since) < d {
 		return time.Time{}, nil
 	}

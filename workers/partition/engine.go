@@ -202,7 +202,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.wcfg = worker.Config{Pool: cfg.Pool, Service: cfg.Service, Destination: cfg.Destination,
 		SourceOpts: cfg.SourceOpts, Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
 		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log,
-		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{}}
+		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{MaxInflated: recordbatch.DefaultMaxInflated}}
 	return e, nil
 }
 
@@ -268,6 +268,7 @@ func (e *Engine) watchHealth(ctx context.Context) {
 		clients := []*clientHealth{e.producerHealth}
 		for _, f := range e.batchFetchers {
 			clients = append(clients, f.health)
+			clients = append(clients, f.loops.all()...)
 		}
 		e.mu.Unlock()
 		e.health.check(clients, troubleAfter)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -48,20 +49,32 @@ type brokerLoop struct {
 	// and the position it holds for each partition.
 	sessionID, sessionEpoch int32
 	inSession               map[leaders.TopicPartition]sessionEntry
+	// failures counts the loop's failed requests in a row, for the
+	// back-off; health hears of each (nil: no one listens).
+	failures int
+	health   Health
+	// hasty counts the answers in a row that brought no record and came
+	// back well within the max wait (hastyAnswer).
+	hasty int
 }
 
 // sessionEntry is what the broker's session holds for a partition: its
 // position, its topic's id (to forget it by), and the partition it was
 // asked for (a partition removed and added again is another).
 type sessionEntry struct {
-	offset  int64
-	epoch   int32 // the LastFetchedEpoch asked with
-	topicID [16]byte
-	p       *partition
+	offset   int64
+	epoch    int32 // the LastFetchedEpoch asked with
+	maxBytes int32 // the PartitionMaxBytes asked with
+	topicID  [16]byte
+	p        *partition
 }
 
 func newBrokerLoop(f *Fetcher, id int32) *brokerLoop {
-	return &brokerLoop{f: f, id: id, assigned: map[leaders.TopicPartition]leaders.Leader{},
+	var health Health
+	if f.cfg.Health != nil {
+		health = f.cfg.Health(id)
+	}
+	return &brokerLoop{f: f, id: id, health: health, assigned: map[leaders.TopicPartition]leaders.Leader{},
 		changed: map[leaders.TopicPartition]struct{}{}, names: map[[16]byte]string{},
 		wake: make(chan struct{}, 1), inSession: map[leaders.TopicPartition]sessionEntry{},
 		sideWant: map[leaders.TopicPartition]struct{}{}, sideWake: make(chan struct{}, 1),
@@ -98,9 +111,10 @@ func (b *brokerLoop) signal() {
 
 // requested is a partition as a request asked for it.
 type requested struct {
-	p      *partition
-	offset int64
-	epoch  int32 // the LastFetchedEpoch asked with
+	p        *partition
+	offset   int64
+	epoch    int32 // the LastFetchedEpoch asked with
+	maxBytes int32 // the PartitionMaxBytes asked with
 }
 
 func (b *brokerLoop) run() {
@@ -119,6 +133,7 @@ func (b *brokerLoop) run() {
 			}
 			continue
 		}
+		asked := time.Now()
 		resp, err := b.fetch(f.cfg.Client, req)
 		f.mu.Lock()
 		b.polling = false
@@ -135,20 +150,74 @@ func (b *brokerLoop) run() {
 			// request: the next request starts a new session, with every
 			// partition in it.
 			if !errors.Is(err, kerr.FetchSessionIDNotFound) && !errors.Is(err, kerr.InvalidFetchSessionEpoch) {
-				f.log.Warn("batch fetcher: fetch failed; retrying", "broker", b.id, "err", err)
+				b.failures++
+				wait := b.backoff()
+				f.log.Warn("batch fetcher: fetch failed; retrying", "broker", b.id, "err", err, "failures", b.failures, "backoff", wait)
+				if b.health != nil {
+					b.health.Failed(fmt.Errorf("fetch from broker %d: %w", b.id, err))
+				}
 				select {
 				case <-f.ctx.Done():
-				case <-time.After(f.cfg.RetryBackoff):
+				case <-time.After(wait):
 				}
 			}
 			b.sessionID, b.sessionEpoch = 0, 0
 			clear(b.inSession)
 			continue
 		}
+		b.failures = 0
+		if b.health != nil {
+			b.health.Succeeded()
+		}
 		full := b.sessionID == 0
 		b.sessionUpdated(req, resp, sent)
 		b.handle(resp, sent, full)
+		if wait := b.hastyAnswer(resp, time.Since(asked)); wait > 0 {
+			select {
+			case <-f.ctx.Done():
+			case <-time.After(wait):
+			}
+		}
 	}
+}
+
+// hastyAnswer returns how long to wait before the next request after an
+// answer that took took. A broker holds a fetch that finds nothing new for
+// the max wait; one that answers at once with no record, again and again,
+// would have the loop ask thousands of times a second for nothing (a
+// broken or hostile broker). Such answers in a row space the requests from
+// a millisecond, doubling up to the max wait; an answer with records, or
+// one that took its time, ends the run. An honest broker's odd quick empty
+// answer (a session's first, a change of its partitions' ends) costs a
+// millisecond.
+func (b *brokerLoop) hastyAnswer(resp *kmsg.FetchResponse, took time.Duration) time.Duration {
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if len(resp.Topics[i].Partitions[j].RecordBatches) > 0 {
+				b.hasty = 0
+				return 0
+			}
+		}
+	}
+	if took >= b.f.cfg.MaxWait/2 {
+		b.hasty = 0
+		return 0
+	}
+	b.hasty++
+	return min(time.Millisecond<<min(b.hasty-1, 20), b.f.cfg.MaxWait)
+}
+
+// backoff is the wait before the next request after b.failures failed
+// ones in a row: RetryBackoff doubled at each, up to MaxRetryBackoff, less
+// up to a fifth at random so that the loops of several instances facing
+// one bad broker do not ask in step.
+func (b *brokerLoop) backoff() time.Duration {
+	cfg := b.f.cfg
+	d := cfg.MaxRetryBackoff
+	if shift := b.failures - 1; shift < 20 {
+		d = min(d, cfg.RetryBackoff<<shift)
+	}
+	return d - rand.N(d/5+1)
 }
 
 // fetch sends a request to the loop's broker on cl's fetch connection.
@@ -183,7 +252,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 	sent := map[leaders.TopicPartition]requested{}
 	topics := map[string]int{}
 	ask := func(tp leaders.TopicPartition, l leaders.Leader, p *partition) {
-		askFor(req, topics, sent, tp, l, p, f.cfg.PartitionMaxBytes)
+		askFor(req, topics, sent, tp, l, p, p.maxBytes(f.cfg.PartitionMaxBytes))
 	}
 	forgotten := map[string]int{}
 	forget := func(tp leaders.TopicPartition, e sessionEntry) {
@@ -225,7 +294,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 			delete(b.changed, tp)
 			e, inSession := b.inSession[tp]
 			switch {
-			case p != nil && (!inSession || e.offset != p.offset || e.p != p):
+			case p != nil && (!inSession || e.offset != p.offset || e.p != p || e.maxBytes != p.maxBytes(f.cfg.PartitionMaxBytes)):
 				ask(tp, b.assigned[tp], p)
 			case p == nil && inSession:
 				forget(tp, e)
@@ -246,7 +315,7 @@ func (b *brokerLoop) request() (*kmsg.FetchRequest, map[leaders.TopicPartition]r
 // sent.
 func askFor(req *kmsg.FetchRequest, topics map[string]int, sent map[leaders.TopicPartition]requested,
 	tp leaders.TopicPartition, l leaders.Leader, p *partition, maxBytes int32) {
-	sent[tp] = requested{p: p, offset: p.offset, epoch: p.lastEpoch}
+	sent[tp] = requested{p: p, offset: p.offset, epoch: p.lastEpoch, maxBytes: maxBytes}
 	i, ok := topics[tp.Topic]
 	if !ok {
 		t := kmsg.NewFetchRequestTopic()
@@ -320,7 +389,7 @@ func (b *brokerLoop) sideRequest() (*kmsg.FetchRequest, map[leaders.TopicPartiti
 		}
 		if p != nil && !p.side {
 			p.side = true
-			askFor(req, topics, sent, tp, b.assigned[tp], p, f.cfg.PartitionMaxBytes)
+			askFor(req, topics, sent, tp, b.assigned[tp], p, p.maxBytes(f.cfg.PartitionMaxBytes))
 		}
 	}
 	clear(b.sideWant)
@@ -378,7 +447,8 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
 			tp := leaders.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, epoch: p.LastFetchedEpoch, topicID: t.TopicID, p: sent[tp].p}
+			b.inSession[tp] = sessionEntry{offset: p.FetchOffset, epoch: p.LastFetchedEpoch, maxBytes: p.PartitionMaxBytes,
+				topicID: t.TopicID, p: sent[tp].p}
 		}
 	}
 	for _, t := range req.ForgottenTopics {
@@ -396,6 +466,7 @@ func (b *brokerLoop) sessionUpdated(req *kmsg.FetchRequest, resp *kmsg.FetchResp
 // by id only.
 func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPartition]requested, full bool) {
 	var turns []*pieces
+	before := 0 // record bytes of the response ahead of a partition's
 	for _, t := range resp.Topics {
 		topic := t.Topic
 		if topic == "" {
@@ -409,14 +480,15 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 			if !full {
 				var e sessionEntry
 				if e, ok = b.inSession[tp]; ok {
-					r = requested{p: e.p, offset: e.offset, epoch: e.epoch}
+					r = requested{p: e.p, offset: e.offset, epoch: e.epoch, maxBytes: e.maxBytes}
 				}
 			}
 			if ok && r.p != nil {
-				if ps := b.prepare(tp, r, &t.Partitions[i]); ps != nil {
+				if ps := b.prepare(tp, r, &t.Partitions[i], before); ps != nil {
 					turns = append(turns, ps)
 				}
 			}
+			before += len(t.Partitions[i].RecordBatches)
 		}
 	}
 	b.deliverInTurns(turns)
@@ -425,7 +497,7 @@ func (b *brokerLoop) handle(resp *kmsg.FetchResponse, sent map[leaders.TopicPart
 // prepare splits one partition's part of a response into the pieces its
 // deliver is handed, and moves the partition's position past them. It
 // returns nil when the partition is no longer fetched here.
-func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition) *pieces {
+func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.FetchResponseTopicPartition, before int) *pieces {
 	f := b.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -450,7 +522,20 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	out := Fetched{Topic: tp.Topic, Partition: tp.Partition, HighWatermark: rp.HighWatermark,
 		LastStableOffset: rp.LastStableOffset, LogStartOffset: rp.LogStartOffset, Err: err}
 	if err == nil {
-		out.Batches, out.Err = recordbatch.Split(rp.RecordBatches)
+		var again bool
+		if out.Batches, err = recordbatch.Split(rp.RecordBatches); err != nil {
+			offset := r.offset
+			if n := len(out.Batches); n > 0 {
+				offset = out.Batches[n-1].NextOffset()
+			}
+			err = &BadBatchError{Topic: tp.Topic, Partition: tp.Partition, Offset: offset, Err: err}
+		} else if err, again = b.checkBatches(tp, p, r, rp, out.Batches, before); again {
+			b.changed[tp] = struct{}{} // asked for again at once, with room for its batch
+			return nil
+		}
+		if out.Err = err; err != nil {
+			out.Batches = nil // nothing of a bad answer is copied
+		}
 		for _, a := range rp.AbortedTransactions {
 			out.Aborted = append(out.Aborted, recordbatch.Aborted{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
 		}
@@ -462,6 +547,7 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	} else if n := len(out.Batches); n > 0 && p.offset == r.offset {
 		p.offset = max(p.offset, out.Batches[n-1].NextOffset())
 		p.lastEpoch = out.Batches[n-1].LeaderEpoch
+		p.boundary, p.wantBytes = true, 0
 		b.changed[tp] = struct{}{}
 	}
 	return &pieces{p: p, tp: tp, rest: split(out, int(f.cfg.PieceBytes))}

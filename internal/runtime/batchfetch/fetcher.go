@@ -58,14 +58,27 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxBytes bounds a response, PartitionMaxBytes each partition's part
 	// of it (a broker still returns a first batch larger than either);
-	// defaults 50 MiB and 1 MiB.
+	// defaults 50 MiB and 1 MiB. The clients should be made with
+	// ClientOpts(MaxBytes), so that a response is read only up to that.
 	MaxBytes, PartitionMaxBytes int32
 	// PieceBytes is about how much of one partition's part of a response
 	// is handed over before the next partition's turn; default 256 KiB.
 	PieceBytes int32
-	// RetryBackoff spaces retries after a broker fails a request; default
-	// 250ms.
-	RetryBackoff time.Duration
+	// RetryBackoff spaces retries after a broker fails a request, doubling
+	// at each failure in a row up to MaxRetryBackoff; defaults 250ms and
+	// 5s. A broker that answers with garbage fails at once, and without
+	// the doubling its loop would ask again four times a second forever.
+	RetryBackoff, MaxRetryBackoff time.Duration
+	// Health, when set, is told of each broker loop's requests: a broker
+	// that keeps failing shows there even while the cluster's other
+	// brokers, and its metadata requests, answer (which kgo's hooks see).
+	Health func(broker int32) Health
+}
+
+// Health hears how one broker loop's fetches go.
+type Health interface {
+	Failed(err error)
+	Succeeded()
 }
 
 // Fetcher fetches the partitions added to it.
@@ -107,7 +120,17 @@ type partition struct {
 	// side: its broker loop's side fetch has it (brokerLoop.side); the
 	// loop does not ask for it meanwhile.
 	side bool
+	// boundary: offset is where the last batch read ended, so no batch
+	// fetched from it may start before it (after Add, the first batch
+	// may: a broker answers with the batch that holds the position).
+	boundary bool
+	// wantBytes is the partition max bytes to ask for while a batch larger
+	// than the default is fetched (0: the default).
+	wantBytes int32
 }
+
+// maxBytes is what a fetch asks of the partition.
+func (p *partition) maxBytes(def int32) int32 { return max(def, p.wantBytes) }
 
 // New returns a started Fetcher.
 func New(cfg Config) (*Fetcher, error) {
@@ -115,10 +138,11 @@ func New(cfg Config) (*Fetcher, error) {
 		return nil, errors.New("batchfetch: Client is required")
 	}
 	cfg.MaxWait = cmp.Or(cfg.MaxWait, 500*time.Millisecond)
-	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, 50<<20)
-	cfg.PartitionMaxBytes = cmp.Or(cfg.PartitionMaxBytes, 1<<20)
+	cfg.MaxBytes = cmp.Or(cfg.MaxBytes, defaultMaxBytes)
+	cfg.PartitionMaxBytes = cmp.Or(cfg.PartitionMaxBytes, defaultPartitionMaxBytes)
 	cfg.PieceBytes = cmp.Or(cfg.PieceBytes, 256<<10)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 250*time.Millisecond)
+	cfg.MaxRetryBackoff = max(cmp.Or(cfg.MaxRetryBackoff, 5*time.Second), cfg.RetryBackoff)
 	f := &Fetcher{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), meta: leaders.New(cfg.Client),
 		parts: map[leaders.TopicPartition]*partition{}, unassigned: map[leaders.TopicPartition]*partition{},
 		brokers: map[int32]*brokerLoop{}, wake: make(chan struct{}, 1)}
@@ -267,4 +291,15 @@ func (f *Fetcher) unassignLocked(tp leaders.TopicPartition) {
 func refetch(err error) bool {
 	return kerr.IsRetriable(err) && !errors.Is(err, kerr.UnknownTopicOrPartition) &&
 		!errors.Is(err, kerr.UnknownTopicID) && !errors.Is(err, kerr.InconsistentTopicID)
+}
+
+// Broker returns the broker whose loop fetches a partition, if one does.
+func (f *Fetcher) Broker(topic string, part int32) (int32, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := f.parts[leaders.TopicPartition{Topic: topic, Partition: part}]
+	if p == nil || p.broker < 0 {
+		return 0, false
+	}
+	return p.broker, true
 }

@@ -588,3 +588,30 @@ func TestDivergingEpochPastThePositionIsNoTruncation(t *testing.T) {
 		t.Fatal(cols[0].err)
 	}
 }
+
+// TestHastyEmptyAnswersBackOff: a broker that answers every fetch at once
+// with no record (an honest one holds it for the max wait) does not make
+// the loop spin: its requests are spaced out, doubling up to the max wait.
+func TestHastyEmptyAnswersBackOff(t *testing.T) {
+	t.Parallel()
+	s := newSource(t, 1)
+	var fetches atomic.Int64
+	s.c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		s.c.KeepControl()
+		fetches.Add(1)
+		return req.(*kmsg.FetchRequest).ResponseKind(), nil, true
+	})
+	f := newFetcher(t, s)
+	addCollected(f, 1)
+	waitFor(t, "the first fetch", func() bool { return fetches.Load() > 0 })
+	start, from := time.Now(), fetches.Load()
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	<-deadline.C
+	// With a 100 ms max wait: about 1+2+...+64 ms, then 100 ms apart.
+	if n := fetches.Load() - from; n > 40 {
+		t.Fatalf("%d fetches in %v from a broker that answers at once with nothing; want them spaced out", n, time.Since(start))
+	} else {
+		t.Logf("%d fetches in %v", n, time.Since(start).Round(time.Millisecond))
+	}
+}

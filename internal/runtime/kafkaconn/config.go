@@ -10,6 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/runtime/recordbatch"
 )
 
 // Config is how to reach one Kafka cluster.
@@ -57,8 +59,21 @@ func (c Config) Opts() ([]kgo.Opt, error) {
 		return nil, err
 	}
 	return append([]kgo.Opt{kgo.SeedBrokers(c.BootstrapServers...), kgo.DisableClientMetrics(),
-		kgo.MaxVersions(ProtocolVersions())}, sec...), nil
+		kgo.MaxVersions(ProtocolVersions()), kgo.WithDecompressor(decompressor),
+		kgo.BrokerMaxReadBytes(maxResponseBytes)}, sec...), nil
 }
+
+// A cluster's bytes are input (a source may be hostile), so every client
+// bounds what kgo reads of them, below kgo's defaults. kgo allocates a
+// response's claimed size before reading it: maxResponseBytes is kgo's
+// fetch max bytes (50 MiB, which no client here raises) and 1 MiB for the
+// rest. And a batch that kgo's consumer decompresses (alignment reading
+// records back, the state topic, heartbeats) stops at the bound of the
+// batches kmirror decodes itself, not kgo's 1 GiB.
+const maxResponseBytes = 50<<20 + 1<<20
+
+// decompressor is every client's, shared (it pools its decoders).
+var decompressor = recordbatch.NewDecompressor(recordbatch.DefaultMaxInflated)
 
 // NewClient returns a kgo client for c; extra options (consumer, producer,
 // logger) are applied after c's own. The caller closes it.

@@ -34,6 +34,11 @@ const (
 	legacyHeaderLen = 17
 )
 
+// legacyMinSize is the smallest message of formats v0 and v1 (Kafka's
+// LegacyRecord overheads, with the offset and length): attributes, a
+// timestamp from v1, and the key and value lengths follow the magic byte.
+var legacyMinSize = [2]int{12 + 14, 12 + 22}
+
 // Attribute bits of a v2 batch.
 const (
 	codecMask        = 0x07
@@ -130,6 +135,9 @@ func Split(in []byte) ([]Batch, error) {
 		raw := in[:size:size]
 		in = in[size:]
 		b := Batch{Raw: raw, BaseOffset: int64(binary.BigEndian.Uint64(raw[offBaseOffset:])), Magic: int8(raw[offMagic]), LeaderEpoch: -1}
+		if b.Magic < 2 && size < legacyMinSize[max(b.Magic, 0)] {
+			return out, fmt.Errorf("%w: a v%d message of %d bytes", ErrCorrupt, b.Magic, size)
+		}
 		if b.Magic < 2 {
 			// The codec and timestamp-type bits of a message's attributes
 			// are where a v2 batch has them. Its offset is its last

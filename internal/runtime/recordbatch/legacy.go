@@ -2,6 +2,7 @@ package recordbatch
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -20,9 +21,22 @@ import (
 func (c *Codecs) reencodeLegacy(dst []byte, b *Batch, from int64, codec Codec, pid int64, epoch int16, seq int32) ([]byte, Reencoded, error) {
 	rp := kmsg.NewFetchResponseTopicPartition()
 	rp.HighWatermark, rp.LastStableOffset, rp.RecordBatches = math.MaxInt64, math.MaxInt64, b.Raw
-	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from}, &rp, c.decompressorLocked(), func(kgo.FetchBatchMetrics) {})
+	fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: from}, &rp, c.inflaterLocked(), func(kgo.FetchBatchMetrics) {})
 	if fp.Err != nil {
+		var tooLarge *kgo.ErrDecompressTooLarge // kgo's wrapping of ErrInflateBound
+		if errors.Is(fp.Err, ErrInflateBound) || errors.As(fp.Err, &tooLarge) {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "message format v%d: its records %v", b.Magic, c.inflater.exceeded())
+		}
 		return dst, Reencoded{}, fmt.Errorf("%w: message format v%d at offset %d: %v", ErrCorrupt, b.Magic, b.BaseOffset, fp.Err)
+	}
+	// A message's offset is its last record's (a wrapper's, its last inner
+	// message's): the records read must go up to it, not past it, and
+	// never back, or they would take offsets that are not theirs.
+	for i, r := range fp.Records {
+		if r.Offset > b.BaseOffset || (i > 0 && r.Offset <= fp.Records[i-1].Offset) {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "message format v%d: record %d has offset %d, not increasing up to the message's offset",
+				b.Magic, i, r.Offset)
+		}
 	}
 	var (
 		out          Reencoded

@@ -1,11 +1,15 @@
 package recordbatch
 
 import (
+	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,10 +19,17 @@ import (
 // Codecs compresses and decompresses batches for Reencode, one compressor
 // per codec, made when first needed and kept.
 type Codecs struct {
-	mu           sync.Mutex
-	compressors  map[Codec]kgo.Compressor
-	decompressor kgo.Decompressor
-	buf          bytes.Buffer
+	// MaxInflated bounds what one batch may decompress to; a batch that
+	// would inflate past it fails its check. Default DefaultMaxInflated.
+	MaxInflated int
+
+	mu          sync.Mutex
+	compressors map[Codec]kgo.Compressor
+	inflater    *inflater
+	rd          bufio.Reader // the records of the batch being re-encoded
+	rec         []byte       // the record being read
+	body        []byte       // the record being written
+	buf         bytes.Buffer
 }
 
 // Reencoded is a batch built again from a fetched one.
@@ -44,27 +55,69 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 	if b.Control() {
 		return dst, Reencoded{}, errors.New("re-encode: a control batch")
 	}
-	plain, err := c.decompressorLocked().Decompress(b.Raw[headerLen:], kgo.CompressionCodecType(b.Codec()))
+	inf := c.inflaterLocked()
+	stream, done, err := inf.open(b.Raw[headerLen:], kgo.CompressionCodecType(b.Codec()))
 	if err != nil {
-		return dst, Reencoded{}, fmt.Errorf("re-encode the batch at offset %d: decompress %s: %w", b.BaseOffset, b.Codec(), err)
+		return dst, Reencoded{}, c.decodeErr(b, err)
 	}
+	defer done()
+	// The records are read one at a time from the decompressing stream,
+	// each checked against what is left of the bound before it is read:
+	// a record that claims more than that is refused before anything is
+	// allocated for it, and the whole batch is never held decompressed.
+	c.rd.Reset(stream)
+	defer func() {
+		if cap(c.rec) > 1<<20 || cap(c.body) > 1<<20 {
+			c.rec, c.body = nil, nil // a large record's buffers are not kept
+		}
+	}()
+	left := int64(inf.limit)
 	var (
 		out          Reencoded
 		records      []byte
 		first, maxTS int64
 		n            int32
+		read         int32 // records read, kept or not
+		lastDelta    = int32(-1)
 	)
 	logAppend := b.Attributes&logAppendTimeBit != 0
-	for len(plain) > 0 {
+	for {
+		length, err := binary.ReadVarint(&c.rd)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return dst, Reencoded{}, c.decodeErr(b, err)
+		}
+		// The header was checked against the fetch (Fetched); what it
+		// says of the records must hold too, or offsets would be given
+		// to records that are not there, or records to offsets past
+		// the batch's.
+		if read == b.NumRecords {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "more records than its count %d", b.NumRecords)
+		}
+		if length < 0 {
+			return dst, Reencoded{}, fmt.Errorf("%w: record length %d in the batch at offset %d", ErrCorrupt, length, b.BaseOffset)
+		}
+		if left -= length; left < 0 {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "its %s records %v", b.Codec(), inf.exceeded())
+		}
+		c.rec = binary.AppendVarint(c.rec[:0], length)
+		c.rec = slices.Grow(c.rec, int(length))
+		if _, err := io.ReadFull(&c.rd, c.rec[len(c.rec):len(c.rec)+int(length)]); err != nil {
+			return dst, Reencoded{}, c.decodeErr(b, err)
+		}
 		var r kmsg.Record
-		if err := r.ReadFrom(plain); err != nil {
+		// Its key, value and headers alias c.rec until it is appended.
+		if err := r.UnsafeReadFrom(c.rec[:len(c.rec)+int(length)]); err != nil {
 			return dst, Reencoded{}, fmt.Errorf("%w: record in the batch at offset %d: %v", ErrCorrupt, b.BaseOffset, err)
 		}
-		length, k := binary.Varint(plain)
-		if k <= 0 || int(length) > len(plain)-k {
-			return dst, Reencoded{}, fmt.Errorf("%w: record length in the batch at offset %d", ErrCorrupt, b.BaseOffset)
+		read++
+		if r.OffsetDelta <= lastDelta || r.OffsetDelta > b.LastOffsetDelta {
+			return dst, Reencoded{}, checkFailed(b.BaseOffset, "record %d has offset delta %d, after %d and within [0, %d] it must be",
+				read-1, r.OffsetDelta, lastDelta, b.LastOffsetDelta)
 		}
-		plain = plain[k+int(length):]
+		lastDelta = r.OffsetDelta
 		offset := b.BaseOffset + int64(r.OffsetDelta)
 		if offset < from {
 			continue
@@ -81,11 +134,20 @@ func (c *Codecs) Reencode(dst []byte, b *Batch, from int64, codec Codec, pid int
 		r.TimestampDelta64 = ts - first
 		r.TimestampDelta = int32(r.TimestampDelta64)
 		r.Length = 0
-		body := r.AppendTo(nil)[1:] // the zero length is one byte
+		c.body = r.AppendTo(c.body[:0])
+		body := c.body[1:] // the zero length is one byte
+		// Doubled when full: append's growth of large slices (a
+		// quarter) would allocate four times what the batch holds.
+		if need := len(body) + binary.MaxVarintLen32; cap(records)-len(records) < need {
+			records = slices.Grow(records, max(need, len(records)))
+		}
 		records = binary.AppendVarint(records, int64(len(body)))
 		records = append(records, body...)
 		out.Sources = append(out.Sources, offset)
 		n++
+	}
+	if read != b.NumRecords {
+		return dst, Reencoded{}, checkFailed(b.BaseOffset, "%d records where its count says %d", read, b.NumRecords)
 	}
 	if n == 0 {
 		return dst, out, nil
@@ -122,11 +184,24 @@ func (c *Codecs) appendBatch(dst, records []byte, n int32, first, maxTS int64, c
 	return dst, nil
 }
 
-func (c *Codecs) decompressorLocked() kgo.Decompressor {
-	if c.decompressor == nil {
-		c.decompressor = kgo.DefaultDecompressor()
+// decodeErr says why a batch's records could not be read: past the bound
+// (a check), or not what their codec makes.
+func (c *Codecs) decodeErr(b *Batch, err error) error {
+	switch {
+	case errors.Is(err, ErrInflateBound):
+		return checkFailed(b.BaseOffset, "its %s records %v", b.Codec(), err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: the records of the batch at offset %d end inside a record", ErrCorrupt, b.BaseOffset)
 	}
-	return c.decompressor
+	return fmt.Errorf("re-encode the batch at offset %d: decompress %s: %w", b.BaseOffset, b.Codec(), c.inflater.readErr(err))
+}
+
+// inflaterLocked is the bounded decompressor; c.mu is held.
+func (c *Codecs) inflaterLocked() *inflater {
+	if c.inflater == nil {
+		c.inflater = &inflater{limit: cmp.Or(c.MaxInflated, DefaultMaxInflated)}
+	}
+	return c.inflater
 }
 
 // compress compresses records with codec. The result may alias c.buf, so

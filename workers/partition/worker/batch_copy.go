@@ -32,7 +32,8 @@ func (s *Session) copyBatches(b FetchBatch) {
 		var sources []int64 // a re-encoded batch's source offsets
 		if kept {
 			if payload, sources, err = s.payloadOf(bt); err != nil {
-				s.failure = retryable("source batch at offset %d: %v", bt.BaseOffset, err)
+				// Nothing of this batch was produced, nor is anything after it.
+				s.failure = retryable("source batch of %s/%d at offset %d: %v", w.key.Topic, w.key.Partition, bt.BaseOffset, err)
 				return
 			}
 		}

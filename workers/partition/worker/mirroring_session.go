@@ -408,6 +408,14 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 		s.failure = permanent("%v; nothing past offset %d is copied", trunc, trunc.Position)
 		return
 	}
+	var bad *batchfetch.BadBatchError
+	if errors.As(b.Err, &bad) {
+		// A source whose answer is not a log Kafka would serve: the
+		// partition fails rather than copy it, or fetch it again and
+		// again; the retry's backoff spaces the next look.
+		s.failure = retryable("%v; nothing from offset %d on is copied", bad, bad.Offset)
+		return
+	}
 	if b.Err != nil {
 		s.failure = retryable("fetch from source: %v", b.Err)
 		return

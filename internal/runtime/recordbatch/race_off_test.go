@@ -1,0 +1,5 @@
+//go:build !race
+
+package recordbatch_test
+
+const raceEnabled = false
