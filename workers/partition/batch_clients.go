@@ -24,11 +24,13 @@ const defaultFetchMaxWait = 500 * time.Millisecond
 
 // batchFetcher is a mirror's raw fetcher and its client.
 type batchFetcher struct {
-	cl     *kgo.Client
-	side   *kgo.Client
-	f      *batchfetch.Fetcher
-	health *clientHealth
-	users  int
+	cl   *kgo.Client
+	side *kgo.Client
+	f    *batchfetch.Fetcher
+	// health is cl's, sideHealth side's: a client's requests to a broker
+	// of one kind go on one connection, which clientHealth relies on.
+	health, sideHealth *clientHealth
+	users              int
 }
 
 func (f *batchFetcher) close() {
@@ -64,15 +66,16 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		f.users++
 		return f, nil
 	}
-	health := &clientHealth{}
-	opts := append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)
-	cl, err := conn.NewClient(opts...)
+	// A fetch may be held for its max wait before it is answered.
+	health, sideHealth := newClientHealth(defaultFetchMaxWait), newClientHealth(defaultFetchMaxWait)
+	opts := append([]kgo.Opt{e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	// The side client fetches partitions added during a long poll
 	// (batchfetch.Config.SideClient); its trouble is the mirror's too.
-	side, err := conn.NewClient(opts...)
+	side, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(sideHealth)}, opts...)...)
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -84,7 +87,7 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		side.Close()
 		return nil, err
 	}
-	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, users: 1}
+	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, sideHealth: sideHealth, users: 1}
 	e.batchFetchers[mirror] = f
 	return f, nil
 }
@@ -133,7 +136,11 @@ type batchFetchRegistration struct {
 }
 
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
-	return r.f.health.trouble(troubleAfter)
+	since, err := r.f.health.trouble(troubleAfter)
+	if s, serr := r.f.sideHealth.trouble(troubleAfter); serr != nil && (err == nil || s.Before(since)) {
+		since, err = s, serr
+	}
+	return since, err
 }
 
 func (r *batchFetchRegistration) Stop() {

@@ -220,7 +220,9 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 			e.closeClients()
 		}
 	}()
-	e.producerHealth = &clientHealth{}
+	// A healthy destination answers a produce within a round trip and
+	// its replication; the grace covers a slow one.
+	e.producerHealth = newClientHealth(500 * time.Millisecond)
 	if err := e.startBatchProducer(); err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
@@ -241,12 +243,36 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	e.Go(e.refreshOffsetsLoop)
 	e.Go(e.refreshForeignEndsLoop)
 	e.Go(e.watchHealth)
+	e.Go(e.watchClients)
 	return nil
 }
 
-// watchHealth checks the producer's and the fetchers' health every second
-// for every mirroring session at once, and asks the destination about
-// copies that went unanswered (destination_watch.go).
+// watchClients checks the producer's and the fetchers' health every second
+// for every mirroring session at once. It runs apart from watchHealth,
+// whose destination check waits up to its timeout on a destination that
+// does not answer: the sessions hear of trouble within the second all the
+// same.
+func (e *Engine) watchClients(ctx context.Context) {
+	t := time.NewTicker(destinationWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		clients := []*clientHealth{e.producerHealth}
+		for _, f := range e.batchFetchers {
+			clients = append(clients, f.health, f.sideHealth)
+		}
+		e.mu.Unlock()
+		e.health.check(clients, troubleAfter)
+	}
+}
+
+// watchHealth asks the destination, every second, about copies that went
+// unanswered (destination_watch.go).
 func (e *Engine) watchHealth(ctx context.Context) {
 	t := time.NewTicker(destinationWatchEvery)
 	defer t.Stop()
@@ -264,13 +290,6 @@ func (e *Engine) watchHealth(ctx context.Context) {
 			checks = append(checks, e.sessionChecks()...)
 		}
 		e.checkDestination(ctx, checks)
-		e.mu.Lock()
-		clients := []*clientHealth{e.producerHealth}
-		for _, f := range e.batchFetchers {
-			clients = append(clients, f.health)
-		}
-		e.mu.Unlock()
-		e.health.check(clients, troubleAfter)
 	}
 }
 

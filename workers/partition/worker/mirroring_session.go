@@ -51,8 +51,10 @@ type Session struct {
 	// publishedEnd is the source end last handed to the checkpointer.
 	publishedEnd int64
 	failure      error
-	// reported is the fetch error last written to the row ("" none).
-	reported string
+	// reported is the fetch or produce trouble last written to the row
+	// ("" none), and reportedSides whose it was.
+	reported      string
+	reportedSides troubleSides
 	// outOfRange: the source no longer has the next offset (retention
 	// removed it before it was mirrored): re-align in place and go on.
 	outOfRange bool
@@ -275,40 +277,57 @@ var errDesireChanged = fmt.Errorf("desired state changed")
 
 // reportTrouble puts a lasting fetch or produce error in the partition's
 // row (the partition stays MIRRORING), and clears it once requests succeed
-// again. A produce kgo keeps
-// retrying may still land, so the records stay in flight rather than
-// failing: the partition catches up when the destination answers again.
+// again. A produce kgo keeps retrying may still land, so the records stay
+// in flight rather than failing: the partition catches up when the
+// destination answers again. A producer's trouble is this partition's
+// only while it has copies in flight; the fetcher's is every partition's
+// it fetches.
 func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	w := s.w
-	var msgs []string
+	var fetchMsg, produceMsg string
 	if since, err := f.Trouble(); err != nil {
-		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
-			since.UTC().Format(time.RFC3339), err))
+		fetchMsg = fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err)
 	}
 	s.mu.Lock()
 	inFlight := s.inFlight()
 	s.mu.Unlock()
 	if since, err := w.eng.ProducerTrouble(); err != nil && inFlight > 0 {
-		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
-			since.UTC().Format(time.RFC3339), err))
+		produceMsg = fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err)
 	}
-	msg := strings.Join(msgs, "; ")
+	msg := fetchMsg
+	if produceMsg != "" {
+		msg = strings.TrimPrefix(msg+"; "+produceMsg, "; ")
+	}
 	if msg == s.reported {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), service.StateMirroring, msg); err != nil {
-		w.log.Warn("recording the fetch error failed", "err", err)
+		w.log.Warn("recording the partition's fetch or produce trouble failed", "err", err)
 		return
 	}
-	if msg != "" {
-		w.log.Warn("source fetches keep failing; still MIRRORING", "err", msg)
-	} else {
+	// Each side is logged as what it is: a destination that does not
+	// answer is no source trouble.
+	was := s.reportedSides
+	if fetchMsg != "" && !was.fetch {
+		w.log.Warn("source fetches keep failing; still MIRRORING", "err", fetchMsg)
+	} else if fetchMsg == "" && was.fetch {
 		w.log.Info("source fetches succeed again")
 	}
+	if produceMsg != "" && !was.produce {
+		w.log.Warn("produces to the destination keep failing; still MIRRORING", "err", produceMsg)
+	} else if produceMsg == "" && was.produce {
+		w.log.Info("produces to the destination succeed again")
+	}
 	s.reported = msg
+	s.reportedSides = troubleSides{fetch: fetchMsg != "", produce: produceMsg != ""}
 }
+
+// troubleSides says which side's trouble a session last reported.
+type troubleSides struct{ fetch, produce bool }
 
 // keepProgress saves the session's verified progress before a FAILED write
 // or a realignment: the write returns the stored row, so a checkpoint left
