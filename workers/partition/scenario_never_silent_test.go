@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/testing/syncbuf"
 	"kmirror/internal/testing/testnet"
 	"kmirror/service"
 	"kmirror/workers/workertest"
@@ -200,7 +204,9 @@ func TestScenarioDestinationOutageNeverSilent(t *testing.T) {
 			const parts = 4
 			// The server's delivery timeout, not the tests' 1 s: the
 			// partitions must say so before any copy times out.
-			env.startMirroredOpts("orders", parts, 20, workertest.InstanceOpts{DeliveryTimeout: 4 * time.Second})
+			var logs syncbuf.Buffer
+			logger := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, os.Stderr), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			env.startMirroredOpts("orders", parts, 20, workertest.InstanceOpts{DeliveryTimeout: 4 * time.Second, Logger: logger})
 			stopTraffic := startTraffic(t, env.Clusters.SourceAddr(), []string{"orders"}, parts)
 			proxy().Cut(mode.cut)
 			since := time.Now()
@@ -213,6 +219,13 @@ func TestScenarioDestinationOutageNeverSilent(t *testing.T) {
 			workertest.WaitEndsEqual(t, env.Env, "orders", parts, 60*time.Second)
 			workertest.AssertMirrored(t, env.Env, "orders", parts)
 			env.waitAllClear("m", 30*time.Second)
+			// The log names the side in trouble: the source was fine.
+			if l := linesWith(logs.String(), "source fetches keep failing"); l != "" {
+				t.Errorf("a destination outage logged as the source's: %s", l)
+			}
+			if linesWith(logs.String(), "produces to the destination keep failing") == "" {
+				t.Errorf("no log line says produces to the destination fail")
+			}
 		})
 	}
 }
@@ -229,4 +242,15 @@ func (env *engineEnv) startMirroredOpts(topic string, partitions int32, records 
 	env.WaitStates("m", service.StateMirroring, 20*time.Second)
 	workertest.WaitEndsEqual(env.T, env.Env, topic, partitions, 20*time.Second)
 	return in
+}
+
+// linesWith returns the lines of text that contain s.
+func linesWith(text, s string) string {
+	var out []string
+	for l := range strings.Lines(text) {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
 }
