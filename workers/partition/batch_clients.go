@@ -11,6 +11,7 @@ import (
 	"kmirror/internal/runtime/batchfetch"
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/leaders"
 	"kmirror/workers/partition/worker"
 )
 
@@ -115,37 +116,61 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 	if err != nil {
 		return nil, err
 	}
+	ref := troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}
 	f.f.Add(topic, partition, from, func(got batchfetch.Fetched) {
 		lso := got.LastStableOffset
 		if got.Err != nil {
 			lso = -1
+		} else {
+			e.fetchTroubles.answered(ref)
 		}
 		deliver(worker.FetchBatch{Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
 	})
-	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
+	return &batchFetchRegistration{e: e, f: f, ref: ref}, nil
+}
+
+// noteFetchTrouble records a failure of a partition's fetch that the
+// mirror's fetcher retries (a request that asked for it failed, or its
+// part of an answer could not be used): once the partition's failures
+// have lasted troubleAfter with no delivery between, its row says so
+// while it stays MIRRORING, and a delivery clears it. The fetcher's
+// trouble with a whole broker reaches the rows through its clients' hooks
+// (clientHealth); this is for what only the fetcher sees.
+func (e *Engine) noteFetchTrouble(mirror, topic string, partition int32, err error) {
+	e.fetchTroubles.failed(troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}, err)
 }
 
 // batchFetchRegistration is one partition's place in its mirror's raw
 // fetcher.
 type batchFetchRegistration struct {
-	e         *Engine
-	f         *batchFetcher
-	mirror    string
-	topic     string
-	partition int32
+	e   *Engine
+	f   *batchFetcher
+	ref troubleRef
 }
 
+// Trouble is the oldest of the partition's own trouble and its mirror's
+// fetch clients'.
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
-	since, err := r.f.health.trouble(troubleAfter)
-	if s, serr := r.f.sideHealth.trouble(troubleAfter); serr != nil && (err == nil || s.Before(since)) {
-		since, err = s, serr
-	}
-	return since, err
+	return oldestTrouble(
+		func() (time.Time, error) { return r.e.fetchTroubles.trouble(r.ref, troubleAfter) },
+		func() (time.Time, error) { return r.f.health.trouble(troubleAfter) },
+		func() (time.Time, error) { return r.f.sideHealth.trouble(troubleAfter) })
 }
 
 func (r *batchFetchRegistration) Stop() {
-	r.f.f.Remove(r.topic, r.partition)
-	r.e.releaseBatchFetcher(r.mirror)
+	r.f.f.Remove(r.ref.tp.Topic, r.ref.tp.Partition)
+	r.e.fetchTroubles.forget(r.ref)
+	r.e.releaseBatchFetcher(r.ref.mirror)
+}
+
+// oldestTrouble returns the oldest of the troubles the sources report.
+func oldestTrouble(sources ...func() (time.Time, error)) (since time.Time, err error) {
+	for _, src := range sources {
+		if s, serr := src(); serr != nil && (err == nil || s.Before(since)) {
+			since, err = s, serr
+		}
+	}
+	return since, err
 }
 
 // errWrittenOff fails the batches of a topic not sent yet when its copies

@@ -196,6 +196,8 @@ type healthChanges struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each change
 	last    map[*clientHealth]healthState
+	// lastParts is the partitions' own troubles at the last check.
+	lastParts string
 }
 
 type healthState struct {
@@ -214,9 +216,10 @@ func (h *healthChanges) updated() <-chan struct{} {
 	return h.changed
 }
 
-// check compares each client's trouble (lasting at least d) with the last
-// check's, and wakes the sessions if any differs.
-func (h *healthChanges) check(clients []*clientHealth, d time.Duration) {
+// check compares each client's trouble (lasting at least d), and parts,
+// the partitions' own troubles, with the last check's, and wakes the
+// sessions if any differs.
+func (h *healthChanges) check(clients []*clientHealth, d time.Duration, parts string) {
 	now := make(map[*clientHealth]healthState, len(clients))
 	for _, c := range clients {
 		since, err := c.trouble(d)
@@ -228,7 +231,8 @@ func (h *healthChanges) check(clients []*clientHealth, d time.Duration) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	same := len(now) == len(h.last)
+	same := len(now) == len(h.last) && parts == h.lastParts
+	h.lastParts = parts
 	for c, st := range now {
 		if old, ok := h.last[c]; !ok || old != st {
 			same = false

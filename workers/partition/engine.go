@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,8 +115,11 @@ type Engine struct {
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
 	copy *copySettings
-	// health wakes the mirroring sessions when a client's trouble changes.
-	health *healthChanges
+	// health wakes the mirroring sessions when a client's trouble, or a
+	// partition's own, changes; fetchTroubles are the partitions' own
+	// fetch troubles (partition_trouble.go).
+	health        *healthChanges
+	fetchTroubles *partitionTroubles
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
@@ -195,6 +200,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.health = newHealthChanges()
+	e.fetchTroubles = newPartitionTroubles()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
 	e.realigns = newRealignments(cfg.Service, stateWriteTimeout, log)
@@ -267,8 +273,30 @@ func (e *Engine) watchClients(ctx context.Context) {
 			clients = append(clients, f.health, f.sideHealth)
 		}
 		e.mu.Unlock()
-		e.health.check(clients, troubleAfter)
+		e.health.check(clients, troubleAfter, e.fetchTroubles.signature(troubleAfter)+";"+e.producerRetryingSignature())
 	}
+}
+
+// producerRetrying is how long, and why, the producer has retried a
+// destination partition's copies without an answer, once it has lasted
+// troubleAfter.
+func (e *Engine) producerRetrying(dstTopic string, partition int32) (time.Time, error) {
+	since, err := e.batchProducer.Retrying(dstTopic, partition)
+	if err == nil || time.Since(since) < troubleAfter {
+		return time.Time{}, nil
+	}
+	return since, fmt.Errorf("retrying %s/%d: %w", dstTopic, partition, err)
+}
+
+// producerRetryingSignature names the destination partitions the producer
+// has retried for troubleAfter, for the client watch to tell a change.
+func (e *Engine) producerRetryingSignature() string {
+	var out []string
+	for tp, since := range e.batchProducer.RetryingPartitions(troubleAfter) {
+		out = append(out, fmt.Sprintf("%s/%d@%d", tp.Topic, tp.Partition, since.UnixNano()))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
 }
 
 // watchHealth asks the destination, every second, about copies that went

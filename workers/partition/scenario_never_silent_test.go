@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -253,4 +254,45 @@ func linesWith(text, s string) string {
 		}
 	}
 	return strings.Join(out, "")
+}
+
+// TestScenarioDestinationRefusesNeverSilent: the destination answers every
+// produce request, but refuses each partition's batch with an error the
+// producer retries (NOT_ENOUGH_REPLICAS). Every request succeeds, so only
+// the producer knows: within 5 s every partition says producing fails,
+// naming the refusal, while it stays MIRRORING; once the destination takes
+// the batches they land once each and the errors clear.
+func TestScenarioDestinationRefusesNeverSilent(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	env.startMirroredOpts("orders", 2, 20, workertest.InstanceOpts{DeliveryTimeout: 4 * time.Second})
+	var refusing atomic.Bool
+	dst := env.Clusters.Destination
+	dst.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if !refusing.Load() {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewProduceResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	refusing.Store(true)
+	since := time.Now()
+	workertest.Produce(t, env.Clusters.SourceAddr(), "orders", 2, 20, kgo.NoCompression())
+	env.waitAllErroring("m", 2, since, "NOT_ENOUGH_REPLICAS")
+	refusing.Store(false)
+	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
+	workertest.AssertMirrored(t, env.Env, "orders", 2)
+	env.waitAllClear("m", 15*time.Second)
 }

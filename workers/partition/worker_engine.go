@@ -158,8 +158,10 @@ func (h workerEngine) ProduceBatch(ctx context.Context, dstTopic string, partiti
 	h.e.produceBatch(ctx, dstTopic, partition, b, promise)
 }
 
-func (h workerEngine) ProducerTrouble() (time.Time, error) {
-	return h.e.producerHealth.trouble(troubleAfter)
+func (h workerEngine) ProducerTrouble(dstTopic string, partition int32) (time.Time, error) {
+	return oldestTrouble(
+		func() (time.Time, error) { return h.e.producerHealth.trouble(troubleAfter) },
+		func() (time.Time, error) { return h.e.producerRetrying(dstTopic, partition) })
 }
 
 func (h workerEngine) RefreshProducerMetadata() {

@@ -112,9 +112,10 @@ type Engine interface {
 	// ProduceBatch hands a whole batch for destination topic dstTopic to
 	// the instance's batch producer.
 	ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
-	// ProducerTrouble is the producer's current run of errors, once it has
-	// lasted long enough to report (zero and nil otherwise).
-	ProducerTrouble() (since time.Time, err error)
+	// ProducerTrouble is the producer's current run of errors, its
+	// client's or the destination partition's own, once it has lasted
+	// long enough to report (zero and nil otherwise).
+	ProducerTrouble(dstTopic string, partition int32) (since time.Time, err error)
 	// RefreshProducerMetadata makes the producer reload its metadata.
 	RefreshProducerMetadata()
 	// Recompression returns the codec the mirror's batches are stored
@@ -150,8 +151,9 @@ type Checkpoints interface {
 
 // Fetch is a partition's place in its mirror's fetcher.
 type Fetch interface {
-	// Trouble is the fetcher's current run of request errors, once it has
-	// lasted long enough to report (zero and nil otherwise).
+	// Trouble is the current run of fetch errors, the partition's own or
+	// its mirror's fetch clients', once it has lasted long enough to
+	// report (zero and nil otherwise).
 	Trouble() (since time.Time, err error)
 	// Stop takes the partition out: once it returns, deliver is called no
 	// more. The caller must not hold anything deliver waits for.

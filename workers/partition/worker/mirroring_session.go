@@ -292,7 +292,7 @@ func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	s.mu.Lock()
 	inFlight := s.inFlight()
 	s.mu.Unlock()
-	if since, err := w.eng.ProducerTrouble(); err != nil && inFlight > 0 {
+	if since, err := w.eng.ProducerTrouble(s.dest, w.key.Partition); err != nil && inFlight > 0 {
 		produceMsg = fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err)
 	}
