@@ -68,7 +68,8 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return f, nil
 	}
 	// A fetch may be held for its max wait before it is answered.
-	health, sideHealth := newClientHealth(defaultFetchMaxWait), newClientHealth(defaultFetchMaxWait)
+	flog := e.log.With("client", "batch fetcher", "mirror", mirror)
+	health, sideHealth := newClientHealth(defaultFetchMaxWait, flog), newClientHealth(defaultFetchMaxWait, flog)
 	opts := append([]kgo.Opt{e.metrics.FetchOpt(mirror)}, e.cfg.SourceOpts...)
 	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health)}, opts...)...)
 	if err != nil {

@@ -2,12 +2,15 @@ package partition
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // clientHealth watches a Kafka client for the trouble kgo retries silently
@@ -22,16 +25,26 @@ import (
 //   - a request written and unanswered for longer than the broker may
 //     take (stall), since a broker or a network that holds requests fails
 //     none.
+//
+// Either way the trouble reads "cannot reach broker host:port", whatever
+// answered at the broker's address (kafkaconn.CannotReachError: a source
+// chooses the addresses it advertises); the log line at a run's start
+// says what happened.
 type clientHealth struct {
 	// grace is how long a broker may legitimately hold a request before
 	// it counts as stalled: a fetch's long poll.
 	grace time.Duration
+	log   *slog.Logger
 	// now is time.Now, or a test's clock.
 	now func() time.Time
 
 	mu       sync.Mutex
 	failing  map[requestSlot]*failureRun
 	inFlight map[requestSlot][]time.Time // write times, oldest first
+	addrs    map[int32]string            // the brokers' host:port
+	// stallLogged is the write time of each slot's stalled request last
+	// logged, so that each is logged once.
+	stallLogged map[requestSlot]time.Time
 }
 
 // requestSlot is one kind of request to one broker. Connecting is key -1.
@@ -53,9 +66,10 @@ type failureRun struct {
 // longer needed), so nothing that completes would ever end it.
 const failureRunExpiry = 15 * time.Second
 
-func newClientHealth(grace time.Duration) *clientHealth {
-	return &clientHealth{grace: grace, now: time.Now, failing: map[requestSlot]*failureRun{},
-		inFlight: map[requestSlot][]time.Time{}}
+func newClientHealth(grace time.Duration, log *slog.Logger) *clientHealth {
+	return &clientHealth{grace: grace, log: log, now: time.Now, failing: map[requestSlot]*failureRun{},
+		inFlight: map[requestSlot][]time.Time{}, addrs: map[int32]string{},
+		stallLogged: map[requestSlot]time.Time{}}
 }
 
 var (
@@ -70,6 +84,7 @@ func (h *clientHealth) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration,
 	slot := requestSlot{meta.NodeID, connectKey}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.addrs[meta.NodeID] = kafkaconn.BrokerAddr(meta)
 	if err != nil {
 		h.failedLocked(slot, err)
 		return
@@ -98,6 +113,7 @@ func (h *clientHealth) OnBrokerWrite(meta kgo.BrokerMetadata, key int16, _ int, 
 	slot := requestSlot{meta.NodeID, key}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.addrs[meta.NodeID] = kafkaconn.BrokerAddr(meta)
 	h.inFlight[slot] = append(h.inFlight[slot], h.now())
 }
 
@@ -106,6 +122,7 @@ func (h *clientHealth) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.B
 	slot := requestSlot{meta.NodeID, key}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.addrs[meta.NodeID] = kafkaconn.BrokerAddr(meta)
 	if e2e.WriteErr == nil {
 		// Answers come in the order of the writes on a connection, and a
 		// client sends one kind of request to a broker on one connection.
@@ -139,6 +156,7 @@ func (h *clientHealth) failedLocked(slot requestSlot, err error) {
 	if r == nil {
 		r = &failureRun{since: now}
 		h.failing[slot] = r
+		h.log.Warn("cannot reach broker; retrying", "broker", h.addrs[slot.node], "request", slot.String(), "err", err)
 	}
 	r.last, r.err = now, err
 }
@@ -155,7 +173,7 @@ func (h *clientHealth) trouble(d time.Duration) (since time.Time, err error) {
 			continue
 		}
 		if now.Sub(r.since) >= d && (since.IsZero() || r.since.Before(since)) {
-			since, err = r.since, fmt.Errorf("%s: %w", slot, r.err)
+			since, err = r.since, &kafkaconn.CannotReachError{Addrs: []string{h.addrs[slot.node]}}
 		}
 	}
 	for slot, q := range h.inFlight {
@@ -164,7 +182,12 @@ func (h *clientHealth) trouble(d time.Duration) (since time.Time, err error) {
 		}
 		stalled := q[0].Add(h.grace)
 		if now.Sub(stalled) >= d && (since.IsZero() || stalled.Before(since)) {
-			since, err = stalled, fmt.Errorf("%s: no answer", slot)
+			if !h.stallLogged[slot].Equal(q[0]) {
+				h.stallLogged[slot] = q[0]
+				h.log.Warn("cannot reach broker: a request is unanswered", "broker", h.addrs[slot.node], "request", slot.String(),
+					"unanswered_for", now.Sub(q[0]).Round(time.Millisecond))
+			}
+			since, err = stalled, &kafkaconn.CannotReachError{Addrs: []string{h.addrs[slot.node]}}
 		}
 	}
 	return since, err

@@ -228,7 +228,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	}()
 	// A healthy destination answers a produce within a round trip and
 	// its replication; the grace covers a slow one.
-	e.producerHealth = newClientHealth(500 * time.Millisecond)
+	e.producerHealth = newClientHealth(500*time.Millisecond, e.log.With("client", "producer"))
 	if err := e.startBatchProducer(); err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
@@ -284,6 +284,11 @@ func (e *Engine) producerRetrying(dstTopic string, partition int32) (time.Time, 
 	since, err := e.batchProducer.Retrying(dstTopic, partition)
 	if err == nil || time.Since(since) < troubleAfter {
 		return time.Time{}, nil
+	}
+	if !errors.Is(err, batchproduce.ErrNoLeader) && !errors.Is(err, batchproduce.ErrNotAnswered) {
+		// A request that failed reads the same whatever answered
+		// (client_health.go); the producer's hook logged it.
+		err = kafkaconn.Public(err, e.cfg.Destination.BootstrapServers)
 	}
 	return since, fmt.Errorf("retrying %s/%d: %w", dstTopic, partition, err)
 }

@@ -367,7 +367,7 @@ func (p *Producer) dispatch() (next time.Time) {
 		}
 		l, ok := leaderOf[st.tp]
 		if !ok {
-			p.noteRetryLocked(st, errNoLeader)
+			p.noteRetryLocked(st, ErrNoLeader)
 			st.retryAt = now.Add(p.backoffLocked(st))
 			if next.IsZero() || st.retryAt.Before(next) {
 				next = st.retryAt
@@ -467,7 +467,7 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			head.maybeWritten = true
 			cause := err
 			if cause == nil {
-				cause = errNotAnswered
+				cause = ErrNotAnswered
 			}
 			p.retryLocked(st, head, cause)
 		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
@@ -519,10 +519,11 @@ func (p *Producer) dispatchFailed() time.Duration {
 	return min(d, p.cfg.MaxRetryBackoff)
 }
 
-// Why a partition's batch waits to be sent again, when no broker said.
+// Why a partition's batch waits to be sent again (Retrying), when no
+// broker said.
 var (
-	errNoLeader    = errors.New("no leader known for the partition")
-	errNotAnswered = errors.New("the broker's answer left the partition out")
+	ErrNoLeader    = errors.New("no leader known for the partition")
+	ErrNotAnswered = errors.New("the broker's answer left the partition out")
 )
 
 func (p *Producer) noteRetryLocked(st *partition, cause error) {
