@@ -1,6 +1,8 @@
 package partition
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -151,6 +153,9 @@ func (h *clientHealth) OnBrokerE2E(meta kgo.BrokerMetadata, key int16, e2e kgo.B
 }
 
 func (h *clientHealth) failedLocked(slot requestSlot, err error) {
+	if errors.Is(err, context.Canceled) {
+		return // the client is closing, or its caller gave up
+	}
 	now := h.now()
 	r := h.failing[slot]
 	if r == nil {

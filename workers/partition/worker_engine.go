@@ -139,9 +139,9 @@ func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror
 	return h.e.copy.wait(ctx, done, mirror, size)
 }
 
-func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {
+func (h workerEngine) TakeLoss(k lease.Key) (worker.Loss, bool) {
 	l, ok := h.e.takeLoss(k)
-	return l.msg, ok
+	return worker.Loss{Msg: l.msg, DestinationEnd: l.end}, ok
 }
 
 func (h workerEngine) WriteOff(dstTopic, why string) { h.e.writeOff(dstTopic, why) }

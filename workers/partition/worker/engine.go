@@ -99,7 +99,7 @@ type Engine interface {
 	AddSession(k lease.Key, s *Session) (remove func())
 	// TakeLoss returns, and forgets, what the destination watch found the
 	// destination to have lost of the partition.
-	TakeLoss(k lease.Key) (msg string, ok bool)
+	TakeLoss(k lease.Key) (Loss, bool)
 	// WriteOff fails every copy in flight to destination topic dstTopic
 	// and interrupts the sessions that write it, saying why (unless why is
 	// empty).
@@ -232,4 +232,11 @@ type Interruption struct {
 	// Lost: the destination lost records this partition had copied, so
 	// the row's error says so until the partition is re-aligned.
 	Lost bool
+}
+
+// Loss is what the destination watch found the destination to have lost of
+// a partition: why, and the destination's end offset as it found it.
+type Loss struct {
+	Msg            string
+	DestinationEnd int64
 }
