@@ -135,8 +135,8 @@ func (h workerEngine) Recompression(mirror string) (recordbatch.Codec, bool) {
 	return h.e.copy.recompression(mirror)
 }
 
-func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error) {
-	return h.e.copy.wait(ctx, done, mirror, size)
+func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error) {
+	return h.e.copy.wait(ctx, done, k, size)
 }
 
 func (h workerEngine) TakeLoss(k lease.Key) (worker.Loss, bool) {

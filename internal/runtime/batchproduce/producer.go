@@ -38,6 +38,16 @@ type Payload interface {
 	Records() int32
 }
 
+// FirstSender is a Payload that is told when its batch is first sent
+// (FirstSent, called once, with the producer's lock held: it must not
+// block or call the producer). A batch not sent yet is never sent once its
+// context has ended, so a copier bounds only what is in flight: its
+// delivery deadline runs from then, not from the moment it queued the
+// batch behind others.
+type FirstSender interface {
+	FirstSent()
+}
+
 // Result is a batch's outcome: the destination offset of its first record,
 // or why it was not written. A batch that failed was not written; the
 // batches queued after it on its partition fail too, with ErrEarlierFailed.
@@ -385,6 +395,9 @@ func (p *Producer) dispatch() (next time.Time) {
 			if head.raw == nil {
 				head.raw, head.seq, head.epoch = head.payload.Produced(p.pid, p.epoch, st.seq), st.seq, p.epoch
 				st.seq += head.payload.Records()
+				if fs, ok := head.payload.(FirstSender); ok {
+					fs.FirstSent()
+				}
 			}
 			if size > 0 && size+len(head.raw) > p.cfg.MaxRequestBytes {
 				p.signal() // the rest go in the next request

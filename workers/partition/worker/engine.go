@@ -123,10 +123,11 @@ type Engine interface {
 	// from the engine's cache (refreshed with the desired states).
 	Recompression(mirror string) (recordbatch.Codec, bool)
 	// Throttle waits until the mirror's replication throttle lets size()
-	// more bytes through, or ctx ends or done is closed; it returns how
+	// more bytes of partition k through (the partitions share it evenly),
+	// or ctx ends or done is closed; it returns how
 	// long it waited. Without a limit it returns at once, and size is not
 	// called.
-	Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error)
+	Throttle(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error)
 	// HealthChanged returns a channel closed when what the clients' health
 	// would put in the partitions' rows next changes.
 	HealthChanged() <-chan struct{}

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kmirror/internal/runtime/batchfetch"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/partition/metrics"
@@ -82,10 +83,11 @@ type Session struct {
 	// have had, and alignment would find a destination it cannot explain.
 	produceCtx    context.Context
 	produceCancel context.CancelCauseFunc
-	// deadlines are the batches' delivery timers, oldest first; each ends
+	// deadlines are the batches' delivery timers, oldest first, each armed
+	// when its batch is first sent (sentBatch); each ends
 	// produceCtx unless every record up to destination offset upTo is
 	// settled by then.
-	deadlines []batchDeadline
+	deadlines []*batchDeadline
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
@@ -111,8 +113,41 @@ type pendingRun struct {
 }
 
 type batchDeadline struct {
-	upTo  int64
-	timer *time.Timer
+	upTo int64
+	// timer is set when the batch is first sent, in the producer's
+	// goroutine; nil before.
+	timer atomic.Pointer[time.Timer]
+}
+
+// stop stops the deadline's timer, if it was armed. One armed after this
+// (the batch sent meanwhile) finds its copies settled when it fires, and
+// does nothing.
+func (d *batchDeadline) stop() {
+	if t := d.timer.Load(); t != nil {
+		t.Stop()
+	}
+}
+
+// sentBatch is a batch handed to the producer with its delivery deadline,
+// which its first send arms (batchproduce.FirstSender): time spent queued
+// behind the partition's earlier batches, or the other partitions', is not
+// in flight and does not count. A queued batch is never sent once the
+// session's produce context ends, so the deadline still bounds everything
+// that could land.
+type sentBatch struct {
+	*recordbatch.Batch
+	s *Session
+	d *batchDeadline
+}
+
+// FirstSent implements batchproduce.FirstSender.
+func (b sentBatch) FirstSent() {
+	s, upTo := b.s, b.d.upTo
+	b.d.timer.Store(time.AfterFunc(s.w.cfg.DeliveryTimeout, func() {
+		if s.acks.Base()+s.acks.Done() < upTo {
+			s.produceCancel(errDeliveryTimeout)
+		}
+	}))
 }
 
 // Causes of produceCtx ending, told apart in the failure's message.
@@ -217,7 +252,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	// after the session, and the delivery timers stop.
 	s.produceCancel(errSessionOver)
 	for _, d := range s.deadlines {
-		d.timer.Stop()
+		d.stop()
 	}
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
@@ -354,9 +389,8 @@ func (w *Worker) syncRow(s *Session) {
 // goroutine, and with it the fetches of the mirror's partitions that
 // share it: the throttle paces what is read, not only what is written.
 func (s *Session) deliver(ctx context.Context, b FetchBatch) {
-	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key.Mirror, b.size)
+	waited, err := s.throttle(ctx, b)
 	if waited > 0 {
-		s.throttledMs.Add(waited.Milliseconds())
 		s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
 	}
 	if err != nil {
@@ -375,6 +409,49 @@ func (s *Session) deliver(ctx context.Context, b FetchBatch) {
 		default:
 		}
 	}
+}
+
+// throttleReportEvery is how often a copy that waits for the throttle adds
+// its wait so far to the partition's throttled time and hands it to the
+// checkpointer: a partition held for long must show its throttled_ms
+// rising, not frozen with its destination offset as if it were stuck.
+const throttleReportEvery = time.Second
+
+// throttle waits for the mirror's throttle to let b through, counting the
+// wait into the partition's throttled time as it goes.
+func (s *Session) throttle(ctx context.Context, b FetchBatch) (time.Duration, error) {
+	var (
+		mu      sync.Mutex
+		counted time.Duration // of this wait, already in throttledMs
+		over    bool
+	)
+	start := time.Now()
+	var tick *time.Timer
+	tick = time.AfterFunc(throttleReportEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over {
+			return
+		}
+		d := time.Since(start)
+		s.throttledMs.Add((d - counted).Milliseconds())
+		counted = d.Truncate(time.Millisecond)
+		s.mu.Lock()
+		if !s.closed {
+			s.publishThrottled()
+		}
+		s.mu.Unlock()
+		tick.Reset(throttleReportEvery)
+	})
+	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key, b.size)
+	tick.Stop()
+	mu.Lock()
+	over = true
+	if rest := waited - counted; rest > 0 {
+		s.throttledMs.Add(rest.Milliseconds())
+	}
+	mu.Unlock()
+	return waited, err
 }
 
 // stopped reports whether a failure, a gap in the source or an
@@ -443,28 +520,22 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	s.copyBatches(b)
 }
 
-// admit takes produce room for n more copies and arms their delivery
-// deadline; false (with the session's failure set) when produceCtx ended
-// first. Room for a whole batch comes first: once one record of it is
+// admit takes produce room for n more copies and returns their delivery
+// deadline, which their batch's first send arms (sentBatch); nil (with the
+// session's failure set) when produceCtx ended first. Room for a whole batch comes first: once one record of it is
 // handed to the producer, every later one must follow, or the destination
 // could skip one (produce.Gate). If produceCtx ends meanwhile, none is.
-func (s *Session) admit(n int64) bool {
-	if n == 0 {
-		return true
-	}
+func (s *Session) admit(n int64) *batchDeadline {
 	w := s.w
 	upTo := s.produced + n
 	if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
 		s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
-		return false
+		return nil
 	}
 	s.acks.SetProducedEnd(upTo)
-	s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.cfg.DeliveryTimeout, func() {
-		if s.acks.Base()+s.acks.Done() < upTo {
-			s.produceCancel(errDeliveryTimeout)
-		}
-	})})
-	return true
+	d := &batchDeadline{upTo: upTo}
+	s.deadlines = append(s.deadlines, d)
+	return d
 }
 
 // Acks are the session's produce results, which the engine's destination
@@ -531,7 +602,7 @@ func (s *Session) handleAcks() {
 	}
 	settled := s.acks.Base() + done
 	for len(s.deadlines) > 0 && s.deadlines[0].upTo <= settled {
-		s.deadlines[0].timer.Stop()
+		s.deadlines[0].stop()
 		s.deadlines = s.deadlines[1:]
 	}
 }
@@ -611,6 +682,16 @@ func (s *Session) publish() {
 	}
 	s.changed = nil
 	s.noteCatchUp()
+}
+
+// publishThrottled hands the partition's throttled time to the
+// checkpointer with its verified progress as it stands; s.mu is held.
+func (s *Session) publishThrottled() {
+	w := s.w
+	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
+		DestinationEnd: s.dstNext, Runs: s.changed, ThrottledMs: s.throttledMs.Load()})
+	s.changed = nil
 }
 
 // catchUpAfter is how long a partition must have been behind for its catch-up
