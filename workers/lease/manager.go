@@ -318,6 +318,10 @@ func (m *Manager) markStopped() {
 	defer cancel()
 	if err := repo.InstancesStop(ctx, m.cfg.Pool, m.cfg.InstanceID); err != nil {
 		m.log.Warn("marking the instance stopped failed", "err", err)
+		// A database that did not answer the stop's first statement is not
+		// asked again: the releases would wait out their bound as well,
+		// and the leases expire with the session all the same.
+		m.releaseFailed = errors.Is(err, repo.ErrUnavailable)
 	}
 }
 

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,47 +145,6 @@ func TestScenarioSourceFetchesStallNeverSilent(t *testing.T) {
 	env.waitAllClear("m", 15*time.Second)
 }
 
-// proxiedDestination makes the destination cluster listen behind a
-// testnet.Proxy and advertise the proxy's address, so that every
-// connection to it (bootstrap and brokers) goes through the proxy and a
-// cut reaches them all. The proxy exists once devcluster.Start returned.
-func proxiedDestination(t *testing.T, cfg devcluster.Config) (devcluster.Config, func() *testnet.Proxy) {
-	var (
-		mu    sync.Mutex
-		proxy *testnet.Proxy
-	)
-	cfg.DestinationOpts = append(cfg.DestinationOpts, kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-		ln, err := net.Listen(network, "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		p := testnet.NewProxy(t, ln.Addr().String())
-		mu.Lock()
-		proxy = p
-		mu.Unlock()
-		return advertised{Listener: ln, addr: p.Addr()}, nil
-	}))
-	return cfg, func() *testnet.Proxy {
-		mu.Lock()
-		defer mu.Unlock()
-		return proxy
-	}
-}
-
-// advertised is a listener that names another address (its proxy's).
-type advertised struct {
-	net.Listener
-	addr string
-}
-
-func (a advertised) Addr() net.Addr {
-	ta, err := net.ResolveTCPAddr("tcp", a.addr)
-	if err != nil {
-		panic(err)
-	}
-	return ta
-}
-
 // TestScenarioDestinationOutageNeverSilent: under steady traffic the
 // network to the destination drops everything (testnet.Proxy hangs) for
 // 10 s. Within 5 s every partition says producing fails, while it keeps
@@ -200,8 +157,8 @@ func TestScenarioDestinationOutageNeverSilent(t *testing.T) {
 	}{{"hang", testnet.Hang}, {"refuse", testnet.Refuse}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			cfg, proxy := proxiedDestination(t, devcluster.Config{})
-			env := newEngineEnv(t, cfg)
+			behind, proxy := testnet.BehindProxy(t)
+			env := newEngineEnv(t, devcluster.Config{DestinationOpts: []kfake.Opt{behind}})
 			const parts = 4
 			// The server's delivery timeout, not the tests' 1 s: the
 			// partitions must say so before any copy times out.
