@@ -88,6 +88,9 @@ type Session struct {
 	// produceCtx unless every record up to destination offset upTo is
 	// settled by then.
 	deadlines []*batchDeadline
+	// progress fails the copies not yet sent when none of the session's
+	// copies is answered for a delivery timeout (watchProgress).
+	progress progressWatch
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
@@ -148,6 +151,52 @@ func (b sentBatch) FirstSent() {
 			s.produceCancel(errDeliveryTimeout)
 		}
 	}))
+}
+
+// progressWatch is a session's timer for copies that wait to be sent: it
+// runs only while some of its copies have no result.
+type progressWatch struct {
+	armed atomic.Bool
+	timer atomic.Pointer[time.Timer] // made at the first arming
+	last  atomic.Int64
+}
+
+// watchProgress arms the progress watch if it is not armed; s.mu is held.
+// A batch's delivery deadline runs from its first send (sentBatch), so a
+// batch that cannot be sent at all (the destination gone: no connection,
+// no producer id) would wait in the producer's queue for as long as the
+// outage lasts. The watch ends produceCtx instead, as the deadline did,
+// when a whole delivery timeout passes with copies waiting and none of the
+// session's answered; copies queued behind ones that are answered, as
+// when a backlog is let through at once, do not fail.
+func (s *Session) watchProgress() {
+	if !s.progress.armed.CompareAndSwap(false, true) {
+		return
+	}
+	s.progress.last.Store(s.acks.Base() + s.acks.Done())
+	if t := s.progress.timer.Load(); t != nil {
+		t.Reset(s.w.cfg.DeliveryTimeout)
+		return
+	}
+	s.progress.timer.Store(time.AfterFunc(s.w.cfg.DeliveryTimeout, s.checkProgress))
+}
+
+// checkProgress runs a delivery timeout after the watch was armed or last
+// found progress.
+func (s *Session) checkProgress() {
+	done := s.acks.Base() + s.acks.Done()
+	if done >= s.acks.ProducedEnd() {
+		s.progress.armed.Store(false)
+		// A batch admitted meanwhile may have found the watch armed.
+		if s.acks.Base()+s.acks.Done() >= s.acks.ProducedEnd() || !s.progress.armed.CompareAndSwap(false, true) {
+			return
+		}
+	} else if done == s.progress.last.Load() {
+		s.produceCancel(errDeliveryTimeout)
+		return
+	}
+	s.progress.last.Store(done)
+	s.progress.timer.Load().Reset(s.w.cfg.DeliveryTimeout)
 }
 
 // Causes of produceCtx ending, told apart in the failure's message.
@@ -253,6 +302,9 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	s.produceCancel(errSessionOver)
 	for _, d := range s.deadlines {
 		d.stop()
+	}
+	if t := s.progress.timer.Load(); t != nil {
+		t.Stop()
 	}
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
@@ -533,6 +585,7 @@ func (s *Session) admit(n int64) *batchDeadline {
 		return nil
 	}
 	s.acks.SetProducedEnd(upTo)
+	s.watchProgress()
 	d := &batchDeadline{upTo: upTo}
 	s.deadlines = append(s.deadlines, d)
 	return d
