@@ -255,7 +255,13 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	cfg.steps = &steps{}
 	defer shutdownBackstop(ctx, cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)+backstopAfter, cfg.Logger, os.Exit, cfg.steps.names)()
-	return runServer(ctx, cfg)
+	err = runServer(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Told to stop while it started: a stop, not a failure.
+		cfg.Logger.Info("stopped while starting", "err", err)
+		return nil
+	}
+	return err
 }
 
 // serverEnvOnly lists the settings that are read from the environment only:

@@ -173,6 +173,7 @@ const httpShutdownTimeout = time.Second
 // shutdown budget: pgxpool's Close waits for every connection, and one stuck
 // on a Postgres that hangs would hold the process until its timeouts.
 func closePool(name string, pool *pgxpool.Pool, budget *startstop.Budget, log *slog.Logger) {
+	start := time.Now()
 	done := make(chan struct{})
 	go func() {
 		pool.Close()
@@ -184,7 +185,7 @@ func closePool(name string, pool *pgxpool.Pool, budget *startstop.Budget, log *s
 	case <-done:
 	case <-t.C:
 		log.Warn("slow to stop: a database pool did not close within the shutdown budget; its connections end with the process",
-			"component", name+" database pool")
+			"component", name+" database pool", "took", time.Since(start).Round(time.Millisecond))
 	}
 }
 

@@ -122,4 +122,7 @@ func TestSIGTERMWhileStartingWithinBound(t *testing.T) {
 	if took > shutdownBound {
 		t.Errorf("gone %s after SIGTERM, want within %s", took.Round(time.Millisecond), shutdownBound)
 	}
+	if code := a.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("exit status %d: a stop while starting is no failure", code)
+	}
 }
