@@ -189,6 +189,41 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 	return scanPartitionLeases(rows)
 }
 
+// PartitionsAcquireOrphanedLeases is PartitionsAcquireLeases for orphaned
+// leases only: those of a session that expired at least orphanedAfter ago
+// (or was replaced, or whose instance is gone), which an instance takes
+// beyond its fair share. The instance whose share they are may not be able
+// to take them: one that has just started spares, for a while, every
+// session whose heartbeat it read, and the others, counting it, would
+// otherwise leave them for it (repo.Spared); the one that took them hands
+// them back once over its share, free for the first to take.
+func PartitionsAcquireOrphanedLeases(ctx context.Context, q DBTX, owner string, session int64, limit int, spare Spared, orphanedAfter time.Duration) ([]PartitionLeaseRow, error) {
+	rows, err := q.Query(ctx, `
+		UPDATE mirror_partitions up
+		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1, last_owner = $1
+		FROM (
+			SELECT p.mirror, p.topic, p.partition, coalesce(p.last_owner, '') AS previous
+			FROM mirror_partitions p
+			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
+			WHERE p.lease_owner IS NOT NULL AND p.lease_owner <> $1
+			  AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = p.lease_owner
+				AND i.session_epoch = p.lease_session
+				AND i.session_expires_at > now() - $8 * interval '1 microsecond')
+			  AND NOT `+sparedLease("p.lease_owner", "p.lease_session")+`
+			  AND `+activePartition+`
+			ORDER BY p.mirror, p.topic, p.partition
+			LIMIT $3
+			FOR UPDATE OF p SKIP LOCKED
+		) c
+		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
+		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`,
+		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions, orphanedAfter.Microseconds())
+	if err != nil {
+		return nil, interpret(err)
+	}
+	return scanPartitionLeases(rows)
+}
+
 // PartitionsReleaseLeases gives back leases owner holds at the given epochs,
 // locking them in primary-key order. The epoch stays, so the next owner
 // takes the lease at epoch + 1. It returns how many leases were released;
@@ -280,15 +315,22 @@ type LeaseDemand struct {
 	// instance that renews is always most of a TTL away; one that stopped
 	// renewing (crashed) comes closer, and its leases are free from then.
 	NextExpiry time.Duration
+	// NextOrphaned is how long, by the database's clock, until partition
+	// leases of a session that has expired become orphaned (expired for
+	// orphanedAfter; 0: none will), for PartitionsAcquireOrphanedLeases.
+	NextOrphaned time.Duration
+	// Orphaned says partition leases of a session that expired at least
+	// orphanedAfter ago are still there: nobody took them.
+	Orphaned bool
 }
 
 // LeasesCountDemand counts, in one statement, the active partitions, the
 // mirrors and the instances with a live session that take leases and
 // have not begun to stop, and when the first other session expires.
 // instanceID counts as live whatever its session says.
-func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDemand, error) {
+func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string, orphanedAfter time.Duration) (LeaseDemand, error) {
 	var d LeaseDemand
-	var expiry float64
+	var expiry, orphaned float64
 	err := q.QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
@@ -297,9 +339,18 @@ func LeasesCountDemand(ctx context.Context, q DBTX, instanceID string) (LeaseDem
 		1 + (SELECT count(*) FROM instances
 			WHERE id <> $1 AND takes_leases AND stopped_at IS NULL AND session_expires_at > now()),
 		(SELECT coalesce(extract(epoch FROM min(session_expires_at) - now()), 0)::float8 FROM instances
-			WHERE id <> $1 AND takes_leases AND session_expires_at > now())`,
-		instanceID).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances, &expiry)
+			WHERE id <> $1 AND takes_leases AND session_expires_at > now()),
+		(SELECT coalesce(extract(epoch FROM min(i.session_expires_at) + $2 * interval '1 microsecond' - now()), 0)::float8
+			FROM instances i
+			WHERE i.id <> $1 AND i.session_expires_at <= now()
+			  AND i.session_expires_at + $2 * interval '1 microsecond' > now()
+			  AND EXISTS (SELECT 1 FROM mirror_partitions p WHERE p.lease_owner = i.id AND p.lease_session = i.session_epoch)),
+		EXISTS (SELECT 1 FROM instances i
+			WHERE i.id <> $1 AND i.session_expires_at <= now() - $2 * interval '1 microsecond'
+			  AND EXISTS (SELECT 1 FROM mirror_partitions p WHERE p.lease_owner = i.id AND p.lease_session = i.session_epoch))`,
+		instanceID, orphanedAfter.Microseconds()).Scan(&d.ActivePartitions, &d.Mirrors, &d.LiveInstances, &expiry, &orphaned, &d.Orphaned)
 	d.NextExpiry = time.Duration(expiry * float64(time.Second))
+	d.NextOrphaned = time.Duration(orphaned * float64(time.Second))
 	return d, interpret(err)
 }
 

@@ -32,10 +32,19 @@ type PartitionsSetStateParams struct {
 // owner, epoch and state; a moved-on lease writes nothing. Only a change is
 // written.
 func PartitionsSetError(ctx context.Context, q DBTX, f LeaseFence, state states.Partition, msg string) error {
-	_, err := q.Exec(ctx, `UPDATE mirror_partitions SET error = nullif($7, ''), updated_at = now()
+	return PartitionsSetErrorEnd(ctx, q, f, state, msg, -1)
+}
+
+// PartitionsSetErrorEnd is PartitionsSetError that also records the
+// destination's end offset as the worker found it (-1: unchanged): a
+// destination that lost its records does not keep the end the checkpoint
+// last saw in describe while the partition re-aligns.
+func PartitionsSetErrorEnd(ctx context.Context, q DBTX, f LeaseFence, state states.Partition, msg string, dstEnd int64) error {
+	_, err := q.Exec(ctx, `UPDATE mirror_partitions SET error = nullif($7, ''), updated_at = now(),
+		destination_end_offset = CASE WHEN $8::bigint >= 0 THEN $8::bigint ELSE destination_end_offset END
 		WHERE mirror = $1 AND topic = $2 AND partition = $3
 		  AND lease_owner = $4 AND lease_epoch = $5 AND coalesce(state, '') = $6
-		  AND error IS DISTINCT FROM nullif($7, '')`, f.args(state, msg)...)
+		  AND (error IS DISTINCT FROM nullif($7, '') OR $8::bigint >= 0)`, append(f.args(state, msg), dstEnd)...)
 	return interpret(err)
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/preflight"
 	"kmirror/repo"
@@ -159,7 +161,7 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 	ctx, cancel := context.WithTimeout(ctx, 2*checkTimeout)
 	defer cancel()
 	creds := preflight.Credentials(ctx, "source", source.BootstrapServers, source.Security)
-	src, err := source.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	src, err := source.NewClient(append(kafkaconn.ProbeOpts(checkTimeout), kgo.WithHooks(kafkaconn.NewBrokerWatch(nil)))...)
 	if err != nil {
 		return append(creds, preflight.Result{Cluster: "source", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
 			Grant: "check the mirror's source settings"})
@@ -181,7 +183,7 @@ func (kafkaPreflight) Check(ctx context.Context, source, destination kafkaconn.C
 			Detail: "this server has no destination cluster to check", Grant: "run the check on a server with --destination-bootstrap"})
 	}
 	rows = append(rows, preflight.Credentials(ctx, "destination", destination.BootstrapServers, destination.Security)...)
-	dst, err := destination.NewClient(kafkaconn.ProbeOpts(checkTimeout)...)
+	dst, err := destination.NewClient(append(kafkaconn.ProbeOpts(checkTimeout), kgo.WithHooks(kafkaconn.NewBrokerWatch(nil)))...)
 	if err != nil {
 		return append(rows, preflight.Result{Cluster: "destination", Check: "connect", Status: preflight.Fail, Detail: err.Error(),
 			Grant: "check the server's destination settings"})

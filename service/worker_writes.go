@@ -49,6 +49,13 @@ func (s *Workers) RecordPartitionError(ctx context.Context, f repo.LeaseFence, s
 	return repo.PartitionsSetError(ctx, s.pool, f, state, msg)
 }
 
+// RecordPartitionLoss records that the destination lost a partition's
+// records, with the destination's end offset as found, which describe
+// shows from then on rather than the end the last checkpoint saw.
+func (s *Workers) RecordPartitionLoss(ctx context.Context, f repo.LeaseFence, state PartitionState, msg string, dstEnd int64) error {
+	return repo.PartitionsSetErrorEnd(ctx, s.pool, f, state, msg, max(dstEnd, 0))
+}
+
 // KeepDivergentTail records the divergent tail that a failback with
 // keep_divergent left on the destination (nil clears it), so describe
 // shows it and offset translation rounds down across it.

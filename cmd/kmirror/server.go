@@ -60,6 +60,9 @@ type serverConfig struct {
 	ShutdownTimeout time.Duration
 	// budget is that budget, shared by the components (set by runServer).
 	budget *startstop.Budget
+	// steps are what the server is doing as it starts and stops, named in
+	// the backstop's log line (nil: not tracked).
+	steps *steps
 	// DeliveryTimeout bounds a produced record's flight; it must be shorter
 	// than the lease margin (TTL/3).
 	DeliveryTimeout time.Duration
@@ -250,8 +253,15 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
 	}
-	defer shutdownBackstop(ctx, cfg.ShutdownTimeout+time.Second, cfg.Logger, os.Exit)()
-	return runServer(ctx, cfg)
+	cfg.steps = &steps{}
+	defer shutdownBackstop(ctx, cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)+backstopAfter, cfg.Logger, os.Exit, cfg.steps.names)()
+	err = runServer(ctx, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Told to stop while it started: a stop, not a failure.
+		cfg.Logger.Info("stopped while starting", "err", err)
+		return nil
+	}
+	return err
 }
 
 // serverEnvOnly lists the settings that are read from the environment only:
@@ -319,6 +329,7 @@ func destinationFromEnv(bootstrap string) (kafkaconn.Config, error) {
 func components(cfg serverConfig, pools workerPools, deployment string, notes *notifier.Notifier, svc *service.Workers, reg prometheus.Registerer, log *slog.Logger) ([]startstop.Service, error) {
 	pool := pools.data
 	host, _ := os.Hostname()
+	nm := namer{log: log, budget: cfg.budget, steps: cfg.steps}
 	if len(cfg.Destination.BootstrapServers) == 0 {
 		log.Warn("no destination cluster configured (--destination-bootstrap): the control plane runs, nothing is mirrored")
 		// The lease manager keeps only the session, so the instance is
@@ -329,7 +340,7 @@ func components(cfg serverConfig, pools workerPools, deployment string, notes *n
 		if err != nil {
 			return nil, err
 		}
-		return nameAll(log, []startstop.Service{notes, leases}, "notifier", "lease session"), nil
+		return nm.nameAll([]startstop.Service{notes, leases}, "notifier", "lease session"), nil
 	}
 	relay, err := statetopic.NewRelay(statetopic.RelayConfig{Pool: pool, Destination: cfg.Destination,
 		Partitions: int32(cfg.StatePartitions), ReplicationFactor: int16(cfg.StateReplicationFactor),
@@ -364,8 +375,8 @@ func components(cfg serverConfig, pools workerPools, deployment string, notes *n
 	if err != nil {
 		return nil, err
 	}
-	data := startstop.Parallel(nameAll(log, []startstop.Service{eng, syncer}, "engine", "metadata syncer")...)
-	return nameAll(log, []startstop.Service{notes, relay, data, beats, leases},
+	data := startstop.Parallel(nm.nameAll([]startstop.Service{eng, syncer}, "engine", "metadata syncer")...)
+	return nm.nameAll([]startstop.Service{notes, relay, data, beats, leases},
 		"notifier", "outbox relay", "engine and metadata syncer", "heartbeats", "lease manager"), nil
 }
 
@@ -385,6 +396,10 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.ShutdownTimeout = cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)
 	cfg.budget = &startstop.Budget{}
+	// The budget begins at the signal, wherever the server is: a server
+	// told to stop while it starts bounds its steps the same.
+	stopBudget := context.AfterFunc(ctx, func() { cfg.budget.Begin(cfg.ShutdownTimeout) })
+	defer stopBudget()
 	cfg.DeliveryTimeout = cmp.Or(cfg.DeliveryTimeout, min(4*time.Second, cfg.LeaseTTL/4))
 	if err := cfg.validate(); err != nil {
 		return err
@@ -419,25 +434,31 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	defer stopKeys()
-	if err := migrations.Up(cfg.DatabaseURL); err != nil {
+	end := cfg.steps.begin("starting: migrations")
+	err = untilDone(ctx, func() error { return migrations.Up(cfg.DatabaseURL) })
+	end()
+	if err != nil {
 		return err
 	}
+	end = cfg.steps.begin("starting: opening the database pools")
+	defer end()
 	pool, err := repo.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
-	defer closePool(pool, cfg.budget, log)
+	defer closePool("API", pool, cfg.budget, log)
 
 	// The data plane's pools, which the API cannot exhaust.
 	var pools workerPools
 	if pools.leases, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{MaxConns: 2}); err != nil {
 		return err
 	}
-	defer closePool(pools.leases, cfg.budget, log)
+	defer closePool("lease", pools.leases, cfg.budget, log)
 	if pools.data, err = repo.OpenWith(ctx, cfg.DatabaseURL, repo.OpenParams{DefaultMaxConns: repo.DataPoolConns, Warm: true}); err != nil {
 		return err
 	}
-	defer closePool(pools.data, cfg.budget, log)
+	defer closePool("data plane", pools.data, cfg.budget, log)
+	end()
 	// The one LISTEN connection: it wakes the workers, and the API's topic
 	// actions waiting for their partitions (?wait).
 	notes, err := notifier.New(notifier.Config{Pool: pools.data, Logger: log})
@@ -464,7 +485,10 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
-	if err := checkStoredSecrets(ctx, cfg, control, secrets, log); err != nil {
+	end = cfg.steps.begin("starting: checking the stored secrets")
+	err = checkStoredSecrets(ctx, cfg, control, secrets, log)
+	end()
+	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
@@ -477,7 +501,9 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	if err != nil {
 		return err
 	}
+	end = cfg.steps.begin("starting: reading the deployment's id")
 	deployment, err := repo.DeploymentID(ctx, pool)
+	end()
 	if err != nil {
 		return fmt.Errorf("read the deployment's id: %w", err)
 	}
@@ -486,7 +512,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	// Last to start, first to stop: it depends on nothing else.
-	pieces = append(pieces, history)
+	pieces = append(pieces, namer{log: log, budget: cfg.budget, steps: cfg.steps}.nameAll([]startstop.Service{history}, "history sampler")...)
 	if err := startstop.StartAll(ctx, pieces...); err != nil {
 		return err
 	}
@@ -540,8 +566,10 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	endRequests()
 	shutdownCtx, cancel := cfg.budget.Context(context.Background(), httpShutdownTimeout)
 	defer cancel()
+	end = cfg.steps.begin("stopping HTTP")
 	if err := srv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("http shutdown timed out after "+httpShutdownTimeout.String(), "err", err)
+		log.Warn("slow to stop: http shutdown timed out after "+httpShutdownTimeout.String(), "component", "HTTP", "err", err)
 	}
+	end()
 	return nil
 }

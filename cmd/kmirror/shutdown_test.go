@@ -2,17 +2,25 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/runtime/startstop"
+	"kmirror/internal/testing/syncbuf"
 	"kmirror/internal/testing/testnet"
 )
 
@@ -156,7 +164,7 @@ func TestShutdownBackstop(t *testing.T) {
 	exits := make(chan int, 2)
 	exit := func(code int) { exits <- code }
 	ctx, cancel := context.WithCancel(context.Background())
-	done := shutdownBackstop(ctx, 50*time.Millisecond, slog.New(slog.DiscardHandler), exit)
+	done := shutdownBackstop(ctx, 50*time.Millisecond, slog.New(slog.DiscardHandler), exit, nil)
 	cancel()
 	select {
 	case code := <-exits:
@@ -169,7 +177,7 @@ func TestShutdownBackstop(t *testing.T) {
 	done()
 
 	ctx, cancel = context.WithCancel(context.Background())
-	done = shutdownBackstop(ctx, 200*time.Millisecond, slog.New(slog.DiscardHandler), exit)
+	done = shutdownBackstop(ctx, 200*time.Millisecond, slog.New(slog.DiscardHandler), exit, nil)
 	cancel()
 	done() // the shutdown finished in time
 	select {
@@ -178,3 +186,115 @@ func TestShutdownBackstop(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// TestShutdownStepsNamedAndBounded: a SIGTERM under traffic while the
+// network drops everything to the destination and to PostgreSQL (both
+// hang, nothing refuses), at the server's default timings. The server is
+// down within its budget (4 s, so the 1 s backstop never fires), and every
+// step that takes over a second, or is still running when the budget is
+// spent, is named in a "slow to stop" line.
+func TestShutdownStepsNamedAndBounded(t *testing.T) {
+	t.Parallel()
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewJSONHandler(io.MultiWriter(&logs, os.Stderr), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	behind, destination := testnet.BehindProxy(t)
+	clusters, err := devcluster.Start(devcluster.Config{
+		SourceOpts:      []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(3, "bench")},
+		DestinationOpts: []kfake.Opt{behind},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clusters.Close)
+	var db *testnet.Proxy
+	s := startServerOn(t, log, clusters, func(cfg *serverConfig) {
+		u, err := url.Parse(cfg.DatabaseURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db = testnet.NewProxy(t, u.Host)
+		u.Host = db.Addr()
+		cfg.DatabaseURL = u.String()
+		cfg.LeaseTTL, cfg.LeaseRenewInterval, cfg.DeliveryTimeout = 15*time.Second, 5*time.Second, 4*time.Second
+	})
+	c := apiClient{tb: t, base: s.base, http: &http.Client{Timeout: 60 * time.Second}}
+	c.post("/v1/mirrors", fmt.Sprintf(`{"name":"m","source":{"bootstrap_servers":%q}}`, clusters.SourceAddr()))
+	c.post("/v1/mirrors/m/topics:add", `{"topic":"bench"}`)
+	c.waitAll("MIRRORING", 60*time.Second)
+	stopTraffic := benchTraffic(t, clusters.SourceAddr())
+	defer stopTraffic()
+	time.Sleep(time.Second) // copies in flight
+	destination().Cut(testnet.Hang)
+	db.Cut(testnet.Hang)
+	time.Sleep(500 * time.Millisecond)
+	took := s.stop()
+	named := slowSteps(logs.String())
+	t.Logf("shut down in %s; slow to stop: %v", took.Round(time.Millisecond), named)
+	if took > defaultShutdownTimeout+250*time.Millisecond {
+		t.Errorf("shutdown took %s, more than its budget %s", took.Round(time.Millisecond), defaultShutdownTimeout)
+	}
+	if took > 1500*time.Millisecond && len(named) == 0 {
+		t.Errorf("shutdown took %s and no step is named slow", took.Round(time.Millisecond))
+	}
+}
+
+// slowSteps lists the "slow to stop" lines' components and durations.
+func slowSteps(log string) []string {
+	var out []string
+	for l := range strings.Lines(log) {
+		var line struct {
+			Msg       string        `json:"msg"`
+			Component string        `json:"component"`
+			Took      time.Duration `json:"took"`
+		}
+		if json.Unmarshal([]byte(l), &line) == nil && strings.HasPrefix(line.Msg, "slow to stop") {
+			out = append(out, fmt.Sprintf("%s %s", line.Component, line.Took.Round(time.Millisecond)))
+		}
+	}
+	return out
+}
+
+// stuckStop is a component whose Stop takes d, whatever the budget says.
+type stuckStop struct{ d time.Duration }
+
+func (stuckStop) Start(context.Context) error { return nil }
+func (s stuckStop) Stop()                     { time.Sleep(s.d) }
+
+// TestStopOverBudgetIsNamedAndLeftBehind: a component whose stop ignores the
+// shutdown budget is waited for only while the budget lasts; it is named at
+// once in a "slow to stop" line, the steps after it run, and the
+// backstop's line names what is still running.
+func TestStopOverBudgetIsNamedAndLeftBehind(t *testing.T) {
+	var logs syncbuf.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, nil))
+	budget, st := &startstop.Budget{}, &steps{}
+	nm := namer{log: log, budget: budget, steps: st}
+	var after atomic.Bool
+	pieces := nm.nameAll([]startstop.Service{stuckStop{}, stuckStop{d: 3 * time.Second}}, "the last", "the stuck one")
+	if err := startstop.StartAll(t.Context(), pieces...); err != nil {
+		t.Fatal(err)
+	}
+	budget.Begin(500 * time.Millisecond)
+	start := time.Now()
+	startstop.StopAll(append([]startstop.Service{afterStop{&after}}, pieces...)...)
+	took := time.Since(start)
+	if took > 500*time.Millisecond+stopGrace+200*time.Millisecond {
+		t.Errorf("the stops took %s with a budget of 500ms", took.Round(time.Millisecond))
+	}
+	if got := slowSteps(logs.String()); len(got) != 1 || !strings.HasPrefix(got[0], "the stuck one ") {
+		t.Errorf("slow to stop: %v, want the stuck one", got)
+	}
+	if !after.Load() {
+		t.Error("the steps after the stuck one did not run")
+	}
+	if got := st.names(); !slices.Equal(got, []string{"stopping the stuck one"}) {
+		t.Errorf("still running: %v", got)
+	}
+}
+
+// afterStop records that it was stopped: StopAll stops in reverse, so it
+// stops after the pieces listed behind it.
+type afterStop struct{ stopped *atomic.Bool }
+
+func (afterStop) Start(context.Context) error { return nil }
+func (a afterStop) Stop()                     { a.stopped.Store(true) }

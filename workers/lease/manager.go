@@ -318,6 +318,10 @@ func (m *Manager) markStopped() {
 	defer cancel()
 	if err := repo.InstancesStop(ctx, m.cfg.Pool, m.cfg.InstanceID); err != nil {
 		m.log.Warn("marking the instance stopped failed", "err", err)
+		// A database that did not answer the stop's first statement is not
+		// asked again: the releases would wait out their bound as well,
+		// and the leases expire with the session all the same.
+		m.releaseFailed = errors.Is(err, repo.ErrUnavailable)
 	}
 }
 
@@ -439,10 +443,15 @@ func (m *Manager) pass() {
 	// would hand back a partition mid-STOPPING instead).
 	var demand repo.LeaseDemand
 	demandErr := m.within("lease demand count", func(ctx context.Context) (err error) {
-		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID)
+		demand, err = repo.LeasesCountDemand(ctx, m.cfg.Pool, m.cfg.InstanceID, orphanedAfter)
 		return err
 	})
 	m.nextExpiry = demand.NextExpiry // 0 when the count failed
+	// Expired sessions' leases nobody took become orphaned: a pass then
+	// takes them beyond the share (acquireOrphans).
+	if d := demand.NextOrphaned; d > 0 && (m.nextExpiry == 0 || d < m.nextExpiry) {
+		m.nextExpiry = d
+	}
 	// A crashed instance's leases stay spared past its session's expiry
 	// while its last heartbeat is recent (riding through an outage): the
 	// pass that takes them runs when that ends, too.
@@ -483,12 +492,25 @@ func (m *Manager) pass() {
 		share := ceilDiv(s.demand(demand), max(demand.LiveInstances, 1))
 		switch held := len(s.held); {
 		case held < share:
-			m.acquire(s, share-held)
+			m.acquire(s, s.acquire, share-held)
 		case held > share:
 			m.handBack(s, s.excess(held-share))
+		default:
+			if s.acquireOrphans != nil && demand.Orphaned {
+				// Held to the share: the leases of sessions that expired
+				// a while ago and that nobody took (the instance whose
+				// share they are cannot yet) are taken here all the same,
+				// and handed back at the next pass, free for it.
+				m.acquire(s, s.acquireOrphans, share)
+			}
 		}
 	}
 }
+
+// orphanedAfter is how long after its session's expiry a partition lease
+// that nobody took is taken beyond the fair share: time for the instances
+// under their share, woken at the expiry, to take it first.
+const orphanedAfter = 2 * time.Second
 
 // renewSession renews this instance's session, the one write that renews
 // every lease, opening one when there is none. A session that expired or
@@ -675,11 +697,11 @@ func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
 }
 
 // acquire takes up to limit leases and starts their workers.
-func (m *Manager) acquire(s *leaseSet, limit int) {
+func (m *Manager) acquire(s *leaseSet, take func(ctx context.Context, owner string, limit int) ([]leaseRow, error), limit int) {
 	start := m.sessionAt // a lease lasts as long as the session
 	var got []leaseRow
 	err := m.within(s.kind+" lease acquire", func(ctx context.Context) (err error) {
-		got, err = s.acquire(ctx, m.cfg.InstanceID, limit)
+		got, err = take(ctx, m.cfg.InstanceID, limit)
 		return err
 	})
 	if err != nil {
@@ -808,10 +830,13 @@ type leaseSet struct {
 	kind    string // "partition" or "mirror metadata", for logs and errors
 	owned   func(ctx context.Context, owner string) ([]leaseRow, error)
 	acquire func(ctx context.Context, owner string, limit int) ([]leaseRow, error)
-	release func(ctx context.Context, owner string, held []leaseRow) error
-	demand  func(repo.LeaseDemand) int
-	start   func(ctx context.Context, l *Lease)
-	stop    func(k Key)
+	// acquireOrphans takes orphaned leases beyond the share (nil: the kind
+	// has none to take; repo.PartitionsAcquireOrphanedLeases).
+	acquireOrphans func(ctx context.Context, owner string, limit int) ([]leaseRow, error)
+	release        func(ctx context.Context, owner string, held []leaseRow) error
+	demand         func(repo.LeaseDemand) int
+	start          func(ctx context.Context, l *Lease)
+	stop           func(k Key)
 
 	held map[Key]*Lease
 	// unreleased are leases whose workers have exited but which may still
@@ -881,6 +906,9 @@ func (m *Manager) partitionLeaseSet(r PartitionRunner) *leaseSet {
 		},
 		acquire: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
 			return fromRepo(repo.PartitionsAcquireLeases(ctx, pool, owner, m.session, limit, m.spared()))
+		},
+		acquireOrphans: func(ctx context.Context, owner string, limit int) ([]leaseRow, error) {
+			return fromRepo(repo.PartitionsAcquireOrphanedLeases(ctx, pool, owner, m.session, limit, m.spared(), orphanedAfter))
 		},
 		release: func(ctx context.Context, owner string, held []leaseRow) error {
 			_, err := repo.PartitionsReleaseLeases(ctx, pool, owner, toRepo(held))

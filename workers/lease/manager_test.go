@@ -957,3 +957,29 @@ func TestLeaseManagerTakesACrashedInstancesLeasesAtItsExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseManagerRestartUnderItsIDTakesAtOnce: of three instances, one
+// crashes and is started again at once under the same id: its new session
+// replaces the old one, whose leases are then free, and it holds its share
+// again within a renew interval, not a TTL. (Under a new id, the default,
+// e2e's TestFastRestartDoesNotSlowTakeover.)
+func TestLeaseManagerRestartUnderItsIDTakesAtOnce(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	reg := newRunRegistry(t)
+	opts := nodeOpts{ttl: 6 * time.Second, renew: 2 * time.Second, margin: 2 * time.Second}
+	a := startNode(t, dbURL, "a", reg, opts)
+	b := startNode(t, dbURL, "b", reg, opts)
+	c := startNode(t, dbURL, "c", reg, opts)
+	waitShares(t, 45*time.Second, a, b, c)
+	c.mgr.Crash()
+	crashed := time.Now()
+	c2 := startNode(t, dbURL, "c", reg, opts)
+	waitShares(t, time.Minute, a, b, c2)
+	took := time.Since(crashed)
+	t.Logf("every partition held again %s after the crash", took.Round(time.Millisecond))
+	if took > opts.renew {
+		t.Errorf("every partition held again %s after the crash and restart, want within %s (a renew interval)", took.Round(time.Millisecond), opts.renew)
+	}
+}

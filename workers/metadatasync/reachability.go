@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/repo"
 )
 
@@ -51,22 +52,26 @@ func (p *prober) wrote(r repo.Reachability) {
 }
 
 // probe asks a cluster for a broker-only metadata request within timeout.
-func probe(ctx context.Context, cl *kgo.Client, timeout time.Duration) repo.Reachability {
+// A broker that could not be spoken to reads the same whatever answered
+// (kafkaconn.Public); detail is the error as it came, for the log.
+func probe(ctx context.Context, cl *kgo.Client, timeout time.Duration) (r repo.Reachability, detail error) {
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
 		fmt.Errorf("no broker answered a metadata request within %s", timeout))
 	defer cancel()
 	err := cl.Ping(ctx)
 	if err == nil {
-		return repo.Reachability{Reachable: true}
+		return repo.Reachability{Reachable: true}, nil
 	}
 	if errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) != nil {
 		err = context.Cause(ctx)
 	}
-	msg := err.Error()
+	detail = err
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	msg := kafkaconn.Public(err, seeds).Error()
 	if len(msg) > maxProbeError {
 		msg = msg[:maxProbeError] + "…"
 	}
-	return repo.Reachability{Error: msg}
+	return repo.Reachability{Error: msg}, detail
 }
 
 // probeDestination records whether the destination answers this instance,
@@ -81,7 +86,7 @@ func (s *Syncer) probeDestination(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		r := probe(ctx, s.dst, s.cfg.ProbeTimeout)
+		r, detail := probe(ctx, s.dst, s.cfg.ProbeTimeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -91,7 +96,7 @@ func (s *Syncer) probeDestination(ctx context.Context) {
 			cancel()
 			if err == nil {
 				p.wrote(r)
-				s.logChange(s.log, "destination", r)
+				s.logChange(s.log, "destination", r, detail)
 			} else if ctx.Err() == nil {
 				s.log.Debug("recording the destination's reachability failed", "err", err)
 			}
@@ -117,9 +122,10 @@ func (r *mirrorSync) probeSource(ctx context.Context) {
 		}
 		src, srcErr := r.currentSource()
 		var res repo.Reachability
+		var detail error
 		switch {
 		case src != nil:
-			res = probe(ctx, src.cl, s.cfg.ProbeTimeout)
+			res, detail = probe(ctx, src.cl, s.cfg.ProbeTimeout)
 			if cur, _ := r.currentSource(); cur != src {
 				// The client was replaced (the connection changed) or
 				// closed while asked: its answer is not the source's.
@@ -146,7 +152,7 @@ func (r *mirrorSync) probeSource(ctx context.Context) {
 			switch {
 			case err == nil:
 				p.wrote(res)
-				s.logChange(r.log, "source", res)
+				s.logChange(r.log, "source", res, detail)
 			case errors.Is(err, repo.ErrNotFound):
 				r.log.Debug("the metadata lease moved on before the source's reachability was recorded")
 			case ctx.Err() == nil:
@@ -157,10 +163,10 @@ func (r *mirrorSync) probeSource(ctx context.Context) {
 	}
 }
 
-func (s *Syncer) logChange(log *slog.Logger, cluster string, r repo.Reachability) {
+func (s *Syncer) logChange(log *slog.Logger, cluster string, r repo.Reachability, detail error) {
 	if r.Reachable {
 		log.Info("cluster reachable", "cluster", cluster)
 	} else {
-		log.Warn("cluster unreachable", "cluster", cluster, "err", r.Error)
+		log.Warn("cluster unreachable", "cluster", cluster, "err", r.Error, "detail", detail)
 	}
 }

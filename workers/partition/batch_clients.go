@@ -3,6 +3,8 @@ package partition
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"kmirror/internal/runtime/batchfetch"
 	"kmirror/internal/runtime/batchproduce"
 	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/runtime/leaders"
 	"kmirror/workers/partition/worker"
 )
 
@@ -25,52 +28,106 @@ const defaultFetchMaxWait = 500 * time.Millisecond
 
 // batchFetcher is a mirror's raw fetcher and its client.
 type batchFetcher struct {
-	cl     *kgo.Client
-	side   *kgo.Client
-	f      *batchfetch.Fetcher
-	health *clientHealth
-	// loops are the fetch loops' own results, per broker: one broker
-	// that keeps failing while the others (and metadata) answer never
-	// shows in health, which any completed request clears.
+	cl   *kgo.Client
+	side *kgo.Client
+	f    *batchfetch.Fetcher
+	// health is cl's, sideHealth side's: a client's requests to a broker
+	// of one kind go on one connection, which clientHealth relies on.
+	health, sideHealth *clientHealth
+	// loops are the fetch loops' own results, per broker: an answer that
+	// cannot be used (garbage, a wrong correlation id) completes the
+	// request for kgo's hooks, so only the loop sees it fail.
 	loops *loopHealth
 	users int
 }
 
-// loopHealth is a clientHealth per broker fetch loop of one fetcher.
+// loopHealth is batchfetch.Config.Health for one fetcher: a run of
+// failures per broker fetch loop.
 type loopHealth struct {
+	// addr names a broker by its host:port, as the client's hooks saw it.
+	addr    func(int32) string
+	servers []string // the cluster's bootstrap servers, when addr knows none
+
 	mu      sync.Mutex
-	brokers map[int32]*clientHealth
+	brokers map[int32]*loopRun
 }
 
-// get returns broker id's loop health, made on first use.
-func (l *loopHealth) get(id int32) *clientHealth {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.brokers[id]
-	if h == nil {
-		h = &clientHealth{after: fetchTroubleAfter}
-		l.brokers[id] = h
-	}
-	return h
+// loopRun is one broker loop's current run of failed fetches.
+type loopRun struct {
+	l  *loopHealth
+	id int32
+
+	mu    sync.Mutex
+	since time.Time // zero when the last fetch succeeded
+	err   error
 }
+
+var _ batchfetch.Health = (*loopRun)(nil)
 
 // broker is batchfetch.Config.Health.
 func (l *loopHealth) broker(id int32) batchfetch.Health { return l.get(id) }
 
-func (l *loopHealth) all() []*clientHealth {
+func (l *loopHealth) get(id int32) *loopRun {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]*clientHealth, 0, len(l.brokers))
-	for _, h := range l.brokers {
-		out = append(out, h)
+	r := l.brokers[id]
+	if r == nil {
+		r = &loopRun{l: l, id: id}
+		l.brokers[id] = r
 	}
-	return out
+	return r
 }
 
-// fetchTroubleAfter is how long a broker's fetches must keep failing
-// before its partitions' rows say so: its loop backs off between
-// attempts, so the error has been seen more than once by then.
-const fetchTroubleAfter = 2 * time.Second
+// Failed implements batchfetch.Health.
+func (r *loopRun) Failed(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.since.IsZero() {
+		r.since = time.Now()
+	}
+	r.err = err
+}
+
+// Succeeded implements batchfetch.Health.
+func (r *loopRun) Succeeded() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.since, r.err = time.Time{}, nil
+}
+
+// trouble is the run when it has lasted d; what cannot be spoken to reads
+// as the client's other trouble does (kafkaconn.Public).
+func (r *loopRun) trouble(d time.Duration) (time.Time, error) {
+	r.mu.Lock()
+	since, err := r.since, r.err
+	r.mu.Unlock()
+	if err == nil || time.Since(since) < d {
+		return time.Time{}, nil
+	}
+	servers := r.l.servers
+	if a := r.l.addr(r.id); a != "" {
+		servers = []string{a}
+	}
+	return since, kafkaconn.Public(err, servers)
+}
+
+// signature names the broker loops in trouble for d, for the client watch
+// to tell a change.
+func (l *loopHealth) signature(d time.Duration) string {
+	l.mu.Lock()
+	runs := make([]*loopRun, 0, len(l.brokers))
+	for _, r := range l.brokers {
+		runs = append(runs, r)
+	}
+	l.mu.Unlock()
+	var b strings.Builder
+	for _, r := range runs {
+		if since, err := r.trouble(d); err != nil {
+			fmt.Fprintf(&b, "%d@%d,", r.id, since.UnixNano())
+		}
+	}
+	return b.String()
+}
 
 func (f *batchFetcher) close() {
 	f.f.Close()
@@ -105,29 +162,34 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		f.users++
 		return f, nil
 	}
-	health := &clientHealth{}
-	loops := &loopHealth{brokers: map[int32]*clientHealth{}}
-	opts := append([]kgo.Opt{kgo.WithHooks(health), e.metrics.FetchOpt(mirror)}, batchfetch.ClientOpts(0)...)
+	// A fetch may be held for its max wait before it is answered.
+	flog := e.log.With("client", "batch fetcher", "mirror", mirror)
+	health, sideHealth := newClientHealth(defaultFetchMaxWait, flog), newClientHealth(defaultFetchMaxWait, flog)
+	loops := &loopHealth{addr: health.addr, servers: conn.BootstrapServers, brokers: map[int32]*loopRun{}}
+	opts := append([]kgo.Opt{e.metrics.FetchOpt(mirror)}, batchfetch.ClientOpts(0)...)
 	opts = append(opts, e.cfg.SourceOpts...)
-	cl, err := conn.NewClient(opts...)
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
 	// The side client fetches partitions added during a long poll
 	// (batchfetch.Config.SideClient); its trouble is the mirror's too.
-	side, err := conn.NewClient(opts...)
+	side, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(sideHealth)}, opts...)...)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
 	bf, err := batchfetch.New(batchfetch.Config{Client: cl, SideClient: side,
-		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait, Health: loops.broker})
+		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait,
+		Health: loops.broker, Trouble: func(topic string, partition int32, err error) {
+			e.noteFetchTrouble(mirror, topic, partition, err)
+		}})
 	if err != nil {
 		cl.Close()
 		side.Close()
 		return nil, err
 	}
-	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, loops: loops, users: 1}
+	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, sideHealth: sideHealth, loops: loops, users: 1}
 	e.batchFetchers[mirror] = f
 	return f, nil
 }
@@ -155,38 +217,67 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 	if err != nil {
 		return nil, err
 	}
+	ref := troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}
 	f.f.Add(topic, partition, from, func(got batchfetch.Fetched) {
 		lso := got.LastStableOffset
 		if got.Err != nil {
 			lso = -1
+		} else {
+			e.fetchTroubles.answered(ref)
 		}
 		deliver(worker.FetchBatch{Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
 	})
-	return &batchFetchRegistration{e: e, f: f, mirror: mirror, topic: topic, partition: partition}, nil
+	return &batchFetchRegistration{e: e, f: f, ref: ref}, nil
+}
+
+// noteFetchTrouble records a failure of a partition's fetch that the
+// mirror's fetcher retries (a request that asked for it failed, or its
+// part of an answer could not be used): once the partition's failures
+// have lasted troubleAfter with no delivery between, its row says so
+// while it stays MIRRORING, and a delivery clears it. The fetcher's
+// trouble with a whole broker reaches the rows through its clients' hooks
+// (clientHealth); this is for what only the fetcher sees.
+func (e *Engine) noteFetchTrouble(mirror, topic string, partition int32, err error) {
+	e.fetchTroubles.failed(troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}, err)
 }
 
 // batchFetchRegistration is one partition's place in its mirror's raw
 // fetcher.
 type batchFetchRegistration struct {
-	e         *Engine
-	f         *batchFetcher
-	mirror    string
-	topic     string
-	partition int32
+	e   *Engine
+	f   *batchFetcher
+	ref troubleRef
 }
 
+// Trouble is the oldest of the partition's own trouble and its mirror's
+// fetch clients'.
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
-	if b, ok := r.f.f.Broker(r.topic, r.partition); ok {
-		if since, err := r.f.loops.get(b).trouble(troubleAfter); err != nil {
-			return since, err
-		}
-	}
-	return r.f.health.trouble(troubleAfter)
+	return oldestTrouble(
+		func() (time.Time, error) { return r.e.fetchTroubles.trouble(r.ref, troubleAfter) },
+		func() (time.Time, error) {
+			if b, ok := r.f.f.Broker(r.ref.tp.Topic, r.ref.tp.Partition); ok {
+				return r.f.loops.get(b).trouble(troubleAfter)
+			}
+			return time.Time{}, nil
+		},
+		func() (time.Time, error) { return r.f.health.trouble(troubleAfter) },
+		func() (time.Time, error) { return r.f.sideHealth.trouble(troubleAfter) })
 }
 
 func (r *batchFetchRegistration) Stop() {
-	r.f.f.Remove(r.topic, r.partition)
-	r.e.releaseBatchFetcher(r.mirror)
+	r.f.f.Remove(r.ref.tp.Topic, r.ref.tp.Partition)
+	r.e.fetchTroubles.forget(r.ref)
+	r.e.releaseBatchFetcher(r.ref.mirror)
+}
+
+// oldestTrouble returns the oldest of the troubles the sources report.
+func oldestTrouble(sources ...func() (time.Time, error)) (since time.Time, err error) {
+	for _, src := range sources {
+		if s, serr := src(); serr != nil && (err == nil || s.Before(since)) {
+			since, err = s, serr
+		}
+	}
+	return since, err
 }
 
 // errWrittenOff fails the batches of a topic not sent yet when its copies

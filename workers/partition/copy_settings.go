@@ -9,6 +9,7 @@ import (
 	"kmirror/internal/runtime/throttle"
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/lease"
 )
 
 // copySettings caches each mirror's copy settings (mirror.compression.type,
@@ -107,11 +108,13 @@ func (c *copySettings) pace(mirror string) {
 	t.SetRate(share)
 }
 
-// wait paces the mirror's copies by its throttle; size, the bytes of the
-// copy, is counted only when the mirror has one.
-func (c *copySettings) wait(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error) {
+// wait paces the mirror's copies by its throttle, each partition a flow of
+// its own, so that the partitions share it evenly however the source's
+// brokers lead them; size, the bytes of the copy, is counted only when the
+// mirror has one.
+func (c *copySettings) wait(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error) {
 	c.mu.Lock()
-	t := c.throttles[mirror]
+	t := c.throttles[k.Mirror]
 	c.mu.Unlock()
 	if t == nil {
 		return 0, nil
@@ -120,5 +123,5 @@ func (c *copySettings) wait(ctx context.Context, done <-chan struct{}, mirror st
 	if n == 0 {
 		return 0, nil // nothing to copy: a delivery of ends only
 	}
-	return t.Wait(ctx, done, n)
+	return t.WaitFlow(ctx, done, k, n)
 }

@@ -6,6 +6,7 @@ import (
 
 	"kmirror/repo"
 	"kmirror/service"
+	"kmirror/workers/lease"
 )
 
 // TestCopySettingsThrottleReachesRunningCopies: a limit set on a mirror
@@ -31,7 +32,7 @@ func TestCopySettingsThrottleReachesRunningCopies(t *testing.T) {
 	if c.throttles["m"] != nil {
 		t.Fatal("the limit lifted, the throttle stayed")
 	}
-	if d, err := c.wait(context.Background(), nil, "m", func() int64 { return 1 << 30 }); d != 0 || err != nil {
+	if d, err := c.wait(context.Background(), nil, lease.Key{Mirror: "m", Topic: "t"}, func() int64 { return 1 << 30 }); d != 0 || err != nil {
 		t.Fatalf("waited %v, %v without a limit", d, err)
 	}
 }

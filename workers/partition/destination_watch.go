@@ -40,6 +40,9 @@ const destinationCheckTimeout = 2 * time.Second
 // worker to report and heal.
 type destinationLoss struct {
 	msg string
+	// end is the destination's end offset the watch found (0 when the
+	// topic or the partition is gone).
+	end int64
 	at  time.Time
 }
 
@@ -88,8 +91,11 @@ func (e *Engine) stalledCopies(last map[*produce.Acks]int64) []stallCheck {
 
 // destinationSweepEvery is how often every session's destination is
 // checked, stalled or not: a partition that copies nothing has no copy to
-// go unanswered, and its destination topic may be gone all the same.
-const destinationSweepEvery = 10 * time.Second
+// go unanswered, and its destination topic may be gone all the same. Its
+// row must stop showing the destination end it last saw within seconds
+// (with the watch's tick and the row's write, about 3.5 s at most): one
+// listing of the sessions' destination topics every 2 s.
+const destinationSweepEvery = 2 * time.Second
 
 // sessionChecks returns a check of every running session.
 func (e *Engine) sessionChecks() []stallCheck {
@@ -128,11 +134,11 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 			continue // stalled, and swept too
 		}
 		seen[c.key] = true
-		switch reason, topicGone := lossOf(ends, c.dest, c.key.Partition, c.verified); {
+		switch reason, end, topicGone := lossOf(ends, c.dest, c.key.Partition, c.verified); {
 		case topicGone:
 			missing[c.dest] = true // every partition of the topic, below
 		case reason != "":
-			e.destinationLost(c.key, reason)
+			e.destinationLost(c.key, reason, end)
 		}
 	}
 	for topic := range missing {
@@ -143,30 +149,30 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 // lossOf says what the destination lost of partition p of destination
 // topic dest, given its listed ends and the offset below which copies were
 // acknowledged ("" if nothing), and whether the whole topic is gone.
-func lossOf(ends kadm.ListedOffsets, dest string, p int32, verified int64) (reason string, topicGone bool) {
+func lossOf(ends kadm.ListedOffsets, dest string, p int32, verified int64) (reason string, end int64, topicGone bool) {
 	parts, listed := ends[dest]
 	if o, ok := parts[-1]; ok && errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
-		return "", true
+		return "", 0, true
 	}
 	o, ok := parts[p]
 	switch {
 	case !listed:
-		return "", false
+		return "", 0, false
 	case !ok || errors.Is(o.Err, kerr.UnknownTopicOrPartition):
-		return fmt.Sprintf("partition %d of topic %s is missing on the destination", p, dest), false
+		return fmt.Sprintf("partition %d of topic %s is missing on the destination", p, dest), 0, false
 	case o.Err == nil && o.Offset < verified:
-		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified), false
+		return fmt.Sprintf("its destination end is %d, below the %d record(s) already copied", o.Offset, verified), o.Offset, false
 	}
-	return "", false
+	return "", 0, false
 }
 
 // destinationLost records a loss for partition k and interrupts its
 // session, so that its worker reports it and re-aligns: alignment then
 // rewinds to what the destination still has.
-func (e *Engine) destinationLost(k lease.Key, reason string) {
+func (e *Engine) destinationLost(k lease.Key, reason string, end int64) {
 	msg := "the destination lost this partition's records (" + reason + "); re-mirroring from what it still holds"
 	e.mu.Lock()
-	e.losses[k] = destinationLoss{msg: msg, at: time.Now()}
+	e.losses[k] = destinationLoss{msg: msg, end: end, at: time.Now()}
 	s, w := e.sessions[k], e.workers[k]
 	e.mu.Unlock()
 	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
@@ -203,7 +209,7 @@ func (e *Engine) topicLost(topic string) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Partition < keys[j].Partition })
 	for _, k := range keys {
-		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic))
+		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic), 0)
 	}
 	e.writeOff(topic, "")
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -113,8 +115,11 @@ type Engine struct {
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
 	copy *copySettings
-	// health wakes the mirroring sessions when a client's trouble changes.
-	health *healthChanges
+	// health wakes the mirroring sessions when a client's trouble, or a
+	// partition's own, changes; fetchTroubles are the partitions' own
+	// fetch troubles (partition_trouble.go).
+	health        *healthChanges
+	fetchTroubles *partitionTroubles
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
@@ -195,6 +200,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.health = newHealthChanges()
+	e.fetchTroubles = newPartitionTroubles()
 	e.shared = newSharedReads()
 	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
 	e.realigns = newRealignments(cfg.Service, stateWriteTimeout, log)
@@ -220,7 +226,9 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 			e.closeClients()
 		}
 	}()
-	e.producerHealth = &clientHealth{}
+	// A healthy destination answers a produce within a round trip and
+	// its replication; the grace covers a slow one.
+	e.producerHealth = newClientHealth(500*time.Millisecond, e.log.With("client", "producer"))
 	if err := e.startBatchProducer(); err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
@@ -241,12 +249,65 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	e.Go(e.refreshOffsetsLoop)
 	e.Go(e.refreshForeignEndsLoop)
 	e.Go(e.watchHealth)
+	e.Go(e.watchClients)
 	return nil
 }
 
-// watchHealth checks the producer's and the fetchers' health every second
-// for every mirroring session at once, and asks the destination about
-// copies that went unanswered (destination_watch.go).
+// watchClients checks the producer's and the fetchers' health every second
+// for every mirroring session at once. It runs apart from watchHealth,
+// whose destination check waits up to its timeout on a destination that
+// does not answer: the sessions hear of trouble within the second all the
+// same.
+func (e *Engine) watchClients(ctx context.Context) {
+	t := time.NewTicker(destinationWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		clients := []*clientHealth{e.producerHealth}
+		loops := ""
+		for _, f := range e.batchFetchers {
+			clients = append(clients, f.health, f.sideHealth)
+			loops += f.loops.signature(troubleAfter) + ";"
+		}
+		e.mu.Unlock()
+		e.health.check(clients, troubleAfter, e.fetchTroubles.signature(troubleAfter)+";"+e.producerRetryingSignature()+";"+loops)
+	}
+}
+
+// producerRetrying is how long, and why, the producer has retried a
+// destination partition's copies without an answer, once it has lasted
+// troubleAfter.
+func (e *Engine) producerRetrying(dstTopic string, partition int32) (time.Time, error) {
+	since, err := e.batchProducer.Retrying(dstTopic, partition)
+	if err == nil || time.Since(since) < troubleAfter {
+		return time.Time{}, nil
+	}
+	if !errors.Is(err, batchproduce.ErrNoLeader) && !errors.Is(err, batchproduce.ErrNotAnswered) {
+		// A request that failed reads the same whatever answered
+		// (client_health.go); the producer's hook logged it.
+		err = kafkaconn.Public(err, e.cfg.Destination.BootstrapServers)
+	}
+	return since, fmt.Errorf("retrying %s/%d: %w", dstTopic, partition, err)
+}
+
+// producerRetryingSignature names the destination partitions the producer
+// has retried for troubleAfter, for the client watch to tell a change.
+func (e *Engine) producerRetryingSignature() string {
+	var out []string
+	for tp, since := range e.batchProducer.RetryingPartitions(troubleAfter) {
+		out = append(out, fmt.Sprintf("%s/%d@%d", tp.Topic, tp.Partition, since.UnixNano()))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}
+
+// watchHealth asks the destination, every second, about copies that went
+// unanswered (destination_watch.go).
 func (e *Engine) watchHealth(ctx context.Context) {
 	t := time.NewTicker(destinationWatchEvery)
 	defer t.Stop()
@@ -264,14 +325,6 @@ func (e *Engine) watchHealth(ctx context.Context) {
 			checks = append(checks, e.sessionChecks()...)
 		}
 		e.checkDestination(ctx, checks)
-		e.mu.Lock()
-		clients := []*clientHealth{e.producerHealth}
-		for _, f := range e.batchFetchers {
-			clients = append(clients, f.health)
-			clients = append(clients, f.loops.all()...)
-		}
-		e.mu.Unlock()
-		e.health.check(clients, troubleAfter)
 	}
 }
 

@@ -291,7 +291,7 @@ func TestScenarioSourceComesBackEmpty(t *testing.T) {
 // TestScenarioIdleDestinationComesBackEmpty: the destination comes back
 // empty while its partitions copy nothing, so no copy goes unanswered. The
 // engine's sweep of every session still finds the topic gone within
-// destinationSweepEvery (10 s): the topic is recreated and its records
+// destinationSweepEvery (2 s): the topic is recreated and its records
 // mirrored again, with an event naming the loss.
 func TestScenarioIdleDestinationComesBackEmpty(t *testing.T) {
 	t.Parallel()
@@ -307,4 +307,51 @@ func TestScenarioIdleDestinationComesBackEmpty(t *testing.T) {
 	workertest.WaitEndsEqual(t, env.Env, "orders", 2, 30*time.Second)
 	t.Logf("exact again %s after the destination came back", time.Since(back).Round(time.Millisecond))
 	assertLossEvents(t, env, "orders", 2)
+}
+
+// TestScenarioRebuiltDestinationOffsetsFollow: the destination comes back
+// empty under partitions that copy nothing at the moment (the soak's
+// quiet ones). Within 5 s every row's destination offset follows it: no
+// row claims more than the destination holds, as the stale checkpoint's
+// end would (a row reading MIRRORING, no error, destination offset 20,
+// while the destination holds 0).
+func TestScenarioRebuiltDestinationOffsetsFollow(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	const parts = 4
+	env.startMirrored("orders", parts, 20)
+	if err := env.Clusters.Down("destination"); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Clusters.UpEmpty("destination"); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	dst := workertest.Plain(env.Clusters.DestinationAddr())
+	workertest.WaitFor(t, 5*time.Second, "every row's destination offset to follow the rebuilt destination", func() (bool, string) {
+		rows := env.Partitions("m")
+		ends := map[int32]int64{} // a topic not there yet holds nothing
+		if env.DestHasTopic("orders") {
+			ends = workertest.EndOffsets(t, dst, "orders")
+		}
+		var desc []string
+		ok := len(rows) == parts
+		for _, r := range rows {
+			held := ends[r.Partition]
+			if r.DestinationEndOffset == nil || *r.DestinationEndOffset > held {
+				ok = false
+			}
+			desc = append(desc, fmt.Sprintf("%s dst=%v held=%d", describePartition(r), deref(r.DestinationEndOffset), held))
+		}
+		return ok, strings.Join(desc, "; ")
+	})
+	t.Logf("rows followed %s after the destination came back", time.Since(back).Round(time.Millisecond))
+	workertest.WaitEndsEqual(t, env.Env, "orders", parts, 30*time.Second)
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

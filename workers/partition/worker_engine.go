@@ -135,13 +135,13 @@ func (h workerEngine) Recompression(mirror string) (recordbatch.Codec, bool) {
 	return h.e.copy.recompression(mirror)
 }
 
-func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error) {
-	return h.e.copy.wait(ctx, done, mirror, size)
+func (h workerEngine) Throttle(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error) {
+	return h.e.copy.wait(ctx, done, k, size)
 }
 
-func (h workerEngine) TakeLoss(k lease.Key) (msg string, ok bool) {
+func (h workerEngine) TakeLoss(k lease.Key) (worker.Loss, bool) {
 	l, ok := h.e.takeLoss(k)
-	return l.msg, ok
+	return worker.Loss{Msg: l.msg, DestinationEnd: l.end}, ok
 }
 
 func (h workerEngine) WriteOff(dstTopic, why string) { h.e.writeOff(dstTopic, why) }
@@ -158,8 +158,10 @@ func (h workerEngine) ProduceBatch(ctx context.Context, dstTopic string, partiti
 	h.e.produceBatch(ctx, dstTopic, partition, b, promise)
 }
 
-func (h workerEngine) ProducerTrouble() (time.Time, error) {
-	return h.e.producerHealth.trouble(troubleAfter)
+func (h workerEngine) ProducerTrouble(dstTopic string, partition int32) (time.Time, error) {
+	return oldestTrouble(
+		func() (time.Time, error) { return h.e.producerHealth.trouble(troubleAfter) },
+		func() (time.Time, error) { return h.e.producerRetrying(dstTopic, partition) })
 }
 
 func (h workerEngine) RefreshProducerMetadata() {

@@ -144,7 +144,7 @@ func TestRestoreEverythingThatMatters(t *testing.T) {
 	if err != nil || m.State != service.MirrorNeedsCredentials {
 		t.Fatalf("restored mirror %+v %v", m, err)
 	}
-	if d, err := repo.LeasesCountDemand(ctx, fresh, "i2"); err != nil || d.ActivePartitions != 0 || d.Mirrors != 0 {
+	if d, err := repo.LeasesCountDemand(ctx, fresh, "i2", time.Second); err != nil || d.ActivePartitions != 0 || d.Mirrors != 0 {
 		t.Fatalf("lease demand while the mirror needs credentials: %+v %v, want none", d, err)
 	}
 	restored := &engineEnv{workertest.EnvOver(t, fresh, svc, env.Clusters)}

@@ -173,6 +173,9 @@ type InstanceOpts struct {
 	LeaseSignals bool
 	// Registerer receives the engine's and the syncer's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
+	// Logger is the instance's logger, for tests that read its lines;
+	// default Logger().
+	Logger *slog.Logger
 	// SourceOpts are extra options of the engine's source clients (hooks).
 	SourceOpts []kgo.Opt
 	// ProduceBuffer is the engine's bound on records produced and not yet
@@ -196,7 +199,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	tb := env.TB
 	tb.Helper()
 	ctx := context.Background()
-	log := Logger().With("test", tb.Name(), "instance", id)
+	log := cmp.Or(o.Logger, Logger()).With("test", tb.Name(), "instance", id)
 	if len(o.Dest.BootstrapServers) == 0 {
 		o.Dest = kafkaconn.Config{BootstrapServers: []string{env.Clusters.DestinationAddr()}}
 	}

@@ -509,6 +509,9 @@ func (b *brokerLoop) prepare(tp leaders.TopicPartition, r requested, rp *kmsg.Fe
 	if refetch(err) {
 		b.drop(tp)
 		f.unassignLocked(tp)
+		if f.cfg.Trouble != nil {
+			f.cfg.Trouble(tp.Topic, tp.Partition, err)
+		}
 		return nil
 	}
 	if err == nil && p.offset == r.offset {

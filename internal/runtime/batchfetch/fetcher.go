@@ -73,6 +73,11 @@ type Config struct {
 	// that keeps failing shows there even while the cluster's other
 	// brokers, and its metadata requests, answer (which kgo's hooks see).
 	Health func(broker int32) Health
+	// Trouble, when set, is told of a partition's error that the fetcher
+	// retries by itself once the metadata is read again (a leader moving,
+	// a replica not caught up): nothing is delivered meanwhile, so this is
+	// the only sign of one that goes on. The next delivery says it ended.
+	Trouble func(topic string, partition int32, err error)
 }
 
 // Health hears how one broker loop's fetches go.

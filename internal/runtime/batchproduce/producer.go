@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,6 +36,16 @@ import (
 type Payload interface {
 	Produced(pid int64, epoch int16, seq int32) []byte
 	Records() int32
+}
+
+// FirstSender is a Payload that is told when its batch is first sent
+// (FirstSent, called once, with the producer's lock held: it must not
+// block or call the producer). A batch not sent yet is never sent once its
+// context has ended, so a copier bounds only what is in flight: its
+// delivery deadline runs from then, not from the moment it queued the
+// batch behind others.
+type FirstSender interface {
+	FirstSent()
 }
 
 // Result is a batch's outcome: the destination offset of its first record,
@@ -70,8 +81,11 @@ type Config struct {
 	// A batch larger than it goes alone.
 	MaxRequestBytes int
 	// RetryBackoff spaces the retries of a partition whose leader moved or
-	// whose broker did not answer; default 100ms.
-	RetryBackoff time.Duration
+	// whose broker did not answer; default 100ms. It doubles with each
+	// retry of a run, up to MaxRetryBackoff (default 1s: a batch is
+	// retried a few times within a delivery timeout), and starts over at
+	// the partition's next answer.
+	RetryBackoff, MaxRetryBackoff time.Duration
 }
 
 // Producer produces Payloads as one idempotent producer.
@@ -106,6 +120,10 @@ type Producer struct {
 	answersDone bool
 	answered    chan struct{} // closed when answer returns
 
+	// dispatchFailures counts dispatches in a row that failed before any
+	// partition's turn (dispatchFailed).
+	dispatchFailures atomic.Int32
+
 	wake     chan struct{}
 	done     chan struct{}
 	inFlight sync.WaitGroup
@@ -124,6 +142,12 @@ type partition struct {
 	sending *pending
 	// retryAt holds a batch back after a retriable error.
 	retryAt time.Time
+	// retries counts the partition's retries since its last answer,
+	// retrySince is when the first of them was decided and retryErr why
+	// the latest was (Retrying).
+	retries    int
+	retrySince time.Time
+	retryErr   error
 }
 
 type pending struct {
@@ -148,6 +172,7 @@ func New(cfg Config) (*Producer, error) {
 	cfg.RequestTimeout = cmp.Or(cfg.RequestTimeout, 10*time.Second)
 	cfg.MaxRequestBytes = cmp.Or(cfg.MaxRequestBytes, 4<<20)
 	cfg.RetryBackoff = cmp.Or(cfg.RetryBackoff, 100*time.Millisecond)
+	cfg.MaxRetryBackoff = max(cmp.Or(cfg.MaxRetryBackoff, time.Second), cfg.RetryBackoff)
 	p := &Producer{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()), pid: -1, parts: map[topicPartition]*partition{},
 		queued: map[topicPartition]*partition{},
 		meta:   leaders.New(cfg.Client), wake: make(chan struct{}, 1), done: make(chan struct{}),
@@ -294,7 +319,7 @@ func (p *Producer) dispatch() (next time.Time) {
 	defer cancel()
 	if err := p.ensureProducerID(ctx); err != nil {
 		p.log.Warn("batch producer: no producer id yet; retrying", "err", err)
-		return time.Now().Add(p.cfg.RetryBackoff)
+		return time.Now().Add(p.dispatchFailed())
 	}
 	p.mu.Lock()
 	var ready []*partition
@@ -329,8 +354,9 @@ func (p *Producer) dispatch() (next time.Time) {
 	leaderOf, err := p.meta.Leaders(ctx, topics)
 	if err != nil {
 		p.log.Warn("batch producer: destination metadata; retrying", "err", err)
-		return time.Now().Add(p.cfg.RetryBackoff)
+		return time.Now().Add(p.dispatchFailed())
 	}
+	p.dispatchFailures.Store(0)
 	byBroker := map[int32][]*partition{}
 	p.mu.Lock()
 	if p.closed {
@@ -351,7 +377,8 @@ func (p *Producer) dispatch() (next time.Time) {
 		}
 		l, ok := leaderOf[st.tp]
 		if !ok {
-			st.retryAt = now.Add(p.cfg.RetryBackoff)
+			p.noteRetryLocked(st, ErrNoLeader)
+			st.retryAt = now.Add(p.backoffLocked(st))
 			if next.IsZero() || st.retryAt.Before(next) {
 				next = st.retryAt
 			}
@@ -368,6 +395,9 @@ func (p *Producer) dispatch() (next time.Time) {
 			if head.raw == nil {
 				head.raw, head.seq, head.epoch = head.payload.Produced(p.pid, p.epoch, st.seq), st.seq, p.epoch
 				st.seq += head.payload.Records()
+				if fs, ok := head.payload.(FirstSender); ok {
+					fs.FirstSent()
+				}
 			}
 			if size > 0 && size+len(head.raw) > p.cfg.MaxRequestBytes {
 				p.signal() // the rest go in the next request
@@ -448,14 +478,20 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 			// waits for the answer before the partition is written again
 			// (or writes it off: Forget).
 			head.maybeWritten = true
-			p.retryLocked(st, head)
+			cause := err
+			if cause == nil {
+				cause = ErrNotAnswered
+			}
+			p.retryLocked(st, head, cause)
 		case code == nil, errors.Is(code, kerr.DuplicateSequenceNumber):
+			st.retries, st.retrySince, st.retryErr = 0, time.Time{}, nil
 			p.answerLocked(func() { head.answer(Result{BaseOffset: rp.BaseOffset}) })
 		case retriable(code):
 			// Not written: sent again, unless its context ends first
 			// (dispatch then fails it).
-			p.retryLocked(st, head)
+			p.retryLocked(st, head, code)
 		default:
+			st.retries, st.retrySince, st.retryErr = 0, time.Time{}, nil
 			// Not written: the partition's next batch takes its sequence,
 			// or, if the broker lost this producer's sequence, a new epoch
 			// starts it again.
@@ -477,10 +513,81 @@ func (p *Producer) send(broker int32, req *kmsg.ProduceRequest, sent []*partitio
 
 // retryLocked puts a batch back at the head of its partition's queue, to be
 // sent again after the backoff with the same bytes.
-func (p *Producer) retryLocked(st *partition, head *pending) {
+func (p *Producer) retryLocked(st *partition, head *pending, cause error) {
 	st.queue = append([]*pending{head}, st.queue...)
-	st.retryAt = time.Now().Add(p.cfg.RetryBackoff)
+	p.noteRetryLocked(st, cause)
+	st.retryAt = time.Now().Add(p.backoffLocked(st))
 	p.meta.Stale()
+}
+
+// dispatchFailed counts a dispatch that could not take a producer id or
+// read the leaders, and returns the wait before the next: RetryBackoff
+// doubled for each failure before it in a row, at most MaxRetryBackoff.
+func (p *Producer) dispatchFailed() time.Duration {
+	n := p.dispatchFailures.Add(1)
+	d := p.cfg.RetryBackoff
+	for i := int32(1); i < n && d < p.cfg.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.MaxRetryBackoff)
+}
+
+// Why a partition's batch waits to be sent again (Retrying), when no
+// broker said.
+var (
+	ErrNoLeader    = errors.New("no leader known for the partition")
+	ErrNotAnswered = errors.New("the broker's answer left the partition out")
+)
+
+func (p *Producer) noteRetryLocked(st *partition, cause error) {
+	if st.retries == 0 {
+		st.retrySince = time.Now()
+	}
+	st.retries++
+	st.retryErr = cause
+}
+
+// backoffLocked is the wait before a partition's next retry: RetryBackoff
+// doubled for each retry of the run before this one, at most
+// MaxRetryBackoff.
+func (p *Producer) backoffLocked(st *partition) time.Duration {
+	d := p.cfg.RetryBackoff
+	for i := 1; i < st.retries && d < p.cfg.MaxRetryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, p.cfg.MaxRetryBackoff)
+}
+
+// RetryingPartitions are the partitions whose batches have been retried
+// without an answer for at least d, and since when.
+func (p *Producer) RetryingPartitions(d time.Duration) map[leaders.TopicPartition]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out map[leaders.TopicPartition]time.Time
+	for tp, st := range p.queued {
+		if st.retries > 0 && time.Since(st.retrySince) >= d {
+			if out == nil {
+				out = map[leaders.TopicPartition]time.Time{}
+			}
+			out[tp] = st.retrySince
+		}
+	}
+	return out
+}
+
+// Retrying says since when, and why, a partition's batches have been
+// retried without an answer (a zero time and nil when they are not): the
+// broker answered with an error it retries, left the partition out, did
+// not answer at all, or no leader is known. A copier shows it while its
+// copies wait.
+func (p *Producer) Retrying(topic string, part int32) (since time.Time, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.parts[topicPartition{Topic: topic, Partition: part}]
+	if st == nil || st.retries == 0 || st.sending == nil && len(st.queue) == 0 {
+		return time.Time{}, nil
+	}
+	return st.retrySince, st.retryErr
 }
 
 // answer calls the batch's promise and lets its bytes go: no request

@@ -469,3 +469,77 @@ func TestCorruptMessageIsNotRetried(t *testing.T) {
 		t.Fatalf("%d produce requests, want the one refused", n)
 	}
 }
+
+// TestRetriesBackOffAndAreReported: a partition whose broker answers with
+// an error it retries (here NOT_ENOUGH_REPLICAS: the request succeeds, so
+// only the producer knows) is retried at growing intervals, RetryBackoff
+// doubled each time up to MaxRetryBackoff, and Retrying says since when
+// and why until a send is answered; then it says nothing.
+func TestRetriesBackOffAndAreReported(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	var (
+		mu    sync.Mutex
+		times []time.Time
+	)
+	const refusals = 6
+	w.cluster.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		w.cluster.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(times) >= refusals {
+			return nil, nil, false
+		}
+		times = append(times, time.Now())
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			t := kmsg.NewProduceResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewProduceResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	var r results
+	w.p.Produce(t.Context(), "t", 2, batch(t, 2, 0, 3), r.promise(2))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(times)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker was not asked twice")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if since, err := w.p.Retrying("t", 2); since.IsZero() || !errors.Is(err, kerr.NotEnoughReplicas) {
+		t.Fatalf("Retrying while refused: %v, %v; want since when and NOT_ENOUGH_REPLICAS", since, err)
+	}
+	if res := r.wait(t, 1)[2][0]; res.Err != nil || res.BaseOffset != 0 {
+		t.Fatalf("the batch: %+v, want it landed at 0", res)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(times); i++ {
+		gaps = append(gaps, times[i].Sub(times[i-1]))
+	}
+	t.Logf("gaps between sends: %v", gaps)
+	// 20 ms doubled: 20, 40, 80, 160, 320; each at least its backoff.
+	for i, g := range gaps {
+		if want := 20 * time.Millisecond << i; g < want {
+			t.Errorf("retry %d came after %s, want at least %s", i+1, g, want)
+		}
+	}
+	if since, err := w.p.Retrying("t", 2); !since.IsZero() || err != nil {
+		t.Fatalf("Retrying once answered: %v, %v; want nothing", since, err)
+	}
+}

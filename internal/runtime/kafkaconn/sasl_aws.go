@@ -155,11 +155,11 @@ func (c *awsChain) provider(ctx context.Context) (aws.CredentialsProvider, error
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("AWS_MSK_IAM: loading the AWS default credential chain: %w", err)
+		return nil, &credentialsError{fmt.Errorf("AWS_MSK_IAM: loading the AWS default credential chain: %w", err)}
 	}
 	if cfg.Credentials == nil {
-		return nil, errors.New("AWS_MSK_IAM: the AWS default credential chain found no credentials " +
-			"(set aws_access_key_id and aws_secret_access_key, or give the process an AWS identity)")
+		return nil, &credentialsError{errors.New("AWS_MSK_IAM: the AWS default credential chain found no credentials " +
+			"(set aws_access_key_id and aws_secret_access_key, or give the process an AWS identity)")}
 	}
 	c.creds = cfg.Credentials
 	if _, cached := c.creds.(*aws.CredentialsCache); !cached {
@@ -180,7 +180,7 @@ func (c *awsChain) auth(ctx context.Context) (saslaws.Auth, error) {
 	}
 	creds, err := p.Retrieve(ctx)
 	if err != nil {
-		return saslaws.Auth{}, fmt.Errorf("AWS_MSK_IAM: no credentials from the AWS default credential chain: %w", err)
+		return saslaws.Auth{}, &credentialsError{fmt.Errorf("AWS_MSK_IAM: no credentials from the AWS default credential chain: %w", err)}
 	}
 	return saslaws.Auth{AccessKey: creds.AccessKeyID, SecretKey: creds.SecretAccessKey, SessionToken: creds.SessionToken,
 		UserAgent: userAgent}, nil
@@ -203,7 +203,7 @@ func ResolveAWSCredentials(ctx context.Context, a AWSAuth) (accessKeyID, source 
 	}
 	creds, err := p.Retrieve(ctx)
 	if err != nil {
-		return "", "", fmt.Errorf("AWS_MSK_IAM: no credentials from the AWS default credential chain: %w", err)
+		return "", "", &credentialsError{fmt.Errorf("AWS_MSK_IAM: no credentials from the AWS default credential chain: %w", err)}
 	}
 	return creds.AccessKeyID, "default chain (" + creds.Source + ")", nil
 }

@@ -219,7 +219,7 @@ func (t *OAuthTokens) Token(ctx context.Context) (*oauth2.Token, error) {
 		if t.tok != nil && time.Until(t.tok.Expiry) > oauthMinLife {
 			return t.tok, nil
 		}
-		return nil, fmt.Errorf("OAUTHBEARER: token from %s: %w", t.cc.TokenURL, err)
+		return nil, &credentialsError{fmt.Errorf("OAUTHBEARER: token from %s: %w", t.cc.TokenURL, err)}
 	}
 	if tok.AccessToken == "" {
 		return nil, fmt.Errorf("OAUTHBEARER: the token endpoint %s answered without an access_token", t.cc.TokenURL)

@@ -15,7 +15,7 @@ import (
 // cluster does not have is listed under partition -1 with its error, as
 // kadm does.
 func ListCommittedEnds(ctx context.Context, c Config, topics []string, timeout time.Duration) (kadm.ListedOffsets, error) {
-	adm, err := c.NewAdmin(ProbeOpts(timeout)...)
+	adm, err := c.NewAdmin(append(ProbeOpts(timeout), kgo.WithHooks(NewBrokerWatch(nil)))...)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func LastCommittedRecord(ctx context.Context, c Config, topic string, partition 
 		// Markers are kept so the read sees offset end-1 whatever it holds
 		// and ends there, instead of waiting on a quiet poll to learn that
 		// the rest was control data.
-		opts := append(ProbeOpts(timeout), kgo.KeepControlRecords())
+		opts := append(ProbeOpts(timeout), kgo.KeepControlRecords(), kgo.WithHooks(NewBrokerWatch(nil)))
 		rs, err := ReadRecords(ctx, c, topic, partition, start, end, int(end-start), true, opts...)
 		if err != nil {
 			return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}

@@ -17,7 +17,7 @@ import (
 // *UnreachableError that names the bootstrap servers; a bad Config is
 // returned as is.
 func TopicPartitions(ctx context.Context, c Config, timeout time.Duration) (map[string]int32, error) {
-	adm, err := c.NewAdmin(ProbeOpts(timeout)...)
+	adm, err := c.NewAdmin(append(ProbeOpts(timeout), kgo.WithHooks(NewBrokerWatch(nil)))...)
 	if err != nil {
 		return nil, err
 	}

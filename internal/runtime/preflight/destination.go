@@ -25,7 +25,7 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 	ops, err := clusterOps(ctx, cl)
 	if err != nil {
 		return []Result{{Cluster: c, Check: "connect", Status: Fail,
-			Detail: fmt.Sprintf("describing the cluster failed: %v", err),
+			Detail: fmt.Sprintf("describing the cluster failed: %v", said(cl, err)),
 			Grant:  "check the server's destination settings (--destination-*), and DESCRIBE on CLUSTER"}}
 	}
 	out := []Result{pass(c, "connect", "the cluster answers")}
@@ -33,7 +33,7 @@ func Destination(ctx context.Context, cl *kgo.Client, authenticated bool, topics
 	switch answers, enforces, err := enforcement(ctx, cl, authenticated); {
 	case err != nil:
 		out = append(out, Result{Cluster: c, Check: "authorizer", Status: Warn,
-			Detail: fmt.Sprintf("could not tell whether the cluster has an authorizer: %v", err)})
+			Detail: fmt.Sprintf("could not tell whether the cluster has an authorizer: %v", said(cl, err))})
 	case enforces:
 		out = append(out, pass(c, "authorizer", "present: mirrored topics are kept read-only for other principals"))
 		if ok, known := allows(ops, kmsg.ACLOperationAlter); known && !ok {
@@ -125,10 +125,10 @@ func idempotentWrite(ctx context.Context, cl *kgo.Client) Result {
 	case err == nil:
 		return pass(c, check, "a producer id was granted")
 	case errors.Is(err, kerr.ClusterAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
-		return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("refused: %v", err),
+		return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("refused: %v", said(cl, err)),
 			Grant: "IDEMPOTENT_WRITE on CLUSTER (or WRITE on the mirrored topics, from Kafka 2.8)"}
 	}
-	return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("failed: %v", err)}
+	return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("failed: %v", said(cl, err))}
 }
 
 // destinationTopics checks creating, writing and configuring the topics
@@ -143,7 +143,7 @@ func destinationTopics(ctx context.Context, cl *kgo.Client, topics []Topic, repl
 	}
 	states, err := topicStates(ctx, cl, nameList)
 	if err != nil {
-		return []Result{{Cluster: c, Check: "describe topics", Status: Fail, Detail: fmt.Sprintf("metadata failed: %v", err),
+		return []Result{{Cluster: c, Check: "describe topics", Status: Fail, Detail: fmt.Sprintf("metadata failed: %v", said(cl, err)),
 			Grant: "DESCRIBE on the topics"}}
 	}
 	var toCreate []Topic
@@ -199,7 +199,7 @@ func createTopics(ctx context.Context, cl *kgo.Client, topics []Topic, replicati
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("failed: %v", err)}
+		return Result{Cluster: c, Check: check, Status: Fail, Detail: fmt.Sprintf("failed: %v", said(cl, err))}
 	}
 	var denied, other []string
 	for _, t := range resp.Topics {
@@ -250,7 +250,7 @@ func existingRecords(ctx context.Context, cl *kgo.Client, topics []string) Resul
 	}
 	if err != nil {
 		return Result{Cluster: c, Check: check, Status: Warn,
-			Detail: fmt.Sprintf("cannot list the offsets of %s: %v; a partition fails if its topic holds records", names(topics), err),
+			Detail: fmt.Sprintf("cannot list the offsets of %s: %v; a partition fails if its topic holds records", names(topics), said(cl, err)),
 			Grant:  "DESCRIBE on topic " + names(topics)}
 	}
 	held := map[string]bool{}
@@ -283,7 +283,7 @@ func messageSizes(ctx context.Context, cl *kgo.Client, topics []Topic, existing 
 	}
 	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, existing...)
 	if err != nil {
-		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("cannot read the topics' configs: %v", err),
+		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("cannot read the topics' configs: %v", said(cl, err)),
 			Grant: "DESCRIBE_CONFIGS on the topics"}
 	}
 	limits := map[string]int64{}
@@ -324,7 +324,7 @@ func destinationGroups(ctx context.Context, cl *kgo.Client, groups []string) Res
 		// READ implies: without it nothing is allowed.
 		return permRow(c, check, Warn, sample, len(sample), "READ on group", "those groups' offsets are not synced")
 	case err != nil:
-		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("describing groups failed: %v", err),
+		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("describing groups failed: %v", said(cl, err)),
 			Grant: "READ on the groups to sync"}
 	}
 	var denied []string
@@ -343,7 +343,7 @@ func replication(ctx context.Context, cl *kgo.Client, replicationFactor int16) R
 	const c, check = "destination", "replication factor and min.insync.replicas"
 	rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx)
 	if err != nil || len(rcs) == 0 || rcs[0].Err != nil {
-		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("cannot read the brokers' configs: %v", cmpErr(err, rcs)),
+		return Result{Cluster: c, Check: check, Status: Warn, Detail: fmt.Sprintf("cannot read the brokers' configs: %v", said(cl, cmpErr(err, rcs))),
 			Grant: "DESCRIBE_CONFIGS on CLUSTER"}
 	}
 	get := func(key string) int64 {

@@ -17,7 +17,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"kmirror/internal/runtime/kafkaconn"
 )
 
 // Status is a check's outcome.
@@ -97,4 +100,14 @@ func Worst(results []Result) Status {
 		}
 	}
 	return worst
+}
+
+// said is how a row shows a request's error: a broker that could not be
+// spoken to reads the same whatever answered at its address
+// (kafkaconn.Public: the brokers a source advertises are its to choose,
+// and rows that told a closed port from a database would scan them for
+// whoever sets them). The client's hooks log the detail.
+func said(cl *kgo.Client, err error) error {
+	seeds, _ := cl.OptValue(kgo.SeedBrokers).([]string)
+	return kafkaconn.Public(err, seeds)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -15,6 +16,7 @@ import (
 
 	"kmirror/internal/runtime/kafkaconn"
 	"kmirror/internal/runtime/preflight"
+	"kmirror/internal/testing/testnet"
 )
 
 // grant is one permission kmirror's principal may be given.
@@ -268,6 +270,40 @@ func TestAuthorizerRowAgreesWithTheDataPlane(t *testing.T) {
 		}
 		if row == nil || row.Status != tc.want || !strings.Contains(row.Detail, tc.detail) {
 			t.Errorf("%s: authorizer row %+v, want %s with %q", tc.name, row, tc.want, tc.detail)
+		}
+	}
+}
+
+// TestUnreachableBrokerReadsTheSame: the rows a check gives for a broker
+// that cannot be spoken to read the same whatever is at its address (a
+// closed port, no answer, a web server, a database, noise): a source's
+// advertised addresses are its own to choose, and rows that told these
+// apart would scan them for whoever sets them.
+func TestUnreachableBrokerReadsTheSame(t *testing.T) {
+	got := map[string]string{}
+	for name, addr := range testnet.NotKafka(t) {
+		cl, err := kgo.NewClient(append(kafkaconn.ProbeOpts(time.Second), kgo.SeedBrokers(addr))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		src, _, _ := preflight.Source(ctx, cl, []string{"orders"})
+		dst := preflight.Destination(ctx, cl, false, []preflight.Topic{{Name: "orders", Partitions: 1}}, nil, 1)
+		cancel()
+		cl.Close()
+		var rows []string
+		for _, r := range append(src, dst...) {
+			rows = append(rows, fmt.Sprintf("%s %s %s: %s", r.Cluster, r.Check, r.Status, r.Detail))
+		}
+		got[name] = strings.ReplaceAll(strings.Join(rows, "\n"), addr, "ADDR")
+	}
+	want := got["closed port"]
+	if !strings.Contains(want, "cannot reach broker ADDR") {
+		t.Fatalf("closed port's rows do not say the broker cannot be reached:\n%s", want)
+	}
+	for name, rows := range got {
+		if rows != want {
+			t.Errorf("%s's rows:\n%s\nwant the closed port's:\n%s", name, rows, want)
 		}
 	}
 }

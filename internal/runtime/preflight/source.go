@@ -25,7 +25,7 @@ func Source(ctx context.Context, cl *kgo.Client, topics []string) ([]Result, []T
 	ops, err := clusterOps(ctx, cl)
 	if err != nil {
 		return []Result{{Cluster: c, Check: "connect", Status: Fail,
-			Detail: fmt.Sprintf("describing the cluster failed: %v", err),
+			Detail: fmt.Sprintf("describing the cluster failed: %v", said(cl, err)),
 			Grant:  "check the bootstrap servers, TLS and SASL settings, and DESCRIBE on CLUSTER"}}, nil, nil
 	}
 	out := []Result{pass(c, "connect", "the cluster answers")}
@@ -40,7 +40,7 @@ func Source(ctx context.Context, cl *kgo.Client, topics []string) ([]Result, []T
 		states, err := topicStates(ctx, cl, topics)
 		if err != nil {
 			out = append(out, Result{Cluster: c, Check: "describe topics", Status: Fail,
-				Detail: fmt.Sprintf("metadata failed: %v", err), Grant: "DESCRIBE on the topics"})
+				Detail: fmt.Sprintf("metadata failed: %v", said(cl, err)), Grant: "DESCRIBE on the topics"})
 			break
 		}
 		var hidden, missing, unreadable, noConfigs []string
@@ -76,7 +76,7 @@ func Source(ctx context.Context, cl *kgo.Client, topics []string) ([]Result, []T
 		out = append(out, pass(c, "describe ACLs", "no authorizer: there are no ACLs to sync"))
 	case err != nil:
 		out = append(out, Result{Cluster: c, Check: "describe ACLs", Status: Warn,
-			Detail: fmt.Sprintf("describing ACLs failed: %v; ACLs are not synced", err), Grant: "DESCRIBE on CLUSTER"})
+			Detail: fmt.Sprintf("describing ACLs failed: %v; ACLs are not synced", said(cl, err)), Grant: "DESCRIBE on CLUSTER"})
 	default:
 		out = append(out, pass(c, "describe ACLs", "ACLs can be read"))
 	}
@@ -89,7 +89,7 @@ func sourceGroups(ctx context.Context, cl *kgo.Client, ops int32) ([]string, []R
 	groups, err := listGroups(ctx, cl)
 	if err != nil {
 		return nil, []Result{{Cluster: c, Check: "list groups", Status: Warn,
-			Detail: fmt.Sprintf("listing groups failed: %v; group offsets are not synced", err),
+			Detail: fmt.Sprintf("listing groups failed: %v; group offsets are not synced", said(cl, err)),
 			Grant:  "DESCRIBE on CLUSTER, or on the groups to sync"}}
 	}
 	var out []Result

@@ -142,3 +142,40 @@ func TestAbortGivesBack(t *testing.T) {
 		t.Fatalf("waited %v after the aborted waits gave back their bytes", d)
 	}
 }
+
+// TestFairAcrossFlows: two goroutines hand over copies one at a time, as a
+// mirror's fetch loops do, one for a single flow and one for five flows in
+// turn. Each flow gets about a sixth of the rate, not the lone flow half
+// of it (as arrival order would give: one copy from each goroutine in
+// turn).
+func TestFairAcrossFlows(t *testing.T) {
+	const chunk = 8 << 10
+	th := New(1 << 20)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	loop := func(flows ...string) {
+		for i := 0; ; i++ {
+			f := flows[i%len(flows)]
+			if _, err := th.WaitFlow(ctx, nil, f, chunk); err != nil {
+				return
+			}
+			mu.Lock()
+			counts[f]++
+			mu.Unlock()
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { loop("a") })
+	wg.Go(func() { loop("b1", "b2", "b3", "b4", "b5") })
+	wg.Wait()
+	lo, hi := counts["a"], counts["a"]
+	for _, c := range counts {
+		lo, hi = min(lo, c), max(hi, c)
+	}
+	t.Logf("copies per flow: %v", counts)
+	if len(counts) != 6 || float64(hi) > 1.5*float64(lo) {
+		t.Fatalf("copies per flow %v: not shared evenly", counts)
+	}
+}

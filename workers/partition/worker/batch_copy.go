@@ -44,7 +44,8 @@ func (s *Session) copyBatches(b FetchBatch) {
 			continue
 		}
 		n := int64(payload.Records())
-		if !s.admit(n) {
+		deadline := s.admit(n)
+		if deadline == nil {
 			return
 		}
 		if sources == nil {
@@ -56,7 +57,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 		}
 		s.fetchNext = bt.NextOffset()
 		size := int64(len(payload.Raw))
-		w.eng.ProduceBatch(s.produceCtx, s.dest, w.key.Partition, payload, func(r batchproduce.Result) {
+		w.eng.ProduceBatch(s.produceCtx, s.dest, w.key.Partition, sentBatch{Batch: payload, s: s, d: deadline}, func(r batchproduce.Result) {
 			s.acks.PromiseBatch(n, size, r.BaseOffset, r.Err)
 		})
 	}

@@ -99,7 +99,7 @@ type Engine interface {
 	AddSession(k lease.Key, s *Session) (remove func())
 	// TakeLoss returns, and forgets, what the destination watch found the
 	// destination to have lost of the partition.
-	TakeLoss(k lease.Key) (msg string, ok bool)
+	TakeLoss(k lease.Key) (Loss, bool)
 	// WriteOff fails every copy in flight to destination topic dstTopic
 	// and interrupts the sessions that write it, saying why (unless why is
 	// empty).
@@ -112,9 +112,10 @@ type Engine interface {
 	// ProduceBatch hands a whole batch for destination topic dstTopic to
 	// the instance's batch producer.
 	ProduceBatch(ctx context.Context, dstTopic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result))
-	// ProducerTrouble is the producer's current run of errors, once it has
-	// lasted long enough to report (zero and nil otherwise).
-	ProducerTrouble() (since time.Time, err error)
+	// ProducerTrouble is the producer's current run of errors, its
+	// client's or the destination partition's own, once it has lasted
+	// long enough to report (zero and nil otherwise).
+	ProducerTrouble(dstTopic string, partition int32) (since time.Time, err error)
 	// RefreshProducerMetadata makes the producer reload its metadata.
 	RefreshProducerMetadata()
 	// Recompression returns the codec the mirror's batches are stored
@@ -122,10 +123,11 @@ type Engine interface {
 	// from the engine's cache (refreshed with the desired states).
 	Recompression(mirror string) (recordbatch.Codec, bool)
 	// Throttle waits until the mirror's replication throttle lets size()
-	// more bytes through, or ctx ends or done is closed; it returns how
+	// more bytes of partition k through (the partitions share it evenly),
+	// or ctx ends or done is closed; it returns how
 	// long it waited. Without a limit it returns at once, and size is not
 	// called.
-	Throttle(ctx context.Context, done <-chan struct{}, mirror string, size func() int64) (time.Duration, error)
+	Throttle(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error)
 	// HealthChanged returns a channel closed when what the clients' health
 	// would put in the partitions' rows next changes.
 	HealthChanged() <-chan struct{}
@@ -150,8 +152,9 @@ type Checkpoints interface {
 
 // Fetch is a partition's place in its mirror's fetcher.
 type Fetch interface {
-	// Trouble is the fetcher's current run of request errors, once it has
-	// lasted long enough to report (zero and nil otherwise).
+	// Trouble is the current run of fetch errors, the partition's own or
+	// its mirror's fetch clients', once it has lasted long enough to
+	// report (zero and nil otherwise).
 	Trouble() (since time.Time, err error)
 	// Stop takes the partition out: once it returns, deliver is called no
 	// more. The caller must not hold anything deliver waits for.
@@ -230,4 +233,11 @@ type Interruption struct {
 	// Lost: the destination lost records this partition had copied, so
 	// the row's error says so until the partition is re-aligned.
 	Lost bool
+}
+
+// Loss is what the destination watch found the destination to have lost of
+// a partition: why, and the destination's end offset as it found it.
+type Loss struct {
+	Msg            string
+	DestinationEnd int64
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"kmirror/internal/runtime/batchfetch"
+	"kmirror/internal/runtime/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/partition/metrics"
@@ -51,8 +52,10 @@ type Session struct {
 	// publishedEnd is the source end last handed to the checkpointer.
 	publishedEnd int64
 	failure      error
-	// reported is the fetch error last written to the row ("" none).
-	reported string
+	// reported is the fetch or produce trouble last written to the row
+	// ("" none), and reportedSides whose it was.
+	reported      string
+	reportedSides troubleSides
 	// outOfRange: the source no longer has the next offset (retention
 	// removed it before it was mirrored): re-align in place and go on.
 	outOfRange bool
@@ -80,10 +83,14 @@ type Session struct {
 	// have had, and alignment would find a destination it cannot explain.
 	produceCtx    context.Context
 	produceCancel context.CancelCauseFunc
-	// deadlines are the batches' delivery timers, oldest first; each ends
+	// deadlines are the batches' delivery timers, oldest first, each armed
+	// when its batch is first sent (sentBatch); each ends
 	// produceCtx unless every record up to destination offset upTo is
 	// settled by then.
-	deadlines []batchDeadline
+	deadlines []*batchDeadline
+	// progress fails the copies not yet sent when none of the session's
+	// copies is answered for a delivery timeout (watchProgress).
+	progress progressWatch
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
@@ -109,8 +116,87 @@ type pendingRun struct {
 }
 
 type batchDeadline struct {
-	upTo  int64
-	timer *time.Timer
+	upTo int64
+	// timer is set when the batch is first sent, in the producer's
+	// goroutine; nil before.
+	timer atomic.Pointer[time.Timer]
+}
+
+// stop stops the deadline's timer, if it was armed. One armed after this
+// (the batch sent meanwhile) finds its copies settled when it fires, and
+// does nothing.
+func (d *batchDeadline) stop() {
+	if t := d.timer.Load(); t != nil {
+		t.Stop()
+	}
+}
+
+// sentBatch is a batch handed to the producer with its delivery deadline,
+// which its first send arms (batchproduce.FirstSender): time spent queued
+// behind the partition's earlier batches, or the other partitions', is not
+// in flight and does not count. A queued batch is never sent once the
+// session's produce context ends, so the deadline still bounds everything
+// that could land.
+type sentBatch struct {
+	*recordbatch.Batch
+	s *Session
+	d *batchDeadline
+}
+
+// FirstSent implements batchproduce.FirstSender.
+func (b sentBatch) FirstSent() {
+	s, upTo := b.s, b.d.upTo
+	b.d.timer.Store(time.AfterFunc(s.w.cfg.DeliveryTimeout, func() {
+		if s.acks.Base()+s.acks.Done() < upTo {
+			s.produceCancel(errDeliveryTimeout)
+		}
+	}))
+}
+
+// progressWatch is a session's timer for copies that wait to be sent: it
+// runs only while some of its copies have no result.
+type progressWatch struct {
+	armed atomic.Bool
+	timer atomic.Pointer[time.Timer] // made at the first arming
+	last  atomic.Int64
+}
+
+// watchProgress arms the progress watch if it is not armed; s.mu is held.
+// A batch's delivery deadline runs from its first send (sentBatch), so a
+// batch that cannot be sent at all (the destination gone: no connection,
+// no producer id) would wait in the producer's queue for as long as the
+// outage lasts. The watch ends produceCtx instead, as the deadline did,
+// when a whole delivery timeout passes with copies waiting and none of the
+// session's answered; copies queued behind ones that are answered, as
+// when a backlog is let through at once, do not fail.
+func (s *Session) watchProgress() {
+	if !s.progress.armed.CompareAndSwap(false, true) {
+		return
+	}
+	s.progress.last.Store(s.acks.Base() + s.acks.Done())
+	if t := s.progress.timer.Load(); t != nil {
+		t.Reset(s.w.cfg.DeliveryTimeout)
+		return
+	}
+	s.progress.timer.Store(time.AfterFunc(s.w.cfg.DeliveryTimeout, s.checkProgress))
+}
+
+// checkProgress runs a delivery timeout after the watch was armed or last
+// found progress.
+func (s *Session) checkProgress() {
+	done := s.acks.Base() + s.acks.Done()
+	if done >= s.acks.ProducedEnd() {
+		s.progress.armed.Store(false)
+		// A batch admitted meanwhile may have found the watch armed.
+		if s.acks.Base()+s.acks.Done() >= s.acks.ProducedEnd() || !s.progress.armed.CompareAndSwap(false, true) {
+			return
+		}
+	} else if done == s.progress.last.Load() {
+		s.produceCancel(errDeliveryTimeout)
+		return
+	}
+	s.progress.last.Store(done)
+	s.progress.timer.Load().Reset(s.w.cfg.DeliveryTimeout)
 }
 
 // Causes of produceCtx ending, told apart in the failure's message.
@@ -215,7 +301,10 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	// after the session, and the delivery timers stop.
 	s.produceCancel(errSessionOver)
 	for _, d := range s.deadlines {
-		d.timer.Stop()
+		d.stop()
+	}
+	if t := s.progress.timer.Load(); t != nil {
+		t.Stop()
 	}
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
@@ -275,40 +364,57 @@ var errDesireChanged = fmt.Errorf("desired state changed")
 
 // reportTrouble puts a lasting fetch or produce error in the partition's
 // row (the partition stays MIRRORING), and clears it once requests succeed
-// again. A produce kgo keeps
-// retrying may still land, so the records stay in flight rather than
-// failing: the partition catches up when the destination answers again.
+// again. A produce kgo keeps retrying may still land, so the records stay
+// in flight rather than failing: the partition catches up when the
+// destination answers again. A producer's trouble is this partition's
+// only while it has copies in flight; the fetcher's is every partition's
+// it fetches.
 func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	w := s.w
-	var msgs []string
+	var fetchMsg, produceMsg string
 	if since, err := f.Trouble(); err != nil {
-		msgs = append(msgs, fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
-			since.UTC().Format(time.RFC3339), err))
+		fetchMsg = fmt.Sprintf("fetching from the source has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err)
 	}
 	s.mu.Lock()
 	inFlight := s.inFlight()
 	s.mu.Unlock()
-	if since, err := w.eng.ProducerTrouble(); err != nil && inFlight > 0 {
-		msgs = append(msgs, fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
-			since.UTC().Format(time.RFC3339), err))
+	if since, err := w.eng.ProducerTrouble(s.dest, w.key.Partition); err != nil && inFlight > 0 {
+		produceMsg = fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
+			since.UTC().Format(time.RFC3339), err)
 	}
-	msg := strings.Join(msgs, "; ")
+	msg := fetchMsg
+	if produceMsg != "" {
+		msg = strings.TrimPrefix(msg+"; "+produceMsg, "; ")
+	}
 	if msg == s.reported {
 		return
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), service.StateMirroring, msg); err != nil {
-		w.log.Warn("recording the fetch error failed", "err", err)
+		w.log.Warn("recording the partition's fetch or produce trouble failed", "err", err)
 		return
 	}
-	if msg != "" {
-		w.log.Warn("source fetches keep failing; still MIRRORING", "err", msg)
-	} else {
+	// Each side is logged as what it is: a destination that does not
+	// answer is no source trouble.
+	was := s.reportedSides
+	if fetchMsg != "" && !was.fetch {
+		w.log.Warn("source fetches keep failing; still MIRRORING", "err", fetchMsg)
+	} else if fetchMsg == "" && was.fetch {
 		w.log.Info("source fetches succeed again")
 	}
+	if produceMsg != "" && !was.produce {
+		w.log.Warn("produces to the destination keep failing; still MIRRORING", "err", produceMsg)
+	} else if produceMsg == "" && was.produce {
+		w.log.Info("produces to the destination succeed again")
+	}
 	s.reported = msg
+	s.reportedSides = troubleSides{fetch: fetchMsg != "", produce: produceMsg != ""}
 }
+
+// troubleSides says which side's trouble a session last reported.
+type troubleSides struct{ fetch, produce bool }
 
 // keepProgress saves the session's verified progress before a FAILED write
 // or a realignment: the write returns the stored row, so a checkpoint left
@@ -335,9 +441,8 @@ func (w *Worker) syncRow(s *Session) {
 // goroutine, and with it the fetches of the mirror's partitions that
 // share it: the throttle paces what is read, not only what is written.
 func (s *Session) deliver(ctx context.Context, b FetchBatch) {
-	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key.Mirror, b.size)
+	waited, err := s.throttle(ctx, b)
 	if waited > 0 {
-		s.throttledMs.Add(waited.Milliseconds())
 		s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
 	}
 	if err != nil {
@@ -356,6 +461,49 @@ func (s *Session) deliver(ctx context.Context, b FetchBatch) {
 		default:
 		}
 	}
+}
+
+// throttleReportEvery is how often a copy that waits for the throttle adds
+// its wait so far to the partition's throttled time and hands it to the
+// checkpointer: a partition held for long must show its throttled_ms
+// rising, not frozen with its destination offset as if it were stuck.
+const throttleReportEvery = time.Second
+
+// throttle waits for the mirror's throttle to let b through, counting the
+// wait into the partition's throttled time as it goes.
+func (s *Session) throttle(ctx context.Context, b FetchBatch) (time.Duration, error) {
+	var (
+		mu      sync.Mutex
+		counted time.Duration // of this wait, already in throttledMs
+		over    bool
+	)
+	start := time.Now()
+	var tick *time.Timer
+	tick = time.AfterFunc(throttleReportEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if over {
+			return
+		}
+		d := time.Since(start)
+		s.throttledMs.Add((d - counted).Milliseconds())
+		counted = d.Truncate(time.Millisecond)
+		s.mu.Lock()
+		if !s.closed {
+			s.publishThrottled()
+		}
+		s.mu.Unlock()
+		tick.Reset(throttleReportEvery)
+	})
+	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key, b.size)
+	tick.Stop()
+	mu.Lock()
+	over = true
+	if rest := waited - counted; rest > 0 {
+		s.throttledMs.Add(rest.Milliseconds())
+	}
+	mu.Unlock()
+	return waited, err
 }
 
 // stopped reports whether a failure, a gap in the source or an
@@ -432,28 +580,23 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 	s.copyBatches(b)
 }
 
-// admit takes produce room for n more copies and arms their delivery
-// deadline; false (with the session's failure set) when produceCtx ended
-// first. Room for a whole batch comes first: once one record of it is
+// admit takes produce room for n more copies and returns their delivery
+// deadline, which their batch's first send arms (sentBatch); nil (with the
+// session's failure set) when produceCtx ended first. Room for a whole batch comes first: once one record of it is
 // handed to the producer, every later one must follow, or the destination
 // could skip one (produce.Gate). If produceCtx ends meanwhile, none is.
-func (s *Session) admit(n int64) bool {
-	if n == 0 {
-		return true
-	}
+func (s *Session) admit(n int64) *batchDeadline {
 	w := s.w
 	upTo := s.produced + n
 	if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
 		s.failure = retryable("produce to destination offset %d (source offset %d): %v", s.produced, s.fetchNext, err)
-		return false
+		return nil
 	}
 	s.acks.SetProducedEnd(upTo)
-	s.deadlines = append(s.deadlines, batchDeadline{upTo: upTo, timer: time.AfterFunc(w.cfg.DeliveryTimeout, func() {
-		if s.acks.Base()+s.acks.Done() < upTo {
-			s.produceCancel(errDeliveryTimeout)
-		}
-	})})
-	return true
+	s.watchProgress()
+	d := &batchDeadline{upTo: upTo}
+	s.deadlines = append(s.deadlines, d)
+	return d
 }
 
 // Acks are the session's produce results, which the engine's destination
@@ -520,7 +663,7 @@ func (s *Session) handleAcks() {
 	}
 	settled := s.acks.Base() + done
 	for len(s.deadlines) > 0 && s.deadlines[0].upTo <= settled {
-		s.deadlines[0].timer.Stop()
+		s.deadlines[0].stop()
 		s.deadlines = s.deadlines[1:]
 	}
 }
@@ -600,6 +743,16 @@ func (s *Session) publish() {
 	}
 	s.changed = nil
 	s.noteCatchUp()
+}
+
+// publishThrottled hands the partition's throttled time to the
+// checkpointer with its verified progress as it stands; s.mu is held.
+func (s *Session) publishThrottled() {
+	w := s.w
+	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
+		DestinationEnd: s.dstNext, Runs: s.changed, ThrottledMs: s.throttledMs.Load()})
+	s.changed = nil
 }
 
 // catchUpAfter is how long a partition must have been behind for its catch-up

@@ -384,14 +384,10 @@ func (w *Worker) awaitSettled(ctx context.Context) error {
 // so until the realignment records where mirroring starts again.
 func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
 	w.keepProgress(ctx, s, "re-aligning")
-	msg := ""
-	if m, ok := w.eng.TakeLoss(w.key); ok {
-		msg = m
+	if l, ok := w.eng.TakeLoss(w.key); ok {
+		w.noteLoss(ctx, service.StateMirroring, l)
 	} else if i.Lost {
-		msg = i.Msg
-	}
-	if msg != "" {
-		w.noteError(ctx, service.StateMirroring, msg)
+		w.noteError(ctx, service.StateMirroring, i.Msg)
 	}
 	w.log.Warn("re-aligning in place", "why", i.Msg)
 	return w.realign(ctx, "", cmp.Or(i.Cause, i.Msg))
@@ -471,8 +467,8 @@ func (w *Worker) step(ctx context.Context) error {
 		if err := w.awaitSettled(ctx); err != nil {
 			return err
 		}
-		if msg, ok := w.eng.TakeLoss(w.key); ok {
-			w.noteError(ctx, service.StatePreparing, msg)
+		if l, ok := w.eng.TakeLoss(w.key); ok {
+			w.noteLoss(ctx, service.StatePreparing, l)
 		}
 		release, err := w.prepare(ctx)
 		defer release()
@@ -695,6 +691,17 @@ func backoff(p RetryPolicy, attempt int) time.Duration {
 	}
 	ceil = min(ceil, p.Max)
 	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+// noteLoss puts the destination's loss in the partition's row while it
+// stays in state, with the destination's end as the watch found it, so that
+// describe does not show the end the last checkpoint saw meanwhile.
+func (w *Worker) noteLoss(ctx context.Context, state service.PartitionState, l Loss) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	if err := w.cfg.Service.RecordPartitionLoss(wctx, w.fence(), state, l.Msg, l.DestinationEnd); err != nil {
+		w.log.Warn("recording the destination's loss failed", "err", err)
+	}
 }
 
 // noteError puts msg in the partition's row while it stays in state, fenced
