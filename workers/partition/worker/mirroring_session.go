@@ -62,6 +62,12 @@ type Session struct {
 	// topicRecreated: a produce failed with UNKNOWN_TOPIC_ID, so the
 	// destination topic was deleted and created again under the producer.
 	topicRecreated bool
+	// sequenceLost: a produce failed because the destination no longer
+	// follows the producer's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER,
+	// UNKNOWN_PRODUCER_ID): a destination rebuilt empty under it, or the
+	// producer's state expired there. The producer starts a new epoch;
+	// re-aligning finds what landed.
+	sequenceLost bool
 	// partitionUnknown: the producer's metadata predates the partition
 	// (the topic just grew).
 	partitionUnknown bool
@@ -516,12 +522,16 @@ func (s *Session) stopped() bool {
 
 // interruption is why the session was interrupted, or nil; a produce
 // failure that says the destination topic is gone or was recreated under
-// the producer is one too: re-aligning repairs it, so it is no failure.
+// the producer, or that it lost the producer's sequence, is one too:
+// re-aligning repairs it, so it is no failure.
 func (s *Session) interruption() *Interruption {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interrupted == nil && s.topicRecreated {
 		return &Interruption{Msg: "the destination topic was deleted or recreated under the producer"}
+	}
+	if s.interrupted == nil && s.sequenceLost {
+		return &Interruption{Msg: "the destination no longer knows the producer's sequence (rebuilt, or its producer state expired)"}
 	}
 	return s.interrupted
 }
@@ -651,6 +661,8 @@ func (s *Session) handleAcks() {
 		case err != nil:
 			s.topicRecreated = s.topicRecreated || errors.Is(err, kerr.UnknownTopicID) ||
 				errors.Is(err, kerr.UnknownTopicOrPartition)
+			s.sequenceLost = s.sequenceLost || errors.Is(err, kerr.OutOfOrderSequenceNumber) ||
+				errors.Is(err, kerr.UnknownProducerID) || errors.Is(err, kerr.InvalidProducerEpoch)
 			s.partitionUnknown = s.partitionUnknown || strings.Contains(err.Error(), "invalid record partitioning choice")
 			s.failure = retryable("produce to destination offset %d (source offset %d): %v", p.dst, p.src, err)
 		default:
