@@ -516,7 +516,8 @@ func TestSyncACLs(t *testing.T) {
 	if want := sorted(aliceApp, daveAppPfx, aliceOrders, daveOrdPfx); !slices.Equal(created, want) {
 		t.Fatalf("created ACLs %v, want %v; items %+v", created, want, res.ACLs.Items)
 	}
-	if got, want := destACLs(), sorted(aliceApp, daveAppPfx, erinOrPfx, daveOrdPfx, readOnly, aliceOrders, bobOrders); !slices.Equal(got, want) {
+	if got, want := destACLs(), sorted(append([]string{aliceApp, daveAppPfx, erinOrPfx, daveOrdPfx, readOnly, aliceOrders, bobOrders},
+		workertest.InternalTopicsACLStrings...)...); !slices.Equal(got, want) {
 		t.Fatalf("destination ACLs %v, want %v", got, want)
 	}
 
@@ -538,7 +539,7 @@ func TestSyncACLs(t *testing.T) {
 	if it := findItem(t, "acls", res.ACLs, daveOrdPfx); it.Action != "deleted" {
 		t.Fatalf("acls items %+v", res.ACLs.Items)
 	}
-	kept := sorted(aliceApp, daveAppPfx, erinOrPfx, readOnly, bobOrders)
+	kept := sorted(append([]string{aliceApp, daveAppPfx, erinOrPfx, readOnly, bobOrders}, workertest.InternalTopicsACLStrings...)...)
 	if got := destACLs(); !slices.Equal(got, kept) {
 		t.Fatalf("destination ACLs %v, want %v", got, kept)
 	}

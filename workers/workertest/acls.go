@@ -12,6 +12,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+// InternalTopicsACLStrings are kafkaconn.InternalTopicsACL as ACLStrings
+// writes them: the engine adds them with a topic's read-only ACL.
+var InternalTopicsACLStrings = []string{
+	"TOPIC:__mirror_:PREFIXED:User:*:*:DELETE:DENY",
+	"TOPIC:__mirror_:PREFIXED:User:*:*:WRITE:DENY",
+}
+
 // ACLStrings lists every ACL of a cluster as
 // TYPE:NAME:PATTERN:PRINCIPAL:HOST:OPERATION:PERMISSION, sorted.
 func ACLStrings(tb testing.TB, ctx context.Context, cl *kgo.Client) []string {
