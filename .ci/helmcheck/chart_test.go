@@ -327,9 +327,9 @@ func TestChecksCatch(t *testing.T) {
 		{name: "listen elsewhere", mutate: func(r *rendered, _ *facts) { setEnv(r, "KMIRROR_LISTEN", ":9090") }, want: "the server listens on 9090"},
 		{name: "service target", mutate: func(r *rendered, _ *facts) { r.services[0].Spec.Ports[0].TargetPort = intstr.FromString("web") }, want: "Service kmirror port http targets web"},
 		{name: "grace", mutate: func(r *rendered, _ *facts) {
-			g := int64(10)
+			g := int64(9)
 			deployment(r).Spec.Template.Spec.TerminationGracePeriodSeconds = &g
-		}, want: "does not exceed preStop sleep 5s + shutdown timeout 4s + backstop 1s"},
+		}, want: "does not exceed preStop sleep 5s + shutdown timeout 4s + backstop 750ms"},
 		{name: "longer budget", mutate: func(r *rendered, _ *facts) { setEnv(r, "KMIRROR_SHUTDOWN_TIMEOUT", "20s") }, want: "shutdown timeout 20s"},
 		{name: "default budget", mutate: func(r *rendered, f *facts) {
 			c := container(r)

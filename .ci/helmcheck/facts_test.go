@@ -51,7 +51,10 @@ var (
 	commandRE   = regexp.MustCompile(`(?m)^\s*case ((?:"[a-z-]+",?\s*)+):`)
 	uidRE       = regexp.MustCompile(`useradd\b[^\n]*--uid[ =](\d+)`)
 	shutdownRE  = regexp.MustCompile(`defaultShutdownTimeout\s*=\s*(\d+)\s*\*\s*time\.Second`)
-	backstopRE  = regexp.MustCompile(`shutdownBackstop\([^,]+,\s*cfg\.ShutdownTimeout\s*\+\s*(?:(\d+)\s*\*\s*)?time\.Second`)
+	// the backstop is armed at the budget plus backstopAfter (server.go),
+	// a constant of shutdown.go
+	backstopUseRE = regexp.MustCompile(`shutdownBackstop\([^,]+,\s*cmp\.Or\(cfg\.ShutdownTimeout,\s*defaultShutdownTimeout\)\s*\+\s*backstopAfter`)
+	backstopRE    = regexp.MustCompile(`backstopAfter\s*=\s*(\d+)\s*\*\s*time\.(Millisecond|Second)`)
 	readyRE     = regexp.MustCompile(`readyTimeout\s*=\s*(\d+)\s*\*\s*time\.Second`)
 )
 
@@ -146,8 +149,20 @@ func readFacts() (*facts, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.backstop, err = seconds("cmd/kmirror/server.go", serverCmd, backstopRE, "the shutdown backstop"); err != nil {
+	if !backstopUseRE.MatchString(serverCmd) {
+		return nil, fmt.Errorf("cmd/kmirror/server.go: cannot find the shutdown backstop (%s)", backstopUseRE)
+	}
+	m = backstopRE.FindStringSubmatch(shutdown)
+	if m == nil {
+		return nil, fmt.Errorf("cmd/kmirror/shutdown.go: cannot find backstopAfter (%s)", backstopRE)
+	}
+	n, err := strconv.Atoi(m[1])
+	if err != nil {
 		return nil, err
+	}
+	f.backstop = time.Duration(n) * time.Millisecond
+	if m[2] == "Second" {
+		f.backstop = time.Duration(n) * time.Second
 	}
 	system, err := readRepo("api/system.go")
 	if err != nil {
