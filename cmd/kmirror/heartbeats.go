@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
-	"kmirror/migrations"
-	"kmirror/repo"
 	"kmirror/service"
 )
 
@@ -41,18 +38,11 @@ func heartbeatsCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if *dbURL == "" {
 		return errors.New("--database-url (KMIRROR_DATABASE_URL) is required")
 	}
-	if err := migrations.Up(*dbURL); err != nil {
-		return err
-	}
-	pool, err := repo.Open(ctx, *dbURL)
+	svc, closeDB, err := offlineControl(ctx, *dbURL, true, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second)})
-	if err != nil {
-		return err
-	}
+	defer closeDB()
 	rot, err := svc.RotateHeartbeatKey(ctx)
 	if err != nil {
 		return fmt.Errorf("nothing was changed: %w", err)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"kmirror/migrations"
-	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/statetopic"
 )
@@ -40,20 +38,11 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	if !*verify {
-		if err := migrations.Up(*dbURL); err != nil {
-			return err
-		}
-	}
-	pool, err := repo.Open(ctx, *dbURL)
+	svc, closeDB, err := offlineControl(ctx, *dbURL, !*verify, nil)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second)})
-	if err != nil {
-		return err
-	}
+	defer closeDB()
 	readCtx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	latest, err := statetopic.ReadState(readCtx, destination)

@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"kmirror/internal/runtime/secretbox"
-	"kmirror/migrations"
-	"kmirror/repo"
-	"kmirror/service"
 )
 
 const secretsUsage = `usage:
@@ -78,18 +74,11 @@ func secretsRotate(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return fmt.Errorf("--secret-key-file: %w", err)
 		}
 	}
-	if err := migrations.Up(*dbURL); err != nil {
-		return err
-	}
-	pool, err := repo.Open(ctx, *dbURL)
+	svc, closeDB, err := offlineControl(ctx, *dbURL, true, current)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(5 * time.Second), Secrets: current})
-	if err != nil {
-		return err
-	}
+	defer closeDB()
 	n, err := svc.RotateSecrets(ctx, next)
 	if err != nil {
 		return fmt.Errorf("nothing was changed: %w", err)

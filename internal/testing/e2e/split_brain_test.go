@@ -127,15 +127,7 @@ func cutOff(t *testing.T, opts cutOffOpts) {
 	apiA := a.waitReady(20 * time.Second)
 	w.createMirror(apiA)
 	_, apiB := w.start("b")
-	owners := func() map[string]int {
-		n := map[string]int{}
-		for _, r := range w.rows() {
-			if r.state == "MIRRORING" {
-				n[r.owner]++
-			}
-		}
-		return n
-	}
+	owners := w.mirroringOwners
 	waitUntil(t, time.Minute, "a and b mirroring two partitions each", func() bool {
 		o := owners()
 		return o["a"] == crashPartitions/2 && o["b"] == crashPartitions/2

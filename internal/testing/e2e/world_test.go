@@ -196,6 +196,17 @@ func optInt(p *int64) string {
 	return strconv.FormatInt(*p, 10)
 }
 
+// mirroringOwners counts the MIRRORING partitions by owner.
+func (w *world) mirroringOwners() map[string]int {
+	n := map[string]int{}
+	for _, r := range w.rows() {
+		if r.state == "MIRRORING" {
+			n[r.owner]++
+		}
+	}
+	return n
+}
+
 // noPermanentFailure fails the test as soon as a partition is FAILED for a
 // cause that is not retried (a divergence): waiting would only time out.
 func (w *world) noPermanentFailure() {
