@@ -25,8 +25,8 @@ const (
 // describeBudget paces GET /v1/partitions for the whole instance: a page
 // waits until there is budget for the rows it asks for. Building a page is
 // CPU (the query on Postgres, then JSON) on the machine that mirrors, and
-// clients paging without pause would take 43-75% of the copy's throughput
-// there (docs/benchmarks/control-plane.md, "Control plane under load").
+// clients paging without pause would take a large share of the copy's
+// throughput there.
 // The budget is a token bucket of rows that callers reserve in turn, so
 // pages are served in arrival order; rows a page did not use (a filter
 // matched fewer) are given back.

@@ -66,12 +66,11 @@ const (
 
 // DataPoolConns is the default size of an instance's data-plane pool
 // (partition workers, metadata sync, relay, notifier). At pgx's default,
-// four on a small machine, the pool is the bottleneck of 10,000 partitions
-// starting at once: every state change is a short transaction, and 40,000
-// of 47,500 acquires wait. With 12, the same start takes 41 s instead of
-// 63 s (docs/benchmarks/scale.md, "Partitions per instance"). They are opened
-// at start and kept: opened on demand (a fork each on the server), they
-// would stagger the first partitions of a new mirror by up to 400 ms.
+// four on a small machine, the pool is the bottleneck of many partitions
+// starting at once: every state change is a short transaction, and most
+// acquires would wait. They are opened at start and kept: opened on demand
+// (a fork each on the server), they would stagger the first partitions of
+// a new mirror.
 const DataPoolConns = 12
 
 // OpenWith is Open with params.

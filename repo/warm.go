@@ -15,10 +15,8 @@ const warmTimeout = 2 * time.Second
 // read or written, but the statements are prepared in pgx's cache and the
 // server backend has loaded the catalog entries of their tables and
 // indexes. A new mirror's first partitions otherwise pay those first-use
-// costs on each of the pool's fresh connections at once: all MIRRORING
-// comes about 220 ms after topics:add for a mirror's first topic, against
-// about 110 ms on warmed connections (docs/benchmarks/throughput.md, "Mirroring
-// throughput").
+// costs on each of the pool's fresh connections at once, which would
+// delay the first topic's MIRRORING after topics:add.
 //
 // It is best effort and never fails the connection: a database not yet
 // migrated, or a slow one, leaves the connection cold, not broken. Each

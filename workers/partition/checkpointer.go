@@ -88,8 +88,7 @@ const catchUpDelay = 10 * time.Millisecond
 // at least catchUpShare times as long as that one took, so they take at most
 // a fifth of the time however many partitions catch up one after another.
 // A fixed gap would hold back the lag 0 of a topic's partitions that catch
-// up a few ms after the first one's save, while a save of a few rows takes
-// 1-3 ms (docs/benchmarks/throughput.md, "Mirroring throughput").
+// up just after the first one's save, while a save of a few rows is quick.
 const catchUpShare = 4
 
 // catchUpWait is how long a catch-up waits before its save, given when the

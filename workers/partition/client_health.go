@@ -225,8 +225,8 @@ const troubleAfter = 2 * time.Second
 
 // healthChanges wakes the mirroring sessions when what a client's health
 // would put in their rows changes, so that they need no tick of their own
-// to notice: at 1,000 partitions a 1 s tick in every session would be half
-// of an idle instance's CPU (docs/benchmarks/idle.md, "Idle cost").
+// to notice: with thousands of partitions, a short tick in every session
+// would be most of an idle instance's CPU.
 type healthChanges struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced at each change

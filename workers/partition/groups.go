@@ -20,9 +20,8 @@ import (
 // workers of a new topic make each request within about half a
 // millisecond of each other, and the first one, served alone, would put its
 // partition a statement ahead of the other eleven at every later step, up
-// to the fetcher, where kgo waits 10 ms before loading the metadata of
-// partitions added after another (docs/benchmarks/throughput.md, "Mirroring
-// throughput").
+// to the fetcher, where kgo waits a moment before loading the metadata of
+// partitions added after another.
 type grouped[Req, Res any] struct {
 	what   string // for the log
 	max    int

@@ -19,13 +19,11 @@ func newPrepareSlots(poolConns int32) prepareSlots {
 // after a new lease at once. A takeover handed back cleanly needs only
 // coalesced reads and a grouped write (shared_reads.go,
 // grouped_statements.go): no connection of its own, so many at once make
-// bigger groups, not a longer queue. Through the prepare slots, 1,500
-// handed back partitions queued 48 at a time for about 40 ms each. With
-// 5,100 handed back, each wave of slots is a chain of coalesced round
-// trips: 512 slots copied again after 2.98 s, 2,048 after 2.0-2.6 s and
-// 8,192 (one wave) after 1.7-1.9 s (docs/benchmarks/handover.md). One that
-// must read records back takes a prepare slot as well (the worker's
-// readSlot), so the bound here is only on goroutines waiting in groups.
+// bigger groups, not a longer queue: each wave of slots is a chain of
+// coalesced round trips, so fewer, wider waves hand partitions on sooner.
+// One that must read records back takes a prepare slot as well (the
+// worker's readSlot), so the bound here is only on goroutines waiting in
+// groups.
 const takeoverSlots = 8192
 
 // acquire waits for a slot, or for ctx; release gives it back.

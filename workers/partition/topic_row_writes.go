@@ -24,9 +24,8 @@ type topicWritten struct {
 // topic's partitions that make the same write while it runs. The twelve
 // partitions of a new topic read the row together and find nothing
 // recorded; each writing the same value would queue twelve updates on the
-// row's lock, one after another, spreading their MIRRORING over 10-20 ms
-// and splitting their state changes and fetcher adds into several
-// (docs/benchmarks/throughput.md, "Mirroring throughput").
+// row's lock, one after another, spreading their MIRRORING and splitting
+// their state changes and fetcher adds into several groups.
 //
 // The write runs under the fence of the partition that started it. If that
 // fence no longer holds (its lease moved on), a partition that joined

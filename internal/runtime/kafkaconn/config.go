@@ -42,9 +42,8 @@ func (c Config) Validate() error {
 //
 // Clients never push KIP-714 client telemetry to the brokers: kmirror keeps
 // two clients per mirror and has its own metrics on /metrics, while each
-// push builds a fresh gzip compressor (about 1 MB). Against a broker that
-// asks every 30 s, pushing would be a sixth of an idle instance's CPU
-// profile (docs/benchmarks/idle.md, "Idle cost").
+// push builds a fresh gzip compressor: against a broker that asks for them,
+// pushing would be a large part of an idle instance's CPU.
 func (c Config) Opts() ([]kgo.Opt, error) {
 	if len(c.BootstrapServers) == 0 {
 		return nil, errors.New("bootstrap_servers: at least one host:port required")

@@ -58,10 +58,9 @@ func shiftZeros(d uint32, n int) uint32 {
 }
 
 // incrementalCRCFrom is the covered length from which the CRC is updated
-// rather than computed again. BenchmarkProducedCRC puts the crossing at
-// about 8 KiB for bytes in the cache (a pass runs at about 25 GB/s there),
-// but a fetched batch has usually left the cache, where a pass ran at about
-// 3 GB/s in the batch copy's profile.
+// rather than computed again. BenchmarkProducedCRC puts the crossing higher
+// for bytes in the cache, but a fetched batch has usually left the cache,
+// where a pass over it is several times slower.
 const incrementalCRCFrom = 4 << 10
 
 // updatedCRC is the CRC of covered, a batch's bytes from the attributes on,

@@ -216,9 +216,9 @@ var (
 // sessionTick is how often a mirroring worker re-checks its desired state
 // and its clients' health by itself. Both wake it when they change (the
 // desired-state cache, the engine's health watch), and progress is handed
-// to the checkpointer as it happens, so the tick is only a fallback: at
-// 1,000 partitions a 1 s tick would be half of an idle instance's CPU, and
-// a 10 s one is still 100 wake-ups a second (docs/benchmarks/idle.md).
+// to the checkpointer as it happens, so the tick is only a fallback: every
+// session wakes at each tick, and with thousands of partitions a short one
+// would be most of an idle instance's CPU.
 const sessionTick = 30 * time.Second
 
 // mirror copies records until the desired state changes, the lease ends or

@@ -446,7 +446,7 @@ func (w *Worker) step(ctx context.Context) error {
 		// In a prepare slot like the preparing itself: partitions stay
 		// UNKNOWN until a slot can prepare them, so thousands added at once
 		// do not all queue on the data pool (the change itself is grouped
-		// with others', grouped_statements.go; docs/benchmarks/scale.md).
+		// with others', grouped_statements.go).
 		release, err := w.eng.Prepare(ctx)
 		defer release()
 		if err != nil {
