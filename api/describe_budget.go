@@ -14,9 +14,8 @@ import (
 )
 
 // The describe budget's defaults: a 10,000-partition listing at once, then
-// two a second. At about 3 ms of Go and Postgres CPU per 1,000-row page on
-// the benchmark machine, 20,000 rows a second is at most a tenth of its
-// two cores.
+// two a second, a small share of a two-core machine's CPU for the pages'
+// queries and JSON.
 const (
 	DefaultDescribeRate  = 20_000
 	DefaultDescribeBurst = 10_000

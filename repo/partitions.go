@@ -79,9 +79,9 @@ func scanPartition(row scanner, extra ...any) (Partition, error) {
 }
 
 // partitionScan scans the rows of a partitionColumns query into one set of
-// targets made once per query, not once per row: at 10,000 rows the
-// per-row slice of targets and the tail's pointers were a third of a
-// describe's time.
+// targets made once per query, not once per row: a slice of targets and
+// the tail's pointers per row would be a large part of a big describe's
+// time.
 type partitionScan struct {
 	p       Partition
 	tail    [3]*int64 // the divergent tail's start, end and records

@@ -8,9 +8,9 @@ import (
 
 // presized is a produce request that makes room for its batches before kmsg
 // encodes it. kgo encodes each request into a buffer from its pool, which
-// starts at 1 KiB; appending megabytes of batches to it grew it by doubling,
-// copying the batches about twice more, a tenth of the copy's CPU in a
-// profile of uncompressed 1 KiB records. Everything else is the request's
+// starts small; appending megabytes of batches to it would grow it by
+// doubling, copying the batches about twice more. Everything else is the
+// request's
 // own: kgo sends it on the broker's produce connection (its key), with the
 // timeout it carries.
 type presized struct{ *kmsg.ProduceRequest }

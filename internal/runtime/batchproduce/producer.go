@@ -102,9 +102,9 @@ type Producer struct {
 	bump  bool
 	parts map[topicPartition]*partition
 	// queued are the partitions with a batch queued or in flight, the
-	// only ones a dispatch looks at: at 10,000 partitions under a trickle,
-	// a walk over all of them at each wake-up was a tenth of a take-over's
-	// CPU.
+	// only ones a dispatch looks at: with thousands of partitions under a
+	// trickle, a walk over all of them at each wake-up would cost more than
+	// the copies.
 	queued map[topicPartition]*partition
 	meta   *leaders.Cache
 	closed bool
