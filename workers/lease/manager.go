@@ -115,15 +115,11 @@ func (c *ManagerConfig) validate() error {
 		return errors.New("lease manager: Pool is required")
 	case c.InstanceID == "":
 		return errors.New("lease manager: InstanceID is required")
-	case c.TTL <= 0 || c.RenewInterval <= 0 || c.Margin <= 0 || c.Timeout <= 0:
-		return errors.New("lease manager: TTL, RenewInterval, Margin and Timeout must be positive")
-	case c.Margin >= c.TTL:
-		return fmt.Errorf("lease manager: Margin %s must be shorter than TTL %s", c.Margin, c.TTL)
-	case c.RenewInterval >= c.TTL-c.Margin:
-		return fmt.Errorf("lease manager: RenewInterval %s must be shorter than TTL − Margin (%s), or leases lapse between renewals",
-			c.RenewInterval, c.TTL-c.Margin)
+	case c.Timeout <= 0:
+		return errors.New("lease manager: Timeout must be positive")
 	}
-	return nil
+	_, err := NewTrust(c.TTL, c.Margin, c.RenewInterval, c.OutageGrace)
+	return err
 }
 
 // Manager keeps the instance's session, its one liveness clock, and its
@@ -139,6 +135,7 @@ type Manager struct {
 	// test initializes them before Start.
 	TestSignals ManagerTestSignals
 	cfg         ManagerConfig
+	trust       Trust // from cfg's durations: how long leases are trusted
 	log         *slog.Logger
 	metrics     *managerMetrics
 	sets        []*leaseSet
@@ -214,6 +211,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{
 		metrics: metrics,
 		cfg:     cfg,
+		trust:   Trust{TTL: cfg.TTL, Margin: cfg.Margin, RenewInterval: cfg.RenewInterval, OutageGrace: cfg.OutageGrace},
 		log:     cmp.Or(cfg.Logger, slog.Default()),
 		poke:    make(chan struct{}, 1),
 		beatNow: make(chan struct{}, 1),
@@ -344,7 +342,7 @@ func (m *Manager) awaitReleases() bool {
 	if m.sessionAt.IsZero() {
 		return true
 	}
-	deadline := m.sessionAt.Add(m.cfg.TTL - m.cfg.Margin)
+	deadline := m.trust.AfterRenewal(m.sessionAt)
 	if left := time.Now().Add(m.cfg.StopBudget.Bound(m.cfg.TTL, stopReleaseWait)); left.Before(deadline) {
 		deadline = left
 	}
@@ -648,7 +646,7 @@ func (m *Manager) renew(s *leaseSet) error {
 	if err != nil {
 		return err
 	}
-	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
+	deadline := m.trust.AfterRenewal(start)
 	granted := make(map[Key]leaseRow, len(got))
 	for _, r := range got {
 		granted[r.key] = r
@@ -715,7 +713,7 @@ func (m *Manager) acquire(s *leaseSet, take func(ctx context.Context, owner stri
 		// interval.
 		m.wake()
 	}
-	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
+	deadline := m.trust.AfterRenewal(start)
 	for _, r := range got {
 		key := r.key
 		l, ctx := newLease(m.base, key, m.cfg.InstanceID, r.epoch, deadline, func() {

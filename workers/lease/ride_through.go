@@ -23,7 +23,7 @@ func (m *Manager) spared() repo.Spared {
 	if !m.ridesThrough() {
 		return repo.Spared{}
 	}
-	return m.cfg.Heartbeat.Spared(m.cfg.OutageGrace, m.cfg.TTL, m.cfg.Margin)
+	return m.trust.Spared(m.cfg.Heartbeat)
 }
 
 // beatLoop writes a heartbeat every RenewInterval, and right after each
@@ -69,10 +69,7 @@ func (m *Manager) beatOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deadline := start.Add(m.cfg.TTL - m.cfg.Margin)
-	if limit := renewedAt.Add(m.cfg.TTL + m.cfg.OutageGrace - m.cfg.Margin); limit.Before(deadline) {
-		deadline = limit
-	}
+	deadline := m.trust.AfterHeartbeat(start, renewedAt)
 	m.beat.mu.Lock()
 	defer m.beat.mu.Unlock()
 	for l := range m.beat.leases {
