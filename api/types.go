@@ -559,8 +559,9 @@ type Instance struct {
 	Hostname  string    `json:"hostname" example:"vm-a.example.com"`
 	Version   string    `json:"version" example:"1.0.0"`
 	StartedAt time.Time `json:"started_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
-	// HeartbeatAt is when the instance last renewed its session, the one
-	// liveness clock it keeps (its start before it opened one).
+	// HeartbeatAt is when the instance last renewed its session in the
+	// database, the clock its leases hang on (its start before it opened
+	// one).
 	HeartbeatAt time.Time `json:"heartbeat_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
 	// StoppedAt is when the instance stopped cleanly; absent while it runs.
 	StoppedAt *time.Time `json:"stopped_at,omitempty" format:"date-time" example:"2026-01-02T15:04:05Z"`

@@ -16,7 +16,7 @@ import (
 // partition lease is held while lease_owner's session is still
 // lease_session and has not expired, a mirror's metadata lease likewise
 // with meta_lease_owner and meta_lease_session. One O(1) renewal of the
-// session, the instance's only liveness clock, renews all of its leases, as
+// session, the leases' clock (lease.Trust), renews all of its leases, as
 // a Kafka group member heartbeats once and not per partition; each lease
 // keeps its own epoch for fencing.
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Instance is a kmirror server process sharing the database. RenewedAt is
-// when it last renewed its session, the one liveness clock it keeps.
+// when it last renewed its session, the clock its leases hang on.
 type Instance = repo.Instance
 
 // ListInstances returns the known kmirror instances.

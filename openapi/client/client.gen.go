@@ -861,8 +861,9 @@ type HistorySeries struct {
 
 // Instance defines model for Instance.
 type Instance struct {
-	// HeartbeatAt HeartbeatAt is when the instance last renewed its session, the one
-	// liveness clock it keeps (its start before it opened one).
+	// HeartbeatAt HeartbeatAt is when the instance last renewed its session in the
+	// database, the clock its leases hang on (its start before it opened
+	// one).
 	//
 	// Example: 2026-01-02T15:04:05Z
 	HeartbeatAt time.Time `json:"heartbeat_at"`

@@ -1,5 +1,6 @@
-// Package heartbeat keeps each instance's second liveness clock, on the
-// destination cluster: every instance writes a heartbeat (its session
+// Package heartbeat keeps the clock that carries an instance's leases
+// through a database outage, on the destination cluster (lease.Trust says
+// how the two clocks combine): every instance writes a heartbeat (its session
 // epoch) to the compacted topic __mirror_heartbeats, and reads everyone's.
 //
 // The lease manager uses both sides to ride through a PostgreSQL outage.

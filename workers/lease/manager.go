@@ -99,8 +99,8 @@ type ManagerConfig struct {
 	OutageGrace time.Duration
 }
 
-// Heartbeater is the destination cluster's liveness clock
-// (heartbeat.Heartbeats).
+// Heartbeater is the clock on the destination cluster that carries leases
+// through a database outage (heartbeat.Heartbeats; see Trust).
 type Heartbeater interface {
 	// Beat writes a heartbeat of the session and returns once it is
 	// acknowledged.
@@ -122,7 +122,7 @@ func (c *ManagerConfig) validate() error {
 	return err
 }
 
-// Manager keeps the instance's session, its one liveness clock, and its
+// Manager keeps the instance's session, the clock its leases hang on, and its
 // fair share of partition leases and mirror metadata leases, which hang on
 // the session: every RenewInterval (and when the notifier says lease demand
 // or desired states changed) it renews the session, stops the workers of

@@ -641,8 +641,9 @@ export interface components {
         Instance: {
             /**
              * Format: date-time
-             * @description HeartbeatAt is when the instance last renewed its session, the one
-             *     liveness clock it keeps (its start before it opened one).
+             * @description HeartbeatAt is when the instance last renewed its session in the
+             *     database, the clock its leases hang on (its start before it opened
+             *     one).
              * @example 2026-01-02T15:04:05Z
              */
             heartbeat_at: string;
