@@ -1,7 +1,9 @@
 // Package heartbeat keeps the clock that carries an instance's leases
 // through a database outage, on the destination cluster (lease.Trust says
 // how the two clocks combine): every instance writes a heartbeat (its session
-// epoch) to the compacted topic __mirror_heartbeats, and reads everyone's.
+// epoch and a growing beat number, signed with a key only the database
+// holds: keys.go) to the compacted topic __mirror_heartbeats, and reads
+// everyone's.
 //
 // The lease manager uses both sides to ride through a PostgreSQL outage.
 // An instance that cannot renew its session in the database goes on
