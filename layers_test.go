@@ -24,8 +24,6 @@ var layers = [][]string{
 	// which knows the domain's tables.
 	{"internal/runtime", "internal/devenv", "internal/tools", "migrations", "openapi", "web"},
 	{"repo"},
-	// Components that read Postgres through repo.
-	{"internal/runtime/notifier"},
 	{"service"},
 	// The two faces of the domain's users: neither imports the other.
 	{"workers", "api"},

@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"kmirror/internal/runtime/notifier"
 )
 
 // Channels that the migrations' triggers NOTIFY.
@@ -22,15 +24,24 @@ const (
 	ChannelOutbox = "kmirror_outbox"
 )
 
+// Channels are every channel above: what an instance's notifier listens on.
+var Channels = []string{ChannelDesired, ChannelLeaseDemand, ChannelSync, ChannelOutbox}
+
+// Notifications opens, for an instance's notifier, a Listener on Channels
+// with a connection of pool.
+func Notifications(pool *pgxpool.Pool) func(context.Context) (notifier.Conn, error) {
+	return func(ctx context.Context) (notifier.Conn, error) {
+		l, err := ListenerOpen(ctx, pool, Channels...)
+		if err != nil {
+			return nil, err // not a nil *Listener in a Conn
+		}
+		return l, nil
+	}
+}
+
 // Listener is one connection, taken out of the pool, that LISTENs.
 type Listener struct {
 	conn *pgx.Conn
-}
-
-// Notification is one NOTIFY received by a Listener.
-type Notification struct {
-	Channel string
-	Payload string
 }
 
 // ListenerOpen takes a connection out of the pool for good (a LISTENing
@@ -51,13 +62,14 @@ func ListenerOpen(ctx context.Context, pool *pgxpool.Pool, channels ...string) (
 }
 
 // Wait blocks until a notification arrives, ctx ends or the connection
-// breaks.
-func (l *Listener) Wait(ctx context.Context) (Notification, error) {
+// breaks, and returns its channel (the payloads carry nothing kmirror
+// reads).
+func (l *Listener) Wait(ctx context.Context) (string, error) {
 	n, err := l.conn.WaitForNotification(ctx)
 	if err != nil {
-		return Notification{}, err
+		return "", err
 	}
-	return Notification{Channel: n.Channel, Payload: n.Payload}, nil
+	return n.Channel, nil
 }
 
 // Close closes the connection.

@@ -461,7 +461,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	end()
 	// The one LISTEN connection: it wakes the workers, and the API's topic
 	// actions waiting for their partitions (?wait).
-	notes, err := notifier.New(notifier.Config{Pool: pools.data, Logger: log})
+	notes, err := notifier.New(notifier.Config{Listen: repo.Notifications(pools.data), Channels: repo.Channels, Logger: log})
 	if err != nil {
 		return err
 	}

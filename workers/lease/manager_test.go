@@ -212,7 +212,7 @@ func openPool(t testing.TB, dbURL string) *pgxpool.Pool {
 func startNode(t *testing.T, dbURL, id string, reg *runRegistry, o nodeOpts) *node {
 	t.Helper()
 	n := &node{id: id, pool: openPool(t, dbURL), runner: newFakeRunner(id, reg)}
-	notes, err := notifier.New(notifier.Config{Pool: n.pool})
+	notes, err := notifier.New(notifier.Config{Listen: repo.Notifications(n.pool), Channels: repo.Channels})
 	if err != nil {
 		t.Fatal(err)
 	}

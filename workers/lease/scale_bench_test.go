@@ -148,7 +148,7 @@ func benchLeases(b *testing.B, instances, topics, perTopic int, hold time.Durati
 		id := fmt.Sprint("i", i)
 		pool := openPool(b, dbURL)
 		runner := &scaleRunner{leases: map[Key]*Lease{}}
-		notes, err := notifier.New(notifier.Config{Pool: pool})
+		notes, err := notifier.New(notifier.Config{Listen: repo.Notifications(pool), Channels: repo.Channels})
 		if err != nil {
 			b.Fatal(err)
 		}

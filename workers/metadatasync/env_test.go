@@ -47,7 +47,7 @@ func (env *engineEnv) startSyncOnlyNode(id string, dest kafkaconn.Config, produc
 		dest = workertest.Plain(env.Clusters.DestinationAddr())
 	}
 	log := workertest.Logger().With("test", t.Name(), "instance", id)
-	notes, err := notifier.New(notifier.Config{Pool: env.Pool, Logger: log})
+	notes, err := notifier.New(notifier.Config{Listen: repo.Notifications(env.Pool), Channels: repo.Channels, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

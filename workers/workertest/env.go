@@ -206,7 +206,7 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	in := &Instance{ID: id}
 	// Desired-state changes and sync requests reach the workers through
 	// the notifier only: the fallback polls keep their production defaults.
-	notes, err := notifier.New(notifier.Config{Pool: env.Pool, Logger: log})
+	notes, err := notifier.New(notifier.Config{Listen: repo.Notifications(env.Pool), Channels: repo.Channels, Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,19 +16,27 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"kmirror/internal/runtime/startstop"
-	"kmirror/repo"
 )
 
-// Channels every notifier listens on.
-var Channels = []string{repo.ChannelDesired, repo.ChannelLeaseDemand, repo.ChannelSync, repo.ChannelOutbox}
+// Conn is one database connection LISTENing on every channel subscribers
+// may ask for.
+type Conn interface {
+	// Wait blocks until a notification arrives, ctx ends or the connection
+	// breaks, and returns the notification's channel.
+	Wait(ctx context.Context) (channel string, err error)
+	Close()
+}
 
 // Config wires a Notifier.
 type Config struct {
-	Pool   *pgxpool.Pool
-	Logger *slog.Logger
+	// Listen opens a Conn (repo.Notifications): the notifier knows the
+	// database only through it.
+	Listen func(ctx context.Context) (Conn, error)
+	// Channels are those Listen listens on (repo.Channels): a
+	// subscription to another would never fire, so it is refused.
+	Channels []string
+	Logger   *slog.Logger
 	// MaxBackoff caps the wait between reconnects; default 5s.
 	MaxBackoff time.Duration
 }
@@ -46,13 +54,13 @@ type Notifier struct {
 	listening chan struct{}
 	connected bool
 	// onConnect, for tests, sees each new listener.
-	onConnect func(*repo.Listener)
+	onConnect func(Conn)
 }
 
 // New returns a Notifier; Start connects it.
 func New(cfg Config) (*Notifier, error) {
-	if cfg.Pool == nil {
-		return nil, errors.New("notifier: Pool is required")
+	if cfg.Listen == nil {
+		return nil, errors.New("notifier: Listen is required")
 	}
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, 5*time.Second)
 	return &Notifier{cfg: cfg, log: cmp.Or(cfg.Logger, slog.Default()).With("component", "notifier"),
@@ -92,14 +100,14 @@ func (s *Subscription) signal() {
 	}
 }
 
-// Subscribe returns a subscription to one of Channels. A nil Notifier
+// Subscribe returns a subscription to one of Config.Channels. A nil Notifier
 // returns a nil Subscription, whose C never fires, so components can run
 // without one (on polling alone).
 func (n *Notifier) Subscribe(channel string) *Subscription {
 	if n == nil {
 		return nil
 	}
-	if !slices.Contains(Channels, channel) {
+	if !slices.Contains(n.cfg.Channels, channel) {
 		panic("notifier: no such channel " + channel)
 	}
 	s := &Subscription{n: n, channel: channel, c: make(chan struct{}, 1)}
@@ -152,7 +160,7 @@ func (n *Notifier) run(ctx context.Context) {
 
 func (n *Notifier) listenOnce(ctx context.Context) error {
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	l, err := repo.ListenerOpen(connectCtx, n.cfg.Pool, Channels...)
+	l, err := n.cfg.Listen(connectCtx)
 	cancel()
 	if err != nil {
 		return err
@@ -161,12 +169,12 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 	n.setConnected(true, l)
 	defer n.setConnected(false, nil)
 	for {
-		note, err := l.Wait(ctx)
+		channel, err := l.Wait(ctx)
 		if err != nil {
 			return err
 		}
 		n.mu.Lock()
-		for _, s := range n.subs[note.Channel] {
+		for _, s := range n.subs[channel] {
 			s.signal()
 		}
 		n.mu.Unlock()
@@ -175,7 +183,7 @@ func (n *Notifier) listenOnce(ctx context.Context) error {
 
 // setConnected records the connection state; on connect every subscriber
 // is told to catch up.
-func (n *Notifier) setConnected(up bool, l *repo.Listener) {
+func (n *Notifier) setConnected(up bool, l Conn) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.connected = up

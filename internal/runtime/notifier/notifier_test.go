@@ -1,4 +1,4 @@
-package notifier
+package notifier_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 )
@@ -14,7 +15,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
 
 // waitSignal fails the test unless s fires within d.
-func waitSignal(t *testing.T, s *Subscription, d time.Duration, what string) {
+func waitSignal(t *testing.T, s *notifier.Subscription, d time.Duration, what string) {
 	t.Helper()
 	select {
 	case <-s.C():
@@ -24,7 +25,7 @@ func waitSignal(t *testing.T, s *Subscription, d time.Duration, what string) {
 }
 
 // drain empties a pending signal.
-func drain(s *Subscription) {
+func drain(s *notifier.Subscription) {
 	select {
 	case <-s.C():
 	default:
@@ -37,12 +38,12 @@ func drain(s *Subscription) {
 func TestNotifierFansOutAndCatchesUp(t *testing.T) {
 	t.Parallel()
 	pool := testdb.Pool(t)
-	n, err := New(Config{Pool: pool, MaxBackoff: 200 * time.Millisecond})
+	n, err := notifier.New(notifier.Config{Listen: repo.Notifications(pool), Channels: repo.Channels, MaxBackoff: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pid atomic.Uint32
-	n.onConnect = func(l *repo.Listener) { pid.Store(l.BackendPID()) }
+	notifier.OnConnect(n, func(l notifier.Conn) { pid.Store(l.(*repo.Listener).BackendPID()) })
 	desired := n.Subscribe(repo.ChannelDesired)
 	outbox := n.Subscribe(repo.ChannelOutbox)
 	if err := n.Start(context.Background()); err != nil {
@@ -100,7 +101,7 @@ func TestNotifierFansOutAndCatchesUp(t *testing.T) {
 }
 
 func TestNilNotifierNeverFires(t *testing.T) {
-	var n *Notifier
+	var n *notifier.Notifier
 	s := n.Subscribe(repo.ChannelDesired)
 	if s.C() != nil {
 		t.Fatal("a nil notifier's subscription has a channel")
