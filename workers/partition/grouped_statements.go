@@ -29,8 +29,8 @@ const groupLinger = time.Millisecond
 // (grouped). Each change commits with a NOTIFY (the __mirror_state outbox),
 // and Postgres serializes such commits, flush included: one commit each,
 // the twelve partitions of a new topic would write their first change one
-// after another over 10-20 ms, and 10,000 partitions starting at once
-// would queue 20,000 commits.
+// after another, and thousands of partitions starting at once would queue
+// twice as many commits.
 func newStateWrites(svc *service.Workers, timeout time.Duration, log *slog.Logger) *grouped[service.PartitionTransition, repo.Partition] {
 	return newGroupedWrites("state changes", timeout, log, svc.TransitionPartitions)
 }
@@ -82,8 +82,8 @@ func statementError(errs []error) error {
 
 // newRowReads reads partition rows in groups (grouped): a worker reads its
 // row when it takes a lease, and the partitions of a new topic take theirs
-// in one lease pass. Twelve reads at once on twelve connections finish
-// over 0.5-16 ms on two cores; grouped they are one or two statements.
+// in one lease pass. Twelve reads at once on twelve connections queue on
+// a small machine's cores; grouped they are one or two statements.
 func newRowReads(pool *pgxpool.Pool, log *slog.Logger) *grouped[repo.PartitionID, repo.Partition] {
 	return newGrouped("partition reads", groupMax, groupLinger, log, func(ids []repo.PartitionID) ([]repo.Partition, []error) {
 		ctx, cancel := context.WithTimeout(context.Background(), sharedDBTimeout)

@@ -33,8 +33,8 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		return alignResult{}, retryable("source: %v", err)
 	}
 	// The source topic's id is checked while the destination topic is looked
-	// up or created: neither needs the other, and each takes 5-7 ms of a new
-	// topic's start. A recreated source still fails the partition before
+	// up or created: neither needs the other, and each is a round trip of a
+	// new topic's start. A recreated source still fails the partition before
 	// anything is copied; at most a missing destination topic was created
 	// first, as adding the topic again with recreate would do.
 	idChecked := make(chan error, 1)

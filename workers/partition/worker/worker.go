@@ -486,7 +486,7 @@ func (w *Worker) step(ctx context.Context) error {
 			w.awaitingRecreate = false
 		}
 		// The read-only ACL does not depend on where alignment resumes: it
-		// is set up meanwhile (5-8 ms of a new topic's start), and both are
+		// is set up meanwhile (a round trip of a new topic's start), and both are
 		// done before MIRRORING.
 		readOnly := make(chan error, 1)
 		go func() { readOnly <- w.enforceReadOnly(ctx, true) }()
