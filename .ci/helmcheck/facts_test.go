@@ -55,7 +55,7 @@ var (
 	// a constant of shutdown.go
 	backstopUseRE = regexp.MustCompile(`shutdownBackstop\([^,]+,\s*cmp\.Or\(cfg\.ShutdownTimeout,\s*defaultShutdownTimeout\)\s*\+\s*backstopAfter`)
 	backstopRE    = regexp.MustCompile(`backstopAfter\s*=\s*(\d+)\s*\*\s*time\.(Millisecond|Second)`)
-	readyRE     = regexp.MustCompile(`readyTimeout\s*=\s*(\d+)\s*\*\s*time\.Second`)
+	readyRE       = regexp.MustCompile(`readyTimeout\s*=\s*(\d+)\s*\*\s*time\.Second`)
 )
 
 // readFacts reads the facts; a pattern that no longer matches is an error,
