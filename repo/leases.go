@@ -166,6 +166,14 @@ func sparedLease(owner, session string) string {
 // is locking are skipped, so concurrent instances never wait on each other
 // or deadlock.
 func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session int64, limit int, spare Spared) ([]PartitionLeaseRow, error) {
+	return acquirePartitionLeases(ctx, q, `(p.lease_owner IS NULL OR NOT `+leaseHeld+`)`,
+		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions)
+}
+
+// acquirePartitionLeases takes up to $3 leases of active partitions that
+// free ($8 on) says are free and spare ($4 to $7) does not spare, for
+// owner $1's session $2, in primary-key order, skipping locked rows.
+func acquirePartitionLeases(ctx context.Context, q DBTX, free string, args ...any) ([]PartitionLeaseRow, error) {
 	rows, err := q.Query(ctx, `
 		UPDATE mirror_partitions up
 		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1, last_owner = $1
@@ -173,7 +181,7 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 			SELECT p.mirror, p.topic, p.partition, coalesce(p.last_owner, '') AS previous
 			FROM mirror_partitions p
 			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
-			WHERE (p.lease_owner IS NULL OR NOT `+leaseHeld+`)
+			WHERE `+free+`
 			  AND NOT `+sparedLease("p.lease_owner", "p.lease_session")+`
 			  AND `+activePartition+`
 			ORDER BY p.mirror, p.topic, p.partition
@@ -181,8 +189,7 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 			FOR UPDATE OF p SKIP LOCKED
 		) c
 		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
-		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`,
-		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions)
+		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`, args...)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -198,30 +205,11 @@ func PartitionsAcquireLeases(ctx context.Context, q DBTX, owner string, session 
 // otherwise leave them for it (repo.Spared); the one that took them hands
 // them back once over its share, free for the first to take.
 func PartitionsAcquireOrphanedLeases(ctx context.Context, q DBTX, owner string, session int64, limit int, spare Spared, orphanedAfter time.Duration) ([]PartitionLeaseRow, error) {
-	rows, err := q.Query(ctx, `
-		UPDATE mirror_partitions up
-		SET lease_owner = $1, lease_session = $2, lease_epoch = up.lease_epoch + 1, last_owner = $1
-		FROM (
-			SELECT p.mirror, p.topic, p.partition, coalesce(p.last_owner, '') AS previous
-			FROM mirror_partitions p
-			JOIN mirror_topics t ON t.mirror = p.mirror AND t.topic = p.topic
-			WHERE p.lease_owner IS NOT NULL AND p.lease_owner <> $1
+	return acquirePartitionLeases(ctx, q, `p.lease_owner IS NOT NULL AND p.lease_owner <> $1
 			  AND NOT EXISTS (SELECT 1 FROM instances i WHERE i.id = p.lease_owner
 				AND i.session_epoch = p.lease_session
-				AND i.session_expires_at > now() - $8 * interval '1 microsecond')
-			  AND NOT `+sparedLease("p.lease_owner", "p.lease_session")+`
-			  AND `+activePartition+`
-			ORDER BY p.mirror, p.topic, p.partition
-			LIMIT $3
-			FOR UPDATE OF p SKIP LOCKED
-		) c
-		WHERE up.mirror = c.mirror AND up.topic = c.topic AND up.partition = c.partition
-		RETURNING up.mirror, up.topic, up.partition, up.lease_epoch, true, c.previous`,
+				AND i.session_expires_at > now() - $8 * interval '1 microsecond')`,
 		owner, session, limit, spare.Grace.Microseconds(), spare.All, spare.Owners, spare.Sessions, orphanedAfter.Microseconds())
-	if err != nil {
-		return nil, interpret(err)
-	}
-	return scanPartitionLeases(rows)
 }
 
 // PartitionsReleaseLeases gives back leases owner holds at the given epochs,
