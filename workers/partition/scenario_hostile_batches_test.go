@@ -142,25 +142,7 @@ func hostileBatches(t *testing.T, c hostileCase) {
 		}
 		return tamperproxy.Forward
 	})
-	ctx := context.Background()
-	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "m",
-		Source: service.SourceInput{BootstrapServers: proxy.Addr()}}, service.WriteOpts{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: "hostile"}); err != nil {
-		t.Fatal(err)
-	}
-	env.CreateMirror("m2", "calm")
-	env.StartInstance("i1")
-	dst := workertest.Plain(env.Clusters.DestinationAddr())
-	ends := func() string {
-		h, c := workertest.EndOffsets(t, dst, "hostile"), workertest.EndOffsets(t, dst, "calm")
-		return fmt.Sprintf("hostile %d/%d, calm %d", h[0], h[1], c[0])
-	}
-	workertest.WaitFor(t, 20*time.Second, "both mirrors to copy the first records", func() (bool, string) {
-		e := ends()
-		return e == fmt.Sprintf("hostile %d/%d, calm %d", hostileBefore, hostileBefore, hostileBefore), e
-	})
+	ends := startHostileMirrors(t, env, proxy.Addr())
 
 	mem := measureMemory(t)
 	armed.Store(true)
@@ -308,4 +290,32 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// startHostileMirrors starts mirror m of topic hostile through the hostile
+// broker at proxy and mirror m2 of topic calm straight from the source,
+// waits until both copied the first records, and returns a description of
+// the destination's ends.
+func startHostileMirrors(t *testing.T, env *engineEnv, proxy string) (ends func() string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "m",
+		Source: service.SourceInput{BootstrapServers: proxy}}, service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: "hostile"}); err != nil {
+		t.Fatal(err)
+	}
+	env.CreateMirror("m2", "calm")
+	env.StartInstance("i1")
+	dst := workertest.Plain(env.Clusters.DestinationAddr())
+	ends = func() string {
+		h, c := workertest.EndOffsets(t, dst, "hostile"), workertest.EndOffsets(t, dst, "calm")
+		return fmt.Sprintf("hostile %d/%d, calm %d", h[0], h[1], c[0])
+	}
+	workertest.WaitFor(t, 20*time.Second, "both mirrors to copy the first records", func() (bool, string) {
+		e := ends()
+		return e == fmt.Sprintf("hostile %d/%d, calm %d", hostileBefore, hostileBefore, hostileBefore), e
+	})
+	return ends
 }

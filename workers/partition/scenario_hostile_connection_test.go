@@ -1,7 +1,6 @@
 package partition_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -73,25 +72,7 @@ func hostileConnection(t *testing.T, fault tamperproxy.Fault, within time.Durati
 		}
 		return tamperproxy.Forward
 	})
-	ctx := context.Background()
-	if _, err := env.Svc.CreateMirror(ctx, service.MirrorInput{Name: "m",
-		Source: service.SourceInput{BootstrapServers: proxy.Addr()}}, service.WriteOpts{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.Svc.AddTopics(ctx, "m", service.AddTopicsInput{Topic: "hostile"}); err != nil {
-		t.Fatal(err)
-	}
-	env.CreateMirror("m2", "calm")
-	env.StartInstance("i1")
-	dst := workertest.Plain(env.Clusters.DestinationAddr())
-	ends := func() string {
-		h, c := workertest.EndOffsets(t, dst, "hostile"), workertest.EndOffsets(t, dst, "calm")
-		return fmt.Sprintf("hostile %d/%d, calm %d", h[0], h[1], c[0])
-	}
-	workertest.WaitFor(t, 20*time.Second, "both mirrors to copy the first records", func() (bool, string) {
-		e := ends()
-		return e == fmt.Sprintf("hostile %d/%d, calm %d", hostileBefore, hostileBefore, hostileBefore), e
-	})
+	ends := startHostileMirrors(t, env, proxy.Addr())
 
 	mem := measureMemory(t)
 	armed.Store(true)
