@@ -20,9 +20,10 @@ import (
 var layers = [][]string{
 	// The domain's vocabulary: words every layer may use.
 	{"internal/vocabulary"},
-	// Runtime components and what the binary embeds or generates, none of
-	// which knows the domain's tables.
-	{"internal/runtime", "internal/devenv", "internal/tools", "migrations", "openapi", "web"},
+	// The Kafka stack (connections, batch fetch and produce, record
+	// batches), the other runtime components, and what the binary embeds or
+	// generates, none of which knows the domain's tables.
+	{"internal/kafka", "internal/runtime", "internal/devenv", "internal/tools", "migrations", "openapi", "web"},
 	{"repo"},
 	{"service"},
 	// The two faces of the domain's users: neither imports the other.

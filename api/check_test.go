@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/preflight"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/preflight"
 	"kmirror/internal/testing/testnet"
 	"kmirror/service"
 )

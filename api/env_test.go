@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/api"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/syncbuf"
 	"kmirror/internal/testing/testdb"
 	"kmirror/service"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"

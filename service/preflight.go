@@ -9,8 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/preflight"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/preflight"
 	"kmirror/repo"
 )
 

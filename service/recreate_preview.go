@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"golang.org/x/sync/errgroup"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 )
 

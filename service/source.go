@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/testdb"
 	"kmirror/repo"
 	"kmirror/service"

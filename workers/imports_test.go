@@ -18,12 +18,11 @@ import (
 var allowedSiblings = map[string][]string{
 	"heartbeat":         nil,
 	"lease":             nil,
-	"partition":         {"lease", "partition/metrics", "partition/produce", "partition/worker"},
+	"partition":         {"lease", "partition/metrics", "partition/worker"},
 	"partition/metrics": nil,
-	"partition/produce": nil,
 	// The per-partition state machine reaches the engine only through
 	// worker.Engine, never by importing it.
-	"partition/worker": {"lease", "partition/metrics", "partition/produce"},
+	"partition/worker": {"lease", "partition/metrics"},
 	"metadatasync":     {"lease"},
 	"statetopic":       nil,
 }

@@ -19,7 +19,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/testdb"
 	"kmirror/workers/workertest"
 )

@@ -17,7 +17,7 @@ import (
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/devenv/pgserver"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/runtime/secretbox"
 )
 

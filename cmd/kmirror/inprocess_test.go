@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/testdb"
 )
 

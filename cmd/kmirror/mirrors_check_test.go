@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // TestMirrorsCheck: --check against a full server whose destination

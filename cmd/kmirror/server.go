@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"kmirror/api"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/secretbox"
 	"kmirror/internal/runtime/startstop"

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // serverEnvSASL lists the destination's AWS_MSK_IAM and OAUTHBEARER

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // TestDestinationSASLFromEnv: the destination's AWS_MSK_IAM and OAUTHBEARER

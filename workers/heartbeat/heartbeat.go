@@ -17,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/repo"
 )

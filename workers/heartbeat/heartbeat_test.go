@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 )
 

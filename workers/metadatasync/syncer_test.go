@@ -18,7 +18,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // authorizerProbe answers whether the destination enforces ACLs, so that

@@ -11,10 +11,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kslog"
 
-	"kmirror/internal/runtime/batchfetch"
-	"kmirror/internal/runtime/batchproduce"
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/leaders"
+	"kmirror/internal/kafka/batchfetch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/leaders"
 	"kmirror/workers/partition/worker"
 )
 

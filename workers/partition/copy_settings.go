@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/internal/runtime/throttle"
 	"kmirror/repo"
 	"kmirror/service"

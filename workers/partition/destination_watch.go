@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"kmirror/internal/kafka/batchproduce"
 	"kmirror/workers/lease"
-	"kmirror/workers/partition/produce"
 	"kmirror/workers/partition/worker"
 )
 
@@ -61,12 +61,12 @@ type stallCheck struct {
 // stalledCopies returns the partitions whose in-flight copies (of a
 // running session or of an ended one's, unsettled.go) got no result since
 // the last call; last carries the result counts from call to call.
-func (e *Engine) stalledCopies(last map[*produce.Acks]int64) []stallCheck {
+func (e *Engine) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	seen := make(map[*produce.Acks]int64, len(last))
+	seen := make(map[*batchproduce.Acks]int64, len(last))
 	var out []stallCheck
-	consider := func(k lease.Key, dest string, a *produce.Acks, end int64) {
+	consider := func(k lease.Key, dest string, a *batchproduce.Acks, end int64) {
 		done := a.Done()
 		if a.Base()+done >= end {
 			return // nothing in flight

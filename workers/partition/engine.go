@@ -16,17 +16,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/batchproduce"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/internal/runtime/notifier"
-	"kmirror/internal/runtime/recordbatch"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
 	"kmirror/workers/partition/metrics"
-	"kmirror/workers/partition/produce"
 	"kmirror/workers/partition/worker"
 )
 
@@ -62,7 +61,7 @@ type EngineConfig struct {
 	// unregistered.
 	Registerer prometheus.Registerer
 	// ProduceBuffer bounds the records produced to the destination and not
-	// yet answered, across every partition (produce.Gate). Default 100,000.
+	// yet answered, across every partition (batchproduce.Gate). Default 100,000.
 	ProduceBuffer int64
 	// SettledWaitMax is how long copies of an ended session may go
 	// unanswered before they are written off (unsettled.go). Default 1m.
@@ -101,7 +100,7 @@ type Engine struct {
 	log         *slog.Logger
 	metrics     *metrics.Metrics
 	// gate bounds the copies produced and not yet answered.
-	gate *produce.Gate
+	gate *batchproduce.Gate
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
@@ -183,7 +182,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.Max = cmp.Or(cfg.Retry.Max, 300*time.Second)
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
-	e := &Engine{cfg: cfg, log: log, gate: produce.NewGate(cfg.ProduceBuffer),
+	e := &Engine{cfg: cfg, log: log, gate: batchproduce.NewGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*worker.Worker{}, batchFetchers: map[string]*batchFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
 		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
@@ -311,7 +310,7 @@ func (e *Engine) producerRetryingSignature() string {
 func (e *Engine) watchHealth(ctx context.Context) {
 	t := time.NewTicker(destinationWatchEvery)
 	defer t.Stop()
-	stalled := map[*produce.Acks]int64{}
+	stalled := map[*batchproduce.Acks]int64{}
 	lastSweep := time.Now()
 	for {
 		select {

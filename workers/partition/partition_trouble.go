@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"kmirror/internal/runtime/leaders"
+	"kmirror/internal/kafka/leaders"
 )
 
 // partitionTroubles are runs of failures that concern single partitions of

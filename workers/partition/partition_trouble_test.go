@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"kmirror/internal/runtime/leaders"
+	"kmirror/internal/kafka/leaders"
 )
 
 // TestPartitionTroubles: a partition's own fetch trouble shows once it has

@@ -12,8 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/batchfetch"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchfetch"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/workertest"

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/statetopic"

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/service"
 )
 

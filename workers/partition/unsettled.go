@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"kmirror/internal/kafka/batchproduce"
 	"kmirror/workers/lease"
-	"kmirror/workers/partition/produce"
 )
 
 // unsettledCopies are the records of an ended mirroring session that kgo
@@ -16,7 +16,7 @@ import (
 // session gives up waiting after the delivery timeout plus 2 s, so its last
 // copies can outlive it.
 type unsettledCopies struct {
-	acks *produce.Acks
+	acks *batchproduce.Acks
 	// dest is the destination topic they went to.
 	dest string
 	end  int64 // destination offset after the session's last produced record
@@ -53,7 +53,7 @@ func (e *Engine) Settled(k lease.Key) bool {
 }
 
 // keepUnsettled records a session that ended with copies in flight.
-func (e *Engine) keepUnsettled(k lease.Key, dest string, acks *produce.Acks, end int64) {
+func (e *Engine) keepUnsettled(k lease.Key, dest string, acks *batchproduce.Acks, end int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for key, u := range e.unsettled {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"time"
 
-	"kmirror/internal/runtime/batchproduce"
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
-	"kmirror/workers/partition/produce"
 	"kmirror/workers/partition/worker"
 )
 
@@ -109,7 +108,7 @@ func (h workerEngine) AwaitSettled(ctx context.Context, k lease.Key, waiting fun
 	return h.e.awaitSettled(ctx, k, waiting)
 }
 
-func (h workerEngine) KeepUnsettled(k lease.Key, dstTopic string, acks *produce.Acks, end int64) {
+func (h workerEngine) KeepUnsettled(k lease.Key, dstTopic string, acks *batchproduce.Acks, end int64) {
 	h.e.keepUnsettled(k, dstTopic, acks, end)
 }
 

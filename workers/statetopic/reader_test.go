@@ -7,7 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/service"
 	"kmirror/workers/workertest"
 )

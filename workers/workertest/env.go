@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/secretbox"
 	"kmirror/internal/testing/testdb"

@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/devenv/devcluster"
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // The conformance suite's clusters: by default two kfake clusters in this

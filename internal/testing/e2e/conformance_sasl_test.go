@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // The AWS_MSK_IAM and OAUTHBEARER settings of a conformance cluster, read

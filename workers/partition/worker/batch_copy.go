@@ -3,8 +3,8 @@ package worker
 import (
 	"fmt"
 
-	"kmirror/internal/runtime/batchproduce"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/recordbatch"
 )
 
 // copyBatches copies a partition's fetched batches in

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"kmirror/internal/runtime/kafkaconn"
+	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
 	"kmirror/service"
 )

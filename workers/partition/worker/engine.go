@@ -7,13 +7,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/batchproduce"
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/lease"
-	"kmirror/workers/partition/produce"
 )
 
 // Engine is what a Worker needs of the engine that runs it: the state the
@@ -93,7 +92,7 @@ type Engine interface {
 	AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error
 	// KeepUnsettled hands over the copies of an ended session still in
 	// flight to destination topic dstTopic, up to destination offset end.
-	KeepUnsettled(k lease.Key, dstTopic string, acks *produce.Acks, end int64)
+	KeepUnsettled(k lease.Key, dstTopic string, acks *batchproduce.Acks, end int64)
 	// AddSession makes a running session known to the destination watch,
 	// which may interrupt it, until remove.
 	AddSession(k lease.Key, s *Session) (remove func())

@@ -11,12 +11,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"kmirror/internal/runtime/batchfetch"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchfetch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 	"kmirror/workers/partition/metrics"
-	"kmirror/workers/partition/produce"
 )
 
 // Session is one stretch of MIRRORING: fetch, produce, verify acks.
@@ -42,7 +42,7 @@ type Session struct {
 	fetchNext int64 // next source offset to produce
 	produced  int64 // next destination offset to assign
 	pending   []pendingRun
-	acks      *produce.Acks
+	acks      *batchproduce.Acks
 	// taken counts the results taken from acks so far (verified ones, then
 	// any after a failure).
 	taken   int64
@@ -81,7 +81,7 @@ type Session struct {
 	// timeout, and when the session ends. Once it has, kgo fails each
 	// unsent record when it reaches the head of the partition's queue, with
 	// every record queued after it, and no batch waits for produce room
-	// (produce.Gate); records queued behind a batch in flight may still go
+	// (batchproduce.Gate); records queued behind a batch in flight may still go
 	// out, in order after it. One context for all is what keeps the
 	// destination in order: with a deadline of its own per batch, kgo
 	// could fail a late batch while a later one, produced before its
@@ -245,7 +245,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	s.throttledMs.Store(w.row.ThrottledMs)
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
 	s.mirrored = w.cfg.Metrics.Topic(w.key.Mirror, w.key.Topic)
-	s.acks = produce.NewAcks(s.dstNext, w.cfg.Gate, func() { s.produceCancel(errCopyFailed) })
+	s.acks = batchproduce.NewAcks(s.dstNext, w.cfg.Gate, func() { s.produceCancel(errCopyFailed) })
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
 	s.halted = make(chan struct{}, 1)
@@ -594,7 +594,7 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 // deadline, which their batch's first send arms (sentBatch); nil (with the
 // session's failure set) when produceCtx ended first. Room for a whole batch comes first: once one record of it is
 // handed to the producer, every later one must follow, or the destination
-// could skip one (produce.Gate). If produceCtx ends meanwhile, none is.
+// could skip one (batchproduce.Gate). If produceCtx ends meanwhile, none is.
 func (s *Session) admit(n int64) *batchDeadline {
 	w := s.w
 	upTo := s.produced + n
@@ -611,7 +611,7 @@ func (s *Session) admit(n int64) *batchDeadline {
 
 // Acks are the session's produce results, which the engine's destination
 // watch reads for copies that go unanswered.
-func (s *Session) Acks() *produce.Acks { return s.acks }
+func (s *Session) Acks() *batchproduce.Acks { return s.acks }
 
 // DestTopic is the destination topic the session writes.
 func (s *Session) DestTopic() string { return s.dest }
@@ -640,7 +640,7 @@ func (s *Session) handleAcks() {
 		}
 	}
 	// Counted per acknowledged run, not per record. The promise publishes
-	// verifiedBytes with verified at each batch's result (produce.Acks),
+	// verifiedBytes with verified at each batch's result (batchproduce.Acks),
 	// storing the bytes first, so a take between the two stores sees the
 	// bytes of a batch whose records come with the next; the totals stay
 	// exact.

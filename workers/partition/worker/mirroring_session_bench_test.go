@@ -5,8 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"kmirror/internal/kafka/batchproduce"
 	"kmirror/workers/partition/metrics"
-	"kmirror/workers/partition/produce"
 )
 
 // BenchmarkAckedBatch is the data plane's bookkeeping of one fetched batch
@@ -35,7 +35,7 @@ func BenchmarkAckedBatch(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const batch = 100
-			s := &Session{acks: produce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
+			s := &Session{acks: batchproduce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {

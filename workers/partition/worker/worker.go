@@ -15,8 +15,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"kmirror/internal/runtime/kafkaconn"
-	"kmirror/internal/runtime/recordbatch"
+	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
 	"kmirror/internal/vocabulary/states"
@@ -24,7 +25,6 @@ import (
 	"kmirror/service"
 	"kmirror/workers/lease"
 	"kmirror/workers/partition/metrics"
-	"kmirror/workers/partition/produce"
 )
 
 // RetryPolicy is the FAILED → PREPARING backoff: full jitter, exponential.
@@ -69,7 +69,7 @@ type Config struct {
 	Checkpoints Checkpoints
 	// Gate bounds the records produced and not yet answered, across every
 	// partition; a session takes room for each batch before producing it.
-	Gate *produce.Gate
+	Gate *batchproduce.Gate
 	// Metrics counts verified copies; nil counts nothing.
 	Metrics *metrics.Metrics
 	// Codecs re-encodes the fetched batches that cannot be produced whole
