@@ -28,7 +28,7 @@ const alignTimeout = 60 * time.Second
 func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, alignTimeout)
 	defer cancel()
-	src, err := w.eng.Source(ctx, w.key.Mirror)
+	src, err := w.p.Sources.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return alignResult{}, retryable("source: %v", err)
 	}
@@ -51,7 +51,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	if err != nil {
 		return alignResult{}, err
 	}
-	srcOff, err := w.eng.SourceOffsets(ctx, src, w.key.Topic, w.key.Partition, true)
+	srcOff, err := src.Offsets(ctx, w.key.Topic, w.key.Partition, true)
 	if errors.Is(err, kafkaconn.ErrTopicMissing) {
 		return alignResult{}, retryable("source topic %s partition %d does not exist", w.key.Topic, w.key.Partition)
 	} else if err != nil {
@@ -63,11 +63,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// is checked against the one expected.)
 	var dstOff kafkaconn.PartitionOffsets
 	if !created || w.row.SrcNext != nil {
-		dstOff, err = w.eng.DestinationOffsets(ctx, w.dest, w.key.Partition)
+		dstOff, err = w.p.Destination.Offsets(ctx, w.dest, w.key.Partition)
 		// A topic just created may take a moment to show in metadata.
 		for wait := time.Now().Add(5 * time.Second); errors.Is(err, kafkaconn.ErrTopicMissing) && time.Now().Before(wait); {
 			time.Sleep(20 * time.Millisecond)
-			dstOff, err = w.eng.DestinationOffsets(ctx, w.dest, w.key.Partition)
+			dstOff, err = w.p.Destination.Offsets(ctx, w.dest, w.key.Partition)
 		}
 		if err != nil {
 			return alignResult{}, retryable("list destination offsets: %v", err)
@@ -117,7 +117,7 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	}
 	// The source's end is the high watermark here: the LSO can trail an
 	// open transaction without the log having been truncated.
-	srcHWM, err := w.eng.SourceOffsets(ctx, src, w.key.Topic, w.key.Partition, false)
+	srcHWM, err := src.Offsets(ctx, w.key.Topic, w.key.Partition, false)
 	if err != nil {
 		return alignResult{}, retryable("list source end offsets: %v", err)
 	}
@@ -167,13 +167,13 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 // alignForward handles a destination that holds k = E − d records past the
 // checkpoint: they must be the next k committed source records, which the
 // previous owner wrote before it could checkpoint them.
-func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, srcOff kafkaconn.PartitionOffsets) (alignResult, error) {
+func (w *Worker) alignForward(ctx context.Context, src Source, s, d, E int64, srcOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	k := E - d
 	if srcOff.Start > s {
 		return alignResult{}, permanent("destination %s/%d holds %d record(s) past the checkpoint, but the source records "+
 			"after offset %d were removed by retention, so they cannot be verified", w.dest, w.key.Partition, k, s)
 	}
-	walked, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.cfg.SourceOpts...)
+	walked, err := src.Records(ctx, w.key.Topic, w.key.Partition, s, srcOff.End, int(k))
 	if err != nil {
 		return alignResult{}, retryable("walk source records: %v", err)
 	}
@@ -187,9 +187,9 @@ func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, s
 		return alignResult{}, err
 	}
 	runs := runsFor(walked, d)
-	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: last.Offset + 1, DstNext: E, SourceEnd: -1, DestinationEnd: E, Runs: runs})
-	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
+	if err := w.p.Checkpoints.Save(ctx, w.key); err != nil {
 		return alignResult{}, retryable("save verified offset map: %v", err)
 	}
 	return alignResult{checkpoint: checkpoint{last.Offset + 1, E},
@@ -198,36 +198,35 @@ func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, s
 
 // alignRewind handles a destination that lost records: mirroring restarts
 // after the destination's last record, found through the offset map.
-func (w *Worker) alignRewind(ctx context.Context, src *Source, s, d, E, dstStart int64) (alignResult, error) {
-	pool := w.cfg.Pool
+func (w *Worker) alignRewind(ctx context.Context, src Source, s, d, E, dstStart int64) (alignResult, error) {
 	// Where mirroring began, read before the map is cut back.
-	first, err := repo.OffsetRunsFirst(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	first, err := w.p.OffsetMap.FirstRun(ctx, w.id())
 	from := int64(0)
 	if err == nil {
 		from = first.SrcStart
 	} else if !errors.Is(err, repo.ErrNotFound) {
 		return alignResult{}, retryable("read offset map: %v", err)
 	}
-	if err := repo.OffsetRunsTruncate(ctx, pool, w.fence(), E); err != nil {
+	if err := w.p.OffsetMap.TruncateRuns(ctx, w.fence(), E); err != nil {
 		return alignResult{}, retryable("truncate offset map: %v", err)
 	}
 	if E == 0 || E == dstStart {
 		if E > 0 {
 			// Records before E are gone; nothing maps there any more.
-			if err := repo.OffsetRunsDelete(ctx, pool, w.fence()); err != nil {
+			if err := w.p.OffsetMap.DeleteRuns(ctx, w.fence()); err != nil {
 				return alignResult{}, retryable("clear offset map: %v", err)
 			}
 		}
 		return alignResult{checkpoint: checkpoint{from, E},
 			summary: fmt.Sprintf("destination lost its records; re-mirroring from offset %d (its end is %d, the checkpoint was %d)", from, E, d)}, nil
 	}
-	run, err := repo.OffsetRunByDestination(ctx, pool, w.key.Mirror, w.key.Topic, w.key.Partition, E-1)
+	run, err := w.p.OffsetMap.RunAt(ctx, w.id(), E-1)
 	if err != nil {
 		return alignResult{}, permanent("destination %s/%d ends at %d, before the checkpoint %d, and offset %d is not in the offset map: cannot rewind safely",
 			w.dest, w.key.Partition, E, d, E-1)
 	}
 	srcLast := run.SrcStart + (E - 1 - run.DstStart)
-	recs, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.cfg.SourceOpts...)
+	recs, err := src.Records(ctx, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1)
 	if err != nil {
 		return alignResult{}, retryable("read source record %d: %v", srcLast, err)
 	}
@@ -247,11 +246,11 @@ func (w *Worker) alignRewind(ctx context.Context, src *Source, s, d, E, dstStart
 // another topic's records. Only a different record at that offset fails:
 // a record that is gone (retention, compaction) or unreadable cannot be
 // verified, and mirroring resumes as before.
-func (w *Worker) verifyLastMirrored(ctx context.Context, src *Source, d int64, srcOff kafkaconn.PartitionOffsets) error {
+func (w *Worker) verifyLastMirrored(ctx context.Context, src Source, d int64, srcOff kafkaconn.PartitionOffsets) error {
 	if d == 0 {
 		return nil
 	}
-	run, err := repo.OffsetRunByDestination(ctx, w.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition, d-1)
+	run, err := w.p.OffsetMap.RunAt(ctx, w.id(), d-1)
 	if errors.Is(err, repo.ErrNotFound) {
 		return nil
 	} else if err != nil {
@@ -261,14 +260,14 @@ func (w *Worker) verifyLastMirrored(ctx context.Context, src *Source, d int64, s
 	if srcLast < srcOff.Start {
 		return nil
 	}
-	recs, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1, true, w.cfg.SourceOpts...)
+	recs, err := src.Records(ctx, w.key.Topic, w.key.Partition, srcLast, srcLast+1, 1)
 	if err != nil {
 		return retryable("read source record %d: %v", srcLast, err)
 	}
 	if len(recs) != 1 || recs[0].Offset != srcLast {
 		return nil
 	}
-	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.dest, w.key.Partition, d-1, d, 1, false)
+	got, err := w.p.Destination.Records(ctx, w.dest, w.key.Partition, d-1, d, 1)
 	if err != nil {
 		return retryable("read destination record %d: %v", d-1, err)
 	}
@@ -297,7 +296,7 @@ func (w *Worker) compareDestination(ctx context.Context, want *kgo.Record, dstOf
 // serve (compacted away) is not compared, but the last one must be there.
 func (w *Worker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
 	end := dstStart + int64(len(want))
-	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.dest, w.key.Partition, dstStart, end, len(want), false)
+	got, err := w.p.Destination.Records(ctx, w.dest, w.key.Partition, dstStart, end, len(want))
 	if err != nil {
 		return retryable("read destination records [%d, %d): %v", dstStart, end, err)
 	}
@@ -338,8 +337,8 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 // new, rather than being told it already exists and reading its offsets
 // through metadata that does not show it yet (a 20 ms wait that would
 // delay the last partition's start).
-func (w *Worker) ensureDestinationTopic(ctx context.Context, src *Source, desire Desire) (created bool, err error) {
-	t, err := w.eng.EnsureDestinationTopic(ctx, src, w.key.Mirror, w.key.Topic, w.dest, int16(desire.ReplicationFactor))
+func (w *Worker) ensureDestinationTopic(ctx context.Context, src Source, desire Desire) (created bool, err error) {
+	t, err := w.p.Destination.EnsureTopic(ctx, src, w.key.Mirror, w.key.Topic, w.dest, int16(desire.ReplicationFactor))
 	if err != nil {
 		return false, err
 	}

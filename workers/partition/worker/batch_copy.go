@@ -57,7 +57,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 		}
 		s.fetchNext = bt.NextOffset()
 		size := int64(len(payload.Raw))
-		w.eng.ProduceBatch(s.produceCtx, s.dest, w.key.Partition, sentBatch{Batch: payload, s: s, d: deadline}, func(r batchproduce.Result) {
+		w.p.Copy.Produce(s.produceCtx, s.dest, w.key.Partition, sentBatch{Batch: payload, s: s, d: deadline}, func(r batchproduce.Result) {
 			s.acks.PromiseBatch(n, size, r.BaseOffset, r.Err)
 		})
 	}
@@ -71,7 +71,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 // offsets. It is nil when no record is left to copy.
 func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
 	codec, why := bt.Codec(), bt.WholeCopyProblem(s.fetchNext)
-	if want, ok := s.w.eng.Recompression(s.w.key.Mirror); ok && want != codec {
+	if want, ok := s.w.p.Copy.Recompression(s.w.key.Mirror); ok && want != codec {
 		codec = want
 		if why == "" {
 			why = "recompressed"

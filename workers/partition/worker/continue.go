@@ -24,10 +24,10 @@ var errNotAFailback = errors.New("not a failback")
 // on a restart after another mirror wrote into it (errNotAFailback when
 // none did). When the source topic was recreated (replaced is not nil), the
 // new topic's id is recorded once its history is proven.
-func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire, replaced *sourceTopicReplaced,
+func (w *Worker) continueHistory(ctx context.Context, src Source, desire Desire, replaced *sourceTopicReplaced,
 	srcOff, dstOff kafkaconn.PartitionOffsets) (alignResult, error) {
 	topic, p := w.key.Topic, w.key.Partition
-	snap, err := w.eng.SourceState(ctx, w.key.Mirror, src.Conn)
+	snap, err := src.MirrorState(ctx)
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: read the source's %s: %v", topic, p, service.StateTopic, err)
 	}
@@ -37,7 +37,6 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 		return alignResult{}, errNotAFailback
 	}
 	pc, err := service.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, DestTopic: w.dest, Partition: p,
-		Source: src.Conn, SourceAdmin: src.Admin, SourceOpts: w.cfg.SourceOpts, Destination: w.cfg.Destination,
 		SourceState: snap, SourceOffsets: srcOff, DestinationOffsets: dstOff, KeepDivergent: desire.KeepDivergent})
 	if err != nil {
 		return alignResult{}, retryable("continue %s/%d: %v", topic, p, err)
@@ -57,18 +56,18 @@ func (w *Worker) continueHistory(ctx context.Context, src *Source, desire Desire
 	if w.row.SrcNext != nil {
 		// A restart: the map this mirror kept from its earlier life is a
 		// part of the one just proven, which covers the whole history.
-		if err := repo.OffsetRunsDelete(ctx, w.cfg.Pool, w.fence()); err != nil {
+		if err := w.p.OffsetMap.DeleteRuns(ctx, w.fence()); err != nil {
 			return alignResult{}, retryable("continue %s/%d: clear the earlier offset map: %v", topic, p, err)
 		}
 	}
 	// The tail first: a crash between the two leaves it recorded and the
 	// partition PREPARING, which proves it again.
-	if err := w.cfg.Service.KeepDivergentTail(ctx, w.fence(), pc.DivergentTail); err != nil {
+	if err := w.p.Topics.KeepDivergentTail(ctx, w.fence(), pc.DivergentTail); err != nil {
 		return alignResult{}, retryable("continue %s/%d: record the divergent tail: %v", topic, p, err)
 	}
-	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,
+	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: topic, Partition: p, Epoch: w.lease.Epoch,
 		SrcNext: pc.SrcNext, DstNext: pc.DstNext, SourceEnd: -1, DestinationEnd: pc.DstNext, Runs: pc.Runs})
-	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
+	if err := w.p.Checkpoints.Save(ctx, w.key); err != nil {
 		return alignResult{}, retryable("save the continued offset map: %v", err)
 	}
 	return alignResult{checkpoint: checkpoint{srcNext: pc.SrcNext, dstNext: pc.DstNext}, summary: summary}, nil

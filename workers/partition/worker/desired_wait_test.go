@@ -11,11 +11,9 @@ import (
 	"kmirror/workers/lease"
 )
 
-// desires is an Engine's desired-state cache as the engine keeps it: a
-// change closes the channel DesiresChanged returned and makes a new one.
-// The rest of Engine is not used here.
+// desires is a desired-state cache as the engine keeps it: a change
+// closes the channel Changed returned and makes a new one.
 type desires struct {
-	Engine
 	mu      sync.Mutex
 	topics  map[[2]string]Desire
 	changed chan struct{}
@@ -28,11 +26,13 @@ func (d *desires) Desire(mirror, topic string) (Desire, bool) {
 	return t, ok
 }
 
-func (d *desires) DesiresChanged() <-chan struct{} {
+func (d *desires) Changed() <-chan struct{} {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.changed
 }
+
+func (d *desires) Refresh(context.Context) error { return nil }
 
 func (d *desires) store(m map[[2]string]Desire) {
 	d.mu.Lock()
@@ -53,7 +53,7 @@ func TestWorkerSeesADesireChangeBeforeItWaits(t *testing.T) {
 	key := [2]string{"m", "t"}
 	d := &desires{changed: make(chan struct{})}
 	d.store(map[[2]string]Desire{key: {State: service.DesiredStopped}})
-	w := &Worker{eng: d, key: lease.Key{Mirror: "m", Topic: "t"}, stopping: make(chan struct{})}
+	w := &Worker{p: Ports{Desires: d}, key: lease.Key{Mirror: "m", Topic: "t"}, stopping: make(chan struct{})}
 	if got, err := w.desire(t.Context()); err != nil || got.State != service.DesiredStopped {
 		t.Fatalf("desire: %v, %v", got, err)
 	}

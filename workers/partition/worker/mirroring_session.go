@@ -231,15 +231,13 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	if err := w.awaitSettled(stepCtx); err != nil {
 		return err
 	}
-	src, err := w.eng.Source(ctx, w.key.Mirror)
+	src, err := w.p.Sources.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}
 	if w.row.SrcNext == nil || w.row.DstNext == nil {
 		return retryable("no checkpoint to mirror from")
 	}
-	w.mirroring.Store(true)
-	defer w.mirroring.Store(false)
 	s := &Session{w: w, dest: w.dest, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
 		closing: make(chan struct{})}
 	s.throttledMs.Store(w.row.ThrottledMs)
@@ -249,14 +247,14 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
 	defer s.produceCancel(errSessionOver)
 	s.halted = make(chan struct{}, 1)
-	f, err := w.eng.Fetch(w.key.Mirror, src.Conn, w.key.Topic, w.key.Partition, s.fetchNext,
+	f, err := src.Fetch(w.key.Topic, w.key.Partition, s.fetchNext,
 		func(b FetchBatch) { s.deliver(ctx, b) })
 	if err != nil {
 		return retryable("source fetcher: %v", err)
 	}
 	defer f.Stop()
-	removeSession := w.eng.AddSession(w.key, s)
-	defer removeSession()
+	interrupted, unwatch := w.p.Watch.Watch(w.key, s.dest, s.acks)
+	defer unwatch()
 
 	tick := time.NewTicker(sessionTick)
 	defer tick.Stop()
@@ -264,10 +262,12 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	// Taken before the state is read again, as w.desiredChanged is: a
 	// change that comes while the worker handles something else is seen
 	// at its next wait.
-	healthChanged := w.eng.HealthChanged()
+	healthChanged := w.p.Copy.HealthChanged()
 	for stopReason == nil && !s.stopped() {
 		select {
 		case <-s.halted:
+		case i := <-interrupted:
+			s.interrupt(i)
 		case <-s.acks.Notify():
 			s.mu.Lock()
 			s.handleAcks()
@@ -278,16 +278,16 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 			s.publish()
 			s.mu.Unlock()
 			s.reportTrouble(ctx, f)
-			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
+			if d, ok := w.p.Desires.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
 		case <-w.desiredChanged:
-			w.desiredChanged = w.eng.DesiresChanged()
-			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
+			w.desiredChanged = w.p.Desires.Changed()
+			if d, ok := w.p.Desires.Desire(w.key.Mirror, w.key.Topic); !ok || d.State != service.DesiredMirroring {
 				stopReason = errDesireChanged
 			}
 		case <-healthChanged:
-			healthChanged = w.eng.HealthChanged()
+			healthChanged = w.p.Copy.HealthChanged()
 			s.reportTrouble(ctx, f)
 		case <-w.stopping:
 			stopReason = errStop
@@ -315,12 +315,12 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	// Copies in flight cannot be cancelled: the next alignment of this
 	// partition waits for them.
 	if s.inFlight() > 0 {
-		w.eng.KeepUnsettled(w.key, s.dest, s.acks, s.produced)
+		w.p.Watch.KeepUnsettled(w.key, s.dest, s.acks, s.produced)
 	}
 	if s.partitionUnknown {
 		// kgo fails records for a partition its metadata does not have
 		// yet, without refreshing it by itself.
-		w.eng.RefreshProducerMetadata()
+		w.p.Copy.RefreshProducerMetadata()
 	}
 	if s.topicRecreated {
 		// kgo never adopts a recreated topic's new ID: it fails every
@@ -328,7 +328,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 		// client. Purge it, so that after re-alignment (the destination
 		// lost its records) the producer loads the new topic; the topic's
 		// other sessions here re-align too.
-		w.eng.WriteOff(s.dest, "the destination topic was deleted or recreated under the producer")
+		w.p.Watch.WriteOff(s.dest, "the destination topic was deleted or recreated under the producer")
 	}
 	s.publish()
 	if i := s.interruption(); i != nil {
@@ -346,11 +346,11 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 		// so the destination ends at dstNext as far as this mirror wrote
 		// it. Saying so lets the next owner resume after one offset check
 		// instead of reading records back (align.go).
-		w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+		w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 			Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: -1, DestinationEnd: s.dstNext,
 			ThrottledMs: s.throttledMs.Load(), HandBack: true})
 	}
-	if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil && stopReason != errStop {
+	if err := w.p.Checkpoints.Save(ctx, w.key); err != nil && stopReason != errStop {
 		// The next session starts from the row: it must start where
 		// this one's copies were answered, saved or not.
 		w.syncRow(s)
@@ -385,7 +385,7 @@ func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	s.mu.Lock()
 	inFlight := s.inFlight()
 	s.mu.Unlock()
-	if since, err := w.eng.ProducerTrouble(s.dest, w.key.Partition); err != nil && inFlight > 0 {
+	if since, err := w.p.Copy.ProducerTrouble(s.dest, w.key.Partition); err != nil && inFlight > 0 {
 		produceMsg = fmt.Sprintf("producing to the destination has failed since %s (retrying): %v",
 			since.UTC().Format(time.RFC3339), err)
 	}
@@ -398,7 +398,7 @@ func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), service.StateMirroring, msg); err != nil {
+	if err := w.p.Rows.RecordPartitionError(wctx, w.fence(), service.StateMirroring, msg); err != nil {
 		w.log.Warn("recording the partition's fetch or produce trouble failed", "err", err)
 		return
 	}
@@ -428,7 +428,7 @@ type troubleSides struct{ fetch, produce bool }
 // older one.
 func (w *Worker) keepProgress(ctx context.Context, s *Session, before string) {
 	if w.lease.Valid() {
-		if err := w.cfg.Checkpoints.Save(ctx, w.key); err != nil {
+		if err := w.p.Checkpoints.Save(ctx, w.key); err != nil {
 			w.log.Warn("saving the checkpoint before "+before, "err", err)
 		}
 	}
@@ -501,7 +501,7 @@ func (s *Session) throttle(ctx context.Context, b FetchBatch) (time.Duration, er
 		s.mu.Unlock()
 		tick.Reset(throttleReportEvery)
 	})
-	waited, err := s.w.eng.Throttle(ctx, s.closing, s.w.key, b.size)
+	waited, err := s.w.p.Copy.Throttle(ctx, s.closing, s.w.key, b.size)
 	tick.Stop()
 	mu.Lock()
 	over = true
@@ -536,10 +536,10 @@ func (s *Session) interruption() *Interruption {
 	return s.interrupted
 }
 
-// Interrupt ends the session from outside (the engine's destination
-// watch): no more record is sent, and the worker re-aligns once the copies
+// interrupt ends the session for what the destination watch found
+// outside it: no more record is sent, and the worker re-aligns once the copies
 // in flight are answered or written off. The first reason is kept.
-func (s *Session) Interrupt(i Interruption) {
+func (s *Session) interrupt(i Interruption) {
 	s.mu.Lock()
 	if s.interrupted == nil {
 		s.interrupted = &i
@@ -747,7 +747,7 @@ func (s *Session) publish() {
 	s.publishedEnd = s.srcEnd
 	// Verified progress ends a run of failures: backoff starts over.
 	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
-	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
 		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load()})
 	if reset {
@@ -761,7 +761,7 @@ func (s *Session) publish() {
 // checkpointer with its verified progress as it stands; s.mu is held.
 func (s *Session) publishThrottled() {
 	w := s.w
-	w.cfg.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
+	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
 		DestinationEnd: s.dstNext, Runs: s.changed, ThrottledMs: s.throttledMs.Load()})
 	s.changed = nil
@@ -780,7 +780,7 @@ func (s *Session) noteCatchUp() {
 		s.behindSince = time.Now()
 	case caughtUp && !s.behindSince.IsZero():
 		if time.Since(s.behindSince) >= catchUpAfter {
-			s.w.cfg.Checkpoints.CaughtUp()
+			s.w.p.Checkpoints.CaughtUp()
 		}
 		s.behindSince = time.Time{}
 	}

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"kmirror/repo"
 
@@ -19,11 +18,11 @@ import (
 func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 	var err error
 	if on {
-		err = w.eng.ReadOnlyACL(ctx, w.dest, true)
+		err = w.p.Destination.ReadOnlyACL(ctx, w.dest, true)
 	} else {
 		// Only the last partition to stop lifts it: the others are still
 		// being mirrored.
-		busy, cerr := repo.PartitionsCountStillMirrored(ctx, w.cfg.Pool, w.fence())
+		busy, cerr := w.p.Topics.CountStillMirrored(ctx, w.fence())
 		if cerr != nil {
 			return retryable("count mirrored partitions: %v", cerr)
 		}
@@ -32,7 +31,7 @@ func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 		}
 		// A deletion that fails is retried: STOPPED promises a writable
 		// destination topic.
-		err = w.eng.ReadOnlyACL(ctx, w.dest, false)
+		err = w.p.Destination.ReadOnlyACL(ctx, w.dest, false)
 	}
 	enforced := true
 	switch {
@@ -41,19 +40,17 @@ func (w *Worker) enforceReadOnly(ctx context.Context, on bool) error {
 	case err != nil:
 		return retryable("read-only ACL on destination topic %s: %v", w.dest, err)
 	case on:
-		enforced = w.eng.EnforcesACLs(ctx)
+		enforced = w.p.Destination.EnforcesACLs(ctx)
 	}
 	// The topic's partitions share the read of what is recorded; only a
 	// change is written (fenced), once for those that find it missing
 	// together.
 	value := enforced && on
-	state, err := w.eng.TopicState(ctx, w.key.Mirror, w.key.Topic)
+	state, err := w.p.Topics.TopicState(ctx, w.key.Mirror, w.key.Topic)
 	if err == nil && state.ReadOnlyEnforced != nil && *state.ReadOnlyEnforced == value {
 		return nil
 	}
-	_, err = w.eng.WriteTopicRow(ctx, w.fence(), fmt.Sprint("read_only_enforced=", value), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
-		return nil, w.cfg.Service.RecordReadOnlyEnforced(ctx, f, value)
-	})
+	err = w.p.Topics.RecordReadOnlyEnforced(ctx, w.fence(), value)
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the lease moved on
 	}

@@ -20,25 +20,24 @@ const recreateTimeout = 30 * time.Second
 func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 	ctx, cancel := context.WithTimeout(ctx, recreateTimeout)
 	defer cancel()
-	src, err := w.eng.Source(ctx, w.key.Mirror)
+	src, err := w.p.Sources.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}
-	st, err := src.Admin.ListTopics(ctx, w.key.Topic)
+	st, err := src.Topic(ctx, w.key.Topic)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
-	sd, ok := st[w.key.Topic]
-	if !ok || sd.Err != nil {
+	if !st.Exists {
 		return retryable("source topic %s does not exist", w.key.Topic)
 	}
 	// The engine's admin client drops it, creates it again once the
 	// deletion is done, and has the producer forget the old topic's id and
 	// sequence numbers.
-	if err := w.eng.RecreateDestinationTopic(ctx, w.dest, int32(len(sd.Partitions)), int16(desire.ReplicationFactor)); err != nil {
+	if err := w.p.Destination.RecreateTopic(ctx, w.dest, int32(st.Partitions), int16(desire.ReplicationFactor)); err != nil {
 		return err
 	}
-	err = w.cfg.Service.RecordDestinationRecreated(ctx, w.fence())
+	err = w.p.Topics.RecordDestinationRecreated(ctx, w.fence())
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the lease moved on
 	}
@@ -46,8 +45,8 @@ func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 		return retryable("record recreated destination topic: %v", err)
 	}
 	w.row.SrcNext, w.row.DstNext = nil, nil
-	w.log.Info("destination topic dropped and recreated", "destination_topic", w.dest, "partitions", len(sd.Partitions))
-	if err := w.eng.RefreshDesires(ctx); err != nil {
+	w.log.Info("destination topic dropped and recreated", "destination_topic", w.dest, "partitions", st.Partitions)
+	if err := w.p.Desires.Refresh(ctx); err != nil {
 		return retryable("read desired state: %v", err)
 	}
 	return nil
@@ -56,7 +55,7 @@ func (w *Worker) recreateDestination(ctx context.Context, desire Desire) error {
 // reloadCheckpoint re-reads this partition's checkpoint after another
 // worker reset it.
 func (w *Worker) reloadCheckpoint(ctx context.Context) error {
-	row, err := repo.PartitionsGet(ctx, w.cfg.Pool, w.key.Mirror, w.key.Topic, w.key.Partition)
+	row, err := w.p.Rows.Row(w.id())
 	if err != nil {
 		return retryable("reload partition: %v", err)
 	}

@@ -14,8 +14,8 @@ import (
 // when mirroring began, recording it the first time. A different id means
 // the topic was deleted and created again: its offsets start over, so
 // mirroring it into the same destination would mix two topics.
-func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
-	meta, err := w.eng.SourceTopicID(ctx, src, w.key.Topic)
+func (w *Worker) checkSourceTopicID(ctx context.Context, src Source) error {
+	meta, err := src.Topic(ctx, w.key.Topic)
 	if err != nil {
 		return retryable("describe source topic: %v", err)
 	}
@@ -29,7 +29,7 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
 	id := meta.ID
 	// The topic's partitions share the read of what is recorded; those that
 	// find nothing share one write (fenced).
-	state, err := w.eng.TopicState(ctx, w.key.Mirror, w.key.Topic)
+	state, err := w.p.Topics.TopicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
 		return errStop // the topic is gone
 	}
@@ -38,9 +38,7 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
 	}
 	stored := state.SourceTopicID
 	if stored == nil {
-		stored, err = w.eng.WriteTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
-			return w.cfg.Service.RecordSourceTopicID(ctx, f, id[:])
-		})
+		stored, err = w.p.Topics.RecordSourceTopicID(ctx, w.fence(), id[:])
 		if errors.Is(err, repo.ErrNotFound) {
 			return errStop // the lease moved on
 		}
@@ -77,7 +75,7 @@ func (e *sourceTopicReplaced) Unwrap() error {
 // acceptNewSourceTopic records the new id of a source topic whose history
 // a continue proved.
 func (w *Worker) acceptNewSourceTopic(ctx context.Context, r *sourceTopicReplaced) error {
-	if err := w.cfg.Service.AcceptRecreatedSourceTopic(ctx, w.fence(), r.stored, r.id); err != nil {
+	if err := w.p.Topics.AcceptRecreatedSourceTopic(ctx, w.fence(), r.stored, r.id); err != nil {
 		return retryable("record the new source topic id: %v", err)
 	}
 	return nil
@@ -85,7 +83,7 @@ func (w *Worker) acceptNewSourceTopic(ctx context.Context, r *sourceTopicReplace
 
 // resumeCheck runs before PAUSED → MIRRORING, which skips alignment.
 func (w *Worker) resumeCheck(ctx context.Context) error {
-	src, err := w.eng.Source(ctx, w.key.Mirror)
+	src, err := w.p.Sources.Source(ctx, w.key.Mirror)
 	if err != nil {
 		return retryable("source: %v", err)
 	}

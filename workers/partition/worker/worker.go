@@ -9,14 +9,9 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"kmirror/internal/kafka/batchproduce"
-	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/recordbatch"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
@@ -41,16 +36,11 @@ type StepPoint struct {
 	State states.Partition
 }
 
-// Config is what a worker is given besides its Engine: the engine's
+// Config is what a worker is given besides its Ports: the engine's
 // settings, with their defaults filled in, and the machinery of the
 // instance that it uses as it is.
 type Config struct {
-	Pool        *pgxpool.Pool
-	Service     *service.Workers
-	Destination kafkaconn.Config
-	// SourceOpts are extra client options for source clients (tests).
-	SourceOpts []kgo.Opt
-	Retry      RetryPolicy
+	Retry RetryPolicy
 	// DeliveryTimeout bounds how long a produced record may still land.
 	DeliveryTimeout time.Duration
 	// SettledWaitMax is how long copies of an ended session may go
@@ -65,8 +55,6 @@ type Config struct {
 	// or inject faults there.
 	BeforeStep *testsignal.Signal[StepPoint]
 
-	// Checkpoints saves the worker's verified progress.
-	Checkpoints Checkpoints
 	// Gate bounds the records produced and not yet answered, across every
 	// partition; a session takes room for each batch before producing it.
 	Gate *batchproduce.Gate
@@ -82,7 +70,7 @@ type Config struct {
 // PREPARING and copying records in MIRRORING.
 type Worker struct {
 	cfg   Config
-	eng   Engine
+	p     Ports
 	lease *lease.Lease
 	key   lease.Key
 	// dest is the topic's name on the destination, taken from the first
@@ -106,9 +94,6 @@ type Worker struct {
 	inSlot bool
 	// leaseCtx ends only with the lease; mirroring runs under it.
 	leaseCtx context.Context
-	// mirroring is set while a mirroring session runs (read by the offsets
-	// refresher).
-	mirroring atomic.Bool
 	// desiredChanged is the desired-state cache's change signal, taken
 	// before the desired state the worker acts on was read: a change after
 	// that read has closed it, however busy the worker was when it came.
@@ -116,28 +101,16 @@ type Worker struct {
 	// between until the next one (or the session's 30 s tick).
 	desiredChanged <-chan struct{}
 
-	// pokes cuts a FAILED partition's wait for its next retry short: the
-	// destination watch found what failed it and a realignment repairs it.
-	pokes chan struct{}
-
 	stopOnce sync.Once
 	stopping chan struct{} // closed by Stop(): finish gracefully
 	exited   chan struct{}
 }
 
 // New returns the worker of a newly leased partition; Run runs it.
-func New(cfg Config, eng Engine, l *lease.Lease) *Worker {
-	return &Worker{cfg: cfg, eng: eng, lease: l, key: l.Key,
+func New(cfg Config, p Ports, l *lease.Lease) *Worker {
+	return &Worker{cfg: cfg, p: p, lease: l, key: l.Key,
 		log:      cfg.Logger.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
-		stopping: make(chan struct{}), exited: make(chan struct{}), pokes: make(chan struct{}, 1)}
-}
-
-// Poke ends a wait for the next retry (see pokes).
-func (w *Worker) Poke() {
-	select {
-	case w.pokes <- struct{}{}:
-	default:
-	}
+		stopping: make(chan struct{}), exited: make(chan struct{})}
 }
 
 // fence is what the worker's writes carry so that they change nothing once
@@ -147,11 +120,10 @@ func (w *Worker) fence() repo.LeaseFence {
 		Owner: w.lease.Owner, Epoch: w.lease.Epoch}
 }
 
-// Epoch is the epoch of the worker's lease.
-func (w *Worker) Epoch() int64 { return w.lease.Epoch }
-
-// Mirroring says whether a mirroring session runs now.
-func (w *Worker) Mirroring() bool { return w.mirroring.Load() }
+// id is the partition's row id.
+func (w *Worker) id() repo.PartitionID {
+	return repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition}
+}
 
 // Stop asks the worker to finish (flushing and saving its checkpoint) and
 // waits until it has.
@@ -194,7 +166,7 @@ func permanent(format string, args ...any) error {
 // ends with the lease.
 func (w *Worker) Run(leaseCtx context.Context) {
 	defer close(w.exited)
-	defer w.cfg.Checkpoints.Drop(w.key) // leftovers of a lost lease must not be saved later
+	defer w.p.Checkpoints.Drop(w.key) // leftovers of a lost lease must not be saved later
 	// ctx also ends when the worker is asked to stop, so a stop never waits
 	// on an alignment, a recreate or a slow source. Only mirroring keeps
 	// leaseCtx: it settles its in-flight records itself when stopping.
@@ -265,18 +237,18 @@ func (w *Worker) outage(ctx context.Context, err error) bool {
 func (w *Worker) start(ctx context.Context) bool {
 	// Before a slot: a partition waiting on a stalled destination must not
 	// hold one that others could use.
-	if err := w.eng.AwaitSettled(ctx, w.key, nil); err != nil {
+	if err := w.p.Watch.AwaitSettled(ctx, w.key, nil); err != nil {
 		w.log.Warn("an earlier session's copies are unanswered; giving the lease time to move on", "err", err)
 		return false
 	}
-	release, err := w.eng.TakeOver(ctx)
+	release, err := w.p.TakeOver.Acquire(ctx)
 	defer release()
 	if err != nil {
 		return false
 	}
 	var row repo.Partition
 	for {
-		row, err = w.eng.Row(repo.PartitionID{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition})
+		row, err = w.p.Rows.Row(w.id())
 		if err == nil {
 			break
 		}
@@ -355,7 +327,7 @@ func (w *Worker) realign(ctx context.Context, previous, cause string) error {
 	if err != nil {
 		return err
 	}
-	row, err := w.eng.Realign(service.PartitionRealignment{Mirror: w.key.Mirror,
+	row, err := w.p.Rows.Realign(service.PartitionRealignment{Mirror: w.key.Mirror,
 		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
 		Takeover: cause == "", Previous: previous, Cause: cause, State: w.row.State,
 		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
@@ -371,7 +343,7 @@ func (w *Worker) realign(ctx context.Context, previous, cause string) error {
 // awaitSettled waits for the partition's earlier copies (the engine's
 // unsettled.go), with its row saying so while it does.
 func (w *Worker) awaitSettled(ctx context.Context) error {
-	return w.eng.AwaitSettled(ctx, w.key, func(copies int64, since time.Time) {
+	return w.p.Watch.AwaitSettled(ctx, w.key, func(copies int64, since time.Time) {
 		w.noteError(ctx, w.row.State, fmt.Sprintf("waiting for the destination to answer %d copies of an earlier session "+
 			"(unanswered since %s) before aligning; they are written off after %s",
 			copies, since.UTC().Format(time.RFC3339), w.cfg.SettledWaitMax))
@@ -384,7 +356,7 @@ func (w *Worker) awaitSettled(ctx context.Context) error {
 // so until the realignment records where mirroring starts again.
 func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
 	w.keepProgress(ctx, s, "re-aligning")
-	if l, ok := w.eng.TakeLoss(w.key); ok {
+	if l, ok := w.p.Watch.TakeLoss(w.key); ok {
 		w.noteLoss(ctx, service.StateMirroring, l)
 	} else if i.Lost {
 		w.noteError(ctx, service.StateMirroring, i.Msg)
@@ -398,13 +370,13 @@ func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
 // seen a new topic); errStop when the topic is gone (mirror deleted). The
 // first one found names the destination topic (dest).
 func (w *Worker) desire(ctx context.Context) (Desire, error) {
-	w.desiredChanged = w.eng.DesiresChanged()
-	d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic)
+	w.desiredChanged = w.p.Desires.Changed()
+	d, ok := w.p.Desires.Desire(w.key.Mirror, w.key.Topic)
 	if !ok {
-		if err := w.eng.RefreshDesires(ctx); err != nil {
+		if err := w.p.Desires.Refresh(ctx); err != nil {
 			return Desire{}, retryable("read desired state: %v", err)
 		}
-		if d, ok = w.eng.Desire(w.key.Mirror, w.key.Topic); !ok {
+		if d, ok = w.p.Desires.Desire(w.key.Mirror, w.key.Topic); !ok {
 			return Desire{}, errStop
 		}
 	}
@@ -447,7 +419,7 @@ func (w *Worker) step(ctx context.Context) error {
 		// UNKNOWN until a slot can prepare them, so thousands added at once
 		// do not all queue on the data pool (the change itself is grouped
 		// with others', grouped_statements.go).
-		release, err := w.eng.Prepare(ctx)
+		release, err := w.p.Prepare.Acquire(ctx)
 		defer release()
 		if err != nil {
 			return err
@@ -467,7 +439,7 @@ func (w *Worker) step(ctx context.Context) error {
 		if err := w.awaitSettled(ctx); err != nil {
 			return err
 		}
-		if l, ok := w.eng.TakeLoss(w.key); ok {
+		if l, ok := w.p.Watch.TakeLoss(w.key); ok {
 			w.noteLoss(ctx, service.StatePreparing, l)
 		}
 		release, err := w.prepare(ctx)
@@ -536,7 +508,7 @@ func (w *Worker) step(ctx context.Context) error {
 			if err := w.waitUntil(ctx, *w.row.NextRetryAt); err != nil {
 				return err
 			}
-			if d, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || d.State == service.DesiredStopped {
+			if d, ok := w.p.Desires.Desire(w.key.Mirror, w.key.Topic); !ok || d.State == service.DesiredStopped {
 				return nil
 			}
 		}
@@ -551,7 +523,7 @@ func (w *Worker) step(ctx context.Context) error {
 
 // prepare takes one of the engine's prepare slots for what follows.
 func (w *Worker) prepare(ctx context.Context) (func(), error) {
-	release, err := w.eng.Prepare(ctx)
+	release, err := w.p.Prepare.Acquire(ctx)
 	if err != nil {
 		return release, err
 	}
@@ -592,13 +564,13 @@ func (w *Worker) waitUntil(ctx context.Context, t time.Time) error {
 		select {
 		case <-timer.C:
 			return nil
-		case <-w.pokes:
+		case <-w.p.Pokes:
 			timer.Stop()
 			return nil
 		case <-w.desiredChanged:
 			timer.Stop()
-			w.desiredChanged = w.eng.DesiresChanged()
-			if des, ok := w.eng.Desire(w.key.Mirror, w.key.Topic); !ok || des.State == service.DesiredStopped {
+			w.desiredChanged = w.p.Desires.Changed()
+			if des, ok := w.p.Desires.Desire(w.key.Mirror, w.key.Topic); !ok || des.State == service.DesiredStopped {
 				return nil
 			}
 		case <-w.stopping:
@@ -643,7 +615,7 @@ func (w *Worker) transition(to service.PartitionState, o transitionOpts) error {
 	if o.checkpoint != nil {
 		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
 	}
-	row, err := w.eng.Transition(t)
+	row, err := w.p.Rows.Transition(t)
 	if err != nil {
 		return err
 	}
@@ -699,7 +671,7 @@ func backoff(p RetryPolicy, attempt int) time.Duration {
 func (w *Worker) noteLoss(ctx context.Context, state service.PartitionState, l Loss) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := w.cfg.Service.RecordPartitionLoss(wctx, w.fence(), state, l.Msg, l.DestinationEnd); err != nil {
+	if err := w.p.Rows.RecordPartitionLoss(wctx, w.fence(), state, l.Msg, l.DestinationEnd); err != nil {
 		w.log.Warn("recording the destination's loss failed", "err", err)
 	}
 }
@@ -709,7 +681,7 @@ func (w *Worker) noteLoss(ctx context.Context, state service.PartitionState, l L
 func (w *Worker) noteError(ctx context.Context, state service.PartitionState, msg string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	if err := w.cfg.Service.RecordPartitionError(wctx, w.fence(), state, msg); err != nil {
+	if err := w.p.Rows.RecordPartitionError(wctx, w.fence(), state, msg); err != nil {
 		w.log.Warn("recording the destination's loss failed", "err", err)
 	}
 }
