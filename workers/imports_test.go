@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -20,8 +21,8 @@ var allowedSiblings = map[string][]string{
 	"lease":             nil,
 	"partition":         {"lease", "partition/metrics", "partition/worker"},
 	"partition/metrics": nil,
-	// The per-partition state machine reaches the engine only through
-	// worker.Engine, never by importing it.
+	// The per-partition state machine acts through the ports it declares
+	// (worker.Ports), never by importing the engine.
 	"partition/worker": {"lease", "partition/metrics"},
 	"metadatasync":     {"lease"},
 	"statetopic":       nil,
@@ -79,5 +80,50 @@ func TestRoleImports(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestWorkerActsThroughPorts fails when the per-partition state machine
+// reaches past its ports (partition/worker/ports.go): it may not import a
+// database driver or call into repo (repo's types are its vocabulary), and
+// may not make a Kafka client or read records itself.
+func TestWorkerActsThroughPorts(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("partition", "worker", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no worker files (%v)", err)
+	}
+	forbiddenCalls := map[string]bool{"repo": true, "kafkaconn": true, "kadm": true}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range file.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, "github.com/jackc/pgx") || path == "github.com/twmb/franz-go/pkg/kadm" {
+				t.Errorf("%s imports %s; the worker reaches the database and the clusters only through its ports", f, path)
+			}
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			pkg, ok := sel.X.(*ast.Ident)
+			if ok && forbiddenCalls[pkg.Name] && sel.Sel.Name != "SameRecord" {
+				t.Errorf("%s calls %s.%s; the worker acts only through its ports", f, pkg.Name, sel.Sel.Name)
+			}
+			if ok && pkg.Name == "kgo" && sel.Sel.Name == "NewClient" {
+				t.Errorf("%s makes a kgo client; the worker acts only through its ports", f)
+			}
+			return true
+		})
 	}
 }

@@ -49,7 +49,7 @@ func (d *desiredStates) withCopySettings(c *copySettings) *desiredStates {
 }
 
 // get returns a topic's desire; ok is false for a topic that no longer exists.
-func (d *desiredStates) get(mirror, topic string) (worker.Desire, bool) {
+func (d *desiredStates) Desire(mirror, topic string) (worker.Desire, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	t, ok := d.topics[[2]string{mirror, topic}]
@@ -70,17 +70,17 @@ func (d *desiredStates) destTopics(keys []lease.Key) []string {
 }
 
 // updated returns a channel closed at the next refresh.
-func (d *desiredStates) updated() <-chan struct{} {
+func (d *desiredStates) Changed() <-chan struct{} {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.changed
 }
 
 func (d *desiredStates) run(ctx context.Context, every time.Duration, changed *notifier.Subscription) {
-	notifier.Loop(ctx, every, changed, func(ctx context.Context) { _ = d.refresh(ctx) })
+	notifier.Loop(ctx, every, changed, func(ctx context.Context) { _ = d.Refresh(ctx) })
 }
 
-func (d *desiredStates) refresh(ctx context.Context) error {
+func (d *desiredStates) Refresh(ctx context.Context) error {
 	readAt := time.Now()
 	rows, err := repo.TopicsListDesired(ctx, d.pool)
 	if err != nil {

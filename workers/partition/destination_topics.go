@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/repo"
@@ -15,16 +16,43 @@ import (
 	"kmirror/workers/partition/worker"
 )
 
-// What the workers do to destination topics through the engine, whose
-// admin client and producer they are: create one that is missing (once
-// for the partitions that ask together), recreate one, and add or lift
-// its read-only ACL. The errors say what failed; the worker fails its
-// partition with them, retryably.
+// What the workers do to destination topics through the engine's admin
+// client and producer (worker.Destination): read a partition's offsets and
+// records, create a topic that is missing (once for the partitions that ask
+// together), recreate one, and add or lift its read-only ACL. The errors
+// say what failed; the worker fails its partition with them, retryably.
 
-// ensureDestinationTopic creates destination topic dstTopic with source
-// topic srcTopic's partition count and configs when it is missing (see
-// worker.Engine).
-func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source, mirror, srcTopic, dstTopic string,
+// Offsets returns a destination partition's offsets from a listing of its
+// whole topic shared with its other partitions.
+func (d *destinationPort) Offsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
+	e := (*Engine)(d)
+	return e.partitionOffsets(ctx, e.dstAdmin, topic, partition, false)
+}
+
+// Records reads up to n records of a destination partition in [from, end).
+func (d *destinationPort) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
+	return kafkaconn.ReadRecords(ctx, d.cfg.Destination, topic, partition, from, end, n, false)
+}
+
+// EnsureTopic creates destination topic dstTopic with source topic
+// srcTopic's partition count and configs when it is missing; the topic's
+// partitions that ask while it runs share the outcome, each then knowing
+// whether the topic is new. They are joined by the destination name, which
+// one mirror topic writes.
+func (d *destinationPort) EnsureTopic(ctx context.Context, src worker.Source, mirror, srcTopic, dstTopic string,
+	replicationFactor int16) (worker.DestinationTopic, error) {
+	s, ok := src.(*sourceClients)
+	if !ok {
+		return worker.DestinationTopic{}, fmt.Errorf("source of mirror %s is not this engine's", mirror)
+	}
+	e := (*Engine)(d)
+	return e.shared.dstTopics.join(ctx, dstTopic, func(ctx context.Context) (worker.DestinationTopic, error) {
+		return e.ensureDestinationTopic(ctx, s, mirror, srcTopic, dstTopic, replicationFactor)
+	})
+}
+
+// ensureDestinationTopic is EnsureTopic's work, made once.
+func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients, mirror, srcTopic, dstTopic string,
 	replicationFactor int16) (worker.DestinationTopic, error) {
 	dst, err := e.dstAdmin.ListTopics(ctx, dstTopic)
 	if err != nil {
@@ -65,7 +93,7 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source,
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	e.writeOff(dstTopic, "the destination topic was created anew")
+	e.watch().WriteOff(dstTopic, "the destination topic was created anew")
 	e.log.Info("destination topic created", "mirror", mirror, "topic", srcTopic, "destination_topic", dstTopic,
 		"partitions", len(sd.Partitions), "replication_factor", replicationFactor)
 	return worker.DestinationTopic{Created: true, Partitions: len(sd.Partitions)}, nil
@@ -77,7 +105,7 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *worker.Source,
 // the destination lost it has its retention and compaction from the first
 // record. When they cannot be read the topic is created with the broker's
 // defaults, and the next sync pass sets them.
-func (e *Engine) syncedTopicConfigs(ctx context.Context, src *worker.Source, mirror, topic string) map[string]*string {
+func (e *Engine) syncedTopicConfigs(ctx context.Context, src *sourceClients, mirror, topic string) map[string]*string {
 	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
 		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
 	})
@@ -108,10 +136,11 @@ func (e *Engine) syncedTopicConfigs(ctx context.Context, src *worker.Source, mir
 	return out
 }
 
-// recreateDestinationTopic drops destination topic topic and creates it
-// again with partitions and replicationFactor: a restart that asked for
-// recreate, served by the worker of partition 0.
-func (e *Engine) recreateDestinationTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
+// RecreateTopic drops destination topic topic and creates it again with
+// partitions and replicationFactor: a restart that asked for recreate,
+// served by the worker of partition 0.
+func (d *destinationPort) RecreateTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
+	e := (*Engine)(d)
 	// A topic that is already gone (deleted by hand, a destination rebuilt
 	// empty, or never created) counts as deleted. kadm returns the topic's
 	// own error as err too.
@@ -136,7 +165,7 @@ func (e *Engine) recreateDestinationTopic(ctx context.Context, topic string, par
 		}
 	}
 	// The producer must forget the old topic's id and sequence numbers.
-	e.writeOff(topic, "the destination topic was recreated")
+	e.watch().WriteOff(topic, "the destination topic was recreated")
 	return nil
 }
 
@@ -147,11 +176,19 @@ func readOnlyACL(topic string) *kadm.ACLBuilder {
 		Deny("User:*").DenyHosts("*").Operations(kadm.OpWrite)
 }
 
-// deleteReadOnlyACL deletes destination topic topic's read-only ACL.
-func (e *Engine) deleteReadOnlyACL(ctx context.Context, topic string) error {
+// ReadOnlyACL adds (on) or deletes destination topic topic's read-only ACL.
+func (d *destinationPort) ReadOnlyACL(ctx context.Context, topic string, on bool) error {
+	e := (*Engine)(d)
+	if on {
+		return e.addReadOnlyACL(ctx, topic)
+	}
 	res, err := e.dstAdmin.DeleteACLs(ctx, readOnlyACL(topic))
 	for _, r := range res {
 		err = errors.Join(err, r.Err)
 	}
 	return err
 }
+
+// EnforcesACLs says whether the destination has an authorizer that would
+// enforce the read-only ACL.
+func (d *destinationPort) EnforcesACLs(ctx context.Context) bool { return d.authorizer.enforces(ctx) }

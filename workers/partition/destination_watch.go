@@ -77,7 +77,7 @@ func (e *Engine) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
 		}
 	}
 	for k, s := range e.sessions {
-		consider(k, s.DestTopic(), s.Acks(), s.Acks().ProducedEnd())
+		consider(k, s.dest, s.acks, s.acks.ProducedEnd())
 	}
 	for k, u := range e.unsettled {
 		consider(k, u.dest, u.acks, u.end)
@@ -103,7 +103,7 @@ func (e *Engine) sessionChecks() []stallCheck {
 	defer e.mu.Unlock()
 	out := make([]stallCheck, 0, len(e.sessions))
 	for k, s := range e.sessions {
-		out = append(out, stallCheck{key: k, dest: s.DestTopic(), verified: s.Acks().Base() + s.Acks().Verified()})
+		out = append(out, stallCheck{key: k, dest: s.dest, verified: s.acks.Base() + s.acks.Verified()})
 	}
 	return out
 }
@@ -178,10 +178,10 @@ func (e *Engine) destinationLost(k lease.Key, reason string, end int64) {
 	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
 	e.metrics.Lost(k.Mirror, k.Topic)
 	if s != nil {
-		s.Interrupt(worker.Interruption{Msg: msg, Cause: reason, Lost: true})
+		s.interrupt(worker.Interruption{Msg: msg, Cause: reason, Lost: true})
 	}
 	if w != nil {
-		w.Poke()
+		w.poke()
 	}
 }
 
@@ -211,26 +211,27 @@ func (e *Engine) topicLost(topic string) {
 	for _, k := range keys {
 		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic), 0)
 	}
-	e.writeOff(topic, "")
+	e.watch().WriteOff(topic, "")
 }
 
-// writeOff makes kgo fail every record of destination topic topic it
+// WriteOff makes kgo fail every record of destination topic topic it
 // holds, in flight or not, so that no partition waits on copies that will
 // never be answered. Running sessions that write the topic are interrupted
 // first (with why, unless they already were): their failed copies are a
 // reason to re-align, not a failure.
-func (e *Engine) writeOff(topic, why string) {
+func (w *watchPort) WriteOff(topic, why string) {
+	e := (*Engine)(w)
 	if why != "" {
 		e.mu.Lock()
-		var ss []*worker.Session
+		var ss []*watchedSession
 		for _, s := range e.sessions {
-			if s.DestTopic() == topic {
+			if s.dest == topic {
 				ss = append(ss, s)
 			}
 		}
 		e.mu.Unlock()
 		for _, s := range ss {
-			s.Interrupt(worker.Interruption{Msg: why})
+			s.interrupt(worker.Interruption{Msg: why})
 		}
 		if len(ss) > 0 {
 			e.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
@@ -240,14 +241,53 @@ func (e *Engine) writeOff(topic, why string) {
 	e.batchProducer.Forget(topic, errWrittenOff)
 }
 
-// takeLoss returns (and forgets) the loss the watch recorded for k.
-func (e *Engine) takeLoss(k lease.Key) (destinationLoss, bool) {
+// TakeLoss returns (and forgets) the loss the watch recorded for k.
+func (w *watchPort) TakeLoss(k lease.Key) (worker.Loss, bool) {
+	e := (*Engine)(w)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l, ok := e.losses[k]
 	delete(e.losses, k)
 	// One a worker of an earlier lease never took is history by now.
-	return l, ok && time.Since(l.at) < lossMemory
+	return worker.Loss{Msg: l.msg, DestinationEnd: l.end}, ok && time.Since(l.at) < lossMemory
+}
+
+// Watch puts a running session where the watch finds it until remove:
+// its copies are looked at for going unanswered, and a loss or a
+// write-off of its topic is sent on interrupted.
+func (w *watchPort) Watch(k lease.Key, topic string, acks *batchproduce.Acks) (<-chan worker.Interruption, func()) {
+	e := (*Engine)(w)
+	s := &watchedSession{dest: topic, acks: acks, interrupted: make(chan worker.Interruption, 1)}
+	e.mu.Lock()
+	e.sessions[k] = s
+	e.mu.Unlock()
+	e.copy.copying(k.Mirror, 1)
+	return s.interrupted, func() {
+		e.copy.copying(k.Mirror, -1)
+		e.mu.Lock()
+		if e.sessions[k] == s {
+			delete(e.sessions, k)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// watchedSession is a running mirroring session as the watch knows it: the
+// destination topic it writes, its copies' results, and where to tell it
+// that it must end.
+type watchedSession struct {
+	dest        string
+	acks        *batchproduce.Acks
+	interrupted chan worker.Interruption
+}
+
+// interrupt tells the session to end and re-align; a session already told
+// keeps the first reason.
+func (s *watchedSession) interrupt(i worker.Interruption) {
+	select {
+	case s.interrupted <- i:
+	default:
+	}
 }
 
 // lossMemory is how long a loss waits for its partition's worker to take it.

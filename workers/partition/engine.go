@@ -122,14 +122,11 @@ type Engine struct {
 	// shared are the reads that partitions preparing at the same time
 	// share (shared_reads.go).
 	shared sharedReads
-	// states commits the workers' state changes, and rows reads their
-	// partition rows, in groups (grouped_statements.go).
-	states *grouped[service.PartitionTransition, repo.Partition]
-	// realigns commits the workers' realignments, grouped likewise.
-	realigns *grouped[service.PartitionRealignment, repo.Partition]
-	rows     *grouped[repo.PartitionID, repo.Partition]
+	// rows commits the workers' state changes and realignments, and reads
+	// their partition rows, in groups (grouped_statements.go).
+	rows *partitionRows
 
-	// wcfg is what each worker is given besides the engine (worker.Config;
+	// wcfg is what each worker is given besides its ports (worker.Config;
 	// the test signals are added as it starts).
 	wcfg worker.Config
 
@@ -139,7 +136,7 @@ type Engine struct {
 	batchDst      *kgo.Client
 
 	mu            sync.Mutex
-	workers       map[lease.Key]*worker.Worker
+	workers       map[lease.Key]*runningWorker
 	batchFetchers map[string]*batchFetcher
 	sources       map[string]*sourceClients
 	// unsettled are ended sessions' copies still in flight (unsettled.go).
@@ -148,7 +145,7 @@ type Engine struct {
 	// watch; losses are what it found, for each partition's worker to
 	// report, and lostTopics when it found each destination topic gone
 	// (destination_watch.go).
-	sessions   map[lease.Key]*worker.Session
+	sessions   map[lease.Key]*watchedSession
 	losses     map[lease.Key]destinationLoss
 	lostTopics map[string]time.Time
 	// srcStates are the sources' __mirror_state reads of failbacks
@@ -183,9 +180,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: batchproduce.NewGate(cfg.ProduceBuffer),
-		workers: map[lease.Key]*worker.Worker{}, batchFetchers: map[string]*batchFetcher{},
+		workers: map[lease.Key]*runningWorker{}, batchFetchers: map[string]*batchFetcher{},
 		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
-		sessions: map[lease.Key]*worker.Session{}, losses: map[lease.Key]destinationLoss{},
+		sessions: map[lease.Key]*watchedSession{}, losses: map[lease.Key]destinationLoss{},
 		lostTopics: map[string]time.Time{}}
 	var err error
 	if e.metrics, err = metrics.New(cfg.Registerer); err != nil {
@@ -201,13 +198,9 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.health = newHealthChanges()
 	e.fetchTroubles = newPartitionTroubles()
 	e.shared = newSharedReads()
-	e.states = newStateWrites(cfg.Service, stateWriteTimeout, log)
-	e.realigns = newRealignments(cfg.Service, stateWriteTimeout, log)
-	e.rows = newRowReads(cfg.Pool, log)
-	e.wcfg = worker.Config{Pool: cfg.Pool, Service: cfg.Service, Destination: cfg.Destination,
-		SourceOpts: cfg.SourceOpts, Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
-		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log,
-		Checkpoints: e.cp, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{MaxInflated: recordbatch.DefaultMaxInflated}}
+	e.rows = newPartitionRows(cfg.Service, cfg.Pool, log)
+	e.wcfg = worker.Config{Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
+		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{MaxInflated: recordbatch.DefaultMaxInflated}}
 	return e, nil
 }
 
@@ -236,7 +229,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	}
 	e.dstAdmin = kadm.NewClient(e.dstAdminClient)
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
-	if err := e.desired.refresh(ctx); err != nil {
+	if err := e.desired.Refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)
 	}
 	sub := e.cfg.Notifier.Subscribe(repo.ChannelDesired)
@@ -338,7 +331,7 @@ func (e *Engine) Stop() {
 	e.mu.Lock()
 	ws := make([]*worker.Worker, 0, len(e.workers))
 	for _, w := range e.workers {
-		ws = append(ws, w)
+		ws = append(ws, w.w)
 	}
 	e.mu.Unlock()
 	for _, w := range ws {
@@ -372,20 +365,38 @@ func (e *Engine) closeClients() {
 	}
 }
 
+// runningWorker is a partition's worker as the engine keeps it: what it
+// may tell the worker (pokes) and the epoch of the lease it runs under.
+type runningWorker struct {
+	w     *worker.Worker
+	epoch int64
+	// pokes cuts a FAILED partition's wait for its next retry short.
+	pokes chan struct{}
+}
+
+// poke ends the worker's wait for its next retry, if it waits.
+func (r *runningWorker) poke() {
+	select {
+	case r.pokes <- struct{}{}:
+	default:
+	}
+}
+
 // StartPartition starts the worker of a newly leased partition.
 func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	cfg := e.wcfg
 	cfg.BeforeStep = &e.TestSignals.BeforeStep
-	w := worker.New(cfg, workerEngine{e}, l)
+	r := &runningWorker{epoch: l.Epoch, pokes: make(chan struct{}, 1)}
+	r.w = worker.New(cfg, e.portsFor(r.pokes), l)
 	e.mu.Lock()
 	if old := e.workers[l.Key]; old != nil {
 		e.mu.Unlock()
-		old.Stop()
+		old.w.Stop()
 		e.mu.Lock()
 	}
-	e.workers[l.Key] = w
+	e.workers[l.Key] = r
 	e.mu.Unlock()
-	go w.Run(ctx)
+	go r.w.Run(ctx)
 }
 
 // StopPartition stops a partition's worker gracefully (flushing and saving
@@ -396,7 +407,7 @@ func (e *Engine) StopPartition(k lease.Key) {
 	delete(e.workers, k)
 	e.mu.Unlock()
 	if w != nil {
-		w.Stop()
+		w.w.Stop()
 	}
 }
 
@@ -410,51 +421,6 @@ func (e *Engine) Running() []lease.Key {
 	}
 	return out
 }
-
-// source returns the mirror's source admin and config, reconnecting when the
-// mirror's connection changed. The mirror's row is read afresh, but shared
-// with the partitions that ask at the same time: at 10,000 partitions
-// preparing at once, one read each would be a seventh of the data pool's
-// statements.
-func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, error) {
-	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
-		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("load mirror %s: %w", mirror, err)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if s := e.sources[mirror]; s != nil {
-		if s.key == m.UpdatedAt {
-			return s, nil
-		}
-		s.close()
-		delete(e.sources, mirror)
-	}
-	// Opened only for a new client: a server waiting for a rotated secret
-	// key keeps its partitions going on the clients it has.
-	conn, err := e.cfg.Service.SourceConn(m)
-	if err != nil {
-		return nil, err
-	}
-	cl, err := conn.NewClient(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
-	if err != nil {
-		return nil, err
-	}
-	s := &sourceClients{Source: worker.Source{Conn: conn, Client: cl, Admin: kadm.NewClient(cl)}, key: m.UpdatedAt}
-	e.sources[mirror] = s
-	return s, nil
-}
-
-// sourceClients is a mirror's source connection and clients, made for the
-// mirror row last updated at key.
-type sourceClients struct {
-	worker.Source
-	key time.Time
-}
-
-func (s *sourceClients) close() { s.Admin.Close() }
 
 // AwaitDestinationPartitions makes the engine's producer read the leaders
 // of destination topic topic (the destination's name, with the mirror's

@@ -12,6 +12,34 @@ import (
 	"kmirror/service"
 )
 
+// partitionRows is the partition rows as the workers read and write them
+// (worker.PartitionRows): state changes, realignments and row reads in
+// groups, and the service's fenced writes of a partition's error.
+type partitionRows struct {
+	*service.Workers
+	states   *grouped[service.PartitionTransition, repo.Partition]
+	realigns *grouped[service.PartitionRealignment, repo.Partition]
+	rows     *grouped[repo.PartitionID, repo.Partition]
+}
+
+func newPartitionRows(svc *service.Workers, pool *pgxpool.Pool, log *slog.Logger) *partitionRows {
+	return &partitionRows{Workers: svc, states: newStateWrites(svc, stateWriteTimeout, log),
+		realigns: newRealignments(svc, stateWriteTimeout, log), rows: newRowReads(pool, log)}
+}
+
+// Row reads a partition's row, in a group with the others' of the moment.
+func (r *partitionRows) Row(id repo.PartitionID) (repo.Partition, error) { return r.rows.do(id) }
+
+// Transition writes a state change, in a group with the others'.
+func (r *partitionRows) Transition(t service.PartitionTransition) (repo.Partition, error) {
+	return r.states.do(t)
+}
+
+// Realign records a realignment, in a group with the others'.
+func (r *partitionRows) Realign(a service.PartitionRealignment) (repo.Partition, error) {
+	return r.realigns.do(a)
+}
+
 // stateWriteTimeout bounds one statement of the engine's state changes.
 // The statement runs apart from the workers' contexts: a worker asked to
 // stop still records the change it was making.

@@ -200,7 +200,7 @@ func (e *Engine) workersOf(keys []lease.Key) []workerState {
 	defer e.mu.Unlock()
 	for i, k := range keys {
 		if w := e.workers[k]; w != nil {
-			out[i] = workerState{epoch: w.Epoch(), mirroring: w.Mirroring()}
+			out[i] = workerState{epoch: w.epoch, mirroring: e.sessions[k] != nil}
 		}
 	}
 	return out

@@ -26,8 +26,8 @@ func newPrepareSlots(poolConns int32) prepareSlots {
 // groups.
 const takeoverSlots = 8192
 
-// acquire waits for a slot, or for ctx; release gives it back.
-func (s prepareSlots) acquire(ctx context.Context) (release func(), err error) {
+// Acquire waits for a slot, or for ctx; release gives it back.
+func (s prepareSlots) Acquire(ctx context.Context) (release func(), err error) {
 	select {
 	case s <- struct{}{}:
 		return func() { <-s }, nil

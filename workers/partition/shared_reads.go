@@ -99,14 +99,7 @@ func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string
 		if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
 			return worker.SourceTopic{}, nil
 		}
-		return worker.SourceTopic{Exists: true, ID: resp.Topics[0].TopicID}, nil
-	})
-}
-
-// topicState reads what the workers recorded on a topic's row.
-func (e *Engine) topicState(ctx context.Context, mirror, topic string) (repo.TopicWorkerState, error) {
-	return e.shared.topicStates.do(ctx, [2]string{mirror, topic}, func(ctx context.Context) (repo.TopicWorkerState, error) {
-		return repo.TopicsWorkerState(ctx, e.cfg.Pool, mirror, topic)
+		return worker.SourceTopic{Exists: true, ID: resp.Topics[0].TopicID, Partitions: len(resp.Topics[0].Partitions)}, nil
 	})
 }
 

@@ -19,7 +19,7 @@ func topicFence(partition int32) repo.LeaseFence {
 // The partitions of a topic that make the same write of its row while one
 // runs share that write: one statement, not one each queued on the row.
 func TestWriteTopicRowShared(t *testing.T) {
-	e := &Engine{shared: newSharedReads()}
+	e := newSharedReads()
 	var writes atomic.Int64
 	release := make(chan struct{})
 	write := func(_ context.Context, f repo.LeaseFence) ([]byte, error) {
@@ -58,7 +58,7 @@ func TestWriteTopicRowShared(t *testing.T) {
 // fenced write finds nothing), a partition that joined writes under its own
 // fence instead of taking that as its own lost lease.
 func TestWriteTopicRowFallsBackToOwnFence(t *testing.T) {
-	e := &Engine{shared: newSharedReads()}
+	e := newSharedReads()
 	var mu sync.Mutex
 	var by []int32
 	var started atomic.Int64

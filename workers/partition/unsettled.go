@@ -52,8 +52,9 @@ func (e *Engine) Settled(k lease.Key) bool {
 	return false
 }
 
-// keepUnsettled records a session that ended with copies in flight.
-func (e *Engine) keepUnsettled(k lease.Key, dest string, acks *batchproduce.Acks, end int64) {
+// KeepUnsettled records a session that ended with copies in flight.
+func (w *watchPort) KeepUnsettled(k lease.Key, dest string, acks *batchproduce.Acks, end int64) {
+	e := (*Engine)(w)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for key, u := range e.unsettled {
@@ -82,11 +83,11 @@ func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
 	}
 	e.log.Warn("an ended session's copies are still unanswered by the destination; writing them off",
 		"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending(), "after", e.cfg.SettledWaitMax)
-	e.writeOff(u.dest, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
+	e.watch().WriteOff(u.dest, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
 		k.Topic, k.Partition, e.cfg.SettledWaitMax))
 }
 
-// awaitSettled returns once every copy of the partition's earlier sessions
+// AwaitSettled returns once every copy of the partition's earlier sessions
 // on this instance has landed, failed or been written off. Alignment reads
 // the destination's end and a new session copies from there: a copy landing
 // after that read would put the same source records in the destination
@@ -94,7 +95,8 @@ func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
 // (TestScenarioStalledProduceOutlivesSession). waiting, when set, is told
 // once that the wait began, so the partition's row can say why nothing
 // moves.
-func (e *Engine) awaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
+func (w *watchPort) AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
+	e := (*Engine)(w)
 	e.mu.Lock()
 	u := e.unsettled[k]
 	e.mu.Unlock()

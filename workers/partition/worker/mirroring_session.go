@@ -536,9 +536,10 @@ func (s *Session) interruption() *Interruption {
 	return s.interrupted
 }
 
-// interrupt ends the session for what the destination watch found
-// outside it: no more record is sent, and the worker re-aligns once the copies
-// in flight are answered or written off. The first reason is kept.
+// interrupt ends the session, in the worker's loop, for what the
+// destination watch found outside it: no more record is sent, and the
+// worker re-aligns once the copies in flight are answered or written off.
+// The first reason is kept.
 func (s *Session) interrupt(i Interruption) {
 	s.mu.Lock()
 	if s.interrupted == nil {
@@ -546,10 +547,6 @@ func (s *Session) interrupt(i Interruption) {
 	}
 	s.mu.Unlock()
 	s.produceCancel(errInterrupted)
-	select {
-	case s.halted <- struct{}{}:
-	default:
-	}
 }
 
 func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
@@ -608,13 +605,6 @@ func (s *Session) admit(n int64) *batchDeadline {
 	s.deadlines = append(s.deadlines, d)
 	return d
 }
-
-// Acks are the session's produce results, which the engine's destination
-// watch reads for copies that go unanswered.
-func (s *Session) Acks() *batchproduce.Acks { return s.acks }
-
-// DestTopic is the destination topic the session writes.
-func (s *Session) DestTopic() string { return s.dest }
 
 // inFlight is how many produced records have no result yet.
 func (s *Session) inFlight() int64 {

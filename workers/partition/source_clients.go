@@ -1,0 +1,112 @@
+package partition
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/repo"
+	"kmirror/service"
+	"kmirror/workers/partition/worker"
+)
+
+// sourceLookup is the engine's source, as the workers' worker.Sources.
+type sourceLookup func(ctx context.Context, mirror string) (*sourceClients, error)
+
+func (f sourceLookup) Source(ctx context.Context, mirror string) (worker.Source, error) {
+	s, err := f(ctx, mirror)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// source returns the mirror's source admin and config, reconnecting when the
+// mirror's connection changed. The mirror's row is read afresh, but shared
+// with the partitions that ask at the same time: at 10,000 partitions
+// preparing at once, one read each would be a seventh of the data pool's
+// statements.
+func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, error) {
+	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
+		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load mirror %s: %w", mirror, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.sources[mirror]; s != nil {
+		if s.key == m.UpdatedAt {
+			return s, nil
+		}
+		s.close()
+		delete(e.sources, mirror)
+	}
+	// Opened only for a new client: a server waiting for a rotated secret
+	// key keeps its partitions going on the clients it has.
+	conn, err := e.cfg.Service.SourceConn(m)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := conn.NewClient(append([]kgo.Opt{kgo.MetadataMinAge(250 * time.Millisecond)}, e.cfg.SourceOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	s := &sourceClients{e: e, mirror: mirror, Conn: conn, Client: cl, Admin: kadm.NewClient(cl), key: m.UpdatedAt}
+	e.sources[mirror] = s
+	return s, nil
+}
+
+// sourceClients is a mirror's source connection and clients, made for the
+// mirror row last updated at key: the worker.Source its partitions read.
+type sourceClients struct {
+	e      *Engine
+	mirror string
+	Conn   kafkaconn.Config
+	// Client is for requests that must not be answered from kgo's
+	// metadata cache.
+	Client *kgo.Client
+	Admin  *kadm.Client
+	key    time.Time
+}
+
+func (s *sourceClients) close() { s.Admin.Close() }
+
+// Offsets returns a source partition's offsets from a listing of its whole
+// topic shared with its other partitions.
+func (s *sourceClients) Offsets(ctx context.Context, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
+	return s.e.partitionOffsets(ctx, s.Admin, topic, partition, committed)
+}
+
+// Topic asks the source for a topic's id and partitions with a raw metadata
+// request, shared with the topic's other partitions.
+func (s *sourceClients) Topic(ctx context.Context, topic string) (worker.SourceTopic, error) {
+	return s.e.sourceTopicID(ctx, s.Client, topic)
+}
+
+// Records reads up to n committed records of a source partition in [from,
+// end).
+func (s *sourceClients) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
+	return kafkaconn.ReadRecords(ctx, s.Conn, topic, partition, from, end, n, true, s.e.cfg.SourceOpts...)
+}
+
+// MirrorState returns the source cluster's decoded __mirror_state.
+func (s *sourceClients) MirrorState(ctx context.Context) (service.StateSnapshot, error) {
+	return s.e.sourceState(ctx, s.mirror, s.Conn)
+}
+
+// ProveContinuation proves in against this source and the destination.
+func (s *sourceClients) ProveContinuation(ctx context.Context, in service.ContinuationInput) (service.PartitionContinuation, error) {
+	in.Source, in.SourceAdmin, in.SourceOpts, in.Destination = s.Conn, s.Admin, s.e.cfg.SourceOpts, s.e.cfg.Destination
+	return service.ProveContinuation(ctx, in)
+}
+
+// Fetch adds the partition to its mirror's fetcher, made on first use and
+// closed when its last partition leaves.
+func (s *sourceClients) Fetch(topic string, partition int32, from int64, deliver func(worker.FetchBatch)) (worker.Fetch, error) {
+	return s.e.fetchBatches(s.mirror, s.Conn, topic, partition, from, deliver)
+}
