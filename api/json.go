@@ -92,9 +92,9 @@ func decodeError(err error) error {
 	return &bodyError{kindMalformedJSON, "malformed JSON: " + err.Error()}
 }
 
-// writeJSON writes v as compact JSON. Not indented: on a 1,000-row describe
-// page, indenting takes 40% of the handler's CPU and makes the body 40%
-// bigger (`| jq` prints it for a person).
+// writeJSON writes v as compact JSON. Not indented: on a large describe
+// page the indentation would be a large share of the handler's CPU and of
+// the body's bytes (`| jq` prints it for a person).
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeJSONType(w, "application/json", status, v)
 }

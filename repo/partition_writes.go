@@ -265,9 +265,9 @@ type EndOffsets struct {
 // Only rows whose end offsets change are locked and written: an idle
 // partition costs no row update. A row another transaction holds (a state
 // change, a checkpoint) is skipped, not waited for: end offsets only show
-// lag, the caller sends them again next time, and a refresh that waits
-// for thousands of busy rows holds a connection for over a second while
-// 10,000 partitions are being added.
+// lag, the caller sends them again next time, and a refresh that waited
+// for thousands of busy rows would hold a connection while a large topic
+// is being added.
 func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffsets) (map[PartitionID]bool, error) {
 	n := len(ends)
 	mirrors, topics := make([]string, n), make([]string, n)

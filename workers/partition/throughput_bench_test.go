@@ -155,7 +155,7 @@ func (c copyTimes) mbps(sz throughputSize) float64 { return sz.mb() / c.copied.S
 // apart from its clients: in the benchmark's process, kfake's ~800 MB of
 // live heap makes every garbage collection during a copy long, and the copy
 // that happens to grow the heap pays its page faults
-// (docs/benchmarks/throughput.md).
+// (docs/benchmarks/history/throughput.md).
 //
 // KMIRROR_BENCH_SOURCE_BROKERS=N gives the source N brokers (default one,
 // as devcluster starts). With one, every fetch goes to one broker and the
@@ -201,7 +201,7 @@ type copier func(b *testing.B, env *engineEnv, topic string, sz throughputSize, 
 // time, the process's CPU and page faults, the clusters' and Postgres's
 // CPU, and (with KMIRROR_BENCH_PROFILE_DIR) a CPU profile. The copier's
 // instance start, its waits and the checks after the copy stay outside, so
-// they are not counted as the copy's cost (docs/benchmarks/throughput.md).
+// they are not counted as the copy's cost (docs/benchmarks/history/throughput.md).
 type copyMeter struct {
 	b           *testing.B
 	name        string
@@ -275,7 +275,7 @@ func measureCopy(b *testing.B, clusters *devcluster.Clusters, sz throughputSize,
 // pageFaults counts the process's page faults so far. On this machine (a
 // virtual one) memory the Go runtime gave back to the kernel is slow to
 // touch again, and a copy that faults its buffers in runs at a fraction of
-// the speed of one that reuses them (docs/benchmarks/throughput.md).
+// the speed of one that reuses them (docs/benchmarks/history/throughput.md).
 func pageFaults() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)

@@ -25,9 +25,9 @@ type brokerLoop struct {
 	assigned map[leaders.TopicPartition]leaders.Leader
 	// changed are the partitions whose assignment or position changed
 	// since the last request: in a session, a request looks at these
-	// only, not at every partition the loop fetches (at 10,000 quiet
-	// partitions and a trickle, the walk over all of them was most of the
-	// fetcher's CPU). names are the topics' names by id, for responses
+	// only, not at every partition the loop fetches, so a request's cost
+	// follows what moved rather than how many partitions the loop holds,
+	// quiet ones included. names are the topics' names by id, for responses
 	// that name topics by id. Both guarded by f.mu.
 	changed map[leaders.TopicPartition]struct{}
 	names   map[[16]byte]string
