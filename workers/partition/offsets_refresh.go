@@ -42,8 +42,8 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 			// A mirroring session publishes its source end from its
 			// fetches (each batch's last stable offset) and the
 			// destination end with its checkpoints, so listing its
-			// partitions every round would re-send the same ends: at
-			// 1,000 idle partitions a fifth of the instance's CPU.
+			// partitions every round would re-send the same ends, a
+			// cost that grows with every idle partition.
 			// The full round still lists them, to put right a
 			// checkpoint that wrote an older end over a newer one, and
 			// a partition is listed until one of its ends under the
