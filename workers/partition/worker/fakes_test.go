@@ -1341,6 +1341,9 @@ type harness struct {
 	prepare *fakeSlots
 	pokes   chan struct{}
 	cfg     Config
+	// dest is the destination topic's name (hDest unless a test renames
+	// it, with the desire's DestTopic).
+	dest string
 }
 
 // newHarness sets up a source topic of partitions partitions (id 1) and
@@ -1349,7 +1352,7 @@ func newHarness(t *testing.T, partitions int) *harness {
 	db := newFakeDB(hOwner)
 	dst := newFakeDestination()
 	h := &harness{t: t, db: db, src: newFakeSource(hTopic, 1, partitions), dst: dst, copy: &fakeCopy{dst: dst},
-		watch: newFakeWatch(), prepare: newFakeSlots(1), pokes: make(chan struct{}, 1)}
+		watch: newFakeWatch(), prepare: newFakeSlots(1), pokes: make(chan struct{}, 1), dest: hDest}
 	db.setTopic(hMirror, hTopic, Desire{DestTopic: hDest, State: service.DesiredMirroring, ReplicationFactor: 1}, nil)
 	steps := &testsignal.Signal[StepPoint]{}
 	steps.Init()
@@ -1383,7 +1386,7 @@ func (h *harness) addRow(p int32, fn func(r *repo.Partition)) {
 func (h *harness) mirrored(p int32, from, to int64) {
 	for _, r := range h.src.records(p) {
 		if r.Offset >= from && r.Offset < to {
-			h.dst.append(hDest, p, r)
+			h.dst.append(h.dest, p, r)
 		}
 	}
 }
@@ -1441,17 +1444,17 @@ func (h *harness) waitDestination(p int32, n int) []*kgo.Record {
 		h.dst.mu.Lock()
 		ch := h.dst.changed
 		h.dst.mu.Unlock()
-		recs := h.dst.records(hDest, p)
+		recs := h.dst.records(h.dest, p)
 		if len(recs) == n {
 			return recs
 		}
 		if len(recs) > n {
-			h.t.Fatalf("destination %s/%d holds %d records; want %d", hDest, p, len(recs), n)
+			h.t.Fatalf("destination %s/%d holds %d records; want %d", h.dest, p, len(recs), n)
 		}
 		select {
 		case <-ch:
 		case <-deadline:
-			h.t.Fatalf("destination %s/%d holds %d records after %s; want %d", hDest, p, len(recs), waitFor, n)
+			h.t.Fatalf("destination %s/%d holds %d records after %s; want %d", h.dest, p, len(recs), waitFor, n)
 		}
 	}
 }
@@ -1464,7 +1467,7 @@ func (h *harness) sameAsSource(p int32, dstFrom, srcFrom int64) {
 	for _, r := range h.src.records(p) {
 		bySrc[r.Offset] = r
 	}
-	got := h.dst.records(hDest, p)
+	got := h.dst.records(h.dest, p)
 	n := 0
 	for _, g := range got {
 		if g.Offset < dstFrom {
