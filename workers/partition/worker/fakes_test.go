@@ -73,6 +73,7 @@ type fakeDB struct {
 	recreated   int
 	roWrites    []bool
 	refreshes   int
+	desireReads int
 	caughtUp    int
 	dropped     int
 
@@ -637,6 +638,8 @@ type fakeDesires struct{ *fakeDB }
 func (db fakeDesires) Desire(mirror, topic string) (Desire, bool) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	db.desireReads++
+	db.wrote()
 	t := db.topics[[2]string{mirror, topic}]
 	if t == nil {
 		return Desire{}, false
