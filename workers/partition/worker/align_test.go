@@ -259,7 +259,9 @@ func TestRestartAtTheCheckpointChecksTheLastMirroredRecord(t *testing.T) {
 			h.dst.createTopic(hDest, 1)
 			h.mirrored(0, 0, 5)
 			if rewritten {
-				h.src.with(func(s *fakeSource) { s.partitions[0].recs[4] = &kgo.Record{Offset: 4, Key: []byte("new"), Value: []byte("topic")} })
+				h.src.with(func(s *fakeSource) {
+					s.partitions[0].recs[4] = &kgo.Record{Offset: 4, Key: []byte("new"), Value: []byte("topic")}
+				})
 			}
 			h.checkpointed(0, service.StateStopped, 5, 5, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5})
 			h.start(0)

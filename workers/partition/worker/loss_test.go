@@ -32,7 +32,7 @@ func TestLossDuringMirroringReAlignsInPlace(t *testing.T) {
 			i: Interruption{Msg: "the destination lost records", Cause: "destination loss", Lost: true}, lostAfter: 3,
 			noted: notedError{state: service.StateMirroring, msg: "the destination lost records [3, 10)", end: 3}},
 		{name: "loss in the interruption only",
-			i:         Interruption{Msg: "the destination lost records", Cause: "destination loss", Lost: true}, lostAfter: 3,
+			i: Interruption{Msg: "the destination lost records", Cause: "destination loss", Lost: true}, lostAfter: 3,
 			noted: notedError{state: service.StateMirroring, msg: "the destination lost records", end: -1}},
 		{name: "copies written off", i: Interruption{Msg: "copies written off"}, lostAfter: 10},
 	} {
