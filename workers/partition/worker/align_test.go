@@ -28,10 +28,9 @@ func (h *harness) checkpointed(p int32, state service.PartitionState, s, d int64
 // waitFailed waits for FAILED and checks whether it is retried and why.
 func (h *harness) waitFailed(p int32, retryable bool, why string) repo.Partition {
 	h.t.Helper()
-	r := h.db.waitState(h.t, pid(p), service.StateFailed)
-	if r.Retryable != retryable {
-		h.t.Fatalf("FAILED retryable %v; want %v (error %q)", r.Retryable, retryable, r.Error)
-	}
+	r := h.db.waitRow(h.t, pid(p), fmt.Sprintf("FAILED, retryable %v", retryable), func(r repo.Partition) bool {
+		return r.State == service.StateFailed && r.Retryable == retryable
+	})
 	wantContains(h.t, "the row's error", r.Error, why)
 	return r
 }

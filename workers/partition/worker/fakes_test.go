@@ -1121,14 +1121,19 @@ type fakeCopy struct {
 	dst        *fakeDestination
 	mu         sync.Mutex
 	produceErr error
-	batches    int
-	refreshed  int
+	// failNext fails the next batch only.
+	failNext  error
+	batches   int
+	refreshed int
 }
 
 func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
 	c.mu.Lock()
 	c.batches++
 	perr := c.produceErr
+	if c.failNext != nil {
+		perr, c.failNext = c.failNext, nil
+	}
 	c.mu.Unlock()
 	if err := context.Cause(ctx); err != nil {
 		promise(batchproduce.Result{Err: err})

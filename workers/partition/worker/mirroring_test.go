@@ -1,0 +1,160 @@
+package worker
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"kmirror/repo"
+	"kmirror/service"
+)
+
+// The mirroring session (mirroring_session.go, batch_copy.go) on the fake
+// fetcher and producer: record batches as a broker serves them, copied
+// whole, acknowledged in order, and checkpointed.
+
+// TestMirroringCopiesRecordsExactly: null and empty keys and values,
+// several headers, equal timestamps: each record lands at the next
+// destination offset as it was on the source, over many fetch responses;
+// the checkpoint, the offset map and the source's end follow the verified
+// copies.
+func TestMirroringCopiesRecordsExactly(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.with(func(s *fakeSource) {
+		l := s.partitions[0]
+		for i := range int64(25) {
+			r := rec(i)
+			switch i % 5 {
+			case 1:
+				r.Key = nil
+			case 2:
+				r.Value = nil // a tombstone
+			case 3:
+				r.Key, r.Value = []byte{}, []byte{}
+			case 4:
+				r.Headers = append(r.Headers, kgo.RecordHeader{Key: "h2"}, kgo.RecordHeader{Key: "h", Value: []byte("again")})
+				r.Timestamp = l.recs[i-1].Timestamp
+			}
+			r.Offset = i
+			l.recs = append(l.recs, r)
+		}
+	})
+	h.addRow(0, nil)
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	got := h.waitDestination(0, 25)
+	want := h.src.records(0)
+	for i := range want {
+		if got[i].Offset != int64(i) {
+			t.Fatalf("destination record %d at offset %d", i, got[i].Offset)
+		}
+		if (got[i].Key == nil) != (want[i].Key == nil) || (got[i].Value == nil) != (want[i].Value == nil) {
+			t.Fatalf("record %d: key nil %v value nil %v; want %v %v", i,
+				got[i].Key == nil, got[i].Value == nil, want[i].Key == nil, want[i].Value == nil)
+		}
+	}
+	h.sameAsSource(0, 0, 0)
+	w.w.Stop()
+	r := h.db.row(pid(0))
+	if *r.SrcNext != 25 || *r.DstNext != 25 || r.SourceEndOffset == nil || *r.SourceEndOffset != 25 {
+		t.Fatalf("checkpoint (%d, %d), source end %v; want (25, 25), 25", *r.SrcNext, *r.DstNext, r.SourceEndOffset)
+	}
+	if runs := h.db.runsOf(pid(0)); !slices.Equal(runs, []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 25}}) {
+		t.Fatalf("offset map %v; want one run of 25", runs)
+	}
+	if h.copy.batches != 9 {
+		t.Fatalf("%d batches produced; want the 9 fetched, each whole", h.copy.batches)
+	}
+}
+
+// TestProduceFailures: what a failed copy does. A destination topic
+// recreated under the producer, or a producer sequence the destination
+// lost, re-aligns in place (the first writes the topic's copies off); any
+// other produce error fails the partition retryably, and its retry copies
+// on; a partition the producer's metadata does not know yet refreshes it.
+func TestProduceFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		err     error
+		realign string // the in-place realignment's cause ("": none)
+		failed  string // the FAILED error ("": none)
+	}{
+		{name: "topic recreated", err: kerr.UnknownTopicID,
+			realign: "the destination topic was deleted or recreated under the producer"},
+		{name: "sequence lost", err: kerr.OutOfOrderSequenceNumber,
+			realign: "the destination no longer knows the producer's sequence"},
+		{name: "broker down", err: errors.New("broker down"),
+			failed: "produce to destination offset 0 (source offset 0): broker down"},
+		{name: "partition unknown", err: errors.New("invalid record partitioning choice"),
+			failed: "invalid record partitioning choice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, 1)
+			h.src.produce(0, 4)
+			h.copy.failNext = tc.err
+			h.addRow(0, nil)
+			h.start(0)
+			if tc.failed != "" {
+				h.db.waitRow(t, pid(0), "FAILED and retried", func(r repo.Partition) bool {
+					return r.State == service.StateMirroring && r.RetryAttempt == 1
+				})
+				f := h.transitionTo(service.StateFailed)
+				if !f.Retryable || f.From != service.StateMirroring {
+					t.Fatalf("FAILED from %s, retryable %v; want from MIRRORING, retried", f.From, f.Retryable)
+				}
+				wantContains(t, "error", f.Error, tc.failed)
+			} else {
+				h.db.waitRow(t, pid(0), "re-aligned in place", func(repo.Partition) bool {
+					_, rs, _ := h.db.log()
+					return len(rs) == 1
+				})
+				_, rs, _ := h.db.log()
+				if rs[0].Takeover || rs[0].State != service.StateMirroring || rs[0].SrcNext != 0 || rs[0].DstNext != 0 {
+					t.Fatalf("realignment %+v; want in place at (0, 0)", rs[0])
+				}
+				wantContains(t, "cause", rs[0].Cause, tc.realign)
+				if ts, _, _ := h.db.log(); len(ts) != 2 {
+					t.Fatalf("transitions %s; want no FAILED", describeTransitions(ts))
+				}
+			}
+			h.waitDestination(0, 4)
+			h.sameAsSource(0, 0, 0)
+			h.watch.mu.Lock()
+			writtenOff := slices.Clone(h.watch.writtenOff)
+			h.watch.mu.Unlock()
+			if wantOff := errors.Is(tc.err, kerr.UnknownTopicID); wantOff != (len(writtenOff) == 1) {
+				t.Fatalf("written off %v", writtenOff)
+			}
+			h.copy.mu.Lock()
+			refreshed := h.copy.refreshed
+			h.copy.mu.Unlock()
+			if wantRefresh := tc.name == "partition unknown"; wantRefresh != (refreshed == 1) {
+				t.Fatalf("producer metadata refreshed %d times", refreshed)
+			}
+		})
+	}
+}
+
+// TestForeignWriteDuringMirroring: a record someone else writes to the
+// destination while the partition mirrors makes its copies land past the
+// offsets expected: the session fails (retryably, to re-align), and the
+// alignment that follows finds what it cannot explain and fails for good.
+func TestForeignWriteDuringMirroring(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 3)
+	h.src.with(func(s *fakeSource) { s.hold = true })
+	h.addRow(0, nil)
+	h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.dst.append(hDest, 0, rec(77))
+	h.src.with(func(s *fakeSource) { s.hold = false })
+	h.waitFailed(0, false, "someone else wrote to the destination")
+	f := h.transitionTo(service.StateFailed)
+	if !f.Retryable || f.From != service.StateMirroring {
+		t.Fatalf("the first FAILED is from %s, retryable %v; want from MIRRORING, retryable", f.From, f.Retryable)
+	}
+	wantContains(t, "error", f.Error, "foreign write detected on east.t/0: source offset 0 landed at destination offset 1, expected 0")
+}
