@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"sync"
 	"testing"
 
 	"kmirror/repo"
@@ -60,5 +61,49 @@ func TestRestartWithRecreate(t *testing.T) {
 	for p := range int32(2) {
 		h.waitDestination(p, 5)
 		h.sameAsSource(p, 0, 0)
+	}
+}
+
+// TestRecreateJustAfterAPartitionEnteredPreparing: partition 0 finishes
+// the recreate between partition 1's STOPPED → PREPARING (whose stored row
+// still had the old checkpoint) and its PREPARING step, which then reads
+// the request as cleared. Partition 1 should then start as new, from the
+// source's start with nothing lost, as it does when it waited for the
+// recreate.
+//
+// It does not: it never set awaitingRecreate, so it aligns with the
+// checkpoint it holds from before the recreate, "rewinds" against the
+// empty destination to the start of an offset map that is gone (source
+// offset 0), and counts the records retention removed before mirroring
+// began as lost. Skipped until the worker reloads its checkpoint there.
+func TestRecreateJustAfterAPartitionEnteredPreparing(t *testing.T) {
+	t.Skip("known worker bug (see the comment): a stale checkpoint after a recreate that lands between two steps")
+	h := newHarness(t, 2)
+	h.src.produce(1, 5)
+	h.src.with(func(s *fakeSource) { s.partitions[1].removeBefore(2) })
+	h.dst.createTopic(hDest, 2)
+	h.dst.append(hDest, 1, rec(50), rec(51), rec(52))
+	h.checkpointed(1, service.StateStopped, 3, 3, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
+	h.addRow(0, func(r *repo.Partition) { r.LeaseOwner = "other" })
+	h.db.setDesire(hMirror, hTopic, func(d *Desire) { d.Recreate = true })
+	// Partition 0's worker, elsewhere, completes the recreate right
+	// before partition 1's first PREPARING step.
+	var once sync.Once
+	h.cfg.BeforeStep.Hook(func(p StepPoint) {
+		if p.Key.Partition == 1 && p.State == service.StatePreparing {
+			once.Do(func() {
+				_ = h.dst.RecreateTopic(t.Context(), hDest, 2, 1)
+				f := repo.LeaseFence{Mirror: hMirror, Topic: hTopic, Partition: 0, Owner: "other", Epoch: hEpoch}
+				if err := (fakeTopics{h.db}).RecordDestinationRecreated(t.Context(), f); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	h.start(1)
+	r := h.db.waitState(t, pid(1), service.StateMirroring)
+	tr := h.transitionTo(service.StateMirroring)
+	if s, d := checkpointOf(tr); s != 2 || d != 0 || r.LostRecords != 0 {
+		t.Fatalf("MIRRORING at (%d, %d) with %d lost (%q); want (2, 0) with none lost", s, d, r.LostRecords, tr.Reason)
 	}
 }
