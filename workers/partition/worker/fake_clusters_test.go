@@ -355,6 +355,10 @@ type fakeDestination struct {
 	offsetsErr error
 	// changed is closed (and replaced) at every write to a log.
 	changed chan struct{}
+	// stall, when set, makes Offsets wait for its context to end; stalled
+	// is closed when it does.
+	stall   bool
+	stalled chan struct{}
 }
 
 func newFakeDestination() *fakeDestination {
@@ -413,8 +417,14 @@ func (d *fakeDestination) records(topic string, p int32) []*kgo.Record {
 	return l.read(l.start, l.end(), int(l.end()-l.start))
 }
 
-func (d *fakeDestination) Offsets(_ context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
+func (d *fakeDestination) Offsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
 	d.mu.Lock()
+	if d.stall {
+		d.mu.Unlock()
+		close(d.stalled)
+		<-ctx.Done()
+		return kafkaconn.PartitionOffsets{}, context.Cause(ctx)
+	}
 	defer d.mu.Unlock()
 	if d.offsetsErr != nil {
 		return kafkaconn.PartitionOffsets{}, d.offsetsErr
@@ -556,10 +566,14 @@ func (c *fakeCopy) HealthChanged() <-chan struct{} { return nil }
 // the running session a channel the test interrupts it on; TakeLoss
 // returns the loss the test set.
 type fakeWatch struct {
-	mu          sync.Mutex
-	watching    map[lease.Key]chan Interruption
-	watched     chan struct{} // closed at each Watch
-	losses      map[lease.Key]Loss
+	mu       sync.Mutex
+	watching map[lease.Key]chan Interruption
+	watched  chan struct{} // closed at each Watch
+	losses   map[lease.Key]Loss
+	// unanswered, when set, is how many copies of an earlier session
+	// AwaitSettled finds unanswered once (it says so to waiting, then
+	// they are answered).
+	unanswered  int64
 	writtenOff  []string
 	unsettled   int
 	settleWaits int
@@ -569,10 +583,17 @@ func newFakeWatch() *fakeWatch {
 	return &fakeWatch{watching: map[lease.Key]chan Interruption{}, watched: make(chan struct{}), losses: map[lease.Key]Loss{}}
 }
 
-func (f *fakeWatch) AwaitSettled(context.Context, lease.Key, func(int64, time.Time)) error {
+func (f *fakeWatch) AwaitSettled(_ context.Context, _ lease.Key, waiting func(int64, time.Time)) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.settleWaits++
+	n := f.unanswered
+	if waiting != nil {
+		f.unanswered = 0
+	}
+	f.mu.Unlock()
+	if n > 0 && waiting != nil {
+		waiting(n, time.Now())
+	}
 	return nil
 }
 

@@ -248,3 +248,70 @@ func TestExpiredLeaseStopsMirroring(t *testing.T) {
 		t.Fatalf("an expired lease's worker left the row %s", r.State)
 	}
 }
+
+// TestStopDuringAlignment: a worker stopped while its alignment waits on
+// the destination ends at once, writing nothing: no FAILED for a stop.
+func TestStopDuringAlignment(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 3)
+	h.dst.createTopic(hDest, 1)
+	h.dst.stall, h.dst.stalled = true, make(chan struct{})
+	h.checkpointed(0, service.StateStopped, 0, 0)
+	w := h.start(0)
+	select {
+	case <-h.dst.stalled:
+	case <-time.After(waitFor):
+		t.Fatal("alignment never asked the destination's offsets")
+	}
+	stopped := make(chan struct{})
+	go func() { w.w.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("Stop waited on the alignment")
+	}
+	ts, _, _ := h.db.log()
+	if r := h.db.row(pid(0)); r.State != service.StatePreparing || len(ts) != 1 {
+		t.Fatalf("row %s after %s; want PREPARING, nothing written after it", r.State, describeTransitions(ts))
+	}
+	h.db.mu.Lock()
+	dropped := h.db.dropped
+	h.db.mu.Unlock()
+	if dropped != 1 {
+		t.Fatalf("pending checkpoint dropped %d times at the end; want once", dropped)
+	}
+}
+
+// TestTakeoverOfARowAnotherOwnerHolds: a realignment the fence refuses
+// (the row is another owner's) ends the worker; nothing is recorded.
+func TestTakeoverOfARowAnotherOwnerHolds(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 3)
+	h.dst.createTopic(hDest, 1)
+	h.mirrored(0, 0, 3)
+	h.checkpointed(0, service.StateMirroring, 3, 3, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 3})
+	h.db.update(pid(0), func(r *repo.Partition) { r.LeaseOwner, r.LeaseEpoch = "other", 9 })
+	w := h.run(0, hOwner, hEpoch, "crashed")
+	w.waitExited(t)
+	if ts, rs, _ := h.db.log(); len(ts) != 0 || len(rs) != 0 {
+		t.Fatalf("a fenced-out worker wrote %s and %d realignments", describeTransitions(ts), len(rs))
+	}
+}
+
+// TestWaitingForAnEarlierSessionsCopiesIsNoted: a partition whose earlier
+// session's copies are still unanswered says so in its row while it waits
+// to align.
+func TestWaitingForAnEarlierSessionsCopiesIsNoted(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 2)
+	h.watch.unanswered = 3
+	h.addRow(0, nil)
+	h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	_, _, noted := h.db.log()
+	if len(noted) != 1 || noted[0].state != service.StatePreparing {
+		t.Fatalf("noted %+v; want one note while PREPARING", noted)
+	}
+	wantContains(t, "note", noted[0].msg, "waiting for the destination to answer 3 copies of an earlier session")
+	wantContains(t, "note", noted[0].msg, "they are written off after 1s")
+}
