@@ -81,7 +81,8 @@ func rec(i int64) *kgo.Record {
 		Timestamp: time.UnixMilli(1_700_000_000_000 + i*10)}
 }
 
-// fakeSource is a mirror's source cluster: one topic's partitions.
+// fakeSource is a mirror's source cluster: one topic's partitions, with
+// no transactions (the last stable offset is the end).
 type fakeSource struct {
 	mu         sync.Mutex
 	topic      string
@@ -343,11 +344,9 @@ func decodeBatch(raw []byte) ([]*kgo.Record, error) {
 // fakeDestination is the destination cluster's topics, and the producer's
 // view of them (fakeCopy appends to its logs).
 type fakeDestination struct {
-	mu     sync.Mutex
-	topics map[string]map[int32]*fakeLog
-	acl    map[string]bool
-	// aclCalls logs ReadOnlyACL's calls.
-	aclCalls   []bool
+	mu         sync.Mutex
+	topics     map[string]map[int32]*fakeLog
+	acl        map[string]bool
 	enforces   bool
 	created    []string
 	recreated  []string
@@ -476,7 +475,6 @@ func (d *fakeDestination) RecreateTopic(_ context.Context, topic string, partiti
 func (d *fakeDestination) ReadOnlyACL(_ context.Context, topic string, on bool) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.aclCalls = append(d.aclCalls, on)
 	d.acl[topic] = on
 	return nil
 }
@@ -490,11 +488,10 @@ func (d *fakeDestination) EnforcesACLs(context.Context) bool {
 // fakeCopy is Copy: Produce appends a batch's records to the fake
 // destination's log at its end, as a broker does, and answers the promise
 // with where they landed, in produce order (at once, in the caller's
-// goroutine). produceErr, when set, fails the batches instead.
+// goroutine). failNext, when set, fails the next batch instead.
 type fakeCopy struct {
-	dst        *fakeDestination
-	mu         sync.Mutex
-	produceErr error
+	dst *fakeDestination
+	mu  sync.Mutex
 	// failNext fails the next batch only.
 	failNext  error
 	batches   int
@@ -504,10 +501,8 @@ type fakeCopy struct {
 func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
 	c.mu.Lock()
 	c.batches++
-	perr := c.produceErr
-	if c.failNext != nil {
-		perr, c.failNext = c.failNext, nil
-	}
+	perr := c.failNext
+	c.failNext = nil
 	c.mu.Unlock()
 	if err := context.Cause(ctx); err != nil {
 		promise(batchproduce.Result{Err: err})
@@ -573,10 +568,8 @@ type fakeWatch struct {
 	// unanswered, when set, is how many copies of an earlier session
 	// AwaitSettled finds unanswered once (it says so to waiting, then
 	// they are answered).
-	unanswered  int64
-	writtenOff  []string
-	unsettled   int
-	settleWaits int
+	unanswered int64
+	writtenOff []string
 }
 
 func newFakeWatch() *fakeWatch {
@@ -585,7 +578,6 @@ func newFakeWatch() *fakeWatch {
 
 func (f *fakeWatch) AwaitSettled(_ context.Context, _ lease.Key, waiting func(int64, time.Time)) error {
 	f.mu.Lock()
-	f.settleWaits++
 	n := f.unanswered
 	if waiting != nil {
 		f.unanswered = 0
@@ -597,11 +589,9 @@ func (f *fakeWatch) AwaitSettled(_ context.Context, _ lease.Key, waiting func(in
 	return nil
 }
 
-func (f *fakeWatch) KeepUnsettled(lease.Key, string, *batchproduce.Acks, int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.unsettled++
-}
+// KeepUnsettled is never called: the fake producer answers every copy
+// before its session ends.
+func (f *fakeWatch) KeepUnsettled(lease.Key, string, *batchproduce.Acks, int64) {}
 
 func (f *fakeWatch) Watch(k lease.Key, _ string, _ *batchproduce.Acks) (<-chan Interruption, func()) {
 	f.mu.Lock()

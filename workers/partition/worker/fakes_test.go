@@ -60,15 +60,12 @@ type fakeDB struct {
 	accepted    [][2][]byte
 	tails       []*service.DivergentTail
 	recreated   int
-	roWrites    []bool
 	refreshes   int
 	desireReads int
-	caughtUp    int
 	dropped     int
 
 	// Faults, consulted before the write or read they name.
 	transitionFault func(service.PartitionTransition) error
-	sourceIDFault   error
 }
 
 // notedError is a RecordPartitionError (end -1) or RecordPartitionLoss.
@@ -364,9 +361,6 @@ func (db fakeTopics) topicOf(f repo.LeaseFence) (*fakeTopicRow, bool) {
 func (db fakeTopics) RecordSourceTopicID(_ context.Context, f repo.LeaseFence, id []byte) ([]byte, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if db.sourceIDFault != nil {
-		return nil, db.sourceIDFault
-	}
 	t, ok := db.topicOf(f)
 	if !ok {
 		return nil, repo.ErrNotFound
@@ -396,7 +390,6 @@ func (db fakeTopics) RecordReadOnlyEnforced(_ context.Context, f repo.LeaseFence
 	if !ok {
 		return repo.ErrNotFound
 	}
-	db.roWrites = append(db.roWrites, enforced)
 	t.readOnly = ptr(enforced)
 	db.wrote()
 	return nil
@@ -520,7 +513,7 @@ func (db fakeOffsetMap) DeleteRuns(_ context.Context, f repo.LeaseFence) error {
 // progress pending, merging runs as the checkpointer does; Save applies it
 // to the row and the offset map as repo.CheckpointsSave does (fenced by
 // owner and epoch; never moving the checkpoint back). Nothing is saved in
-// the background: a pending checkpoint waits for a Save (flush saves all).
+// the background: a pending checkpoint waits for a Save.
 type fakeCheckpoints struct{ *fakeDB }
 
 func (db fakeCheckpoints) Update(k lease.Key, cp repo.Checkpoint) {
@@ -598,15 +591,6 @@ func (db fakeCheckpoints) saveLocked(k lease.Key) error {
 	return nil
 }
 
-// flush saves every pending checkpoint, as the checkpointer's ticker does.
-func (db fakeCheckpoints) flush() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for k := range db.pending {
-		_ = db.saveLocked(k)
-	}
-}
-
 func (db fakeCheckpoints) Drop(k lease.Key) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -614,11 +598,7 @@ func (db fakeCheckpoints) Drop(k lease.Key) {
 	db.dropped++
 }
 
-func (db fakeCheckpoints) CaughtUp() {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	db.caughtUp++
-}
+func (db fakeCheckpoints) CaughtUp() {}
 
 // fakeDesires is Desires: the desire cache, read straight from the topic
 // rows. Changed is closed at every change of a desire.

@@ -55,6 +55,12 @@ func TestRestartWithRecreate(t *testing.T) {
 	if d, _ := (fakeDesires{h.db}).Desire(hMirror, hTopic); d.Recreate {
 		t.Fatal("the recreate request was not cleared")
 	}
+	h.db.mu.Lock()
+	refreshes := h.db.refreshes
+	h.db.mu.Unlock()
+	if refreshes == 0 {
+		t.Fatal("the desired states were not read again after the recreate")
+	}
 	if id := h.db.topic(hMirror, hTopic).sourceID; !bytes.Equal(id, srcID) {
 		t.Fatalf("source topic id %x after the recreate; want %x recorded afresh", id, srcID)
 	}
