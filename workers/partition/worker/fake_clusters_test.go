@@ -496,6 +496,25 @@ type fakeCopy struct {
 	failNext  error
 	batches   int
 	refreshed int
+	// hold keeps the answers of the batches it appends (a slow
+	// acknowledgement) until release; held are they, in order.
+	hold bool
+	held []func()
+	// closing is the done channel of the last Throttle: the session's,
+	// closed when the worker closes the session.
+	closing <-chan struct{}
+}
+
+// release answers the held batches, in order, and answers at once from
+// then on.
+func (c *fakeCopy) release() {
+	c.mu.Lock()
+	held := c.held
+	c.hold, c.held = false, nil
+	c.mu.Unlock()
+	for _, answer := range held {
+		answer()
+	}
 }
 
 func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
@@ -538,7 +557,15 @@ func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b
 	}
 	c.dst.wrote()
 	c.dst.mu.Unlock()
-	promise(batchproduce.Result{BaseOffset: base})
+	answer := func() { promise(batchproduce.Result{BaseOffset: base}) }
+	c.mu.Lock()
+	if c.hold {
+		c.held = append(c.held, answer)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	answer()
 }
 
 func (c *fakeCopy) ProducerTrouble(string, int32) (time.Time, error) { return time.Time{}, nil }
@@ -551,7 +578,10 @@ func (c *fakeCopy) RefreshProducerMetadata() {
 
 func (c *fakeCopy) Recompression(string) (recordbatch.Codec, bool) { return 0, false }
 
-func (c *fakeCopy) Throttle(context.Context, <-chan struct{}, lease.Key, func() int64) (time.Duration, error) {
+func (c *fakeCopy) Throttle(_ context.Context, done <-chan struct{}, _ lease.Key, _ func() int64) (time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = done
 	return 0, nil
 }
 

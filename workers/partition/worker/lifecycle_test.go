@@ -315,3 +315,37 @@ func TestWaitingForAnEarlierSessionsCopiesIsNoted(t *testing.T) {
 	wantContains(t, "note", noted[0].msg, "waiting for the destination to answer 3 copies of an earlier session")
 	wantContains(t, "note", noted[0].msg, "they are written off after 1s")
 }
+
+// TestStopSettlesCopiesInFlight: a worker stopped while copies are
+// unanswered closes its session and waits for their answers before it
+// saves: the hand-back's checkpoint covers them.
+func TestStopSettlesCopiesInFlight(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 4)
+	h.copy.hold = true
+	h.addRow(0, nil)
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 4) // appended, not yet answered
+	stopped := make(chan struct{})
+	go func() { w.w.Stop(); close(stopped) }()
+	h.copy.mu.Lock()
+	closing := h.copy.closing
+	h.copy.mu.Unlock()
+	select {
+	case <-closing: // the session is closed: no more deliveries, only settling
+	case <-time.After(waitFor):
+		t.Fatal("the session was not closed")
+	}
+	h.copy.release()
+	select {
+	case <-stopped:
+	case <-time.After(waitFor):
+		t.Fatal("Stop did not return once the copies were answered")
+	}
+	r := h.db.row(pid(0))
+	if *r.SrcNext != 4 || *r.DstNext != 4 || r.HandedBackDst != 4 {
+		t.Fatalf("stopped at (%d, %d), handed back at %d; want every answered copy in a clean hand-back at 4",
+			*r.SrcNext, *r.DstNext, r.HandedBackDst)
+	}
+}
