@@ -32,19 +32,136 @@ import (
 type fakeLog struct {
 	start int64
 	recs  []*kgo.Record // recs[i] is at offset start+i
+	// txn marks the offsets written in transactions (a source's): its
+	// producer's records, and the markers that end them.
+	txn map[int64]txnEntry
 }
+
+// txnEntry is an offset of producer pid's transaction: a record, or the
+// marker that commits or aborts it.
+type txnEntry struct {
+	pid    int64
+	marker int8
+}
+
+const (
+	txnCommit int8 = 1
+	txnAbort  int8 = 2
+)
 
 func (l *fakeLog) end() int64 { return l.start + int64(len(l.recs)) }
 
-// read returns up to n records in [from, end).
+// committed says whether a read_committed consumer reads offset o: no
+// marker, and no record of a transaction that was aborted or is still
+// open.
+func (l *fakeLog) committed(o int64) bool {
+	t, ok := l.txn[o]
+	if !ok {
+		return true
+	}
+	if t.marker != 0 {
+		return false
+	}
+	for m := o + 1; m < l.end(); m++ {
+		if e, ok := l.txn[m]; ok && e.pid == t.pid && e.marker != 0 {
+			return e.marker == txnCommit
+		}
+	}
+	return false
+}
+
+// lso is the last stable offset: the first offset of a transaction still
+// open, or the end.
+func (l *fakeLog) lso() int64 {
+	open := map[int64]int64{}
+	for o := l.start; o < l.end(); o++ {
+		if t, ok := l.txn[o]; ok {
+			if _, started := open[t.pid]; t.marker == 0 && !started {
+				open[t.pid] = o
+			} else if t.marker != 0 {
+				delete(open, t.pid)
+			}
+		}
+	}
+	lso := l.end()
+	for _, o := range open {
+		lso = min(lso, o)
+	}
+	return lso
+}
+
+// aborted lists the aborted transactions that overlap offsets [from, to],
+// as a fetch response does.
+func (l *fakeLog) aborted(from, to int64) []recordbatch.Aborted {
+	var out []recordbatch.Aborted
+	open := map[int64]int64{}
+	for o := l.start; o < l.end(); o++ {
+		t, ok := l.txn[o]
+		switch {
+		case !ok:
+		case t.marker == 0:
+			if _, started := open[t.pid]; !started {
+				open[t.pid] = o
+			}
+		default:
+			if first, started := open[t.pid]; started && t.marker == txnAbort && first <= to && o >= from {
+				out = append(out, recordbatch.Aborted{ProducerID: t.pid, FirstOffset: first})
+			}
+			delete(open, t.pid)
+		}
+	}
+	return out
+}
+
+// read returns up to n committed records in [from, end).
 func (l *fakeLog) read(from, end int64, n int) []*kgo.Record {
 	from, end = max(from, l.start), min(end, l.end())
 	var out []*kgo.Record
 	for o := from; o < end && len(out) < n; o++ {
-		out = append(out, cloneRecord(l.recs[o-l.start]))
+		if l.committed(o) {
+			out = append(out, cloneRecord(l.recs[o-l.start]))
+		}
 	}
 	return out
 }
+
+// batchAt is the batch a broker stored at offset pos: up to max offsets
+// before end written alike (outside transactions, or by one producer in
+// its transaction), or a marker alone; encoded as a broker serves it.
+func (l *fakeLog) batchAt(pos, end int64, max int) (raw []byte, next int64) {
+	t, inTxn := l.txn[pos]
+	next = pos + 1
+	for next < end && next-pos < int64(max) && t.marker == 0 {
+		u, ok := l.txn[next]
+		if ok != inTxn || (ok && (u.pid != t.pid || u.marker != 0)) {
+			break
+		}
+		next++
+	}
+	var recs []*kgo.Record
+	for o := pos; o < next; o++ {
+		recs = append(recs, l.recs[o-l.start])
+	}
+	switch {
+	case !inTxn:
+		return encodeBatch(recs, 0, -1), next
+	case t.marker == 0:
+		return encodeBatch(recs, attrTransactional, t.pid), next
+	}
+	// A control record: its key is a version and the marker's type (0
+	// abort, 1 commit); its value a version and the coordinator's epoch.
+	typ := byte(1)
+	if t.marker == txnAbort {
+		typ = 0
+	}
+	marker := &kgo.Record{Offset: pos, Key: []byte{0, 0, 0, typ}, Value: []byte{0, 0, 0, 0, 0, 0}, Timestamp: recs[0].Timestamp}
+	return encodeBatch([]*kgo.Record{marker}, attrTransactional|attrControl, t.pid), next
+}
+
+const (
+	attrTransactional int16 = 0x10
+	attrControl       int16 = 0x20
+)
 
 // truncate keeps the records before end (a destination that lost the rest).
 func (l *fakeLog) truncate(end int64) {
@@ -81,8 +198,7 @@ func rec(i int64) *kgo.Record {
 		Timestamp: time.UnixMilli(1_700_000_000_000 + i*10)}
 }
 
-// fakeSource is a mirror's source cluster: one topic's partitions, with
-// no transactions (the last stable offset is the end).
+// fakeSource is a mirror's source cluster: one topic's partitions.
 type fakeSource struct {
 	mu         sync.Mutex
 	topic      string
@@ -126,6 +242,45 @@ func (s *fakeSource) produce(p int32, n int) {
 	s.wake()
 }
 
+// produceTxn appends a transaction of producer pid with n records and its
+// marker (txnCommit, txnAbort; 0 leaves it open: endTxn ends it).
+func (s *fakeSource) produceTxn(p int32, pid int64, n int, marker int8) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.partitions[p]
+	if l.txn == nil {
+		l.txn = map[int64]txnEntry{}
+	}
+	for i := range n + 1 {
+		if i == n && marker == 0 {
+			break
+		}
+		o := l.end()
+		r := rec(o)
+		r.Offset = o
+		l.recs = append(l.recs, r)
+		if i < n {
+			l.txn[o] = txnEntry{pid: pid}
+		} else {
+			l.txn[o] = txnEntry{pid: pid, marker: marker}
+		}
+	}
+	s.wake()
+}
+
+// endTxn appends the marker of producer pid's open transaction.
+func (s *fakeSource) endTxn(p int32, pid int64, marker int8) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.partitions[p]
+	o := l.end()
+	r := rec(o)
+	r.Offset = o
+	l.recs = append(l.recs, r)
+	l.txn[o] = txnEntry{pid: pid, marker: marker}
+	s.wake()
+}
+
 func (s *fakeSource) with(fn func(s *fakeSource)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -164,7 +319,11 @@ func (s *fakeSource) Offsets(_ context.Context, topic string, partition int32, c
 	if !s.exists || topic != s.topic || l == nil {
 		return kafkaconn.PartitionOffsets{}, kafkaconn.ErrTopicMissing
 	}
-	return kafkaconn.PartitionOffsets{Start: l.start, End: l.end()}, nil
+	end := l.end()
+	if committed {
+		end = l.lso()
+	}
+	return kafkaconn.PartitionOffsets{Start: l.start, End: end}, nil
 }
 
 func (s *fakeSource) Topic(_ context.Context, topic string) (SourceTopic, error) {
@@ -212,10 +371,12 @@ const (
 	fetchBatches      = 2
 )
 
-// Fetch delivers the partition's records from from on as real v2 record
-// batches (recordbatch.Split of encoded bytes), a response at a time, and
-// waits for more at the end; a position before the log's start is
-// OFFSET_OUT_OF_RANGE, as a broker answers.
+// Fetch delivers the partition's log from from on, up to its last stable
+// offset, as real v2 record batches (recordbatch.Split of encoded bytes,
+// markers and aborted transactions' records included, with the aborted
+// transactions listed), a response at a time, and waits for more at the
+// end; a position before the log's start is OFFSET_OUT_OF_RANGE, as a
+// broker answers.
 func (s *fakeSource) Fetch(topic string, partition int32, from int64, deliver func(FetchBatch)) (Fetch, error) {
 	s.mu.Lock()
 	s.fetches = append(s.fetches, from)
@@ -232,22 +393,21 @@ func (s *fakeSource) Fetch(topic string, partition int32, from int64, deliver fu
 			case s.hold || l == nil:
 			case pos < l.start:
 				fb = &FetchBatch{Err: kerr.OffsetOutOfRange, LSO: -1}
-			case pos < l.end():
-				fb = &FetchBatch{LSO: l.end()}
+			case pos < l.lso():
+				lso := l.lso()
+				fb = &FetchBatch{LSO: lso}
 				var raw []byte
-				for range fetchBatches {
-					recs := l.read(pos, l.end(), fetchBatchRecords)
-					if len(recs) == 0 {
-						break
-					}
-					raw = append(raw, encodeBatch(recs)...)
-					pos = recs[len(recs)-1].Offset + 1
+				first := pos
+				for i := 0; i < fetchBatches && pos < lso; i++ {
+					var b []byte
+					b, pos = l.batchAt(pos, lso, fetchBatchRecords)
+					raw = append(raw, b...)
 				}
 				bs, err := recordbatch.Split(raw)
 				if err != nil {
 					panic(err)
 				}
-				fb.Batches = bs
+				fb.Batches, fb.Aborted = bs, l.aborted(first, pos-1)
 			}
 			s.mu.Unlock()
 			select {
@@ -284,8 +444,9 @@ func (f *fakeFetch) Stop() {
 }
 
 // encodeBatch encodes records, at consecutive offsets, as a broker stores
-// them: one uncompressed v2 batch with create-time timestamps.
-func encodeBatch(recs []*kgo.Record) []byte {
+// them: one uncompressed v2 batch with create-time timestamps, of producer
+// pid (-1: none) with attributes attrs.
+func encodeBatch(recs []*kgo.Record, attrs int16, pid int64) []byte {
 	first := recs[0].Timestamp.UnixMilli()
 	maxTS := first
 	var body []byte
@@ -301,9 +462,16 @@ func encodeBatch(recs []*kgo.Record) []byte {
 		body = append(body, rb...)
 	}
 	n := int32(len(recs))
-	b := kmsg.RecordBatch{FirstOffset: recs[0].Offset, PartitionLeaderEpoch: 1, Magic: 2,
+	epoch, seq := int16(-1), int32(-1)
+	if pid >= 0 {
+		epoch = 0
+		if attrs&attrControl == 0 {
+			seq = int32(recs[0].Offset)
+		}
+	}
+	b := kmsg.RecordBatch{FirstOffset: recs[0].Offset, PartitionLeaderEpoch: 1, Magic: 2, Attributes: attrs,
 		LastOffsetDelta: n - 1, FirstTimestamp: first, MaxTimestamp: maxTS,
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: n, Records: body}
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: n, Records: body}
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], crc32.MakeTable(crc32.Castagnoli)))

@@ -244,6 +244,33 @@ func (h *harness) sameAsSource(p int32, dstFrom, srcFrom int64) {
 	}
 }
 
+// copiesInOrder asserts that the destination's records from dstFrom on
+// are the source's committed records from srcFrom on, one for one, in
+// order (markers and aborted records take source offsets, not
+// destination ones).
+func (h *harness) copiesInOrder(p int32, srcFrom, dstFrom int64) {
+	h.t.Helper()
+	var want, got []*kgo.Record
+	for _, r := range h.src.records(p) {
+		if r.Offset >= srcFrom {
+			want = append(want, r)
+		}
+	}
+	for _, r := range h.dst.records(h.dest, p) {
+		if r.Offset >= dstFrom {
+			got = append(got, r)
+		}
+	}
+	if len(got) != len(want) {
+		h.t.Fatalf("destination holds %d records from %d; want the source's %d committed ones from %d", len(got), dstFrom, len(want), srcFrom)
+	}
+	for i := range want {
+		if err := kafkaconn.SameRecord(want[i], got[i]); err != nil || got[i].Offset != dstFrom+int64(i) {
+			h.t.Fatalf("destination offset %d is not source offset %d: %v", got[i].Offset, want[i].Offset, err)
+		}
+	}
+}
+
 // lastTransition is the last state change written.
 func (h *harness) lastTransition() service.PartitionTransition {
 	ts, _, _ := h.db.log()

@@ -158,3 +158,83 @@ func TestForeignWriteDuringMirroring(t *testing.T) {
 	}
 	wantContains(t, "error", f.Error, "foreign write detected on east.t/0: source offset 0 landed at destination offset 1, expected 0")
 }
+
+// txnSource writes, from offset 0: two records; producer 5's transaction
+// of three records, committed (marker at 5); producer 6's of two,
+// aborted (marker at 8); two records (9, 10). A read_committed consumer
+// reads 0-4, 9 and 10.
+func (h *harness) txnSource() {
+	h.src.produce(0, 2)
+	h.src.produceTxn(0, 5, 3, txnCommit)
+	h.src.produceTxn(0, 6, 2, txnAbort)
+	h.src.produce(0, 2)
+}
+
+// TestTransactionsCopyCommittedRecordsOnly: markers and aborted
+// transactions' records are never produced, and the checkpoint passes
+// them once the copies before them are answered; records of a
+// transaction still open wait for its commit (the last stable offset).
+func TestTransactionsCopyCommittedRecordsOnly(t *testing.T) {
+	h := newHarness(t, 1)
+	h.txnSource()
+	h.src.produceTxn(0, 7, 2, 0) // open at 11, 12
+	h.addRow(0, nil)
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 7)
+	h.copiesInOrder(0, 0, 0)
+	h.src.endTxn(0, 7, txnCommit) // at 13
+	h.waitDestination(0, 9)
+	h.copiesInOrder(0, 0, 0)
+	w.w.Stop()
+	r := h.db.row(pid(0))
+	if *r.SrcNext != 14 || *r.DstNext != 9 {
+		t.Fatalf("checkpoint (%d, %d); want (14, 9): past the last marker", *r.SrcNext, *r.DstNext)
+	}
+	want := []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 5}, {SrcStart: 9, DstStart: 5, Count: 4}}
+	if runs := h.db.runsOf(pid(0)); !slices.Equal(runs, want) {
+		t.Fatalf("offset map %v; want %v", runs, want)
+	}
+}
+
+// TestAlignAcrossTransactionMarkers: alignment walks the source's
+// committed records only: forward over copies past a checkpoint with
+// markers and an aborted transaction between them, and back through an
+// offset map with a gap.
+func TestAlignAcrossTransactionMarkers(t *testing.T) {
+	t.Run("forward", func(t *testing.T) {
+		h := newHarness(t, 1)
+		h.txnSource()
+		h.dst.createTopic(hDest, 1)
+		for _, r := range h.src.records(0) {
+			h.dst.append(hDest, 0, r)
+		}
+		h.checkpointed(0, service.StateStopped, 6, 5, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5})
+		h.start(0)
+		h.db.waitState(t, pid(0), service.StateMirroring)
+		if s, d := checkpointOf(h.transitionTo(service.StateMirroring)); s != 11 || d != 7 {
+			t.Fatalf("MIRRORING at (%d, %d); want (11, 7)", s, d)
+		}
+		want := []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 5}, {SrcStart: 9, DstStart: 5, Count: 2}}
+		if runs := h.db.runsOf(pid(0)); !slices.Equal(runs, want) {
+			t.Fatalf("offset map %v; want %v", runs, want)
+		}
+	})
+	t.Run("rewind", func(t *testing.T) {
+		h := newHarness(t, 1)
+		h.txnSource()
+		h.dst.createTopic(hDest, 1)
+		for _, r := range h.src.records(0)[:6] { // the copy of 10 was lost
+			h.dst.append(hDest, 0, r)
+		}
+		h.checkpointed(0, service.StateStopped, 11, 7,
+			repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5}, repo.OffsetRun{SrcStart: 9, DstStart: 5, Count: 2})
+		h.start(0)
+		h.db.waitState(t, pid(0), service.StateMirroring)
+		if s, d := checkpointOf(h.transitionTo(service.StateMirroring)); s != 10 || d != 6 {
+			t.Fatalf("MIRRORING at (%d, %d); want (10, 6)", s, d)
+		}
+		h.waitDestination(0, 7)
+		h.copiesInOrder(0, 0, 0)
+	})
+}
