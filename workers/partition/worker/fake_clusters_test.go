@@ -35,6 +35,23 @@ type fakeLog struct {
 	// txn marks the offsets written in transactions (a source's): its
 	// producer's records, and the markers that end them.
 	txn map[int64]txnEntry
+	// starts marks where the source's stored batches begin (a producer's
+	// request each, fetchBatchRecords records at most; a marker alone).
+	// A fetch returns whole stored batches, as a broker does, so one from
+	// an offset inside a batch gets records before it too.
+	starts map[int64]bool
+}
+
+// append adds r at the log's end; batch says it starts a stored batch.
+func (l *fakeLog) append(r *kgo.Record, batch bool) {
+	r.Offset = l.end()
+	if batch {
+		if l.starts == nil {
+			l.starts = map[int64]bool{}
+		}
+		l.starts[r.Offset] = true
+	}
+	l.recs = append(l.recs, r)
 }
 
 // txnEntry is an offset of producer pid's transaction: a record, or the
@@ -125,17 +142,16 @@ func (l *fakeLog) read(from, end int64, n int) []*kgo.Record {
 	return out
 }
 
-// batchAt is the batch a broker stored at offset pos: up to max offsets
-// before end written alike (outside transactions, or by one producer in
-// its transaction), or a marker alone; encoded as a broker serves it.
-func (l *fakeLog) batchAt(pos, end int64, max int) (raw []byte, next int64) {
-	t, inTxn := l.txn[pos]
-	next = pos + 1
-	for next < end && next-pos < int64(max) && t.marker == 0 {
-		u, ok := l.txn[next]
-		if ok != inTxn || (ok && (u.pid != t.pid || u.marker != 0)) {
-			break
-		}
+// batchAt is the stored batch that holds offset pos (cut at end),
+// encoded as a broker serves it, and the offset after it.
+func (l *fakeLog) batchAt(pos, end int64) (raw []byte, next int64) {
+	first := pos
+	for first > l.start && !l.starts[first] {
+		first--
+	}
+	t, inTxn := l.txn[first]
+	pos, next = first, first+1
+	for next < end && !l.starts[next] {
 		next++
 	}
 	var recs []*kgo.Record
@@ -234,10 +250,8 @@ func (s *fakeSource) produce(p int32, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.partitions[p]
-	for range n {
-		r := rec(l.end())
-		r.Offset = l.end()
-		l.recs = append(l.recs, r)
+	for i := range n {
+		l.append(rec(l.end()), i%fetchBatchRecords == 0)
 	}
 	s.wake()
 }
@@ -256,9 +270,7 @@ func (s *fakeSource) produceTxn(p int32, pid int64, n int, marker int8) {
 			break
 		}
 		o := l.end()
-		r := rec(o)
-		r.Offset = o
-		l.recs = append(l.recs, r)
+		l.append(rec(o), i%fetchBatchRecords == 0 || i == n)
 		if i < n {
 			l.txn[o] = txnEntry{pid: pid}
 		} else {
@@ -274,9 +286,7 @@ func (s *fakeSource) endTxn(p int32, pid int64, marker int8) {
 	defer s.mu.Unlock()
 	l := s.partitions[p]
 	o := l.end()
-	r := rec(o)
-	r.Offset = o
-	l.recs = append(l.recs, r)
+	l.append(rec(o), true)
 	l.txn[o] = txnEntry{pid: pid, marker: marker}
 	s.wake()
 }
@@ -364,8 +374,8 @@ func (s *fakeSource) ProveContinuation(ctx context.Context, in service.Continuat
 	return service.ProveContinuation(ctx, in)
 }
 
-// fetchBatchRecords is how many records the fake fetcher puts in a batch,
-// and fetchBatches how many batches in a response.
+// fetchBatchRecords is how many records the fake source stores in a
+// batch, and fetchBatches how many batches the fetcher puts in a response.
 const (
 	fetchBatchRecords = 3
 	fetchBatches      = 2
@@ -400,7 +410,7 @@ func (s *fakeSource) Fetch(topic string, partition int32, from int64, deliver fu
 				first := pos
 				for i := 0; i < fetchBatches && pos < lso; i++ {
 					var b []byte
-					b, pos = l.batchAt(pos, lso, fetchBatchRecords)
+					b, pos = l.batchAt(pos, lso)
 					raw = append(raw, b...)
 				}
 				bs, err := recordbatch.Split(raw)

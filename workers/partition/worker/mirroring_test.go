@@ -38,8 +38,7 @@ func TestMirroringCopiesRecordsExactly(t *testing.T) {
 				r.Headers = append(r.Headers, kgo.RecordHeader{Key: "h2"}, kgo.RecordHeader{Key: "h", Value: []byte("again")})
 				r.Timestamp = l.recs[i-1].Timestamp
 			}
-			r.Offset = i
-			l.recs = append(l.recs, r)
+			l.append(r, i%fetchBatchRecords == 0)
 		}
 	})
 	h.addRow(0, nil)
