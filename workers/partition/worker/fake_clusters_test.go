@@ -675,12 +675,21 @@ type fakeCopy struct {
 	batches   int
 	refreshed int
 	// hold keeps the answers of the batches it appends (a slow
-	// acknowledgement) until release; held are they, in order.
-	hold bool
-	held []func()
+	// acknowledgement) until release; held are they, in order. Like kgo,
+	// it fails them (in order, with the context's error) once their
+	// context ends, and stops holding; stuck, it ignores the context too
+	// (a client that never answers).
+	hold, stuck bool
+	held        []heldAnswer
 	// closing is the done channel of the last Throttle: the session's,
 	// closed when the worker closes the session.
 	closing <-chan struct{}
+}
+
+type heldAnswer struct {
+	ctx     context.Context
+	landed  func()
+	promise func(batchproduce.Result)
 }
 
 // release answers the held batches, in order, and answers at once from
@@ -690,8 +699,32 @@ func (c *fakeCopy) release() {
 	held := c.held
 	c.hold, c.held = false, nil
 	c.mu.Unlock()
-	for _, answer := range held {
-		answer()
+	for _, h := range held {
+		h.landed()
+	}
+}
+
+// failHeld fails the held batches of ctx, once it has ended, as kgo fails
+// the records whose context ended; later ones are answered at once.
+func (c *fakeCopy) failHeld(ctx context.Context) {
+	<-ctx.Done()
+	c.mu.Lock()
+	if c.stuck {
+		c.mu.Unlock()
+		return
+	}
+	var failed []heldAnswer
+	c.held = slices.DeleteFunc(c.held, func(h heldAnswer) bool {
+		if h.ctx == ctx {
+			failed = append(failed, h)
+			return true
+		}
+		return false
+	})
+	c.hold = false
+	c.mu.Unlock()
+	for _, h := range failed {
+		h.promise(batchproduce.Result{Err: ctx.Err()})
 	}
 }
 
@@ -735,15 +768,18 @@ func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b
 	}
 	c.dst.wrote()
 	c.dst.mu.Unlock()
-	answer := func() { promise(batchproduce.Result{BaseOffset: base}) }
+	landed := func() { promise(batchproduce.Result{BaseOffset: base}) }
 	c.mu.Lock()
 	if c.hold {
-		c.held = append(c.held, answer)
+		if !slices.ContainsFunc(c.held, func(h heldAnswer) bool { return h.ctx == ctx }) {
+			go c.failHeld(ctx)
+		}
+		c.held = append(c.held, heldAnswer{ctx: ctx, landed: landed, promise: promise})
 		c.mu.Unlock()
 		return
 	}
 	c.mu.Unlock()
-	answer()
+	landed()
 }
 
 func (c *fakeCopy) ProducerTrouble(string, int32) (time.Time, error) { return time.Time{}, nil }
@@ -777,7 +813,9 @@ type fakeWatch struct {
 	// AwaitSettled finds unanswered once (it says so to waiting, then
 	// they are answered).
 	unanswered int64
-	writtenOff []string
+	// unsettledEnds are the ends KeepUnsettled was handed.
+	unsettledEnds []int64
+	writtenOff    []string
 }
 
 func newFakeWatch() *fakeWatch {
@@ -797,9 +835,12 @@ func (f *fakeWatch) AwaitSettled(_ context.Context, _ lease.Key, waiting func(in
 	return nil
 }
 
-// KeepUnsettled is never called: the fake producer answers every copy
-// before its session ends.
-func (f *fakeWatch) KeepUnsettled(lease.Key, string, *batchproduce.Acks, int64) {}
+// KeepUnsettled records the end of the copies handed over.
+func (f *fakeWatch) KeepUnsettled(_ lease.Key, _ string, _ *batchproduce.Acks, end int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unsettledEnds = append(f.unsettledEnds, end)
+}
 
 func (f *fakeWatch) Watch(k lease.Key, _ string, _ *batchproduce.Acks) (<-chan Interruption, func()) {
 	f.mu.Lock()

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -347,5 +348,60 @@ func TestStopSettlesCopiesInFlight(t *testing.T) {
 	if *r.SrcNext != 4 || *r.DstNext != 4 || r.HandedBackDst != 4 {
 		t.Fatalf("stopped at (%d, %d), handed back at %d; want every answered copy in a clean hand-back at 4",
 			*r.SrcNext, *r.DstNext, r.HandedBackDst)
+	}
+}
+
+// TestDeliveryTimeoutFailsAndAlignmentKeepsWhatLanded: copies the
+// destination appended but never acknowledged within the delivery timeout
+// fail the session retryably; the retry's alignment finds them landed,
+// verifies them, and resumes after them: nothing is copied twice.
+func TestDeliveryTimeoutFailsAndAlignmentKeepsWhatLanded(t *testing.T) {
+	h := newHarness(t, 1)
+	h.cfg.DeliveryTimeout = 50 * time.Millisecond
+	h.src.produce(0, 4)
+	h.copy.hold = true
+	h.addRow(0, nil)
+	h.start(0)
+	h.db.waitRow(t, pid(0), "MIRRORING again after a failure", func(r repo.Partition) bool {
+		return r.State == service.StateMirroring && r.RetryAttempt == 1
+	})
+	f := h.transitionTo(service.StateFailed)
+	wantContains(t, "error", f.Error, "produce to destination offset 0 (source offset 0): not acknowledged within the delivery timeout")
+	if s, d := checkpointOf(h.lastTransition()); s != 4 || d != 4 {
+		t.Fatalf("MIRRORING again at (%d, %d); want (4, 4), after the copies that landed", s, d)
+	}
+	wantContains(t, "reason", h.lastTransition().Reason, "verified 4 record(s) written past the checkpoint")
+	h.src.produce(0, 2)
+	h.waitDestination(0, 6)
+	h.sameAsSource(0, 0, 0)
+}
+
+// TestStopWithCopiesNeverAnswered: a worker stopped while a stuck
+// producer answers nothing waits for its copies a delivery timeout and a
+// margin, then hands them over to the destination watch (KeepUnsettled,
+// up to the end it produced) and ends without a clean hand-back: its
+// checkpoint stays at what was verified.
+func TestStopWithCopiesNeverAnswered(t *testing.T) {
+	h := newHarness(t, 1)
+	h.cfg.DeliveryTimeout = 50 * time.Millisecond
+	h.src.produce(0, 4)
+	h.copy.hold, h.copy.stuck = true, true
+	h.addRow(0, nil)
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 4)
+	w.w.Stop()
+	h.watch.mu.Lock()
+	ends := slices.Clone(h.watch.unsettledEnds)
+	h.watch.mu.Unlock()
+	if !slices.Equal(ends, []int64{4}) {
+		t.Fatalf("copies handed over up to %v; want [4]", ends)
+	}
+	r := h.db.row(pid(0))
+	if r.HandedBackDst != -1 || *r.DstNext != 0 || r.State != service.StateMirroring {
+		t.Fatalf("row %s at %d, handed back at %d; want MIRRORING at 0, not handed back", r.State, *r.DstNext, r.HandedBackDst)
+	}
+	if ts, _, _ := h.db.log(); len(ts) != 2 {
+		t.Fatalf("transitions %s; want no FAILED for a stop", describeTransitions(ts))
 	}
 }
