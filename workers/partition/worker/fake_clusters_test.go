@@ -229,12 +229,13 @@ type fakeSource struct {
 	proved       []service.ContinuationInput
 	// hold keeps the fetcher from delivering anything while it is set.
 	hold bool
-	// sourceFault fails Sources.Source.
-	sourceFault error
-	reads       int // Records calls
-	mirrorReads int
-	fetches     []int64 // where each Fetch began
-	changed     chan struct{}
+	// sourceFault fails Sources.Source; fetchTrouble is the fetches'
+	// trouble (Fetch.Trouble).
+	sourceFault, fetchTrouble error
+	reads                     int // Records calls
+	mirrorReads               int
+	fetches                   []int64 // where each Fetch began
+	changed                   chan struct{}
 }
 
 func newFakeSource(topic string, id byte, partitions int) *fakeSource {
@@ -391,7 +392,7 @@ func (s *fakeSource) Fetch(topic string, partition int32, from int64, deliver fu
 	s.mu.Lock()
 	s.fetches = append(s.fetches, from)
 	s.mu.Unlock()
-	f := &fakeFetch{stop: make(chan struct{}), done: make(chan struct{})}
+	f := &fakeFetch{src: s, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
 		pos := from
@@ -442,11 +443,20 @@ func (s *fakeSource) Fetch(topic string, partition int32, from int64, deliver fu
 }
 
 type fakeFetch struct {
+	src        *fakeSource
 	once       sync.Once
 	stop, done chan struct{}
 }
 
-func (f *fakeFetch) Trouble() (time.Time, error) { return time.Time{}, nil }
+// Trouble is the source's fetchTrouble, since a minute.
+func (f *fakeFetch) Trouble() (time.Time, error) {
+	f.src.mu.Lock()
+	defer f.src.mu.Unlock()
+	if f.src.fetchTrouble == nil {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(-time.Minute), f.src.fetchTrouble
+}
 
 func (f *fakeFetch) Stop() {
 	f.once.Do(func() { close(f.stop) })
@@ -684,6 +694,24 @@ type fakeCopy struct {
 	// closing is the done channel of the last Throttle: the session's,
 	// closed when the worker closes the session.
 	closing <-chan struct{}
+	// throttled is how long each Throttle says it waited (it returns at
+	// once).
+	throttled time.Duration
+	// trouble is the producer's trouble (ProducerTrouble); health is
+	// closed by healthChanged.
+	trouble error
+	health  chan struct{}
+}
+
+// healthChanged tells the sessions that the clients' health changed.
+func (c *fakeCopy) healthChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.health == nil {
+		c.health = make(chan struct{})
+	}
+	close(c.health)
+	c.health = make(chan struct{})
 }
 
 type heldAnswer struct {
@@ -782,7 +810,14 @@ func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b
 	landed()
 }
 
-func (c *fakeCopy) ProducerTrouble(string, int32) (time.Time, error) { return time.Time{}, nil }
+func (c *fakeCopy) ProducerTrouble(string, int32) (time.Time, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trouble == nil {
+		return time.Time{}, nil
+	}
+	return time.Now().Add(-time.Minute), c.trouble
+}
 
 func (c *fakeCopy) RefreshProducerMetadata() {
 	c.mu.Lock()
@@ -796,10 +831,17 @@ func (c *fakeCopy) Throttle(_ context.Context, done <-chan struct{}, _ lease.Key
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = done
-	return 0, nil
+	return c.throttled, nil
 }
 
-func (c *fakeCopy) HealthChanged() <-chan struct{} { return nil }
+func (c *fakeCopy) HealthChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.health == nil {
+		c.health = make(chan struct{})
+	}
+	return c.health
+}
 
 // fakeWatch is DestinationWatch: AwaitSettled answers at once; Watch hands
 // the running session a channel the test interrupts it on; TakeLoss

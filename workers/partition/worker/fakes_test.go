@@ -186,6 +186,14 @@ func (db *fakeDB) topic(mirror, topic string) fakeTopicRow {
 	return *db.topics[[2]string{mirror, topic}]
 }
 
+// removeTopic deletes a topic's row (its mirror was deleted).
+func (db *fakeDB) removeTopic(mirror, topic string) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	delete(db.topics, [2]string{mirror, topic})
+	db.desireChangedLocked()
+}
+
 // setDesire changes a topic's desired state, as topics:pause and the like
 // do, and the desire cache sees it.
 func (db *fakeDB) setDesire(mirror, topic string, fn func(*Desire)) {

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -403,5 +404,46 @@ func TestStopWithCopiesNeverAnswered(t *testing.T) {
 	}
 	if ts, _, _ := h.db.log(); len(ts) != 2 {
 		t.Fatalf("transitions %s; want no FAILED for a stop", describeTransitions(ts))
+	}
+}
+
+// TestPanicInAStepIsARetryableFailure: a panic in a step fails the
+// partition retryably, naming the panic, and the retry goes on.
+func TestPanicInAStepIsARetryableFailure(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 2)
+	h.addRow(0, nil)
+	var once sync.Once
+	h.cfg.BeforeStep.Hook(func(p StepPoint) {
+		if p.State == service.StatePreparing {
+			once.Do(func() { panic("boom") })
+		}
+	})
+	h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	f := h.transitionTo(service.StateFailed)
+	if !f.Retryable || f.Error != "panic in partition worker: boom" {
+		t.Fatalf("FAILED %q, retryable %v; want the panic, retried", f.Error, f.Retryable)
+	}
+	h.waitDestination(0, 2)
+}
+
+// TestTopicGoneEndsTheWorker: a topic whose row is gone (its mirror was
+// deleted), even after the desire cache is read again, ends the worker
+// without a write.
+func TestTopicGoneEndsTheWorker(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 2)
+	h.db.setDesire(hMirror, hTopic, func(d *Desire) { d.State = service.DesiredPaused })
+	h.checkpointed(0, service.StatePaused, 0, 0)
+	w := h.start(0)
+	h.cfg.BeforeStep.WaitOrTimeout(t) // PAUSED, idle
+	h.db.removeTopic(hMirror, hTopic)
+	w.waitExited(t)
+	h.db.mu.Lock()
+	refreshes := h.db.refreshes
+	h.db.mu.Unlock()
+	if ts, _, _ := h.db.log(); len(ts) != 0 || refreshes != 1 {
+		t.Fatalf("transitions %s, %d refreshes; want none and one", describeTransitions(ts), refreshes)
 	}
 }

@@ -3,7 +3,9 @@ package worker
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -236,4 +238,63 @@ func TestAlignAcrossTransactionMarkers(t *testing.T) {
 		h.waitDestination(0, 7)
 		h.copiesInOrder(0, 0, 0)
 	})
+}
+
+// TestTroubleIsReportedWhileMirroring: a lasting fetch error is put in the
+// MIRRORING row when the clients' health changes, and cleared when it
+// ends; the producer's is the partition's only while copies are in
+// flight.
+func TestTroubleIsReportedWhileMirroring(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 2)
+	h.addRow(0, nil)
+	h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 2)
+	hasError := func(want string) func(repo.Partition) bool {
+		return func(r repo.Partition) bool {
+			return r.State == service.StateMirroring && strings.Contains(r.Error, want) && (want != "" || r.Error == "")
+		}
+	}
+
+	h.src.with(func(s *fakeSource) { s.fetchTrouble = errors.New("broker 1 unreachable") })
+	h.copy.healthChanged()
+	h.db.waitRow(t, pid(0), "fetch trouble reported", hasError("fetching from the source has failed since"))
+	r := h.db.row(pid(0))
+	wantContains(t, "error", r.Error, "(retrying): broker 1 unreachable")
+
+	// The fetches recover; the producer has trouble, but nothing is in flight.
+	h.src.with(func(s *fakeSource) { s.fetchTrouble = nil })
+	h.copy.mu.Lock()
+	h.copy.trouble = errors.New("destination broker 2 unreachable")
+	h.copy.mu.Unlock()
+	h.copy.healthChanged()
+	h.db.waitRow(t, pid(0), "trouble cleared", hasError(""))
+
+	// With copies in flight, the producer's trouble is the partition's.
+	h.copy.mu.Lock()
+	h.copy.hold = true
+	h.copy.mu.Unlock()
+	h.src.produce(0, 1)
+	h.waitDestination(0, 3)
+	h.copy.healthChanged()
+	h.db.waitRow(t, pid(0), "produce trouble reported", hasError("producing to the destination has failed since"))
+	h.copy.release()
+}
+
+// TestThrottledTimeIsCounted: the time the mirror's throttle held a
+// partition's copies is added to what its row had, and saved with its
+// checkpoint.
+func TestThrottledTimeIsCounted(t *testing.T) {
+	h := newHarness(t, 1)
+	h.copy.throttled = 1500 * time.Millisecond
+	h.src.produce(0, 3) // one stored batch: one delivery
+	h.addRow(0, func(r *repo.Partition) { r.ThrottledMs = 100 })
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 3)
+	w.w.Stop()
+	if r := h.db.row(pid(0)); r.ThrottledMs != 1600 {
+		t.Fatalf("throttled %d ms; want 1600 (100 before, 1500 now)", r.ThrottledMs)
+	}
 }
