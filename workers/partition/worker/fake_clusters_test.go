@@ -499,25 +499,26 @@ func encodeBatch(recs []*kgo.Record, attrs int16, pid int64) []byte {
 }
 
 // decodeBatch is what a broker appends of a produced v2 batch: its records,
-// their timestamps from the batch's first.
-func decodeBatch(raw []byte) ([]*kgo.Record, error) {
+// their timestamps from the batch's first, and the batch's codec.
+func decodeBatch(raw []byte) ([]*kgo.Record, recordbatch.Codec, error) {
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(raw); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	if b.Attributes&0x07 != 0 {
-		return nil, errors.New("the fake destination takes uncompressed batches only")
+	codec := recordbatch.Codec(b.Attributes & 0x07)
+	data, err := kgo.DefaultDecompressor().Decompress(b.Records, kgo.CompressionCodecType(codec))
+	if err != nil {
+		return nil, 0, err
 	}
-	data := b.Records
 	var out []*kgo.Record
 	for range b.NumRecords {
 		n, k := binary.Varint(data)
 		if k <= 0 || int64(len(data)) < int64(k)+n {
-			return nil, errors.New("short record")
+			return nil, 0, errors.New("short record")
 		}
 		var r kmsg.Record
 		if err := r.ReadFrom(data[:int64(k)+n]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		data = data[int64(k)+n:]
 		kr := &kgo.Record{Key: r.Key, Value: r.Value, Timestamp: time.UnixMilli(b.FirstTimestamp + r.TimestampDelta64)}
@@ -526,7 +527,7 @@ func decodeBatch(raw []byte) ([]*kgo.Record, error) {
 		}
 		out = append(out, kr)
 	}
-	return out, nil
+	return out, codec, nil
 }
 
 // fakeDestination is the destination cluster's topics, and the producer's
@@ -694,6 +695,10 @@ type fakeCopy struct {
 	// closing is the done channel of the last Throttle: the session's,
 	// closed when the worker closes the session.
 	closing <-chan struct{}
+	// recompress is the mirror's compression.type (Recompression), and
+	// codecs counts the appended batches by codec.
+	recompress *recordbatch.Codec
+	codecs     map[recordbatch.Codec]int
 	// throttled is how long each Throttle says it waited (it returns at
 	// once).
 	throttled time.Duration
@@ -759,6 +764,9 @@ func (c *fakeCopy) failHeld(ctx context.Context) {
 func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
 	c.mu.Lock()
 	c.batches++
+	if c.codecs == nil {
+		c.codecs = map[recordbatch.Codec]int{}
+	}
 	perr := c.failNext
 	c.failNext = nil
 	c.mu.Unlock()
@@ -773,7 +781,7 @@ func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b
 	if fs, ok := b.(batchproduce.FirstSender); ok {
 		fs.FirstSent()
 	}
-	recs, err := decodeBatch(b.Produced(1, 0, 0))
+	recs, codec, err := decodeBatch(b.Produced(1, 0, 0))
 	if err != nil {
 		promise(batchproduce.Result{Err: err})
 		return
@@ -782,6 +790,9 @@ func (c *fakeCopy) Produce(ctx context.Context, topic string, partition int32, b
 		promise(batchproduce.Result{Err: fmt.Errorf("batch says %d records, holds %d", b.Records(), len(recs))})
 		return
 	}
+	c.mu.Lock()
+	c.codecs[codec]++
+	c.mu.Unlock()
 	c.dst.mu.Lock()
 	l := c.dst.topics[topic][partition]
 	if l == nil {
@@ -825,7 +836,14 @@ func (c *fakeCopy) RefreshProducerMetadata() {
 	c.refreshed++
 }
 
-func (c *fakeCopy) Recompression(string) (recordbatch.Codec, bool) { return 0, false }
+func (c *fakeCopy) Recompression(string) (recordbatch.Codec, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recompress == nil {
+		return 0, false
+	}
+	return *c.recompress, true
+}
 
 func (c *fakeCopy) Throttle(_ context.Context, done <-chan struct{}, _ lease.Key, _ func() int64) (time.Duration, error) {
 	c.mu.Lock()

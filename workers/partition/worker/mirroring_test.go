@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/kafka/recordbatch"
 	"kmirror/repo"
 	"kmirror/service"
 )
@@ -296,5 +297,27 @@ func TestThrottledTimeIsCounted(t *testing.T) {
 	w.w.Stop()
 	if r := h.db.row(pid(0)); r.ThrottledMs != 1600 {
 		t.Fatalf("throttled %d ms; want 1600 (100 before, 1500 now)", r.ThrottledMs)
+	}
+}
+
+// TestRecompression: a mirror with its own compression.type stores every
+// batch with that codec: each is re-encoded, and its records land as the
+// source's.
+func TestRecompression(t *testing.T) {
+	h := newHarness(t, 1)
+	gzip := recordbatch.Gzip
+	h.copy.recompress = &gzip
+	h.src.produce(0, 7)
+	h.addRow(0, nil)
+	w := h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	h.waitDestination(0, 7)
+	h.sameAsSource(0, 0, 0)
+	w.w.Stop()
+	if h.copy.codecs[recordbatch.Gzip] != 3 || len(h.copy.codecs) != 1 {
+		t.Fatalf("batches by codec %v; want the 3 batches gzip", h.copy.codecs)
+	}
+	if runs := h.db.runsOf(pid(0)); !slices.Equal(runs, []repo.OffsetRun{{SrcStart: 0, DstStart: 0, Count: 7}}) {
+		t.Fatalf("offset map %v; want one run of 7", runs)
 	}
 }
