@@ -2,6 +2,19 @@ package worker
 
 // The harness that runs a Worker on the fakes, and the Slots fake and
 // test leases it uses.
+//
+// A test sets the scene on the fakes (h.src.produce, h.dst.createTopic and
+// h.mirrored, h.addRow or h.checkpointed, h.db.setDesire), runs the worker
+// (h.start: go w.Run, stopped by the test's cleanup), and waits with a
+// deadline, never a fixed sleep, for what it expects: h.db.waitRow and
+// waitState wake at every write to the fake database, h.waitDestination at
+// every append to the destination; h.cfg.BeforeStep (its channel, or a
+// Hook that runs in the worker's goroutine) marks each step. Then it
+// asserts the outcome (the row, h.dst's records: sameAsSource,
+// copiesInOrder) and how it was reached (h.db.log: the transitions,
+// realignments and notes written, in order). Faults are set on the fakes:
+// h.src.sourceFault, h.dst.offsetsErr and stall, h.copy.failNext, hold and
+// stuck, h.db.transitionFault, h.watch.interrupt and setLoss.
 
 import (
 	"context"
