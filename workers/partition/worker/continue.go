@@ -36,8 +36,6 @@ func (w *Worker) continueHistory(ctx context.Context, src Source, desire Desire,
 		// mirror's own copies past its checkpoint) is aligned as usual.
 		return alignResult{}, errNotAFailback
 	}
-	// Through the source, which fills in the clusters' connections the
-	// proof reads records with.
 	pc, err := src.ProveContinuation(ctx, service.ContinuationInput{Topic: topic, DestTopic: w.dest, Partition: p,
 		SourceState: snap, SourceOffsets: srcOff, DestinationOffsets: dstOff, KeepDivergent: desire.KeepDivergent})
 	if err != nil {
