@@ -77,13 +77,12 @@ func TestRestartWithRecreate(t *testing.T) {
 // source's start with nothing lost, as it does when it waited for the
 // recreate.
 //
-// It does not: it never set awaitingRecreate, so it aligns with the
-// checkpoint it holds from before the recreate, "rewinds" against the
-// empty destination to the start of an offset map that is gone (source
-// offset 0), and counts the records retention removed before mirroring
-// began as lost. Skipped until the worker reloads its checkpoint there.
+// Before the worker read its checkpoint again there, it aligned with the
+// one it held from before the recreate, "rewound" against the empty
+// destination to the start of an offset map that was gone (source offset
+// 0), and counted the records retention removed before mirroring began as
+// lost.
 func TestRecreateJustAfterAPartitionEnteredPreparing(t *testing.T) {
-	t.Skip("known worker bug (see the comment): a stale checkpoint after a recreate that lands between two steps")
 	h := newHarness(t, 2)
 	h.src.produce(1, 5)
 	h.src.with(func(s *fakeSource) { s.partitions[1].removeBefore(2) })

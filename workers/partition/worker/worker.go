@@ -451,7 +451,11 @@ func (w *Worker) step(ctx context.Context) error {
 			if err := w.recreateDestination(ctx, desire); err != nil {
 				return err
 			}
-		} else if w.awaitingRecreate {
+		} else if w.awaitingRecreate || w.row.SrcNext != nil {
+			// Partition 0's recreate resets every checkpoint, and may land
+			// between this worker's last write and this step, so that it
+			// never waited for it: a checkpoint is read again before it is
+			// aligned from.
 			if err := w.reloadCheckpoint(ctx); err != nil {
 				return err
 			}
@@ -682,6 +686,6 @@ func (w *Worker) noteError(ctx context.Context, state service.PartitionState, ms
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
 	if err := w.p.Rows.RecordPartitionError(wctx, w.fence(), state, msg); err != nil {
-		w.log.Warn("recording the destination's loss failed", "err", err)
+		w.log.Warn("recording the partition's error failed", "err", err)
 	}
 }
