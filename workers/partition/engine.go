@@ -387,7 +387,7 @@ func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	cfg := e.wcfg
 	cfg.BeforeStep = &e.TestSignals.BeforeStep
 	r := &runningWorker{epoch: l.Epoch, pokes: make(chan struct{}, 1)}
-	r.w = worker.New(cfg, e.portsFor(r.pokes), l)
+	r.w = worker.New(cfg, e.portsFor(r.pokes), worker.HeldLease(l))
 	e.mu.Lock()
 	if old := e.workers[l.Key]; old != nil {
 		e.mu.Unlock()

@@ -19,12 +19,11 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -62,30 +61,6 @@ func (s *fakeSlots) Acquire(ctx context.Context) (func(), error) {
 
 // ---------------------------------------------------------------------------
 // Leases.
-
-// newTestLease returns a lease trusted for an hour, as the lease manager
-// hands one to the engine. lease.Lease has no constructor outside its
-// package (the manager makes them from the database), so its deadline is
-// set through reflection: Valid() reads only it and ended.
-func newTestLease(key lease.Key, owner string, epoch int64, previous string) *lease.Lease {
-	l := &lease.Lease{Key: key, Owner: owner, Epoch: epoch, Previous: previous}
-	setLeaseDeadline(l, time.Now().Add(time.Hour))
-	return l
-}
-
-// setLeaseDeadline moves a test lease's deadline (in the past: it is no
-// longer trusted), under its own lock.
-func setLeaseDeadline(l *lease.Lease, d time.Time) {
-	v := reflect.ValueOf(l).Elem()
-	mu, dl := v.FieldByName("mu"), v.FieldByName("deadline")
-	if !mu.IsValid() || mu.Type() != reflect.TypeFor[sync.Mutex]() || !dl.IsValid() || dl.Type() != reflect.TypeFor[time.Time]() {
-		panic("lease.Lease has no mu sync.Mutex and deadline time.Time fields any more: update newTestLease")
-	}
-	m := (*sync.Mutex)(unsafe.Pointer(mu.UnsafeAddr()))
-	m.Lock()
-	*(*time.Time)(unsafe.Pointer(dl.UnsafeAddr())) = d
-	m.Unlock()
-}
 
 // ---------------------------------------------------------------------------
 // The harness: one mirror "m", one source topic "t" mirrored to the
@@ -169,19 +144,21 @@ func (h *harness) ports() Ports {
 }
 
 type running struct {
-	w      *Worker
-	lease  *lease.Lease
-	cancel context.CancelFunc
-	exited chan struct{}
+	w *Worker
+	// expired makes the lease untrusted, as its deadline passing does.
+	expired atomic.Bool
+	cancel  context.CancelFunc
+	exited  chan struct{}
 }
 
 // run starts partition p's worker under a lease of (owner, epoch) taken
 // over from previous; the test's cleanup stops it.
 func (h *harness) run(p int32, owner string, epoch int64, previous string) *running {
-	l := newTestLease(keyOf(p), owner, epoch, previous)
+	r := &running{exited: make(chan struct{})}
+	l := Held{Key: keyOf(p), Owner: owner, Epoch: epoch, Previous: previous, Valid: func() bool { return !r.expired.Load() }}
 	w := New(h.cfg, h.ports(), l)
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, lease: l, cancel: cancel, exited: make(chan struct{})}
+	r.w, r.cancel = w, cancel
 	go func() {
 		defer close(r.exited)
 		w.Run(ctx)

@@ -71,7 +71,7 @@ type Config struct {
 type Worker struct {
 	cfg   Config
 	p     Ports
-	lease *lease.Lease
+	lease Held
 	key   lease.Key
 	// dest is the topic's name on the destination, taken from the first
 	// desire read (every step reads one before it acts): a topic row's
@@ -106,8 +106,26 @@ type Worker struct {
 	exited   chan struct{}
 }
 
+// Held is the lease a worker runs under, as the worker uses it: who holds
+// it at which epoch (every write carries both), whom it was taken from, and
+// whether it may still be acted on.
+type Held struct {
+	Key   lease.Key
+	Owner string
+	Epoch int64
+	// Previous is the owner it was taken from ("" none or unknown).
+	Previous string
+	// Valid says whether the worker may still act on the lease.
+	Valid func() bool
+}
+
+// HeldLease is l as its worker holds it.
+func HeldLease(l *lease.Lease) Held {
+	return Held{Key: l.Key, Owner: l.Owner, Epoch: l.Epoch, Previous: l.Previous, Valid: l.Valid}
+}
+
 // New returns the worker of a newly leased partition; Run runs it.
-func New(cfg Config, p Ports, l *lease.Lease) *Worker {
+func New(cfg Config, p Ports, l Held) *Worker {
 	return &Worker{cfg: cfg, p: p, lease: l, key: l.Key,
 		log:      cfg.Logger.With("mirror", l.Key.Mirror, "topic", l.Key.Topic, "partition", l.Key.Partition, "epoch", l.Epoch),
 		stopping: make(chan struct{}), exited: make(chan struct{})}
