@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/internal/kafka/kafkaconn"
-	"kmirror/repo"
-	"kmirror/service"
 	"kmirror/workers/partition/worker"
 )
 
@@ -34,26 +32,21 @@ func (d *destinationPort) Records(ctx context.Context, topic string, partition i
 	return kafkaconn.ReadRecords(ctx, d.cfg.Destination, topic, partition, from, end, n, false)
 }
 
-// EnsureTopic creates destination topic dstTopic with source topic
-// srcTopic's partition count and configs when it is missing; the topic's
-// partitions that ask while it runs share the outcome, each then knowing
-// whether the topic is new. They are joined by the destination name, which
-// one mirror topic writes.
-func (d *destinationPort) EnsureTopic(ctx context.Context, src worker.Source, mirror, srcTopic, dstTopic string,
-	replicationFactor int16) (worker.DestinationTopic, error) {
-	s, ok := src.(*sourceClients)
-	if !ok {
-		return worker.DestinationTopic{}, fmt.Errorf("source of mirror %s is not this engine's", mirror)
-	}
+// EnsureTopic creates destination topic dstTopic as spec says when it is
+// missing; the topic's partitions that ask while it runs share the outcome,
+// each then knowing whether the topic is new. They are joined by the
+// destination name, which one mirror topic writes.
+func (d *destinationPort) EnsureTopic(ctx context.Context, dstTopic string, replicationFactor int16,
+	spec func(context.Context) (worker.TopicSpec, error)) (worker.DestinationTopic, error) {
 	e := (*Engine)(d)
 	return e.shared.dstTopics.join(ctx, dstTopic, func(ctx context.Context) (worker.DestinationTopic, error) {
-		return e.ensureDestinationTopic(ctx, s, mirror, srcTopic, dstTopic, replicationFactor)
+		return e.ensureDestinationTopic(ctx, dstTopic, replicationFactor, spec)
 	})
 }
 
 // ensureDestinationTopic is EnsureTopic's work, made once.
-func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients, mirror, srcTopic, dstTopic string,
-	replicationFactor int16) (worker.DestinationTopic, error) {
+func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, replicationFactor int16,
+	spec func(context.Context) (worker.TopicSpec, error)) (worker.DestinationTopic, error) {
 	dst, err := e.dstAdmin.ListTopics(ctx, dstTopic)
 	if err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("describe destination topic: %v", err)
@@ -61,19 +54,14 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients,
 	if d, ok := dst[dstTopic]; ok && d.Err == nil {
 		return worker.DestinationTopic{Partitions: len(d.Partitions)}, nil
 	}
-	st, err := src.Admin.ListTopics(ctx, srcTopic)
+	sp, err := spec(ctx)
 	if err != nil {
-		return worker.DestinationTopic{}, fmt.Errorf("describe source topic: %v", err)
-	}
-	sd, ok := st[srcTopic]
-	if !ok || sd.Err != nil {
-		return worker.DestinationTopic{}, fmt.Errorf("source topic %s does not exist", srcTopic)
+		return worker.DestinationTopic{}, err
 	}
 	if err := e.awaitTopicLossGrace(ctx, dstTopic); err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", dstTopic, err)
 	}
-	resp, err := e.dstAdmin.CreateTopic(ctx, int32(len(sd.Partitions)), replicationFactor,
-		e.syncedTopicConfigs(ctx, src, mirror, srcTopic), dstTopic)
+	resp, err := e.dstAdmin.CreateTopic(ctx, int32(sp.Partitions), replicationFactor, sp.Configs, dstTopic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -94,46 +82,9 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, src *sourceClients,
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
 	e.watch().WriteOff(dstTopic, "the destination topic was created anew")
-	e.log.Info("destination topic created", "mirror", mirror, "topic", srcTopic, "destination_topic", dstTopic,
-		"partitions", len(sd.Partitions), "replication_factor", replicationFactor)
-	return worker.DestinationTopic{Created: true, Partitions: len(sd.Partitions)}, nil
-}
-
-// syncedTopicConfigs are the configs a destination topic is created with:
-// source topic topic's dynamic ones less the mirror's topic.properties.exclude,
-// as the metadata sync would set them, so that a topic created again after
-// the destination lost it has its retention and compaction from the first
-// record. When they cannot be read the topic is created with the broker's
-// defaults, and the next sync pass sets them.
-func (e *Engine) syncedTopicConfigs(ctx context.Context, src *sourceClients, mirror, topic string) map[string]*string {
-	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
-		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
-	})
-	var cfg service.SyncConfig
-	if err == nil {
-		cfg, err = service.ParseSyncConfig(m.Config)
-	}
-	var rcs kadm.ResourceConfigs
-	if err == nil {
-		rcs, err = src.Admin.DescribeTopicConfigs(ctx, topic)
-	}
-	var rc kadm.ResourceConfig
-	if err == nil {
-		rc, err = rcs.On(topic, nil)
-	}
-	if err == nil {
-		err = rc.Err
-	}
-	if err != nil {
-		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
-			"mirror", mirror, "topic", topic, "err", err)
-		return nil
-	}
-	out := map[string]*string{}
-	for k, v := range kafkaconn.DynamicTopicConfigs(rc, cfg.PropertyExcluded) {
-		out[k] = &v
-	}
-	return out
+	e.log.Info("destination topic created", "destination_topic", dstTopic,
+		"partitions", sp.Partitions, "replication_factor", replicationFactor)
+	return worker.DestinationTopic{Created: true, Partitions: sp.Partitions}, nil
 }
 
 // RecreateTopic drops destination topic topic and creates it again with

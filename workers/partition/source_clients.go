@@ -99,6 +99,58 @@ func (s *sourceClients) MirrorState(ctx context.Context) (service.StateSnapshot,
 	return s.e.sourceState(ctx, s.mirror, s.Conn)
 }
 
+// Spec is what a destination topic mirroring source topic topic is created
+// with: the source's partition count and its synced configs.
+func (s *sourceClients) Spec(ctx context.Context, topic string) (worker.TopicSpec, error) {
+	st, err := s.Admin.ListTopics(ctx, topic)
+	if err != nil {
+		return worker.TopicSpec{}, fmt.Errorf("describe source topic: %v", err)
+	}
+	sd, ok := st[topic]
+	if !ok || sd.Err != nil {
+		return worker.TopicSpec{}, fmt.Errorf("source topic %s does not exist", topic)
+	}
+	return worker.TopicSpec{Partitions: len(sd.Partitions), Configs: s.syncedTopicConfigs(ctx, topic)}, nil
+}
+
+// syncedTopicConfigs are the configs a destination topic is created with:
+// source topic topic's dynamic ones less the mirror's topic.properties.exclude,
+// as the metadata sync would set them, so that a topic created again after
+// the destination lost it has its retention and compaction from the first
+// record. When they cannot be read the topic is created with the broker's
+// defaults, and the next sync pass sets them.
+func (s *sourceClients) syncedTopicConfigs(ctx context.Context, topic string) map[string]*string {
+	e, mirror := s.e, s.mirror
+	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
+		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	})
+	var cfg service.SyncConfig
+	if err == nil {
+		cfg, err = service.ParseSyncConfig(m.Config)
+	}
+	var rcs kadm.ResourceConfigs
+	if err == nil {
+		rcs, err = s.Admin.DescribeTopicConfigs(ctx, topic)
+	}
+	var rc kadm.ResourceConfig
+	if err == nil {
+		rc, err = rcs.On(topic, nil)
+	}
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
+			"mirror", mirror, "topic", topic, "err", err)
+		return nil
+	}
+	out := map[string]*string{}
+	for k, v := range kafkaconn.DynamicTopicConfigs(rc, cfg.PropertyExcluded) {
+		out[k] = &v
+	}
+	return out
+}
+
 // ProveContinuation proves in against this source and the destination.
 func (s *sourceClients) ProveContinuation(ctx context.Context, in service.ContinuationInput) (service.PartitionContinuation, error) {
 	in.Source, in.SourceAdmin, in.SourceOpts, in.Destination = s.Conn, s.Admin, s.e.cfg.SourceOpts, s.e.cfg.Destination

@@ -338,7 +338,9 @@ func runsFor(recs []*kgo.Record, dstStart int64) []repo.OffsetRun {
 // through metadata that does not show it yet (a 20 ms wait that would
 // delay the last partition's start).
 func (w *Worker) ensureDestinationTopic(ctx context.Context, src Source, desire Desire) (created bool, err error) {
-	t, err := w.p.Destination.EnsureTopic(ctx, src, w.key.Mirror, w.key.Topic, w.dest, int16(desire.ReplicationFactor))
+	t, err := w.p.Destination.EnsureTopic(ctx, w.dest, int16(desire.ReplicationFactor), func(ctx context.Context) (TopicSpec, error) {
+		return src.Spec(ctx, w.key.Topic)
+	})
 	if err != nil {
 		return false, err
 	}

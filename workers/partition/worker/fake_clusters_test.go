@@ -346,6 +346,17 @@ func (s *fakeSource) Topic(_ context.Context, topic string) (SourceTopic, error)
 	return SourceTopic{Exists: true, ID: s.id, Partitions: len(s.partitions)}, nil
 }
 
+func (s *fakeSource) Spec(ctx context.Context, topic string) (TopicSpec, error) {
+	st, err := s.Topic(ctx, topic)
+	if err != nil {
+		return TopicSpec{}, err
+	}
+	if !st.Exists {
+		return TopicSpec{}, fmt.Errorf("source topic %s does not exist", topic)
+	}
+	return TopicSpec{Partitions: st.Partitions}, nil
+}
+
 func (s *fakeSource) Records(_ context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -635,22 +646,22 @@ func (d *fakeDestination) Records(_ context.Context, topic string, partition int
 	return l.read(from, end, n), nil
 }
 
-func (d *fakeDestination) EnsureTopic(ctx context.Context, src Source, mirror, srcTopic, dstTopic string, replicationFactor int16) (DestinationTopic, error) {
-	st, err := src.Topic(ctx, srcTopic)
+func (d *fakeDestination) EnsureTopic(ctx context.Context, dstTopic string, _ int16, spec func(context.Context) (TopicSpec, error)) (DestinationTopic, error) {
+	d.mu.Lock()
+	if t, ok := d.topics[dstTopic]; ok {
+		d.mu.Unlock()
+		return DestinationTopic{Partitions: len(t)}, nil
+	}
+	d.mu.Unlock()
+	sp, err := spec(ctx)
 	if err != nil {
 		return DestinationTopic{}, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if t, ok := d.topics[dstTopic]; ok {
-		return DestinationTopic{Partitions: len(t)}, nil
-	}
-	if !st.Exists {
-		return DestinationTopic{}, fmt.Errorf("source topic %s does not exist", srcTopic)
-	}
-	d.createLocked(dstTopic, st.Partitions)
+	d.createLocked(dstTopic, sp.Partitions)
 	d.created = append(d.created, dstTopic)
-	return DestinationTopic{Created: true, Partitions: st.Partitions}, nil
+	return DestinationTopic{Created: true, Partitions: sp.Partitions}, nil
 }
 
 func (d *fakeDestination) RecreateTopic(_ context.Context, topic string, partitions int32, _ int16) error {

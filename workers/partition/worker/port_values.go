@@ -55,6 +55,12 @@ type SourceTopic struct {
 	Partitions int
 }
 
+// TopicSpec is what a destination topic is created with.
+type TopicSpec struct {
+	Partitions int
+	Configs    map[string]*string
+}
+
 // DestinationTopic is what making sure of a destination topic found.
 type DestinationTopic struct {
 	// Created: the engine has just created it, so it is empty.

@@ -139,6 +139,11 @@ type Source interface {
 	// MirrorState returns the source cluster's decoded __mirror_state (a
 	// failback's proof).
 	MirrorState(ctx context.Context) (service.StateSnapshot, error)
+	// Spec is what a destination topic mirroring source topic topic is
+	// created with: its partition count, and its dynamic configs as the
+	// metadata sync would set them (nil when they cannot be read: the
+	// broker's defaults, until the next sync).
+	Spec(ctx context.Context, topic string) (TopicSpec, error)
 	// ProveContinuation runs service.ProveContinuation for in, with the
 	// clusters' connections filled in.
 	ProveContinuation(ctx context.Context, in service.ContinuationInput) (service.PartitionContinuation, error)
@@ -157,11 +162,10 @@ type Destination interface {
 	Offsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error)
 	// Records reads up to n records of a partition in [from, end).
 	Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error)
-	// EnsureTopic creates dstTopic, with the partition count and configs
-	// of source topic srcTopic on src (which Sources returned), when it is
-	// missing; the topic's partitions that ask while it runs share its
-	// outcome.
-	EnsureTopic(ctx context.Context, src Source, mirror, srcTopic, dstTopic string, replicationFactor int16) (DestinationTopic, error)
+	// EnsureTopic creates topic, as spec says, when it is missing (spec is
+	// asked only then); the topic's partitions that ask while it runs share
+	// its outcome.
+	EnsureTopic(ctx context.Context, topic string, replicationFactor int16, spec func(context.Context) (TopicSpec, error)) (DestinationTopic, error)
 	// RecreateTopic drops a topic, creates it again once the deletion is
 	// done, and writes off the producer's copies to the old one.
 	RecreateTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error
