@@ -152,6 +152,7 @@ func (e *Engine) startBatchProducer() error {
 		return err
 	}
 	e.batchDst, e.batchProducer = cl, p
+	e.watch.producer = p
 	return nil
 }
 

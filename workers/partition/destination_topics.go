@@ -58,7 +58,7 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, re
 	if err != nil {
 		return worker.DestinationTopic{}, err
 	}
-	if err := e.awaitTopicLossGrace(ctx, dstTopic); err != nil {
+	if err := e.watch.awaitTopicLossGrace(ctx, dstTopic); err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", dstTopic, err)
 	}
 	resp, err := e.dstAdmin.CreateTopic(ctx, int32(sp.Partitions), replicationFactor, sp.Configs, dstTopic)
@@ -81,7 +81,7 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, re
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	e.watch().WriteOff(dstTopic, "the destination topic was created anew")
+	e.watch.WriteOff(dstTopic, "the destination topic was created anew")
 	e.log.Info("destination topic created", "destination_topic", dstTopic,
 		"partitions", sp.Partitions, "replication_factor", replicationFactor)
 	return worker.DestinationTopic{Created: true, Partitions: sp.Partitions}, nil
@@ -116,7 +116,7 @@ func (d *destinationPort) RecreateTopic(ctx context.Context, topic string, parti
 		}
 	}
 	// The producer must forget the old topic's id and sequence numbers.
-	e.watch().WriteOff(topic, "the destination topic was recreated")
+	e.watch.WriteOff(topic, "the destination topic was recreated")
 	return nil
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,6 +14,7 @@ import (
 
 	"kmirror/internal/kafka/batchproduce"
 	"kmirror/workers/lease"
+	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/worker"
 )
 
@@ -35,6 +38,70 @@ const destinationWatchEvery = time.Second
 
 // destinationCheckTimeout bounds one listing of the destination's ends.
 const destinationCheckTimeout = 2 * time.Second
+
+// destinationWatch is the destination watch (worker.DestinationWatch): the
+// running sessions' copies and ended sessions' copies still in flight
+// (unsettled.go), what the destination was found to have lost, and the
+// running workers' pokes. It asks the destination through the engine's
+// admin client and writes copies off through its producer, both set as
+// the engine starts.
+type destinationWatch struct {
+	admin          *kadm.Client
+	producer       *batchproduce.Producer
+	desired        *desiredStates
+	settings       *copySettings
+	metrics        *metrics.Metrics
+	log            *slog.Logger
+	settledWaitMax time.Duration
+
+	mu sync.Mutex
+	// pokes are the running workers' (register).
+	pokes map[lease.Key]chan struct{}
+	// sessions are the running mirroring sessions; losses are what the
+	// watch found, for each partition's worker to report; lostTopics when
+	// it found each destination topic gone; unsettled are ended sessions'
+	// copies still in flight.
+	sessions   map[lease.Key]*watchedSession
+	losses     map[lease.Key]destinationLoss
+	lostTopics map[string]time.Time
+	unsettled  map[lease.Key]*unsettledCopies
+}
+
+func newDestinationWatch(desired *desiredStates, settings *copySettings, m *metrics.Metrics, log *slog.Logger,
+	settledWaitMax time.Duration) *destinationWatch {
+	return &destinationWatch{desired: desired, settings: settings, metrics: m, log: log, settledWaitMax: settledWaitMax,
+		pokes: map[lease.Key]chan struct{}{}, sessions: map[lease.Key]*watchedSession{},
+		losses: map[lease.Key]destinationLoss{}, lostTopics: map[string]time.Time{},
+		unsettled: map[lease.Key]*unsettledCopies{}}
+}
+
+// register makes partition k's running worker known to the watch, which
+// pokes it on pokes when it finds what failed it, until unregister.
+func (w *destinationWatch) register(k lease.Key) (pokes chan struct{}, unregister func()) {
+	pokes = make(chan struct{}, 1)
+	w.mu.Lock()
+	w.pokes[k] = pokes
+	w.mu.Unlock()
+	return pokes, func() {
+		w.mu.Lock()
+		if w.pokes[k] == pokes {
+			delete(w.pokes, k)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// mirroring says, for each key, whether a mirroring session runs, under
+// one lock.
+func (w *destinationWatch) mirroring(keys []lease.Key) []bool {
+	out := make([]bool, len(keys))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, k := range keys {
+		out[i] = w.sessions[k] != nil
+	}
+	return out
+}
 
 // destinationLoss is a loss the watch found for one partition, for the
 // worker to report and heal.
@@ -61,9 +128,9 @@ type stallCheck struct {
 // stalledCopies returns the partitions whose in-flight copies (of a
 // running session or of an ended one's, unsettled.go) got no result since
 // the last call; last carries the result counts from call to call.
-func (e *Engine) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+func (w *destinationWatch) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	seen := make(map[*batchproduce.Acks]int64, len(last))
 	var out []stallCheck
 	consider := func(k lease.Key, dest string, a *batchproduce.Acks, end int64) {
@@ -76,10 +143,10 @@ func (e *Engine) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
 			out = append(out, stallCheck{key: k, dest: dest, verified: a.Base() + a.Verified()})
 		}
 	}
-	for k, s := range e.sessions {
+	for k, s := range w.sessions {
 		consider(k, s.dest, s.acks, s.acks.ProducedEnd())
 	}
-	for k, u := range e.unsettled {
+	for k, u := range w.unsettled {
 		consider(k, u.dest, u.acks, u.end)
 	}
 	clear(last)
@@ -98,11 +165,11 @@ func (e *Engine) stalledCopies(last map[*batchproduce.Acks]int64) []stallCheck {
 const destinationSweepEvery = 2 * time.Second
 
 // sessionChecks returns a check of every running session.
-func (e *Engine) sessionChecks() []stallCheck {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]stallCheck, 0, len(e.sessions))
-	for k, s := range e.sessions {
+func (w *destinationWatch) sessionChecks() []stallCheck {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]stallCheck, 0, len(w.sessions))
+	for k, s := range w.sessions {
 		out = append(out, stallCheck{key: k, dest: s.dest, verified: s.acks.Base() + s.acks.Verified()})
 	}
 	return out
@@ -113,7 +180,7 @@ func (e *Engine) sessionChecks() []stallCheck {
 // whose end fell below what it had acknowledged, as lost. An unreachable
 // destination tells nothing: the outage is reported as it is, by the
 // producer's health.
-func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
+func (w *destinationWatch) checkDestination(ctx context.Context, checks []stallCheck) {
 	if len(checks) == 0 {
 		return
 	}
@@ -123,7 +190,7 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, destinationCheckTimeout)
 	defer cancel()
-	ends, err := e.dstAdmin.ListEndOffsets(ctx, topics...)
+	ends, err := w.admin.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return
 	}
@@ -138,11 +205,11 @@ func (e *Engine) checkDestination(ctx context.Context, checks []stallCheck) {
 		case topicGone:
 			missing[c.dest] = true // every partition of the topic, below
 		case reason != "":
-			e.destinationLost(c.key, reason, end)
+			w.destinationLost(c.key, reason, end)
 		}
 	}
 	for topic := range missing {
-		e.topicLost(topic)
+		w.topicLost(topic)
 	}
 }
 
@@ -169,19 +236,22 @@ func lossOf(ends kadm.ListedOffsets, dest string, p int32, verified int64) (reas
 // destinationLost records a loss for partition k and interrupts its
 // session, so that its worker reports it and re-aligns: alignment then
 // rewinds to what the destination still has.
-func (e *Engine) destinationLost(k lease.Key, reason string, end int64) {
+func (w *destinationWatch) destinationLost(k lease.Key, reason string, end int64) {
 	msg := "the destination lost this partition's records (" + reason + "); re-mirroring from what it still holds"
-	e.mu.Lock()
-	e.losses[k] = destinationLoss{msg: msg, end: end, at: time.Now()}
-	s, w := e.sessions[k], e.workers[k]
-	e.mu.Unlock()
-	e.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
-	e.metrics.Lost(k.Mirror, k.Topic)
+	w.mu.Lock()
+	w.losses[k] = destinationLoss{msg: msg, end: end, at: time.Now()}
+	s, poke := w.sessions[k], w.pokes[k]
+	w.mu.Unlock()
+	w.log.Warn("destination lost records", "mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "reason", reason)
+	w.metrics.Lost(k.Mirror, k.Topic)
 	if s != nil {
 		s.interrupt(worker.Interruption{Msg: msg, Cause: reason, Lost: true})
 	}
-	if w != nil {
-		w.poke()
+	if poke != nil {
+		select {
+		case poke <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -192,26 +262,26 @@ func (e *Engine) destinationLost(k lease.Key, reason string, end int64) {
 // which notice within a watch interval or two, write off theirs first:
 // with a broker that takes produce requests by topic name (before Produce
 // v13), a copy still retried could otherwise land in the new topic.
-func (e *Engine) topicLost(topic string) {
-	e.mu.Lock()
-	held := make([]lease.Key, 0, len(e.workers))
-	for k := range e.workers {
+func (w *destinationWatch) topicLost(topic string) {
+	w.mu.Lock()
+	held := make([]lease.Key, 0, len(w.pokes))
+	for k := range w.pokes {
 		held = append(held, k)
 	}
 	// Ended sessions' copies without a worker need only the write-off.
-	e.lostTopics[topic] = time.Now()
-	e.mu.Unlock()
+	w.lostTopics[topic] = time.Now()
+	w.mu.Unlock()
 	var keys []lease.Key
-	for i, dest := range e.desired.destTopics(held) {
+	for i, dest := range w.desired.destTopics(held) {
 		if dest == topic {
 			keys = append(keys, held[i])
 		}
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Partition < keys[j].Partition })
 	for _, k := range keys {
-		e.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic), 0)
+		w.destinationLost(k, fmt.Sprintf("topic %s is missing on the destination", topic), 0)
 	}
-	e.watch().WriteOff(topic, "")
+	w.WriteOff(topic, "")
 }
 
 // WriteOff makes kgo fail every record of destination topic topic it
@@ -219,35 +289,33 @@ func (e *Engine) topicLost(topic string) {
 // never be answered. Running sessions that write the topic are interrupted
 // first (with why, unless they already were): their failed copies are a
 // reason to re-align, not a failure.
-func (w *watchPort) WriteOff(topic, why string) {
-	e := (*Engine)(w)
+func (w *destinationWatch) WriteOff(topic, why string) {
 	if why != "" {
-		e.mu.Lock()
+		w.mu.Lock()
 		var ss []*watchedSession
-		for _, s := range e.sessions {
+		for _, s := range w.sessions {
 			if s.dest == topic {
 				ss = append(ss, s)
 			}
 		}
-		e.mu.Unlock()
+		w.mu.Unlock()
 		for _, s := range ss {
 			s.interrupt(worker.Interruption{Msg: why})
 		}
 		if len(ss) > 0 {
-			e.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
+			w.log.Warn("writing off the copies in flight to a destination topic; its sessions re-align",
 				"destination_topic", topic, "sessions", len(ss), "why", why)
 		}
 	}
-	e.batchProducer.Forget(topic, errWrittenOff)
+	w.producer.Forget(topic, errWrittenOff)
 }
 
 // TakeLoss returns (and forgets) the loss the watch recorded for k.
-func (w *watchPort) TakeLoss(k lease.Key) (worker.Loss, bool) {
-	e := (*Engine)(w)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	l, ok := e.losses[k]
-	delete(e.losses, k)
+func (w *destinationWatch) TakeLoss(k lease.Key) (worker.Loss, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l, ok := w.losses[k]
+	delete(w.losses, k)
 	// One a worker of an earlier lease never took is history by now.
 	return worker.Loss{Msg: l.msg, DestinationEnd: l.end}, ok && time.Since(l.at) < lossMemory
 }
@@ -255,20 +323,19 @@ func (w *watchPort) TakeLoss(k lease.Key) (worker.Loss, bool) {
 // Watch puts a running session where the watch finds it until remove:
 // its copies are looked at for going unanswered, and a loss or a
 // write-off of its topic is sent on interrupted.
-func (w *watchPort) Watch(k lease.Key, topic string, acks *batchproduce.Acks) (<-chan worker.Interruption, func()) {
-	e := (*Engine)(w)
+func (w *destinationWatch) Watch(k lease.Key, topic string, acks *batchproduce.Acks) (<-chan worker.Interruption, func()) {
 	s := &watchedSession{dest: topic, acks: acks, interrupted: make(chan worker.Interruption, 1)}
-	e.mu.Lock()
-	e.sessions[k] = s
-	e.mu.Unlock()
-	e.copy.copying(k.Mirror, 1)
+	w.mu.Lock()
+	w.sessions[k] = s
+	w.mu.Unlock()
+	w.settings.copying(k.Mirror, 1)
 	return s.interrupted, func() {
-		e.copy.copying(k.Mirror, -1)
-		e.mu.Lock()
-		if e.sessions[k] == s {
-			delete(e.sessions, k)
+		w.settings.copying(k.Mirror, -1)
+		w.mu.Lock()
+		if w.sessions[k] == s {
+			delete(w.sessions, k)
 		}
-		e.mu.Unlock()
+		w.mu.Unlock()
 	}
 }
 
@@ -299,20 +366,20 @@ const topicLossGrace = 3 * destinationWatchEvery
 
 // awaitTopicLossGrace waits until a destination topic found missing may
 // be created.
-func (e *Engine) awaitTopicLossGrace(ctx context.Context, topic string) error {
-	e.mu.Lock()
-	at, ok := e.lostTopics[topic]
-	e.mu.Unlock()
+func (w *destinationWatch) awaitTopicLossGrace(ctx context.Context, topic string) error {
+	w.mu.Lock()
+	at, ok := w.lostTopics[topic]
+	w.mu.Unlock()
 	if !ok {
 		return nil
 	}
 	wait := time.Until(at.Add(topicLossGrace))
 	if wait <= 0 {
-		e.mu.Lock()
-		if e.lostTopics[topic] == at {
-			delete(e.lostTopics, topic)
+		w.mu.Lock()
+		if w.lostTopics[topic] == at {
+			delete(w.lostTopics, topic)
 		}
-		e.mu.Unlock()
+		w.mu.Unlock()
 		return nil
 	}
 	t := time.NewTimer(wait)

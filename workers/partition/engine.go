@@ -135,19 +135,13 @@ type Engine struct {
 	batchProducer *batchproduce.Producer
 	batchDst      *kgo.Client
 
+	// watch is the destination watch (destination_watch.go, unsettled.go).
+	watch *destinationWatch
+
 	mu            sync.Mutex
 	workers       map[lease.Key]*runningWorker
 	batchFetchers map[string]*batchFetcher
 	sources       map[string]*sourceClients
-	// unsettled are ended sessions' copies still in flight (unsettled.go).
-	unsettled map[lease.Key]*unsettledCopies
-	// sessions are the running mirroring sessions, for the destination
-	// watch; losses are what it found, for each partition's worker to
-	// report, and lostTopics when it found each destination topic gone
-	// (destination_watch.go).
-	sessions   map[lease.Key]*watchedSession
-	losses     map[lease.Key]destinationLoss
-	lostTopics map[string]time.Time
 	// srcStates are the sources' __mirror_state reads of failbacks
 	// (source_states.go).
 	srcStates sourceStates
@@ -181,9 +175,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: batchproduce.NewGate(cfg.ProduceBuffer),
 		workers: map[lease.Key]*runningWorker{}, batchFetchers: map[string]*batchFetcher{},
-		sources: map[string]*sourceClients{}, unsettled: map[lease.Key]*unsettledCopies{},
-		sessions: map[lease.Key]*watchedSession{}, losses: map[lease.Key]destinationLoss{},
-		lostTopics: map[string]time.Time{}}
+		sources: map[string]*sourceClients{}}
 	var err error
 	if e.metrics, err = metrics.New(cfg.Registerer); err != nil {
 		return nil, err
@@ -195,6 +187,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.takeovers = make(prepareSlots, takeoverSlots)
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
+	e.watch = newDestinationWatch(e.desired, e.copy, e.metrics, log, cfg.SettledWaitMax)
 	e.health = newHealthChanges()
 	e.fetchTroubles = newPartitionTroubles()
 	e.shared = newSharedReads()
@@ -228,6 +221,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("destination admin: %w", err)
 	}
 	e.dstAdmin = kadm.NewClient(e.dstAdminClient)
+	e.watch.admin = e.dstAdmin
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
 	if err := e.desired.Refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)
@@ -311,12 +305,12 @@ func (e *Engine) watchHealth(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		checks := e.stalledCopies(stalled)
+		checks := e.watch.stalledCopies(stalled)
 		if time.Since(lastSweep) >= destinationSweepEvery {
 			lastSweep = time.Now()
-			checks = append(checks, e.sessionChecks()...)
+			checks = append(checks, e.watch.sessionChecks()...)
 		}
-		e.checkDestination(ctx, checks)
+		e.watch.checkDestination(ctx, checks)
 	}
 }
 
@@ -365,33 +359,27 @@ func (e *Engine) closeClients() {
 	}
 }
 
-// runningWorker is a partition's worker as the engine keeps it: what it
-// may tell the worker (pokes) and the epoch of the lease it runs under.
+// runningWorker is a partition's worker as the engine keeps it, with the
+// epoch of the lease it runs under and how to take it out of the
+// destination watch.
 type runningWorker struct {
-	w     *worker.Worker
-	epoch int64
-	// pokes cuts a FAILED partition's wait for its next retry short.
-	pokes chan struct{}
-}
-
-// poke ends the worker's wait for its next retry, if it waits.
-func (r *runningWorker) poke() {
-	select {
-	case r.pokes <- struct{}{}:
-	default:
-	}
+	w          *worker.Worker
+	epoch      int64
+	unregister func()
 }
 
 // StartPartition starts the worker of a newly leased partition.
 func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	cfg := e.wcfg
 	cfg.BeforeStep = &e.TestSignals.BeforeStep
-	r := &runningWorker{epoch: l.Epoch, pokes: make(chan struct{}, 1)}
-	r.w = worker.New(cfg, e.portsFor(r.pokes), worker.HeldLease(l))
+	pokes, unregister := e.watch.register(l.Key)
+	r := &runningWorker{epoch: l.Epoch, unregister: unregister}
+	r.w = worker.New(cfg, e.portsFor(pokes), worker.HeldLease(l))
 	e.mu.Lock()
 	if old := e.workers[l.Key]; old != nil {
 		e.mu.Unlock()
 		old.w.Stop()
+		old.unregister()
 		e.mu.Lock()
 	}
 	e.workers[l.Key] = r
@@ -408,6 +396,7 @@ func (e *Engine) StopPartition(k lease.Key) {
 	e.mu.Unlock()
 	if w != nil {
 		w.w.Stop()
+		w.unregister()
 	}
 }
 

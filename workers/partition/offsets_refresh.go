@@ -196,11 +196,12 @@ type workerState struct {
 // 10,000 partitions, a lock per key would be a sixth of the loop's CPU).
 func (e *Engine) workersOf(keys []lease.Key) []workerState {
 	out := make([]workerState, len(keys))
+	mirroring := e.watch.mirroring(keys)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, k := range keys {
 		if w := e.workers[k]; w != nil {
-			out[i] = workerState{epoch: w.epoch, mirroring: e.sessions[k] != nil}
+			out[i] = workerState{epoch: w.epoch, mirroring: mirroring[i]}
 		}
 	}
 	return out

@@ -21,7 +21,7 @@ type unsettledCopies struct {
 	dest string
 	end  int64 // destination offset after the session's last produced record
 	// since is when the session ended; writtenOff is set once the copies
-	// were written off (under the engine's mu).
+	// were written off (under the watch's mu).
 	since      time.Time
 	writtenOff bool
 }
@@ -35,34 +35,35 @@ func (u *unsettledCopies) pending() int64 { return u.end - u.acks.Base() - u.ack
 // (writeOffStale): a lease is given back within that bound, whatever the
 // destination does, and is never left held by an instance that no longer
 // runs its partition.
-func (e *Engine) Settled(k lease.Key) bool {
-	e.mu.Lock()
-	u := e.unsettled[k]
+func (e *Engine) Settled(k lease.Key) bool { return e.watch.settled(k) }
+
+func (w *destinationWatch) settled(k lease.Key) bool {
+	w.mu.Lock()
+	u := w.unsettled[k]
 	if u == nil {
-		e.mu.Unlock()
+		w.mu.Unlock()
 		return true
 	}
 	if u.pending() <= 0 {
-		delete(e.unsettled, k)
-		e.mu.Unlock()
+		delete(w.unsettled, k)
+		w.mu.Unlock()
 		return true
 	}
-	e.mu.Unlock()
-	e.writeOffStale(k, u)
+	w.mu.Unlock()
+	w.writeOffStale(k, u)
 	return false
 }
 
 // KeepUnsettled records a session that ended with copies in flight.
-func (w *watchPort) KeepUnsettled(k lease.Key, dest string, acks *batchproduce.Acks, end int64) {
-	e := (*Engine)(w)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for key, u := range e.unsettled {
+func (w *destinationWatch) KeepUnsettled(k lease.Key, dest string, acks *batchproduce.Acks, end int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, u := range w.unsettled {
 		if u.pending() <= 0 {
-			delete(e.unsettled, key)
+			delete(w.unsettled, key)
 		}
 	}
-	e.unsettled[k] = &unsettledCopies{acks: acks, dest: dest, end: end, since: time.Now()}
+	w.unsettled[k] = &unsettledCopies{acks: acks, dest: dest, end: end, since: time.Now()}
 }
 
 // writeOffStale writes off the partition's unsettled copies once they have
@@ -71,20 +72,20 @@ func (w *watchPort) KeepUnsettled(k lease.Key, dest string, acks *batchproduce.A
 // to be expected; and should one land all the same, the next alignment
 // compares every record past the checkpoint with the source, so it is
 // found (a divergence), never copied over.
-func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
-	e.mu.Lock()
-	due := !u.writtenOff && time.Since(u.since) >= e.cfg.SettledWaitMax
+func (w *destinationWatch) writeOffStale(k lease.Key, u *unsettledCopies) {
+	w.mu.Lock()
+	due := !u.writtenOff && time.Since(u.since) >= w.settledWaitMax
 	if due {
 		u.writtenOff = true
 	}
-	e.mu.Unlock()
+	w.mu.Unlock()
 	if !due {
 		return
 	}
-	e.log.Warn("an ended session's copies are still unanswered by the destination; writing them off",
-		"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending(), "after", e.cfg.SettledWaitMax)
-	e.watch().WriteOff(u.dest, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
-		k.Topic, k.Partition, e.cfg.SettledWaitMax))
+	w.log.Warn("an ended session's copies are still unanswered by the destination; writing them off",
+		"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending(), "after", w.settledWaitMax)
+	w.WriteOff(u.dest, fmt.Sprintf("copies of an earlier session of %s/%d went unanswered for %s and were written off",
+		k.Topic, k.Partition, w.settledWaitMax))
 }
 
 // AwaitSettled returns once every copy of the partition's earlier sessions
@@ -95,11 +96,10 @@ func (e *Engine) writeOffStale(k lease.Key, u *unsettledCopies) {
 // (TestScenarioStalledProduceOutlivesSession). waiting, when set, is told
 // once that the wait began, so the partition's row can say why nothing
 // moves.
-func (w *watchPort) AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
-	e := (*Engine)(w)
-	e.mu.Lock()
-	u := e.unsettled[k]
-	e.mu.Unlock()
+func (w *destinationWatch) AwaitSettled(ctx context.Context, k lease.Key, waiting func(copies int64, since time.Time)) error {
+	w.mu.Lock()
+	u := w.unsettled[k]
+	w.mu.Unlock()
 	if u == nil {
 		return nil
 	}
@@ -108,7 +108,7 @@ func (w *watchPort) AwaitSettled(ctx context.Context, k lease.Key, waiting func(
 	logged := false
 	for u.pending() > 0 {
 		if !logged {
-			e.log.Warn("waiting for the destination to answer an earlier session's copies before aligning",
+			w.log.Warn("waiting for the destination to answer an earlier session's copies before aligning",
 				"mirror", k.Mirror, "topic", k.Topic, "partition", k.Partition, "copies", u.pending())
 			logged = true
 			if waiting != nil {
@@ -121,13 +121,13 @@ func (w *watchPort) AwaitSettled(ctx context.Context, k lease.Key, waiting func(
 		case <-u.acks.Notify():
 			u.acks.Rearm()
 		case <-tick.C:
-			e.writeOffStale(k, u)
+			w.writeOffStale(k, u)
 		}
 	}
-	e.mu.Lock()
-	if e.unsettled[k] == u {
-		delete(e.unsettled, k)
+	w.mu.Lock()
+	if w.unsettled[k] == u {
+		delete(w.unsettled, k)
 	}
-	e.mu.Unlock()
+	w.mu.Unlock()
 	return nil
 }

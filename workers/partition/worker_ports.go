@@ -19,11 +19,7 @@ import (
 type (
 	destinationPort Engine
 	copyPort        Engine
-	watchPort       Engine
 )
-
-// watch is the engine as the destination watch its workers use.
-func (e *Engine) watch() *watchPort { return (*watchPort)(e) }
 
 // portsFor returns the ports of a new worker, which takes its pokes from
 // pokes.
@@ -38,7 +34,7 @@ func (e *Engine) portsFor(pokes <-chan struct{}) worker.Ports {
 		Sources:     sourceLookup(e.source),
 		Destination: (*destinationPort)(e),
 		Copy:        (*copyPort)(e),
-		Watch:       e.watch(),
+		Watch:       e.watch,
 		Checkpoints: e.cp,
 		Pokes:       pokes,
 	}
