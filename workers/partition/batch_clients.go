@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	"kmirror/internal/kafka/batchproduce"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/leaders"
-	"kmirror/internal/kafka/recordbatch"
-	"kmirror/workers/lease"
 	"kmirror/workers/partition/worker"
 )
 
@@ -286,35 +283,3 @@ func oldestTrouble(sources ...func() (time.Time, error)) (since time.Time, err e
 // errWrittenOff fails the batches of a topic not sent yet when its copies
 // are written off.
 var errWrittenOff = errors.New("the destination topic's copies were written off")
-
-// Produce hands a batch to the batch producer.
-func (c *copyPort) Produce(ctx context.Context, topic string, partition int32, b batchproduce.Payload, promise func(batchproduce.Result)) {
-	c.batchProducer.Produce(ctx, topic, partition, b, promise)
-}
-
-// ProducerTrouble is the older of the producer client's trouble and the
-// destination partition's own run of retries.
-func (c *copyPort) ProducerTrouble(topic string, partition int32) (time.Time, error) {
-	e := (*Engine)(c)
-	return oldestTrouble(
-		func() (time.Time, error) { return e.producerHealth.trouble(troubleAfter) },
-		func() (time.Time, error) { return e.producerRetrying(topic, partition) })
-}
-
-// RefreshProducerMetadata makes the producer read the leaders again.
-func (c *copyPort) RefreshProducerMetadata() { c.batchProducer.RefreshMetadata() }
-
-// Recompression is the mirror's compression.type, when it is not each
-// batch's own (copy_settings.go).
-func (c *copyPort) Recompression(mirror string) (recordbatch.Codec, bool) {
-	return c.copy.recompression(mirror)
-}
-
-// Throttle waits for the mirror's replication throttle (copy_settings.go).
-func (c *copyPort) Throttle(ctx context.Context, done <-chan struct{}, k lease.Key, size func() int64) (time.Duration, error) {
-	return c.copy.wait(ctx, done, k, size)
-}
-
-// HealthChanged is closed when what the clients' health would put in the
-// partitions' rows changes.
-func (c *copyPort) HealthChanged() <-chan struct{} { return c.health.updated() }

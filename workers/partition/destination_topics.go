@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -20,34 +21,48 @@ import (
 // together), recreate one, and add or lift its read-only ACL. The errors
 // say what failed; the worker fails its partition with them, retryably.
 
+// destinations is the destination cluster as the workers use it
+// (worker.Destination), through the engine's admin client, made as the
+// engine starts. A topic it creates anew waits out a recent loss of the
+// same name, and has the producer's copies to the old one written off,
+// through the destination watch.
+type destinations struct {
+	admin *kadm.Client
+	// adminClient is admin's own kgo client (see ensure).
+	adminClient *kgo.Client
+	conn        kafkaconn.Config
+	shared      *sharedReads
+	authorizer  *authorizerProbe
+	watch       *destinationWatch
+	log         *slog.Logger
+}
+
 // Offsets returns a destination partition's offsets from a listing of its
 // whole topic shared with its other partitions.
-func (d *destinationPort) Offsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
-	e := (*Engine)(d)
-	return e.partitionOffsets(ctx, e.dstAdmin, topic, partition, false)
+func (d *destinations) Offsets(ctx context.Context, topic string, partition int32) (kafkaconn.PartitionOffsets, error) {
+	return d.shared.partitionOffsets(ctx, d.admin, topic, partition, false)
 }
 
 // Records reads up to n records of a destination partition in [from, end).
-func (d *destinationPort) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
-	return kafkaconn.ReadRecords(ctx, d.cfg.Destination, topic, partition, from, end, n, false)
+func (d *destinations) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
+	return kafkaconn.ReadRecords(ctx, d.conn, topic, partition, from, end, n, false)
 }
 
 // EnsureTopic creates destination topic dstTopic as spec says when it is
 // missing; the topic's partitions that ask while it runs share the outcome,
 // each then knowing whether the topic is new. They are joined by the
 // destination name, which one mirror topic writes.
-func (d *destinationPort) EnsureTopic(ctx context.Context, dstTopic string, replicationFactor int16,
+func (d *destinations) EnsureTopic(ctx context.Context, dstTopic string, replicationFactor int16,
 	spec func(context.Context) (worker.TopicSpec, error)) (worker.DestinationTopic, error) {
-	e := (*Engine)(d)
-	return e.shared.dstTopics.join(ctx, dstTopic, func(ctx context.Context) (worker.DestinationTopic, error) {
-		return e.ensureDestinationTopic(ctx, dstTopic, replicationFactor, spec)
+	return d.shared.dstTopics.join(ctx, dstTopic, func(ctx context.Context) (worker.DestinationTopic, error) {
+		return d.ensure(ctx, dstTopic, replicationFactor, spec)
 	})
 }
 
-// ensureDestinationTopic is EnsureTopic's work, made once.
-func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, replicationFactor int16,
+// ensure is EnsureTopic's work, made once.
+func (d *destinations) ensure(ctx context.Context, dstTopic string, replicationFactor int16,
 	spec func(context.Context) (worker.TopicSpec, error)) (worker.DestinationTopic, error) {
-	dst, err := e.dstAdmin.ListTopics(ctx, dstTopic)
+	dst, err := d.admin.ListTopics(ctx, dstTopic)
 	if err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("describe destination topic: %v", err)
 	}
@@ -58,17 +73,17 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, re
 	if err != nil {
 		return worker.DestinationTopic{}, err
 	}
-	if err := e.watch.awaitTopicLossGrace(ctx, dstTopic); err != nil {
+	if err := d.watch.awaitTopicLossGrace(ctx, dstTopic); err != nil {
 		return worker.DestinationTopic{}, fmt.Errorf("wait before creating lost destination topic %s again: %v", dstTopic, err)
 	}
-	resp, err := e.dstAdmin.CreateTopic(ctx, int32(sp.Partitions), replicationFactor, sp.Configs, dstTopic)
+	resp, err := d.admin.CreateTopic(ctx, int32(sp.Partitions), replicationFactor, sp.Configs, dstTopic)
 	if err == nil {
 		err = resp.Err
 	}
 	// The admin client may hold metadata, younger than its 10 ms minimum
 	// age, that says the topic is missing: an offsets read of a partition
 	// that finds the topic created would then fail and wait.
-	e.dstAdminClient.PurgeTopicsFromClient(dstTopic)
+	d.adminClient.PurgeTopicsFromClient(dstTopic)
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		// Someone was first: another instance, or this engine if our look
 		// was answered from metadata older than its create. Whoever it was
@@ -81,8 +96,8 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, re
 	}
 	// A topic created anew (it may have been deleted under us) has a new id:
 	// the producer must not keep the old one.
-	e.watch.WriteOff(dstTopic, "the destination topic was created anew")
-	e.log.Info("destination topic created", "destination_topic", dstTopic,
+	d.watch.WriteOff(dstTopic, "the destination topic was created anew")
+	d.log.Info("destination topic created", "destination_topic", dstTopic,
 		"partitions", sp.Partitions, "replication_factor", replicationFactor)
 	return worker.DestinationTopic{Created: true, Partitions: sp.Partitions}, nil
 }
@@ -90,17 +105,16 @@ func (e *Engine) ensureDestinationTopic(ctx context.Context, dstTopic string, re
 // RecreateTopic drops destination topic topic and creates it again with
 // partitions and replicationFactor: a restart that asked for recreate,
 // served by the worker of partition 0.
-func (d *destinationPort) RecreateTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
-	e := (*Engine)(d)
+func (d *destinations) RecreateTopic(ctx context.Context, topic string, partitions int32, replicationFactor int16) error {
 	// A topic that is already gone (deleted by hand, a destination rebuilt
 	// empty, or never created) counts as deleted. kadm returns the topic's
 	// own error as err too.
-	if _, err := e.dstAdmin.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+	if _, err := d.admin.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
 		return fmt.Errorf("delete destination topic %s: %v", topic, err)
 	}
 	// Deletion completes asynchronously on a real cluster.
 	for {
-		resp, err := e.dstAdmin.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
+		resp, err := d.admin.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
 		if err == nil {
 			err = resp.Err
 		}
@@ -116,7 +130,7 @@ func (d *destinationPort) RecreateTopic(ctx context.Context, topic string, parti
 		}
 	}
 	// The producer must forget the old topic's id and sequence numbers.
-	e.watch.WriteOff(topic, "the destination topic was recreated")
+	d.watch.WriteOff(topic, "the destination topic was recreated")
 	return nil
 }
 
@@ -128,12 +142,11 @@ func readOnlyACL(topic string) *kadm.ACLBuilder {
 }
 
 // ReadOnlyACL adds (on) or deletes destination topic topic's read-only ACL.
-func (d *destinationPort) ReadOnlyACL(ctx context.Context, topic string, on bool) error {
-	e := (*Engine)(d)
+func (d *destinations) ReadOnlyACL(ctx context.Context, topic string, on bool) error {
 	if on {
-		return e.addReadOnlyACL(ctx, topic)
+		return d.addReadOnlyACL(ctx, topic)
 	}
-	res, err := e.dstAdmin.DeleteACLs(ctx, readOnlyACL(topic))
+	res, err := d.admin.DeleteACLs(ctx, readOnlyACL(topic))
 	for _, r := range res {
 		err = errors.Join(err, r.Err)
 	}
@@ -142,4 +155,23 @@ func (d *destinationPort) ReadOnlyACL(ctx context.Context, topic string, on bool
 
 // EnforcesACLs says whether the destination has an authorizer that would
 // enforce the read-only ACL.
-func (d *destinationPort) EnforcesACLs(ctx context.Context) bool { return d.authorizer.enforces(ctx) }
+func (d *destinations) EnforcesACLs(ctx context.Context) bool { return d.authorizer.enforces(ctx) }
+
+// addReadOnlyACL creates destination topic dstTopic's read-only ACL (an
+// existing one is left as it is), and the one that keeps kmirror's own
+// topics to kmirror (kafkaconn.InternalTopicsACL): both need kmirror's
+// principal to be a super user, so one is made only where the other is.
+func (d *destinations) addReadOnlyACL(ctx context.Context, dstTopic string) error {
+	_, err := d.shared.readOnly.do(ctx, dstTopic, func(ctx context.Context) (struct{}, error) {
+		var err error
+		for _, acl := range []*kadm.ACLBuilder{readOnlyACL(dstTopic), kafkaconn.InternalTopicsACL()} {
+			res, cerr := d.admin.CreateACLs(ctx, acl)
+			err = errors.Join(err, cerr)
+			for _, r := range res {
+				err = errors.Join(err, r.Err)
+			}
+		}
+		return struct{}{}, err
+	})
+	return err
+}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -135,8 +133,11 @@ type Engine struct {
 	batchProducer *batchproduce.Producer
 	batchDst      *kgo.Client
 
-	// watch is the destination watch (destination_watch.go, unsettled.go).
-	watch *destinationWatch
+	// watch is the destination watch (destination_watch.go, unsettled.go),
+	// and copier the copy as the workers use it (copier.go).
+	watch        *destinationWatch
+	copier       *copier
+	destinations *destinations
 
 	mu            sync.Mutex
 	workers       map[lease.Key]*runningWorker
@@ -217,12 +218,16 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	if err := e.startBatchProducer(); err != nil {
 		return fmt.Errorf("destination producer: %w", err)
 	}
+	e.copier = &copier{producer: e.batchProducer, health: e.producerHealth, settings: e.copy, changes: e.health,
+		servers: e.cfg.Destination.BootstrapServers}
 	if e.dstAdminClient, err = e.cfg.Destination.NewClient(kgo.MetadataMinAge(10 * time.Millisecond)); err != nil {
 		return fmt.Errorf("destination admin: %w", err)
 	}
 	e.dstAdmin = kadm.NewClient(e.dstAdminClient)
 	e.watch.admin = e.dstAdmin
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
+	e.destinations = &destinations{admin: e.dstAdmin, adminClient: e.dstAdminClient, conn: e.cfg.Destination,
+		shared: &e.shared, authorizer: e.authorizer, watch: e.watch, log: e.log}
 	if err := e.desired.Refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)
 	}
@@ -261,35 +266,8 @@ func (e *Engine) watchClients(ctx context.Context) {
 			loops += f.loops.signature(troubleAfter) + ";"
 		}
 		e.mu.Unlock()
-		e.health.check(clients, troubleAfter, e.fetchTroubles.signature(troubleAfter)+";"+e.producerRetryingSignature()+";"+loops)
+		e.health.check(clients, troubleAfter, e.fetchTroubles.signature(troubleAfter)+";"+e.copier.retryingSignature()+";"+loops)
 	}
-}
-
-// producerRetrying is how long, and why, the producer has retried a
-// destination partition's copies without an answer, once it has lasted
-// troubleAfter.
-func (e *Engine) producerRetrying(dstTopic string, partition int32) (time.Time, error) {
-	since, err := e.batchProducer.Retrying(dstTopic, partition)
-	if err == nil || time.Since(since) < troubleAfter {
-		return time.Time{}, nil
-	}
-	if !errors.Is(err, batchproduce.ErrNoLeader) && !errors.Is(err, batchproduce.ErrNotAnswered) {
-		// A request that failed reads the same whatever answered
-		// (client_health.go); the producer's hook logged it.
-		err = kafkaconn.Public(err, e.cfg.Destination.BootstrapServers)
-	}
-	return since, fmt.Errorf("retrying %s/%d: %w", dstTopic, partition, err)
-}
-
-// producerRetryingSignature names the destination partitions the producer
-// has retried for troubleAfter, for the client watch to tell a change.
-func (e *Engine) producerRetryingSignature() string {
-	var out []string
-	for tp, since := range e.batchProducer.RetryingPartitions(troubleAfter) {
-		out = append(out, fmt.Sprintf("%s/%d@%d", tp.Topic, tp.Partition, since.UnixNano()))
-	}
-	slices.Sort(out)
-	return strings.Join(out, ",")
 }
 
 // watchHealth asks the destination, every second, about copies that went

@@ -2,7 +2,6 @@ package partition
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -73,8 +72,8 @@ type clientTopic struct {
 
 // partitionOffsets returns a partition's start and end offsets, from a
 // listing of its whole topic shared with the topic's other partitions.
-func (e *Engine) partitionOffsets(ctx context.Context, adm *kadm.Client, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
-	offs, err := e.shared.offsets.do(ctx, offsetsKey{adm, topic, committed}, func(ctx context.Context) (kafkaconn.TopicOffsets, error) {
+func (s *sharedReads) partitionOffsets(ctx context.Context, adm *kadm.Client, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
+	offs, err := s.offsets.do(ctx, offsetsKey{adm, topic, committed}, func(ctx context.Context) (kafkaconn.TopicOffsets, error) {
 		return kafkaconn.ReadTopicOffsets(ctx, adm, topic, committed)
 	})
 	if err != nil {
@@ -101,23 +100,4 @@ func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string
 		}
 		return worker.SourceTopic{Exists: true, ID: resp.Topics[0].TopicID, Partitions: len(resp.Topics[0].Partitions)}, nil
 	})
-}
-
-// addReadOnlyACL creates destination topic dstTopic's read-only ACL (an
-// existing one is left as it is), and the one that keeps kmirror's own
-// topics to kmirror (kafkaconn.InternalTopicsACL): both need kmirror's
-// principal to be a super user, so one is made only where the other is.
-func (e *Engine) addReadOnlyACL(ctx context.Context, dstTopic string) error {
-	_, err := e.shared.readOnly.do(ctx, dstTopic, func(ctx context.Context) (struct{}, error) {
-		var err error
-		for _, acl := range []*kadm.ACLBuilder{readOnlyACL(dstTopic), kafkaconn.InternalTopicsACL()} {
-			res, cerr := e.dstAdmin.CreateACLs(ctx, acl)
-			err = errors.Join(err, cerr)
-			for _, r := range res {
-				err = errors.Join(err, r.Err)
-			}
-		}
-		return struct{}{}, err
-	})
-	return err
 }

@@ -79,7 +79,7 @@ func (s *sourceClients) close() { s.Admin.Close() }
 // Offsets returns a source partition's offsets from a listing of its whole
 // topic shared with its other partitions.
 func (s *sourceClients) Offsets(ctx context.Context, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
-	return s.e.partitionOffsets(ctx, s.Admin, topic, partition, committed)
+	return s.e.shared.partitionOffsets(ctx, s.Admin, topic, partition, committed)
 }
 
 // Topic asks the source for a topic's id and partitions with a raw metadata

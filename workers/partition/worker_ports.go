@@ -5,21 +5,15 @@ import (
 )
 
 // A worker acts only through the ports it is given (worker.Ports), each
-// implemented where its work is done: the desired-state cache, the slots,
-// the grouped partition-row statements (grouped_statements.go), the topic
-// rows (topic_row_writes.go), the service's offset map, each mirror's
-// source clients (source_clients.go) and the checkpointer. What the engine
-// does for the workers with its destination clients is one port each, a
-// view of the engine whose methods are the work itself, in the file of its
-// concern: the destination topics (destination_topics.go), the copy
-// (batch_clients.go) and the destination watch (destination_watch.go,
-// unsettled.go). The engine never reaches into a worker or its session:
-// it tells a session through the channel the watch gave it, and a worker
-// through its pokes channel.
-type (
-	destinationPort Engine
-	copyPort        Engine
-)
+// implemented by the component whose work it is: the desired-state cache
+// (desired_states.go), the slots (prepare_slots.go), the grouped
+// partition-row statements (grouped_statements.go), the topic rows
+// (topic_row_writes.go), the service's offset map, each mirror's source
+// clients (source_clients.go), the destination's (destination_topics.go),
+// the copier (copier.go), the destination watch (destination_watch.go,
+// unsettled.go) and the checkpointer. The engine never reaches into a
+// worker or its session: the watch tells a session to end on the channel
+// it gave it, and pokes a worker on the channel it registered.
 
 // portsFor returns the ports of a new worker, which takes its pokes from
 // pokes.
@@ -32,8 +26,8 @@ func (e *Engine) portsFor(pokes <-chan struct{}) worker.Ports {
 		Topics:      &topicRows{Workers: e.cfg.Service, pool: e.cfg.Pool, shared: &e.shared},
 		OffsetMap:   e.cfg.Service,
 		Sources:     sourceLookup(e.source),
-		Destination: (*destinationPort)(e),
-		Copy:        (*copyPort)(e),
+		Destination: e.destinations,
+		Copy:        e.copier,
 		Watch:       e.watch,
 		Checkpoints: e.cp,
 		Pokes:       pokes,
