@@ -3,6 +3,7 @@ package partition
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"kmirror/internal/kafka/batchproduce"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/leaders"
+	"kmirror/workers/partition/metrics"
 	"kmirror/workers/partition/worker"
 )
 
@@ -153,12 +155,28 @@ func (e *Engine) startBatchProducer() error {
 	return nil
 }
 
-// batchFetcherFor returns the mirror's raw fetcher, creating it on first
-// use.
-func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFetcher, error) {
+// fetchers are the mirrors' raw fetchers, each made on a mirror's first
+// fetch and closed when its last partition leaves, and what the
+// partitions' own fetch troubles are.
+type fetchers struct {
+	metrics  *metrics.Metrics
+	log      *slog.Logger
+	opts     []kgo.Opt // the sources' extra client options (tests)
+	troubles *partitionTroubles
+
+	mu       sync.Mutex
+	byMirror map[string]*batchFetcher
+}
+
+func newFetchers(m *metrics.Metrics, log *slog.Logger, opts []kgo.Opt, troubles *partitionTroubles) *fetchers {
+	return &fetchers{metrics: m, log: log, opts: opts, troubles: troubles, byMirror: map[string]*batchFetcher{}}
+}
+
+// get returns the mirror's raw fetcher, creating it on first use.
+func (e *fetchers) get(mirror string, conn kafkaconn.Config) (*batchFetcher, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if f := e.batchFetchers[mirror]; f != nil {
+	if f := e.byMirror[mirror]; f != nil {
 		f.users++
 		return f, nil
 	}
@@ -167,7 +185,7 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 	health, sideHealth := newClientHealth(defaultFetchMaxWait, flog), newClientHealth(defaultFetchMaxWait, flog)
 	loops := &loopHealth{addr: health.addr, servers: conn.BootstrapServers, brokers: map[int32]*loopRun{}}
 	opts := append([]kgo.Opt{e.metrics.FetchOpt(mirror)}, batchfetch.ClientOpts(0)...)
-	opts = append(opts, e.cfg.SourceOpts...)
+	opts = append(opts, e.opts...)
 	cl, err := conn.NewClient(append([]kgo.Opt{kgo.WithHooks(health)}, opts...)...)
 	if err != nil {
 		return nil, err
@@ -182,7 +200,7 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 	bf, err := batchfetch.New(batchfetch.Config{Client: cl, SideClient: side,
 		Logger: e.log.With("client", "batch fetcher", "mirror", mirror), MaxWait: defaultFetchMaxWait,
 		Health: loops.broker, Trouble: func(topic string, partition int32, err error) {
-			e.noteFetchTrouble(mirror, topic, partition, err)
+			e.noteTrouble(mirror, topic, partition, err)
 		}})
 	if err != nil {
 		cl.Close()
@@ -190,13 +208,14 @@ func (e *Engine) batchFetcherFor(mirror string, conn kafkaconn.Config) (*batchFe
 		return nil, err
 	}
 	f := &batchFetcher{cl: cl, side: side, f: bf, health: health, sideHealth: sideHealth, loops: loops, users: 1}
-	e.batchFetchers[mirror] = f
+	e.byMirror[mirror] = f
 	return f, nil
 }
 
-func (e *Engine) releaseBatchFetcher(mirror string) {
+// release gives up one partition's use of the mirror's fetcher.
+func (e *fetchers) release(mirror string) {
 	e.mu.Lock()
-	f := e.batchFetchers[mirror]
+	f := e.byMirror[mirror]
 	if f == nil {
 		e.mu.Unlock()
 		return
@@ -205,15 +224,37 @@ func (e *Engine) releaseBatchFetcher(mirror string) {
 		e.mu.Unlock()
 		return
 	}
-	delete(e.batchFetchers, mirror)
+	delete(e.byMirror, mirror)
 	e.mu.Unlock()
 	f.close()
 }
 
-// fetchBatches registers a partition with its mirror's raw fetcher.
-func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
+// health returns the fetch clients' health and the broker loops' trouble
+// signature, for the client watch.
+func (e *fetchers) health() (clients []*clientHealth, loops string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, f := range e.byMirror {
+		clients = append(clients, f.health, f.sideHealth)
+		loops += f.loops.signature(troubleAfter) + ";"
+	}
+	return clients, loops
+}
+
+// closeAll closes every fetcher.
+func (e *fetchers) closeAll() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for name, f := range e.byMirror {
+		f.close()
+		delete(e.byMirror, name)
+	}
+}
+
+// fetch registers a partition with its mirror's raw fetcher.
+func (e *fetchers) fetch(mirror string, conn kafkaconn.Config, topic string, partition int32, from int64,
 	deliver func(worker.FetchBatch)) (worker.Fetch, error) {
-	f, err := e.batchFetcherFor(mirror, conn)
+	f, err := e.get(mirror, conn)
 	if err != nil {
 		return nil, err
 	}
@@ -223,28 +264,28 @@ func (e *Engine) fetchBatches(mirror string, conn kafkaconn.Config, topic string
 		if got.Err != nil {
 			lso = -1
 		} else {
-			e.fetchTroubles.answered(ref)
+			e.troubles.answered(ref)
 		}
 		deliver(worker.FetchBatch{Batches: got.Batches, Aborted: got.Aborted, Err: got.Err, LSO: lso})
 	})
-	return &batchFetchRegistration{e: e, f: f, ref: ref}, nil
+	return &batchFetchRegistration{fs: e, f: f, ref: ref}, nil
 }
 
-// noteFetchTrouble records a failure of a partition's fetch that the
+// noteTrouble records a failure of a partition's fetch that the
 // mirror's fetcher retries (a request that asked for it failed, or its
 // part of an answer could not be used): once the partition's failures
 // have lasted troubleAfter with no delivery between, its row says so
 // while it stays MIRRORING, and a delivery clears it. The fetcher's
 // trouble with a whole broker reaches the rows through its clients' hooks
 // (clientHealth); this is for what only the fetcher sees.
-func (e *Engine) noteFetchTrouble(mirror, topic string, partition int32, err error) {
-	e.fetchTroubles.failed(troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}, err)
+func (e *fetchers) noteTrouble(mirror, topic string, partition int32, err error) {
+	e.troubles.failed(troubleRef{mirror: mirror, tp: leaders.TopicPartition{Topic: topic, Partition: partition}}, err)
 }
 
 // batchFetchRegistration is one partition's place in its mirror's raw
 // fetcher.
 type batchFetchRegistration struct {
-	e   *Engine
+	fs  *fetchers
 	f   *batchFetcher
 	ref troubleRef
 }
@@ -253,7 +294,7 @@ type batchFetchRegistration struct {
 // fetch clients'.
 func (r *batchFetchRegistration) Trouble() (time.Time, error) {
 	return oldestTrouble(
-		func() (time.Time, error) { return r.e.fetchTroubles.trouble(r.ref, troubleAfter) },
+		func() (time.Time, error) { return r.fs.troubles.trouble(r.ref, troubleAfter) },
 		func() (time.Time, error) {
 			if b, ok := r.f.f.Broker(r.ref.tp.Topic, r.ref.tp.Partition); ok {
 				return r.f.loops.get(b).trouble(troubleAfter)
@@ -266,8 +307,8 @@ func (r *batchFetchRegistration) Trouble() (time.Time, error) {
 
 func (r *batchFetchRegistration) Stop() {
 	r.f.f.Remove(r.ref.tp.Topic, r.ref.tp.Partition)
-	r.e.fetchTroubles.forget(r.ref)
-	r.e.releaseBatchFetcher(r.ref.mirror)
+	r.fs.troubles.forget(r.ref)
+	r.fs.release(r.ref.mirror)
 }
 
 // oldestTrouble returns the oldest of the troubles the sources report.

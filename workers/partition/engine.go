@@ -102,7 +102,7 @@ type Engine struct {
 	// producerHealth tracks the errors the producer retries silently.
 	producerHealth *clientHealth
 	dstAdmin       *kadm.Client
-	// dstAdminClient is dstAdmin's own kgo client (see ensureDestinationTopic).
+	// dstAdminClient is dstAdmin's own kgo client (see destinations.ensure).
 	dstAdminClient *kgo.Client
 	authorizer     *authorizerProbe
 	cp             *checkpointer
@@ -128,21 +128,23 @@ type Engine struct {
 	// the test signals are added as it starts).
 	wcfg worker.Config
 
-	// batchProducer and batchDst, and each mirror's batchFetchers, copy
-	// batches (batch_clients.go).
+	// batchProducer and batchDst, and each mirror's fetcher (fetchers),
+	// copy batches (batch_clients.go).
 	batchProducer *batchproduce.Producer
 	batchDst      *kgo.Client
+	fetchers      *fetchers
 
-	// watch is the destination watch (destination_watch.go, unsettled.go),
-	// and copier the copy as the workers use it (copier.go).
+	// The components that implement the workers' ports besides the above
+	// (worker_ports.go): the destination watch (destination_watch.go,
+	// unsettled.go), the copy as the workers use it (copier.go) and the
+	// destination cluster's (destination_topics.go).
 	watch        *destinationWatch
 	copier       *copier
 	destinations *destinations
 
-	mu            sync.Mutex
-	workers       map[lease.Key]*runningWorker
-	batchFetchers map[string]*batchFetcher
-	sources       map[string]*sourceClients
+	mu      sync.Mutex
+	workers map[lease.Key]*runningWorker
+	sources map[string]*sourceClients
 	// srcStates are the sources' __mirror_state reads of failbacks
 	// (source_states.go).
 	srcStates sourceStates
@@ -175,7 +177,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	cfg.Retry.MaxAttempts = cmp.Or(cfg.Retry.MaxAttempts, 100)
 	log := cfg.Logger
 	e := &Engine{cfg: cfg, log: log, gate: batchproduce.NewGate(cfg.ProduceBuffer),
-		workers: map[lease.Key]*runningWorker{}, batchFetchers: map[string]*batchFetcher{},
+		workers: map[lease.Key]*runningWorker{},
 		sources: map[string]*sourceClients{}}
 	var err error
 	if e.metrics, err = metrics.New(cfg.Registerer); err != nil {
@@ -191,6 +193,8 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.watch = newDestinationWatch(e.desired, e.copy, e.metrics, log, cfg.SettledWaitMax)
 	e.health = newHealthChanges()
 	e.fetchTroubles = newPartitionTroubles()
+	e.fetchers = newFetchers(e.metrics, log, cfg.SourceOpts, e.fetchTroubles)
+	e.srcStates.read = cfg.SourceState
 	e.shared = newSharedReads()
 	e.rows = newPartitionRows(cfg.Service, cfg.Pool, log)
 	e.wcfg = worker.Config{Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
@@ -258,14 +262,8 @@ func (e *Engine) watchClients(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		e.mu.Lock()
-		clients := []*clientHealth{e.producerHealth}
-		loops := ""
-		for _, f := range e.batchFetchers {
-			clients = append(clients, f.health, f.sideHealth)
-			loops += f.loops.signature(troubleAfter) + ";"
-		}
-		e.mu.Unlock()
+		fetchClients, loops := e.fetchers.health()
+		clients := append([]*clientHealth{e.producerHealth}, fetchClients...)
 		e.health.check(clients, troubleAfter, e.fetchTroubles.signature(troubleAfter)+";"+e.copier.retryingSignature()+";"+loops)
 	}
 }
@@ -327,10 +325,7 @@ func (e *Engine) closeClients() {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for name, f := range e.batchFetchers {
-		f.close()
-		delete(e.batchFetchers, name)
-	}
+	e.fetchers.closeAll()
 	for name, s := range e.sources {
 		s.close()
 		delete(e.sources, name)

@@ -17,7 +17,7 @@ import (
 // A client's trouble (clientHealth) concerns every partition it fetches;
 // these only theirs. A delivery of the partition's batches ends its run.
 //
-// The mirror's fetcher feeds it through Engine.noteFetchTrouble; the
+// The mirror's fetcher feeds it through fetchers.noteTrouble; the
 // mirroring sessions read it with the clients' health (Fetch.Trouble), and
 // the engine's client watch wakes them when the set of partitions in
 // trouble changes.

@@ -85,8 +85,8 @@ func (s *sharedReads) partitionOffsets(ctx context.Context, adm *kadm.Client, to
 // sourceTopicID asks the source for a topic's id with a raw metadata
 // request: kadm's ListTopics may answer from kgo's metadata cache, which
 // keeps a recreated topic's old id for a while.
-func (e *Engine) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string) (worker.SourceTopic, error) {
-	return e.shared.srcTopicIDs.do(ctx, clientTopic{cl, topic}, func(ctx context.Context) (worker.SourceTopic, error) {
+func (s *sharedReads) sourceTopicID(ctx context.Context, cl *kgo.Client, topic string) (worker.SourceTopic, error) {
+	return s.srcTopicIDs.do(ctx, clientTopic{cl, topic}, func(ctx context.Context) (worker.SourceTopic, error) {
 		req := kmsg.NewPtrMetadataRequest()
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)

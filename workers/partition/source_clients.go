@@ -3,8 +3,10 @@ package partition
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -56,7 +58,9 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 	if err != nil {
 		return nil, err
 	}
-	s := &sourceClients{e: e, mirror: mirror, Conn: conn, Client: cl, Admin: kadm.NewClient(cl), key: m.UpdatedAt}
+	s := &sourceClients{mirror: mirror, Conn: conn, Client: cl, Admin: kadm.NewClient(cl), key: m.UpdatedAt,
+		opts: e.cfg.SourceOpts, destination: e.cfg.Destination, shared: &e.shared, fetchers: e.fetchers,
+		states: &e.srcStates, pool: e.cfg.Pool, log: e.log}
 	e.sources[mirror] = s
 	return s, nil
 }
@@ -64,7 +68,6 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 // sourceClients is a mirror's source connection and clients, made for the
 // mirror row last updated at key: the worker.Source its partitions read.
 type sourceClients struct {
-	e      *Engine
 	mirror string
 	Conn   kafkaconn.Config
 	// Client is for requests that must not be answered from kgo's
@@ -72,6 +75,15 @@ type sourceClients struct {
 	Client *kgo.Client
 	Admin  *kadm.Client
 	key    time.Time
+	// opts are the sources' extra client options (tests); destination is
+	// the destination's connection, which a continuation's proof reads.
+	opts        []kgo.Opt
+	destination kafkaconn.Config
+	shared      *sharedReads
+	fetchers    *fetchers
+	states      *sourceStates
+	pool        *pgxpool.Pool
+	log         *slog.Logger
 }
 
 func (s *sourceClients) close() { s.Admin.Close() }
@@ -79,24 +91,24 @@ func (s *sourceClients) close() { s.Admin.Close() }
 // Offsets returns a source partition's offsets from a listing of its whole
 // topic shared with its other partitions.
 func (s *sourceClients) Offsets(ctx context.Context, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error) {
-	return s.e.shared.partitionOffsets(ctx, s.Admin, topic, partition, committed)
+	return s.shared.partitionOffsets(ctx, s.Admin, topic, partition, committed)
 }
 
 // Topic asks the source for a topic's id and partitions with a raw metadata
 // request, shared with the topic's other partitions.
 func (s *sourceClients) Topic(ctx context.Context, topic string) (worker.SourceTopic, error) {
-	return s.e.sourceTopicID(ctx, s.Client, topic)
+	return s.shared.sourceTopicID(ctx, s.Client, topic)
 }
 
 // Records reads up to n committed records of a source partition in [from,
 // end).
 func (s *sourceClients) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
-	return kafkaconn.ReadRecords(ctx, s.Conn, topic, partition, from, end, n, true, s.e.cfg.SourceOpts...)
+	return kafkaconn.ReadRecords(ctx, s.Conn, topic, partition, from, end, n, true, s.opts...)
 }
 
 // MirrorState returns the source cluster's decoded __mirror_state.
 func (s *sourceClients) MirrorState(ctx context.Context) (service.StateSnapshot, error) {
-	return s.e.sourceState(ctx, s.mirror, s.Conn)
+	return s.states.get(ctx, s.mirror, s.Conn)
 }
 
 // Spec is what a destination topic mirroring source topic topic is created
@@ -120,9 +132,9 @@ func (s *sourceClients) Spec(ctx context.Context, topic string) (worker.TopicSpe
 // record. When they cannot be read the topic is created with the broker's
 // defaults, and the next sync pass sets them.
 func (s *sourceClients) syncedTopicConfigs(ctx context.Context, topic string) map[string]*string {
-	e, mirror := s.e, s.mirror
-	m, err := e.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
-		return repo.MirrorsGet(ctx, e.cfg.Pool, mirror)
+	mirror := s.mirror
+	m, err := s.shared.mirrors.do(ctx, mirror, func(ctx context.Context) (repo.Mirror, error) {
+		return repo.MirrorsGet(ctx, s.pool, mirror)
 	})
 	var cfg service.SyncConfig
 	if err == nil {
@@ -140,7 +152,7 @@ func (s *sourceClients) syncedTopicConfigs(ctx context.Context, topic string) ma
 		err = rc.Err
 	}
 	if err != nil {
-		e.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
+		s.log.Warn("creating a destination topic with the broker's default configs; the next metadata sync sets the source's",
 			"mirror", mirror, "topic", topic, "err", err)
 		return nil
 	}
@@ -153,12 +165,12 @@ func (s *sourceClients) syncedTopicConfigs(ctx context.Context, topic string) ma
 
 // ProveContinuation proves in against this source and the destination.
 func (s *sourceClients) ProveContinuation(ctx context.Context, in service.ContinuationInput) (service.PartitionContinuation, error) {
-	in.Source, in.SourceAdmin, in.SourceOpts, in.Destination = s.Conn, s.Admin, s.e.cfg.SourceOpts, s.e.cfg.Destination
+	in.Source, in.SourceAdmin, in.SourceOpts, in.Destination = s.Conn, s.Admin, s.opts, s.destination
 	return service.ProveContinuation(ctx, in)
 }
 
 // Fetch adds the partition to its mirror's fetcher, made on first use and
 // closed when its last partition leaves.
 func (s *sourceClients) Fetch(topic string, partition int32, from int64, deliver func(worker.FetchBatch)) (worker.Fetch, error) {
-	return s.e.fetchBatches(s.mirror, s.Conn, topic, partition, from, deliver)
+	return s.fetchers.fetch(s.mirror, s.Conn, topic, partition, from, deliver)
 }

@@ -22,6 +22,8 @@ const sourceStateFresh = 5 * time.Second
 
 // sourceStates caches each mirror's read of its source's __mirror_state.
 type sourceStates struct {
+	// read reads a cluster's __mirror_state (EngineConfig.SourceState).
+	read  func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 	mu    sync.Mutex // held while reading: the others wait and share
 	reads map[string]sourceStateRead
 }
@@ -33,17 +35,16 @@ type sourceStateRead struct {
 
 // sourceState returns the decoded __mirror_state of a mirror's source
 // cluster.
-func (e *Engine) sourceState(ctx context.Context, mirror string, conn kafkaconn.Config) (service.StateSnapshot, error) {
-	if e.cfg.SourceState == nil {
+func (s *sourceStates) get(ctx context.Context, mirror string, conn kafkaconn.Config) (service.StateSnapshot, error) {
+	if s.read == nil {
 		return service.StateSnapshot{}, fmt.Errorf("this instance cannot read a source's %s", service.StateTopic)
 	}
-	s := &e.srcStates
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.reads[mirror]; ok && time.Since(r.at) < sourceStateFresh {
 		return r.snap, nil
 	}
-	latest, err := e.cfg.SourceState(ctx, conn)
+	latest, err := s.read(ctx, conn)
 	if errors.Is(err, service.ErrStateTopicMissing) {
 		latest, err = nil, nil // a source no kmirror wrote to: nothing to prove by
 	}
