@@ -15,7 +15,7 @@ import (
 // whole batch's header in place (Batch.Produced): the fetched bytes are
 // the session's, and nothing reads them once they are handed over. The
 // caller holds s.mu and has checked the batch's error and the lease.
-func (s *Session) copyBatches(b FetchBatch) {
+func (s *session) copyBatches(b FetchBatch) {
 	w := s.w
 	keep := recordbatch.NewCommitted(b.Aborted)
 	for i := range b.Batches {
@@ -69,7 +69,7 @@ func (s *Session) copyBatches(b FetchBatch) {
 // the mirror asks for another codec (mirror.compression.type), a new one
 // of its records from the session's next offset, with their source
 // offsets. It is nil when no record is left to copy.
-func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
+func (s *session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64, error) {
 	codec, why := bt.Codec(), bt.WholeCopyProblem(s.fetchNext)
 	if want, ok := s.w.p.Copy.Recompression(s.w.key.Mirror); ok && want != codec {
 		codec = want
@@ -95,7 +95,7 @@ func (s *Session) payloadOf(bt *recordbatch.Batch) (*recordbatch.Batch, []int64,
 
 // addRun records n copies from source offset src to the next destination
 // offsets, extending the last pending run when both sides follow on.
-func (s *Session) addRun(src, n int64) {
+func (s *session) addRun(src, n int64) {
 	if k := len(s.pending); k > 0 && !s.pending[k-1].control &&
 		s.pending[k-1].src+s.pending[k-1].n == src && s.pending[k-1].dst+s.pending[k-1].n == s.produced {
 		s.pending[k-1].n += n

@@ -19,10 +19,10 @@ import (
 	"kmirror/workers/partition/metrics"
 )
 
-// Session is one stretch of MIRRORING: fetch, produce, verify acks.
+// session is one stretch of MIRRORING: fetch, produce, verify acks.
 // Batches arrive in the mirror's fetch goroutine (deliver) and results in
 // the worker's; mu serializes the two until the worker closes the session.
-type Session struct {
+type session struct {
 	mu     sync.Mutex
 	closed bool
 	// closing is closed when the worker closes the session: a delivery
@@ -145,7 +145,7 @@ func (d *batchDeadline) stop() {
 // that could land.
 type sentBatch struct {
 	*recordbatch.Batch
-	s *Session
+	s *session
 	d *batchDeadline
 }
 
@@ -175,7 +175,7 @@ type progressWatch struct {
 // when a whole delivery timeout passes with copies waiting and none of the
 // session's answered; copies queued behind ones that are answered, as
 // when a backlog is let through at once, do not fail.
-func (s *Session) watchProgress() {
+func (s *session) watchProgress() {
 	if !s.progress.armed.CompareAndSwap(false, true) {
 		return
 	}
@@ -189,7 +189,7 @@ func (s *Session) watchProgress() {
 
 // checkProgress runs a delivery timeout after the watch was armed or last
 // found progress.
-func (s *Session) checkProgress() {
+func (s *session) checkProgress() {
 	done := s.acks.Base() + s.acks.Done()
 	if done >= s.acks.ProducedEnd() {
 		s.progress.armed.Store(false)
@@ -238,7 +238,7 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 	if w.row.SrcNext == nil || w.row.DstNext == nil {
 		return retryable("no checkpoint to mirror from")
 	}
-	s := &Session{w: w, dest: w.dest, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
+	s := &session{w: w, dest: w.dest, srcNext: *w.row.SrcNext, dstNext: *w.row.DstNext, srcEnd: -1, publishedEnd: -1,
 		closing: make(chan struct{})}
 	s.throttledMs.Store(w.row.ThrottledMs)
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
@@ -375,7 +375,7 @@ var errDesireChanged = fmt.Errorf("desired state changed")
 // destination answers again. A producer's trouble is this partition's
 // only while it has copies in flight; the fetcher's is every partition's
 // it fetches.
-func (s *Session) reportTrouble(ctx context.Context, f Fetch) {
+func (s *session) reportTrouble(ctx context.Context, f Fetch) {
 	w := s.w
 	var fetchMsg, produceMsg string
 	if since, err := f.Trouble(); err != nil {
@@ -426,7 +426,7 @@ type troubleSides struct{ fetch, produce bool }
 // or a realignment: the write returns the stored row, so a checkpoint left
 // to the batch saver would be forgotten and alignment would start from an
 // older one.
-func (w *Worker) keepProgress(ctx context.Context, s *Session, before string) {
+func (w *Worker) keepProgress(ctx context.Context, s *session, before string) {
 	if w.lease.Valid() {
 		if err := w.p.Checkpoints.Save(ctx, w.key); err != nil {
 			w.log.Warn("saving the checkpoint before "+before, "err", err)
@@ -437,7 +437,7 @@ func (w *Worker) keepProgress(ctx context.Context, s *Session, before string) {
 
 // syncRow makes the worker's row carry the session's checkpoint, so the next
 // state write starts from it.
-func (w *Worker) syncRow(s *Session) {
+func (w *Worker) syncRow(s *session) {
 	src, dst := s.srcNext, s.dstNext
 	w.row.SrcNext, w.row.DstNext = &src, &dst
 }
@@ -446,7 +446,7 @@ func (w *Worker) syncRow(s *Session) {
 // mirror's throttle lets its bytes through. The wait holds up the fetch
 // goroutine, and with it the fetches of the mirror's partitions that
 // share it: the throttle paces what is read, not only what is written.
-func (s *Session) deliver(ctx context.Context, b FetchBatch) {
+func (s *session) deliver(ctx context.Context, b FetchBatch) {
 	waited, err := s.throttle(ctx, b)
 	if waited > 0 {
 		s.w.cfg.Metrics.Throttled(s.w.key.Mirror, s.w.key.Topic, waited)
@@ -477,7 +477,7 @@ const throttleReportEvery = time.Second
 
 // throttle waits for the mirror's throttle to let b through, counting the
 // wait into the partition's throttled time as it goes.
-func (s *Session) throttle(ctx context.Context, b FetchBatch) (time.Duration, error) {
+func (s *session) throttle(ctx context.Context, b FetchBatch) (time.Duration, error) {
 	var (
 		mu      sync.Mutex
 		counted time.Duration // of this wait, already in throttledMs
@@ -514,7 +514,7 @@ func (s *Session) throttle(ctx context.Context, b FetchBatch) (time.Duration, er
 
 // stopped reports whether a failure, a gap in the source or an
 // interruption ends the session.
-func (s *Session) stopped() bool {
+func (s *session) stopped() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.failure != nil || s.outOfRange || s.interrupted != nil
@@ -524,7 +524,7 @@ func (s *Session) stopped() bool {
 // failure that says the destination topic is gone or was recreated under
 // the producer, or that it lost the producer's sequence, is one too:
 // re-aligning repairs it, so it is no failure.
-func (s *Session) interruption() *Interruption {
+func (s *session) interruption() *Interruption {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.interrupted == nil && s.topicRecreated {
@@ -540,7 +540,7 @@ func (s *Session) interruption() *Interruption {
 // destination watch found outside it: no more record is sent, and the
 // worker re-aligns once the copies in flight are answered or written off.
 // The first reason is kept.
-func (s *Session) interrupt(i Interruption) {
+func (s *session) interrupt(i Interruption) {
 	s.mu.Lock()
 	if s.interrupted == nil {
 		s.interrupted = &i
@@ -549,7 +549,7 @@ func (s *Session) interrupt(i Interruption) {
 	s.produceCancel(errInterrupted)
 }
 
-func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
+func (s *session) handleBatch(ctx context.Context, b FetchBatch) {
 	w := s.w
 	if errors.Is(b.Err, kerr.OffsetOutOfRange) {
 		s.outOfRange = true
@@ -592,7 +592,7 @@ func (s *Session) handleBatch(ctx context.Context, b FetchBatch) {
 // session's failure set) when produceCtx ended first. Room for a whole batch comes first: once one record of it is
 // handed to the producer, every later one must follow, or the destination
 // could skip one (batchproduce.Gate). If produceCtx ends meanwhile, none is.
-func (s *Session) admit(n int64) *batchDeadline {
+func (s *session) admit(n int64) *batchDeadline {
 	w := s.w
 	upTo := s.produced + n
 	if err := w.cfg.Gate.Acquire(s.produceCtx, n); err != nil {
@@ -607,14 +607,14 @@ func (s *Session) admit(n int64) *batchDeadline {
 }
 
 // inFlight is how many produced records have no result yet.
-func (s *Session) inFlight() int64 {
+func (s *session) inFlight() int64 {
 	return s.produced - s.acks.Base() - s.acks.Done()
 }
 
 // handleAcks advances the checkpoint over the copies verified since the
 // last call, and turns the first failed or misplaced one into the
 // session's failure.
-func (s *Session) handleAcks() {
+func (s *session) handleAcks() {
 	done, verified, failure := s.acks.Take()
 	taken := s.taken
 	for s.taken < verified && len(s.pending) > 0 {
@@ -672,7 +672,7 @@ func (s *Session) handleAcks() {
 
 // passControls moves the checkpoint past the transaction markers at the
 // head of the queue: every record before them is acknowledged.
-func (s *Session) passControls() {
+func (s *session) passControls() {
 	for len(s.pending) > 0 && s.pending[0].control {
 		if s.failure == nil {
 			s.srcNext = s.pending[0].src + s.pending[0].n
@@ -682,7 +682,7 @@ func (s *Session) passControls() {
 }
 
 // extendRun adds n verified copies from (src, dst) to the offset map.
-func (s *Session) extendRun(src, dst, n int64) {
+func (s *session) extendRun(src, dst, n int64) {
 	if r := s.run; r != nil && r.SrcStart+r.Count == src && r.DstStart+r.Count == dst {
 		r.Count += n
 	} else {
@@ -701,7 +701,7 @@ func (s *Session) extendRun(src, dst, n int64) {
 const stopSettleMax = time.Second
 
 // settle waits until every produced record is acknowledged or failed.
-func (s *Session) settle(ctx context.Context) {
+func (s *session) settle(ctx context.Context) {
 	// Within what is left of a shutdown, too: copies still unanswered then
 	// keep the lease from being released (the engine's unsettled.go).
 	deadline := time.NewTimer(s.w.cfg.StopBudget.Bound(s.w.cfg.DeliveryTimeout+2*time.Second, stopSettleMax))
@@ -726,7 +726,7 @@ func (s *Session) settle(ctx context.Context) {
 }
 
 // publish hands verified progress to the checkpointer.
-func (s *Session) publish() {
+func (s *session) publish() {
 	w := s.w
 	// Only what changed: every poll reports each partition's end, and
 	// republishing an unchanged one would make every partition's row a
@@ -749,7 +749,7 @@ func (s *Session) publish() {
 
 // publishThrottled hands the partition's throttled time to the
 // checkpointer with its verified progress as it stands; s.mu is held.
-func (s *Session) publishThrottled() {
+func (s *session) publishThrottled() {
 	w := s.w
 	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
@@ -763,7 +763,7 @@ func (s *Session) publishThrottled() {
 const catchUpAfter = 200 * time.Millisecond
 
 // noteCatchUp tells the checkpointer when a backlog has just been copied.
-func (s *Session) noteCatchUp() {
+func (s *session) noteCatchUp() {
 	caughtUp := s.srcEnd >= 0 && s.srcNext >= s.srcEnd && s.inFlight() == 0
 	switch {
 	case !caughtUp && s.behindSince.IsZero():

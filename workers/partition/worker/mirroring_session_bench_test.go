@@ -35,7 +35,7 @@ func BenchmarkAckedBatch(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			const batch = 100
-			s := &Session{acks: batchproduce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
+			s := &session{acks: batchproduce.NewAcks(0, nil, nil), mirrored: bc.mirrored(b)}
 			next := int64(0)
 			b.ReportAllocs()
 			for b.Loop() {

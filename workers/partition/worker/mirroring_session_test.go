@@ -13,7 +13,7 @@ import (
 // the previous one arrives, when results arrive between two of its
 // handleAcks, and when a copy fails (what lands after it is never verified).
 func TestAckedBytesAreExact(t *testing.T) {
-	s := &Session{acks: batchproduce.NewAcks(10, nil, nil), produced: 10}
+	s := &session{acks: batchproduce.NewAcks(10, nil, nil), produced: 10}
 	produceRun := func(n int64) { // the worker's side of a batch
 		s.pending = append(s.pending, pendingRun{src: s.produced, dst: s.produced, n: n})
 		s.acks.SetProducedEnd(s.produced + n)

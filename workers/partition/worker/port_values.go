@@ -70,7 +70,7 @@ type DestinationTopic struct {
 	Partitions int
 }
 
-// Interruption ends a mirroring session for something the engine found
+// Interruption ends a mirroring session for something the destination watch found
 // outside it; the worker re-aligns in place instead of failing.
 type Interruption struct {
 	// Msg says why, for the row's error; Cause, when set, is the shorter

@@ -372,7 +372,7 @@ func (w *Worker) awaitSettled(ctx context.Context) error {
 // interrupted (the engine's destination_watch.go): with the verified
 // progress saved, and, when the destination lost records, the row saying
 // so until the realignment records where mirroring starts again.
-func (w *Worker) heal(ctx context.Context, i Interruption, s *Session) error {
+func (w *Worker) heal(ctx context.Context, i Interruption, s *session) error {
 	w.keepProgress(ctx, s, "re-aligning")
 	if l, ok := w.p.Watch.TakeLoss(w.key); ok {
 		w.noteLoss(ctx, service.StateMirroring, l)
