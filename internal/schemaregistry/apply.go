@@ -1,0 +1,145 @@
+package schemaregistry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sr"
+)
+
+// restoreTimeout bounds putting a subject back to READONLY after a failed
+// write, which runs even when the sync's own context has ended.
+const restoreTimeout = 10 * time.Second
+
+// Sync copies the selected subjects from src to dst: PlanSync, then Apply.
+// The error is PlanSync's (a bad selection, a source that cannot list its
+// subjects); each subject's own failure is in the Report.
+func Sync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Report, error) {
+	p, err := PlanSync(ctx, src, dst, sel)
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply(ctx), nil
+}
+
+// Apply writes the plan to the destination, one subject at a time in
+// dependency order. A subject is put in IMPORT mode (forced: it may hold
+// versions already) only while its versions are written, each with the
+// source's id and version number, and is READONLY afterwards. A subject
+// that fails stops at its first failed write; the versions written before
+// it stay, each whole (a registry writes a version at once), and the next
+// sync resumes after them. Its failure fails every subject whose versions
+// need one it did not write; other subjects still sync.
+func (p *Plan) Apply(ctx context.Context) *Report {
+	// What the destination holds, by destination subject, kept current as
+	// versions are written, to check each reference before a write.
+	onDest := map[string]map[int]bool{}
+	for _, sp := range p.Subjects {
+		if sp.Err == nil {
+			onDest[sp.Destination] = sp.onDest
+		}
+	}
+	rep := &Report{}
+	for _, sp := range p.Subjects {
+		rep.add(p.applySubject(ctx, sp, onDest))
+	}
+	return rep
+}
+
+func (p *Plan) applySubject(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool) SubjectReport {
+	r := SubjectReport{Source: sp.Source, Destination: sp.Destination, Present: sp.Present}
+	if sp.Err != nil {
+		r.Err = fmt.Errorf("subject %q: %w", sp.Source, sp.Err)
+		return r
+	}
+	writes := len(sp.Copy) > 0 || len(sp.SoftDelete) > 0 || sp.Compatibility != 0
+	if !writes && !sp.SetReadOnly {
+		return r
+	}
+	if writes {
+		if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeImport); err != nil {
+			r.Err = fmt.Errorf("subject %q: nothing copied: %w", sp.Source, err)
+			return r
+		}
+		if err := p.write(ctx, sp, onDest, &r); err != nil {
+			r.Err = fmt.Errorf("subject %q: %w", sp.Source, err)
+			r.Err = errors.Join(r.Err, p.restoreReadOnly(ctx, sp, &r))
+			return r
+		}
+	}
+	if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeReadOnly); err != nil {
+		r.Err = fmt.Errorf("subject %q: %w", sp.Source, err)
+		r.LeftInImport = writes
+		return r
+	}
+	r.ModeSet = true
+	return r
+}
+
+// write copies the subject's versions, then its soft deletes and its
+// compatibility level, stopping at the first failure.
+func (p *Plan) write(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool, r *SubjectReport) error {
+	for _, vc := range sp.Copy {
+		for _, ref := range vc.Schema.References {
+			if !onDest[ref.Subject][ref.Version] {
+				return fmt.Errorf("version %d (id %d) not copied: it references %q version %d, which is not on the destination (see that subject's error); %d of %d versions copied before it",
+					vc.Version, vc.ID, ref.Subject, ref.Version, len(r.Copied), len(sp.Copy))
+			}
+		}
+		id, err := p.dst.RegisterSchema(ctx, sp.Destination, vc.Schema, vc.ID, vc.Version)
+		if err != nil {
+			return fmt.Errorf("writing version %d (id %d) as %q: %w; %d of %d versions copied before it",
+				vc.Version, vc.ID, sp.Destination, err, len(r.Copied), len(sp.Copy))
+		}
+		if id != vc.ID {
+			// The registry took the schema but numbered it itself: records
+			// naming vc.ID would not find it. Say so loudly; the next plan
+			// sees the version and reports the conflict.
+			return fmt.Errorf("writing version %d as %q: the destination registered it under id %d instead of %d (is IMPORT mode honoured?)",
+				vc.Version, sp.Destination, id, vc.ID)
+		}
+		if onDest[sp.Destination] == nil {
+			onDest[sp.Destination] = map[int]bool{}
+		}
+		onDest[sp.Destination][vc.Version] = true
+		r.Copied = append(r.Copied, CopiedVersion{Version: vc.Version, ID: vc.ID})
+		if vc.Deleted {
+			if err := p.dst.DeleteSchema(ctx, sp.Destination, vc.Version, sr.SoftDelete); err != nil {
+				return fmt.Errorf("soft-deleting version %d of %q, as on the source: %w", vc.Version, sp.Destination, err)
+			}
+			r.SoftDeleted = append(r.SoftDeleted, vc.Version)
+		}
+	}
+	for _, v := range sp.SoftDelete {
+		if err := p.dst.DeleteSchema(ctx, sp.Destination, v, sr.SoftDelete); err != nil {
+			return fmt.Errorf("soft-deleting version %d of %q, as on the source: %w", v, sp.Destination, err)
+		}
+		r.SoftDeleted = append(r.SoftDeleted, v)
+	}
+	if sp.Compatibility != 0 {
+		res := p.dst.SetCompatibility(ctx, sr.SetCompatibility{Level: sp.Compatibility}, sp.Destination)
+		if err := res[0].Err; err != nil {
+			return fmt.Errorf("setting compatibility %s on %q: %w", sp.Compatibility, sp.Destination, err)
+		}
+		r.Compatibility = sp.Compatibility
+	}
+	return nil
+}
+
+// restoreReadOnly puts a subject whose write failed back to READONLY, so no
+// producer can register into it and no half-done import stays open. It runs
+// under its own timeout even when ctx has ended. When the registry cannot be
+// reached the subject stays in IMPORT mode until the next sync, which
+// resumes the copy and sets READONLY at its end; the report says so.
+func (p *Plan) restoreReadOnly(ctx context.Context, sp SubjectPlan, r *SubjectReport) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
+	if err := SetMode(rctx, p.dst, []string{sp.Destination}, sr.ModeReadOnly); err != nil {
+		r.LeftInImport = true
+		return fmt.Errorf("%q is left in IMPORT mode until the next sync (putting it back to READONLY failed, timeout %s: %w)", sp.Destination, restoreTimeout, err)
+	}
+	r.ModeSet = true
+	return nil
+}
