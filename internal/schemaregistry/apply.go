@@ -84,13 +84,13 @@ func (p *Plan) write(ctx context.Context, sp SubjectPlan, onDest map[string]map[
 	for _, vc := range sp.Copy {
 		for _, ref := range vc.Schema.References {
 			if !onDest[ref.Subject][ref.Version] {
-				return fmt.Errorf("version %d (id %d) not copied: it references %q version %d, which is not on the destination (see that subject's error); %d of %d versions copied before it",
+				return fmt.Errorf("version %d (id %d) not copied: it references %q version %d, which is not on the destination (see that subject's error); %d of the %d missing versions were copied before it",
 					vc.Version, vc.ID, ref.Subject, ref.Version, len(r.Copied), len(sp.Copy))
 			}
 		}
 		id, err := p.dst.RegisterSchema(ctx, sp.Destination, vc.Schema, vc.ID, vc.Version)
 		if err != nil {
-			return fmt.Errorf("writing version %d (id %d) as %q: %w; %d of %d versions copied before it",
+			return fmt.Errorf("writing version %d (id %d) as %q: %w; %d of the %d missing versions were copied before it",
 				vc.Version, vc.ID, sp.Destination, err, len(r.Copied), len(sp.Copy))
 		}
 		if id != vc.ID {

@@ -266,6 +266,7 @@ func TestSyncRefusesAnIDTheDestinationUsesForAnotherSchema(t *testing.T) {
 	dst := dest.client(t)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
+	t.Logf("with a conflict: %s", rep)
 	s := subjectReport(t, rep, "orders-value")
 	var conflict *IDConflictError
 	if !errors.As(s.Err, &conflict) {
