@@ -35,9 +35,11 @@ func Sync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Report, err
 func (p *Plan) Apply(ctx context.Context) *Report {
 	// What the destination holds, by destination subject, kept current as
 	// versions are written, to check each reference before a write.
+	// A subject that failed its plan after its destination was read (a
+	// conflict at a later version) still counts with what it has.
 	onDest := map[string]map[int]bool{}
 	for _, sp := range p.Subjects {
-		if sp.Err == nil {
+		if sp.onDest != nil {
 			onDest[sp.Destination] = sp.onDest
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"math/big"
 	"net/http/httptest"
@@ -134,6 +136,7 @@ func TestNewClientSpeaksTLS(t *testing.T) {
 	reg := srfake.NewRegistry()
 	srv := httptest.NewUnstartedServer(reg.Handler())
 	srv.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes are the point
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))

@@ -43,7 +43,7 @@ type SubjectPlan struct {
 	Err error
 
 	references []string     // source subjects its versions reference
-	onDest     map[int]bool // versions the destination has
+	onDest     map[int]bool // versions the destination has as the source has them
 }
 
 // VersionCopy is one version to write, with the source's id and number.
@@ -151,10 +151,10 @@ func (sel Selection) planSubject(ctx context.Context, src, dst *sr.Client, sp *S
 	if err != nil {
 		return fmt.Errorf("destination registry: %w", err)
 	}
+	// Only versions the destination has as the source has them count as
+	// there: a reference to a version number that holds another schema on
+	// the destination would resolve to the wrong schema.
 	sp.onDest = map[int]bool{}
-	for _, v := range dest.versions {
-		sp.onDest[v.Version] = true
-	}
 	ids := map[int]idHolder{}
 	for _, v := range source.versions {
 		want := sel.destinationSchema(v.Schema)
@@ -163,6 +163,7 @@ func (sel Selection) planSubject(ctx context.Context, src, dst *sr.Client, sp *S
 				return &VersionConflictError{Source: sp.Source, Destination: sp.Destination, Version: v.Version, SourceID: v.ID, DestinationID: have.ID}
 			}
 			sp.Present++
+			sp.onDest[v.Version] = true
 			if source.deleted[v.Version] && !dest.deleted[v.Version] {
 				sp.SoftDelete = append(sp.SoftDelete, v.Version)
 			}

@@ -455,3 +455,36 @@ func TestDependencyOrderRefusesAReferenceCycle(t *testing.T) {
 		t.Errorf("order %v puts c before the d it references", order)
 	}
 }
+
+// A referenced subject that conflicts at a later version does not fail a
+// referrer whose reference the destination already has; a referrer whose
+// reference is missing fails with a message naming it.
+func TestSyncReferrerDependsOnlyOnTheVersionsItNeeds(t *testing.T) {
+	srcReg, src := newSource(t)
+	srcReg.SeedSchema("com.acme.Money", 1, 40, avro(record("Money", "amount")))
+	srcReg.SeedSchema("com.acme.Money", 2, 41, avro(record("Money", "amount", "currency")))
+	srcReg.SeedSchema("orders-value", 1, 42, avro(record("Order", "id"),
+		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 1}))
+	srcReg.SeedSchema("payments-value", 1, 43, avro(record("Payment", "id"),
+		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 2}))
+	dest := newFakeRegistry(t)
+	dest.front.SeedSchema("com.acme.Money", 1, 40, avro(record("Money", "amount")))
+	dest.front.SeedSchema("com.acme.Money", 2, 99, avro(record("LocalMoney", "x")))
+	dst := dest.client(t)
+
+	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
+	var conflict *VersionConflictError
+	if err := subjectReport(t, rep, "com.acme.Money").Err; !errors.As(err, &conflict) || conflict.Version != 2 {
+		t.Fatalf("com.acme.Money error %v, want a version 2 conflict", err)
+	}
+	if s := subjectReport(t, rep, "orders-value"); s.Err != nil || len(s.Copied) != 1 {
+		t.Errorf("orders-value: %+v; want it copied, since Money version 1 is on the destination", s)
+	}
+	payments := subjectReport(t, rep, "payments-value")
+	if payments.Err == nil || !strings.Contains(payments.Err.Error(), `"com.acme.Money" version 2`) {
+		t.Errorf("payments-value error %v, want one naming the missing com.acme.Money version 2", payments.Err)
+	}
+	if got := versions(t, dst, "payments-value", true); got != nil {
+		t.Errorf("payments-value has versions %v, want none", got)
+	}
+}
