@@ -24,18 +24,23 @@ func Sync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Report, err
 	return p.Apply(ctx), nil
 }
 
-// Apply writes the plan to the destination, one subject at a time in
-// dependency order. A subject is put in IMPORT mode (forced: it may hold
-// versions already) only while its versions are written, each with the
-// source's id and version number, and is READONLY afterwards. A subject
-// that fails stops at its first failed write; the versions written before
-// it stay, each whole (a registry writes a version at once), and the next
-// sync resumes after them. Its failure fails every subject whose versions
-// need one it did not write; other subjects still sync.
+// Apply writes the plan to the destination in two passes. The first, in
+// dependency order, puts each subject with something to write in IMPORT
+// mode (forced: it may hold versions already) and writes its missing
+// versions, each with the source's id and version number. The second, in
+// reverse order, soft-deletes what the source soft-deleted (a referrer
+// before what it references, as a registry requires), sets the
+// compatibility level, and leaves each subject READONLY.
+//
+// A subject that fails stops at its first failed write and is put back to
+// READONLY; the versions written before stay, each whole (a registry
+// writes a version at once), and the next sync resumes after them. Its
+// failure fails every subject whose versions need one it did not write;
+// other subjects still sync.
 func (p *Plan) Apply(ctx context.Context) *Report {
 	// What the destination holds, by destination subject, kept current as
-	// versions are written, to check each reference before a write.
-	// A subject that failed its plan after its destination was read (a
+	// versions are written, to check each reference before a write. A
+	// subject that failed its plan after its destination was read (a
 	// conflict at a later version) still counts with what it has.
 	onDest := map[string]map[int]bool{}
 	for _, sp := range p.Subjects {
@@ -43,50 +48,69 @@ func (p *Plan) Apply(ctx context.Context) *Report {
 			onDest[sp.Destination] = sp.onDest
 		}
 	}
+	reports := make([]SubjectReport, len(p.Subjects))
+	importing := make([]bool, len(p.Subjects))
+	for i, sp := range p.Subjects {
+		reports[i], importing[i] = p.copyVersions(ctx, sp, onDest)
+	}
+	for i := len(p.Subjects) - 1; i >= 0; i-- {
+		p.finish(ctx, p.Subjects[i], &reports[i], importing[i])
+	}
 	rep := &Report{}
-	for _, sp := range p.Subjects {
-		rep.add(p.applySubject(ctx, sp, onDest))
+	for _, r := range reports {
+		rep.add(r)
 	}
 	return rep
 }
 
-func (p *Plan) applySubject(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool) SubjectReport {
+// copyVersions is a subject's first pass. It reports whether the subject
+// is left in IMPORT mode for the second.
+func (p *Plan) copyVersions(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool) (SubjectReport, bool) {
 	r := SubjectReport{Source: sp.Source, Destination: sp.Destination, Present: sp.Present}
 	if sp.Err != nil {
 		r.Err = fmt.Errorf("subject %q: %w", sp.Source, sp.Err)
-		return r
+		return r, false
 	}
-	writes := len(sp.Copy) > 0 || len(sp.SoftDelete) > 0 || sp.Compatibility != 0
-	if !writes && !sp.SetReadOnly {
-		return r
+	if len(sp.Copy) == 0 && len(sp.SoftDelete) == 0 && sp.Compatibility == 0 {
+		return r, false
 	}
-	if writes {
-		if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeImport); err != nil {
-			r.Err = fmt.Errorf("subject %q: nothing copied: %w", sp.Source, err)
-			return r
-		}
-		if err := p.write(ctx, sp, onDest, &r); err != nil {
-			r.Err = fmt.Errorf("subject %q: %w", sp.Source, err)
-			r.Err = errors.Join(r.Err, p.restoreReadOnly(ctx, sp, &r))
-			return r
+	if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeImport); err != nil {
+		r.Err = fmt.Errorf("subject %q: nothing copied: %w", sp.Source, err)
+		return r, false
+	}
+	if err := p.writeVersions(ctx, sp, onDest, &r); err != nil {
+		r.Err = errors.Join(fmt.Errorf("subject %q: %w", sp.Source, err), p.restoreReadOnly(ctx, sp, &r))
+		return r, false
+	}
+	return r, true
+}
+
+// finish is a subject's second pass.
+func (p *Plan) finish(ctx context.Context, sp SubjectPlan, r *SubjectReport, importing bool) {
+	if r.Err != nil || (!importing && !sp.SetReadOnly) {
+		return
+	}
+	if importing {
+		if err := p.writeDeletesAndCompatibility(ctx, sp, r); err != nil {
+			r.Err = errors.Join(fmt.Errorf("subject %q: %w", sp.Source, err), p.restoreReadOnly(ctx, sp, r))
+			return
 		}
 	}
 	if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeReadOnly); err != nil {
 		r.Err = fmt.Errorf("subject %q: %w", sp.Source, err)
-		r.LeftInImport = writes
-		return r
+		r.LeftInImport = importing
+		return
 	}
 	r.ModeSet = true
-	return r
 }
 
-// write copies the subject's versions, then its soft deletes and its
-// compatibility level, stopping at the first failure.
-func (p *Plan) write(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool, r *SubjectReport) error {
+// writeVersions copies the subject's missing versions, stopping at the
+// first failure.
+func (p *Plan) writeVersions(ctx context.Context, sp SubjectPlan, onDest map[string]map[int]bool, r *SubjectReport) error {
 	for _, vc := range sp.Copy {
 		for _, ref := range vc.Schema.References {
 			if !onDest[ref.Subject][ref.Version] {
-				return fmt.Errorf("version %d (id %d) not copied: it references %q version %d, which is not on the destination (see that subject's error); %d of the %d missing versions were copied before it",
+				return fmt.Errorf("version %d (id %d) not copied: it references %q version %d, which is not on the destination as on the source (see that subject's error); %d of the %d missing versions were copied before it",
 					vc.Version, vc.ID, ref.Subject, ref.Version, len(r.Copied), len(sp.Copy))
 			}
 		}
@@ -107,14 +131,22 @@ func (p *Plan) write(ctx context.Context, sp SubjectPlan, onDest map[string]map[
 		}
 		onDest[sp.Destination][vc.Version] = true
 		r.Copied = append(r.Copied, CopiedVersion{Version: vc.Version, ID: vc.ID})
+	}
+	return nil
+}
+
+// writeDeletesAndCompatibility soft-deletes the versions the source has
+// soft-deleted (those just copied, and those deleted since an earlier
+// copy), then sets the compatibility level.
+func (p *Plan) writeDeletesAndCompatibility(ctx context.Context, sp SubjectPlan, r *SubjectReport) error {
+	var deletes []int
+	for _, vc := range sp.Copy {
 		if vc.Deleted {
-			if err := p.dst.DeleteSchema(ctx, sp.Destination, vc.Version, sr.SoftDelete); err != nil {
-				return fmt.Errorf("soft-deleting version %d of %q, as on the source: %w", vc.Version, sp.Destination, err)
-			}
-			r.SoftDeleted = append(r.SoftDeleted, vc.Version)
+			deletes = append(deletes, vc.Version)
 		}
 	}
-	for _, v := range sp.SoftDelete {
+	deletes = append(deletes, sp.SoftDelete...)
+	for _, v := range deletes {
 		if err := p.dst.DeleteSchema(ctx, sp.Destination, v, sr.SoftDelete); err != nil {
 			return fmt.Errorf("soft-deleting version %d of %q, as on the source: %w", v, sp.Destination, err)
 		}

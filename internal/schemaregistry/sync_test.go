@@ -488,3 +488,35 @@ func TestSyncReferrerDependsOnlyOnTheVersionsItNeeds(t *testing.T) {
 		t.Errorf("payments-value has versions %v, want none", got)
 	}
 }
+
+// Soft-deleted on the source, a referrer first and then the version it
+// referenced: the destination gets both, written while live and deleted
+// referrer first, since a registry refuses to reference a deleted version
+// and to delete a referenced one.
+func TestSyncKeepsASoftDeletedReferenceChain(t *testing.T) {
+	srcReg, src := newSource(t)
+	srcReg.SeedSchema("com.acme.Money", 1, 60, avro(record("Money", "amount")))
+	srcReg.SeedSchema("orders-value", 1, 61, avro(record("Order", "id"),
+		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 1}))
+	ctx := context.Background()
+	for _, s := range []string{"orders-value", "com.acme.Money"} {
+		if err := src.DeleteSchema(ctx, s, 1, sr.SoftDelete); err != nil {
+			t.Fatalf("soft-deleting %s on the source: %v", s, err)
+		}
+	}
+	dest := newFakeRegistry(t)
+	dst := dest.client(t)
+
+	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for subject, id := range map[string]int{"com.acme.Money": 60, "orders-value": 61} {
+		if got := version(t, dst, subject, 1); got.ID != id {
+			t.Errorf("%s version 1 id %d, want %d", subject, got.ID, id)
+		}
+		if live := versions(t, dst, subject, false); len(live) != 0 {
+			t.Errorf("%s live versions %v, want none: soft-deleted as on the source", subject, live)
+		}
+	}
+}
