@@ -98,7 +98,11 @@ func (p *Plan) finish(ctx context.Context, sp SubjectPlan, r *SubjectReport, imp
 	}
 	if err := SetMode(ctx, p.dst, []string{sp.Destination}, sr.ModeReadOnly); err != nil {
 		r.Err = fmt.Errorf("subject %q: %w", sp.Source, err)
-		r.LeftInImport = importing
+		if importing {
+			// Once more, past the sync's own deadline or cancellation: a
+			// subject must not stay open for imports when it can be closed.
+			r.Err = errors.Join(r.Err, p.restoreReadOnly(ctx, sp, r))
+		}
 		return
 	}
 	r.ModeSet = true

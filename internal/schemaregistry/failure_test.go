@@ -126,3 +126,48 @@ func TestSyncWithAnUnreachableSource(t *testing.T) {
 		t.Errorf("regex sync error %v, want the failed listing", err)
 	}
 }
+
+// A sync cancelled while a write is in flight (a mirror stopping, an
+// instance shutting down): the write may have landed or not, the subject is
+// still closed to imports (READONLY), and the next sync finds what landed
+// and copies the rest with the same ids.
+func TestSyncCancelledMidWriteLeavesTheSubjectReadOnly(t *testing.T) {
+	src := seedOrdersAndPayments(t)
+	dest := newFakeRegistry(t)
+	dst := dest.client(t)
+	sel := Selection{Topics: []string{"orders"}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook := func(n int64) {
+		if n == 2 {
+			cancel()
+		}
+	}
+	dest.onImport.Store(&hook)
+
+	rep, err := Sync(ctx, src, dst, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orders := subjectReport(t, rep, "orders-value")
+	if orders.Err == nil || !strings.Contains(orders.Err.Error(), "context canceled") {
+		t.Errorf("orders-value error %v, want the cancellation", orders.Err)
+	}
+	if orders.LeftInImport || !orders.ModeSet {
+		t.Errorf("left in import %t, mode set %t; want READONLY restored past the cancellation", orders.LeftInImport, orders.ModeSet)
+	}
+	if m := mode(t, dst, "orders-value"); m != sr.ModeReadOnly {
+		t.Errorf("orders-value mode %s, want READONLY", m)
+	}
+
+	dest.onImport.Store(nil)
+	rep = mustSync(t, src, dst, sel)
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for v, id := range map[int]int{1: 21, 2: 22, 3: 23} {
+		if got := version(t, dst, "orders-value", v); got.ID != id {
+			t.Errorf("version %d id %d, want %d", v, got.ID, id)
+		}
+	}
+}

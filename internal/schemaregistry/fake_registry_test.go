@@ -49,6 +49,9 @@ type fakeRegistry struct {
 	crashAt    atomic.Int64 // the registry goes down at this import (1-based); 0 never
 	failAt     atomic.Int64 // this import (1-based) answers 500; 0 never
 	importSeen atomic.Int64
+	// onImport, when set, runs as each registration arrives, with its
+	// 1-based count.
+	onImport atomic.Pointer[func(n int64)]
 }
 
 func newFakeRegistry(t *testing.T, opts ...srfake.Option) *fakeRegistry {
@@ -100,6 +103,9 @@ func (f *fakeRegistry) importLog() []string {
 func (f *fakeRegistry) faults(w http.ResponseWriter, r *http.Request) bool {
 	if _, ok := registrationSubject(r); ok {
 		n := f.importSeen.Add(1)
+		if hook := f.onImport.Load(); hook != nil {
+			(*hook)(n)
+		}
 		if n == f.crashAt.Load() {
 			f.down.Store(true)
 		}
