@@ -13,7 +13,6 @@ import (
 // applied. PlanSync builds it; Apply writes it. Between the two nothing is
 // written, so a Plan is also a dry run.
 type Plan struct {
-	sel Selection
 	dst *sr.Client
 	// Subjects in dependency order: each after every subject its versions
 	// reference, so a reference always exists on the destination before
@@ -111,6 +110,9 @@ func PlanSync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Plan, e
 		order = append(order, name)
 		for _, v := range st.versions {
 			for _, r := range v.References {
+				if strings.HasPrefix(r.Subject, ":") {
+					continue // another source context: refused below
+				}
 				if _, ok := referrer[r.Subject]; !ok {
 					referrer[r.Subject] = name
 				}
@@ -119,7 +121,7 @@ func PlanSync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Plan, e
 		}
 	}
 
-	p := &Plan{sel: sel, dst: dst}
+	p := &Plan{dst: dst}
 	for _, name := range order {
 		s := read[name]
 		sp := SubjectPlan{Source: name, Destination: sel.DestinationSubject(name), Err: s.err}

@@ -520,3 +520,27 @@ func TestSyncKeepsASoftDeletedReferenceChain(t *testing.T) {
 		}
 	}
 }
+
+// One schema under several subjects has one id. The destination holding
+// that id for the same schema already is no conflict: the id is reused.
+func TestSyncSharesAnIDBetweenSubjectsWithTheSameSchema(t *testing.T) {
+	srcReg, src := newSource(t)
+	str := sr.Schema{Schema: `"string"`}
+	srcReg.SeedSchema("orders-key", 1, 1, str)
+	if id, _, err := srcReg.RegisterSchema("payments-key", str); err != nil || id != 1 {
+		t.Fatalf("source reuse of id 1: id %d, %v", id, err)
+	}
+	dest := newFakeRegistry(t)
+	dest.front.SeedSchema("legacy-key", 1, 1, str)
+	dst := dest.client(t)
+
+	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
+	if err := rep.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"orders-key", "payments-key", "legacy-key"} {
+		if got := version(t, dst, s, 1); got.ID != 1 || got.Schema.Schema != str.Schema {
+			t.Errorf("%s version 1 = id %d %s, want id 1 %s", s, got.ID, got.Schema.Schema, str.Schema)
+		}
+	}
+}

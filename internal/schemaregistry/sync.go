@@ -15,7 +15,9 @@ const restoreTimeout = 10 * time.Second
 
 // Sync copies the selected subjects from src to dst: PlanSync, then Apply.
 // The error is PlanSync's (a bad selection, a source that cannot list its
-// subjects); each subject's own failure is in the Report.
+// subjects); each subject's own failure is in the Report. Two syncs into
+// the same destination subjects must not run at once: the caller holds the
+// mirror's lease for it, as for the mirror's metadata sync.
 func Sync(ctx context.Context, src, dst *sr.Client, sel Selection) (*Report, error) {
 	p, err := PlanSync(ctx, src, dst, sel)
 	if err != nil {
