@@ -161,7 +161,7 @@ func (sel Selection) planSubject(ctx context.Context, src, dst *sr.Client, sp *S
 	for _, v := range source.versions {
 		want := sel.destinationSchema(v.Schema)
 		if have, ok := dest.byVersion(v.Version); ok {
-			if have.ID != v.ID || !sameSchema(have.Schema, want) {
+			if have.ID != v.ID || !sameSchema(have.Schema, want, sel.context()) {
 				return &VersionConflictError{Source: sp.Source, Destination: sp.Destination, Version: v.Version, SourceID: v.ID, DestinationID: have.ID}
 			}
 			sp.Present++
@@ -178,7 +178,7 @@ func (sel Selection) planSubject(ctx context.Context, src, dst *sr.Client, sp *S
 			}
 			ids[v.ID] = h
 		}
-		if h.found && !sameSchema(h.schema, want) {
+		if h.found && !sameSchema(h.schema, want, sel.context()) {
 			return &IDConflictError{
 				ID: v.ID, Source: sp.Source, SourceVersion: v.Version, Destination: sp.Destination,
 				Holder: h.subject, HolderVersion: h.version, Context: sel.context(),

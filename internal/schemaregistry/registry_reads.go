@@ -1,10 +1,12 @@
 package schemaregistry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/sr"
 )
@@ -108,13 +110,7 @@ func lookupID(ctx context.Context, cl *sr.Client, regContext string, id int) (id
 	uses, err := cl.SchemaVersionsByID(sr.WithParams(ctx, sr.ShowDeleted), id)
 	if err == nil && len(uses) > 0 {
 		slices.SortFunc(uses, func(a, b sr.SubjectVersion) int {
-			if a.Subject != b.Subject {
-				if a.Subject < b.Subject {
-					return -1
-				}
-				return 1
-			}
-			return a.Version - b.Version
+			return cmp.Or(strings.Compare(a.Subject, b.Subject), a.Version-b.Version)
 		})
 		h.subject, h.version = uses[0].Subject, uses[0].Version
 	}

@@ -13,11 +13,16 @@ import (
 // consumer: the same type, the same text and the same references. Avro and
 // JSON texts are compared compacted, since a registry may store a schema
 // reformatted; Protobuf text is compared as it is.
-func sameSchema(a, b sr.Schema) bool {
+//
+// regContext is the destination context both are in ("" for the default):
+// a reference to a subject of that context compares equal whether it is
+// written qualified (:.east:B) or not (B), since a registry may store or
+// return it either way.
+func sameSchema(a, b sr.Schema, regContext string) bool {
 	if a.Type != b.Type || comparableText(a) != comparableText(b) {
 		return false
 	}
-	return slices.Equal(sortedRefs(a.References), sortedRefs(b.References))
+	return slices.Equal(sortedRefs(a.References, regContext), sortedRefs(b.References, regContext))
 }
 
 func comparableText(s sr.Schema) string {
@@ -31,8 +36,13 @@ func comparableText(s sr.Schema) string {
 	return buf.String()
 }
 
-func sortedRefs(refs []sr.SchemaReference) []sr.SchemaReference {
+func sortedRefs(refs []sr.SchemaReference, regContext string) []sr.SchemaReference {
 	out := slices.Clone(refs)
+	if regContext != "" {
+		for i := range out {
+			out[i].Subject = strings.TrimPrefix(out[i].Subject, ":"+regContext+":")
+		}
+	}
 	slices.SortFunc(out, func(a, b sr.SchemaReference) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
