@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -445,5 +447,31 @@ func TestTopicGoneEndsTheWorker(t *testing.T) {
 	h.db.mu.Unlock()
 	if ts, _, _ := h.db.log(); len(ts) != 0 || refreshes != 1 {
 		t.Fatalf("transitions %s, %d refreshes; want none and one", describeTransitions(ts), refreshes)
+	}
+}
+
+// TestTakeoverOfAFailoverWithTheSourceDown: an instance dies while a
+// failover stops its partitions, and the source is down, as it often is in
+// a failover. The new owner cannot re-align; the partition still reaches
+// STOPPED (the destination writable), and its rows say it was failed over,
+// not that it was removed before it ever mirrored.
+func TestTakeoverOfAFailoverWithTheSourceDown(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 5)
+	h.dst.createTopic(hDest, 1)
+	h.mirrored(0, 0, 5)
+	h.db.setDesire(hMirror, hTopic, func(d *Desire) { d.State = service.DesiredStopped })
+	h.checkpointed(0, service.StateStopping, 5, 5, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5})
+	h.src.with(func(s *fakeSource) { s.sourceFault = errors.New("source cluster unreachable") })
+	h.run(0, hOwner, hEpoch, "crashed")
+	h.db.waitState(t, pid(0), service.StateStopped)
+	ts, _, _ := h.db.log()
+	for _, tr := range ts {
+		if strings.Contains(tr.Reason, "before mirroring started") {
+			t.Fatalf("transition %s -> %s says %q of a partition that mirrored", tr.From, tr.To, tr.Reason)
+		}
+	}
+	if tr := h.transitionTo(service.StateStopping); !strings.Contains(tr.Reason, "failover") {
+		t.Fatalf("STOPPING again with reason %q; want it to say failover", tr.Reason)
 	}
 }

@@ -445,7 +445,13 @@ func (w *Worker) step(ctx context.Context) error {
 		return w.transition(service.StatePreparing, transitionOpts{})
 	case service.StatePreparing:
 		if want == service.DesiredStopped {
-			return w.transition(service.StateStopping, transitionOpts{reason: "topic removed before mirroring started"})
+			reason := "topic removed before mirroring started"
+			if w.row.SrcNext != nil {
+				// A partition that mirrored before (a retry, a takeover
+				// whose alignment failed) is being failed over.
+				reason = "topic removed (failover) while preparing"
+			}
+			return w.transition(service.StateStopping, transitionOpts{reason: reason})
 		}
 		if desire.Recreate && w.key.Partition != 0 {
 			w.awaitingRecreate = true
