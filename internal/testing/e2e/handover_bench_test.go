@@ -40,6 +40,9 @@ import (
 // fsync, synchronous_commit and full_page_writes on, as in production (the
 // shared test server trades them for speed), and logs the statements that
 // took the most time (pg_stat_statements) over the two takeovers.
+// KMIRROR_BENCH_PROFILE_DIR=dir writes CPU profiles of server c there: over
+// the 25 s after the SIGKILL (crash-survivor.pprof) and the 3 s after the
+// SIGTERM (handover-survivor.pprof).
 //
 //	go test ./internal/testing/e2e -run '^$' -bench HandoverProcesses -benchtime=1x -timeout 20m
 func BenchmarkHandoverProcesses(b *testing.B) {
@@ -129,7 +132,17 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 	crashed := w.owners()["a"]
 	start := time.Now()
 	servers["a"].kill()
+	crashProfiled := make(chan struct{})
+	if profileDir != "" {
+		go func() {
+			defer close(crashProfiled)
+			profileWindow(b, debug, filepath.Join(profileDir, "crash-survivor.pprof"), 25*time.Second)
+		}()
+	} else {
+		close(crashProfiled)
+	}
 	crash := markersCopied(b, w, src, "SIGKILL of a", crashed, start, 2*time.Minute)
+	<-crashProfiled
 	stmts.log(b, "SIGKILL of a")
 
 	// b holds about half once a's partitions are shared out again.
