@@ -40,9 +40,13 @@ import (
 // fsync, synchronous_commit and full_page_writes on, as in production (the
 // shared test server trades them for speed), and logs the statements that
 // took the most time (pg_stat_statements) over the two takeovers.
+// KMIRROR_BENCH_SECOND=SIGKILL kills b too (SIGKILL), so that c alone
+// takes the 5,100 partitions of a crashed instance, half of them taken over
+// once already.
 // KMIRROR_BENCH_PROFILE_DIR=dir writes CPU profiles of server c there: over
 // the 25 s after the SIGKILL (crash-survivor.pprof) and the 3 s after the
-// SIGTERM (handover-survivor.pprof).
+// SIGTERM (handover-survivor.pprof) or the 25 s after the second SIGKILL
+// (second-crash-survivor.pprof).
 //
 //	go test ./internal/testing/e2e -run '^$' -bench HandoverProcesses -benchtime=1x -timeout 20m
 func BenchmarkHandoverProcesses(b *testing.B) {
@@ -152,38 +156,58 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 	})
 	stopped := w.owners()["b"]
 	stmts.reset(b)
-	servers["b"].killed.Store(true) // its exit is expected
-	meter := startMeter(b, servers["b"], servers["c"])
-	start = time.Now()
-	if err := servers["b"].cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		b.Fatal(err)
-	}
-	profiled := make(chan struct{})
-	if profileDir != "" {
-		go func() {
-			defer close(profiled)
-			profileWindow(b, debug, filepath.Join(profileDir, "handover-survivor.pprof"), 3*time.Second)
-		}()
+	secondKill := os.Getenv("KMIRROR_BENCH_SECOND") == "SIGKILL"
+	var second time.Duration
+	if secondKill {
+		start = time.Now()
+		servers["b"].kill()
+		profiled := make(chan struct{})
+		if profileDir != "" {
+			go func() {
+				defer close(profiled)
+				profileWindow(b, debug, filepath.Join(profileDir, "second-crash-survivor.pprof"), 25*time.Second)
+			}()
+		} else {
+			close(profiled)
+		}
+		second = markersCopied(b, w, src, "SIGKILL of b", stopped, start, 2*time.Minute)
+		stmts.log(b, "SIGKILL of b")
+		b.StopTimer()
+		<-profiled
 	} else {
-		close(profiled)
+		servers["b"].killed.Store(true) // its exit is expected
+		meter := startMeter(b, servers["b"], servers["c"])
+		start = time.Now()
+		if err := servers["b"].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			b.Fatal(err)
+		}
+		profiled := make(chan struct{})
+		if profileDir != "" {
+			go func() {
+				defer close(profiled)
+				profileWindow(b, debug, filepath.Join(profileDir, "handover-survivor.pprof"), 3*time.Second)
+			}()
+		} else {
+			close(profiled)
+		}
+		exited := make(chan time.Duration, 1)
+		go func() {
+			<-servers["b"].exited
+			exited <- time.Since(start)
+		}()
+		second = markersCopied(b, w, src, "SIGTERM to b", stopped, start, 2*time.Minute)
+		used := meter()
+		stmts.log(b, "SIGTERM to b")
+		select {
+		case d := <-exited:
+			b.Logf("b exited with code %d, %s after its SIGTERM; %s", servers["b"].cmd.ProcessState.ExitCode(),
+				d.Round(time.Millisecond), used(servers["b"].cmd.ProcessState))
+		case <-time.After(30 * time.Second):
+			b.Errorf("b still running 30 s after its SIGTERM")
+		}
+		b.StopTimer()
+		<-profiled
 	}
-	exited := make(chan time.Duration, 1)
-	go func() {
-		<-servers["b"].exited
-		exited <- time.Since(start)
-	}()
-	graceful := markersCopied(b, w, src, "SIGTERM to b", stopped, start, 2*time.Minute)
-	used := meter()
-	stmts.log(b, "SIGTERM to b")
-	select {
-	case d := <-exited:
-		b.Logf("b exited with code %d, %s after its SIGTERM; %s", servers["b"].cmd.ProcessState.ExitCode(),
-			d.Round(time.Millisecond), used(servers["b"].cmd.ProcessState))
-	case <-time.After(30 * time.Second):
-		b.Errorf("b still running 30 s after its SIGTERM")
-	}
-	b.StopTimer()
-	<-profiled
 
 	stopTrickle()
 	srcEnds := map[string]map[int32]int64{}
@@ -205,9 +229,15 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 		return true
 	})
 	b.ReportMetric(crash.Seconds(), "crash-takeover-s")
-	b.ReportMetric(graceful.Seconds(), "graceful-handover-s")
+	if secondKill {
+		b.ReportMetric(second.Seconds(), "second-crash-takeover-s")
+		b.Logf("SIGKILL of a (%d partitions): markers all copied after %s; SIGKILL of b (%d partitions): after %s (target TTL 15s + 5s for both); destination ends equal the source's",
+			len(crashed), crash.Round(time.Millisecond), len(stopped), second.Round(time.Millisecond))
+		return
+	}
+	b.ReportMetric(second.Seconds(), "graceful-handover-s")
 	b.Logf("SIGKILL of a (%d partitions): markers all copied after %s (target TTL 15s + 5s); SIGTERM to b (%d partitions): after %s (target 2s); destination ends equal the source's",
-		len(crashed), crash.Round(time.Millisecond), len(stopped), graceful.Round(time.Millisecond))
+		len(crashed), crash.Round(time.Millisecond), len(stopped), second.Round(time.Millisecond))
 }
 
 // startMeter reads the CPU time used so far by stopping and survivor, this
