@@ -37,13 +37,21 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// new topic's start. A recreated source still fails the partition before
 	// anything is copied; at most a missing destination topic was created
 	// first, as adding the topic again with recreate would do.
-	idChecked := make(chan error, 1)
-	go func() { idChecked <- w.checkSourceTopicID(ctx, src) }()
+	type idCheck struct {
+		compared bool
+		err      error
+	}
+	idChecked := make(chan idCheck, 1)
+	go func() {
+		compared, err := w.checkSourceTopicID(ctx, src)
+		idChecked <- idCheck{compared, err}
+	}()
 	created, err := w.ensureDestinationTopic(ctx, src, desire)
 	// A recreated source fails the partition, unless it continues: then
 	// only a proven continuation below accepts the new topic.
 	var replaced *sourceTopicReplaced
-	if idErr := <-idChecked; errors.As(idErr, &replaced) && desire.ContinueHistory {
+	id := <-idChecked
+	if idErr := id.err; errors.As(idErr, &replaced) && desire.ContinueHistory {
 		idErr = nil
 	} else if idErr != nil {
 		return alignResult{}, idErr
@@ -126,7 +134,14 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 			"the source topic was truncated or recreated", w.key.Topic, w.key.Partition, srcHWM.End, s)
 	}
 	var res alignResult
-	if E != d || w.row.HandedBackDst != d {
+	// The destination ending at the checkpoint proves it (design.md: E = d,
+	// resume at s): the checkpoint is progress the previous owner verified,
+	// nothing was written past it, and the source topic is the one
+	// mirrored, by its id compared above. Only a source without topic ids
+	// has its last mirrored record read back on both clusters, which is
+	// what catches a source topic recreated there.
+	proven := E == d && (w.row.HandedBackDst == d || id.compared)
+	if !proven {
 		// Records are read back, or the offset map queried.
 		release, err := w.readSlot(ctx)
 		defer release()
@@ -141,6 +156,9 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		// topic's id was checked above.
 		res = alignResult{checkpoint: checkpoint{s, d},
 			summary: fmt.Sprintf("handed back cleanly at destination offset %d; resuming at source offset %d", d, s)}
+	case proven:
+		res = alignResult{checkpoint: checkpoint{s, d},
+			summary: fmt.Sprintf("resuming at source offset %d: the destination ends at the checkpoint (offset %d)", s, d)}
 	case E == d:
 		if err := w.verifyLastMirrored(ctx, src, d, srcOff); err != nil {
 			return alignResult{}, err

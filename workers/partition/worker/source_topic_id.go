@@ -13,28 +13,30 @@ import (
 // checkSourceTopicID compares the source topic's id with the one recorded
 // when mirroring began, recording it the first time. A different id means
 // the topic was deleted and created again: its offsets start over, so
-// mirroring it into the same destination would mix two topics.
-func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
+// mirroring it into the same destination would mix two topics. compared
+// says the source has topic ids, so that a nil error proves the topic is
+// the one mirrored so far.
+func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) (compared bool, err error) {
 	meta, err := w.eng.SourceTopicID(ctx, src, w.key.Topic)
 	if err != nil {
-		return retryable("describe source topic: %v", err)
+		return false, retryable("describe source topic: %v", err)
 	}
 	if !meta.Exists {
-		return retryable("source topic %s does not exist", w.key.Topic)
+		return false, retryable("source topic %s does not exist", w.key.Topic)
 	}
 	var zero [16]byte
 	if meta.ID == zero {
-		return nil // an old broker without topic ids: nothing to compare
+		return false, nil // an old broker without topic ids: nothing to compare
 	}
 	id := meta.ID
 	// The topic's partitions share the read of what is recorded; those that
 	// find nothing share one write (fenced).
 	state, err := w.eng.TopicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
-		return errStop // the topic is gone
+		return true, errStop // the topic is gone
 	}
 	if err != nil {
-		return retryable("read source topic id: %v", err)
+		return true, retryable("read source topic id: %v", err)
 	}
 	stored := state.SourceTopicID
 	if stored == nil {
@@ -42,16 +44,16 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) error {
 			return w.cfg.Service.RecordSourceTopicID(ctx, f, id[:])
 		})
 		if errors.Is(err, repo.ErrNotFound) {
-			return errStop // the lease moved on
+			return true, errStop // the lease moved on
 		}
 		if err != nil {
-			return retryable("record source topic id: %v", err)
+			return true, retryable("record source topic id: %v", err)
 		}
 	}
 	if !bytes.Equal(stored, id[:]) {
-		return &sourceTopicReplaced{topic: w.key.Topic, stored: stored, id: id[:]}
+		return true, &sourceTopicReplaced{topic: w.key.Topic, stored: stored, id: id[:]}
 	}
-	return nil
+	return true, nil
 }
 
 // sourceTopicReplaced: the source topic's id is not the one recorded, so
@@ -89,7 +91,7 @@ func (w *Worker) resumeCheck(ctx context.Context) error {
 	if err != nil {
 		return retryable("source: %v", err)
 	}
-	if err := w.checkSourceTopicID(ctx, src); err != nil {
+	if _, err := w.checkSourceTopicID(ctx, src); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	return nil
