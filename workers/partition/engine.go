@@ -388,6 +388,11 @@ func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	go w.Run(ctx)
 }
 
+// DeliveryTimeout is how long a copy handed to the producer may take to
+// land or fail (lease.PartitionRunner): the lease manager's Trust checks
+// it against its margin.
+func (e *Engine) DeliveryTimeout() time.Duration { return e.cfg.DeliveryTimeout }
+
 // StopPartition stops a partition's worker gracefully (flushing and saving
 // its checkpoint while the lease still holds) and waits for it.
 func (e *Engine) StopPartition(k lease.Key) {
