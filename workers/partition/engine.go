@@ -110,6 +110,8 @@ type Engine struct {
 	cp             *checkpointer
 	prep           prepareSlots
 	takeovers      prepareSlots
+	// reads are alignment's record reads, grouped per cluster.
+	reads *recordReads
 	desired        *desiredStates
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
@@ -196,6 +198,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.takeovers = make(prepareSlots, takeoverSlots)
+	e.reads = newRecordReads()
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.health = newHealthChanges()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"kmirror/internal/kafka/batchproduce"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/recordbatch"
@@ -61,6 +63,13 @@ func (h workerEngine) SourceOffsets(ctx context.Context, src *worker.Source, top
 
 func (h workerEngine) DestinationOffsets(ctx context.Context, dstTopic string, partition int32) (kafkaconn.PartitionOffsets, error) {
 	return h.e.partitionOffsets(ctx, h.e.dstAdmin, dstTopic, partition, false)
+}
+
+func (h workerEngine) ReadRecords(ctx context.Context, src *worker.Source, mirror, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
+	if src == nil {
+		return h.e.reads.read(ctx, "dst", h.e.cfg.Destination, false, nil, topic, partition, from, end, n)
+	}
+	return h.e.reads.read(ctx, "src/"+mirror, src.Conn, true, h.e.cfg.SourceOpts, topic, partition, from, end, n)
 }
 
 func (h workerEngine) SourceTopicID(ctx context.Context, src *worker.Source, topic string) (worker.SourceTopic, error) {

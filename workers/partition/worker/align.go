@@ -141,8 +141,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// has its last mirrored record read back on both clusters, which is
 	// what catches a source topic recreated there.
 	proven := E == d && (w.row.HandedBackDst == d || id.compared)
-	if !proven {
-		// Records are read back, or the offset map queried.
+	if E < d || (E == d && !proven) {
+		// The offset map is queried, and a record read back on its own
+		// clients. A walk past the checkpoint (E > d) needs no slot: its
+		// reads are grouped with the others' of the moment, and so is its
+		// checkpoint's save.
 		release, err := w.readSlot(ctx)
 		defer release()
 		if err != nil {
@@ -191,7 +194,7 @@ func (w *Worker) alignForward(ctx context.Context, src *Source, s, d, E int64, s
 		return alignResult{}, permanent("destination %s/%d holds %d record(s) past the checkpoint, but the source records "+
 			"after offset %d were removed by retention, so they cannot be verified", w.dest, w.key.Partition, k, s)
 	}
-	walked, err := kafkaconn.ReadRecords(ctx, src.Conn, w.key.Topic, w.key.Partition, s, srcOff.End, int(k), true, w.cfg.SourceOpts...)
+	walked, err := w.eng.ReadRecords(ctx, src, w.key.Mirror, w.key.Topic, w.key.Partition, s, srcOff.End, int(k))
 	if err != nil {
 		return alignResult{}, retryable("walk source records: %v", err)
 	}
@@ -315,7 +318,7 @@ func (w *Worker) compareDestination(ctx context.Context, want *kgo.Record, dstOf
 // serve (compacted away) is not compared, but the last one must be there.
 func (w *Worker) compareDestinationRange(ctx context.Context, want []*kgo.Record, dstStart int64) error {
 	end := dstStart + int64(len(want))
-	got, err := kafkaconn.ReadRecords(ctx, w.cfg.Destination, w.dest, w.key.Partition, dstStart, end, len(want), false)
+	got, err := w.eng.ReadRecords(ctx, nil, w.key.Mirror, w.dest, w.key.Partition, dstStart, end, len(want))
 	if err != nil {
 		return retryable("read destination records [%d, %d): %v", dstStart, end, err)
 	}

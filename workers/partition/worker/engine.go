@@ -58,6 +58,12 @@ type Engine interface {
 	// destination's (Desire.DestTopic).
 	SourceOffsets(ctx context.Context, src *Source, topic string, partition int32, committed bool) (kafkaconn.PartitionOffsets, error)
 	DestinationOffsets(ctx context.Context, dstTopic string, partition int32) (kafkaconn.PartitionOffsets, error)
+	// ReadRecords reads up to n records of a partition from offset from,
+	// below end, as kafkaconn.ReadRecords does: on the mirror's source
+	// (src, read_committed) or, with src nil, on the destination (topic is
+	// then the destination's name). The reads of a cluster asked at the
+	// same time share one client and its fetches.
+	ReadRecords(ctx context.Context, src *Source, mirror, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error)
 	// SourceTopicID asks the source for a topic's id, bypassing kgo's
 	// metadata cache.
 	SourceTopicID(ctx context.Context, src *Source, topic string) (SourceTopic, error)
