@@ -111,8 +111,8 @@ type Engine struct {
 	prep           prepareSlots
 	takeovers      prepareSlots
 	// reads are alignment's record reads, grouped per cluster.
-	reads *recordReads
-	desired        *desiredStates
+	reads   *recordReads
+	desired *desiredStates
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
 	copy *copySettings
