@@ -42,7 +42,9 @@ import (
 // took the most time (pg_stat_statements) over the two takeovers.
 // KMIRROR_BENCH_SECOND=SIGKILL kills b too (SIGKILL), so that c alone
 // takes the 5,100 partitions of a crashed instance, half of them taken over
-// once already.
+// once already; with KMIRROR_BENCH_WALK=1 as well, b is killed right after
+// it copied a record to each of its partitions, so that most of them hold
+// records past their checkpoints, which c walks and compares.
 // KMIRROR_BENCH_PROFILE_DIR=dir writes CPU profiles of server c there: over
 // the 25 s after the SIGKILL (crash-survivor.pprof) and the 3 s after the
 // SIGTERM (handover-survivor.pprof) or the 25 s after the second SIGKILL
@@ -159,6 +161,12 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 	secondKill := os.Getenv("KMIRROR_BENCH_SECOND") == "SIGKILL"
 	var second time.Duration
 	if secondKill {
+		if os.Getenv("KMIRROR_BENCH_WALK") == "1" {
+			// b dies right after copying a record to each of its
+			// partitions, before most of its checkpoints say so: c must
+			// walk and compare them, as after a crash under traffic.
+			markersCopied(b, w, src, "records copied by b just before its SIGKILL", stopped, time.Now(), time.Minute)
+		}
 		start = time.Now()
 		servers["b"].kill()
 		profiled := make(chan struct{})
