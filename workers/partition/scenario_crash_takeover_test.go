@@ -23,21 +23,28 @@ import (
 // id: the new owner resumes it without reading a record back on either
 // cluster (design.md's E = d), and the copy goes on exact. A partition
 // whose destination holds records past its checkpoint is still walked
-// and compared.
+// and compared, and so is the last mirrored record of a topic whose id
+// was not recorded before (here cleared, as on rows from before ids were
+// recorded): an id first read now proves nothing of the records before.
 func TestScenarioCrashTakeoverTrustsTheDestinationEnd(t *testing.T) {
 	t.Parallel()
 	const topic, partitions = "ct", 6
 	env := newEngineEnv(t, devcluster.Config{})
-	if err := env.Clusters.Source.CreateTopic(topic, partitions, nil); err != nil {
-		t.Fatal(err)
+	const unrecorded = "cu"
+	for _, tp := range []string{topic, unrecorded} {
+		if err := env.Clusters.Source.CreateTopic(tp, partitions, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	src := workertest.Plain(env.Clusters.SourceAddr())
 	for p := range int32(partitions) {
 		workertest.ProduceRecords(t, src, seq(topic, p, "old", 20)...)
+		workertest.ProduceRecords(t, src, seq(unrecorded, p, "old", 20)...)
 	}
-	env.CreateMirror("m", topic)
+	env.CreateMirror("m", "ct|cu")
 	a := env.StartInstance("a")
 	workertest.WaitEndsEqual(t, env.Env, topic, partitions, 30*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, unrecorded, partitions, 30*time.Second)
 	workertest.WaitFor(t, 20*time.Second, "every checkpoint saved at the destination's end", func() (bool, string) {
 		ps := env.Partitions("m")
 		var behind []string
@@ -46,8 +53,11 @@ func TestScenarioCrashTakeoverTrustsTheDestinationEnd(t *testing.T) {
 				behind = append(behind, describePartition(p))
 			}
 		}
-		return len(ps) == partitions && len(behind) == 0, fmt.Sprint(behind)
+		return len(ps) == 2*partitions && len(behind) == 0, fmt.Sprint(behind)
 	})
+	if _, err := env.Pool.Exec(context.Background(), `UPDATE mirror_topics SET source_topic_id = NULL WHERE topic = $1`, unrecorded); err != nil {
+		t.Fatal(err)
+	}
 
 	a.Crash()
 	// Partition 0's destination gets two records past its checkpoint, as
@@ -72,20 +82,25 @@ func TestScenarioCrashTakeoverTrustsTheDestinationEnd(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	td, err := adm.ListTopics(context.Background(), topic)
+	td, err := adm.ListTopics(context.Background(), topic, unrecorded)
 	if err != nil || td.Error() != nil {
-		t.Fatalf("destination topic: %v %v", err, td.Error())
+		t.Fatalf("destination topics: %v %v", err, td.Error())
 	}
-	dstID := td[topic].ID
-	var readBack [partitions]atomic.Int32
+	var readBack, readBackUnrecorded [partitions]atomic.Int32
+	counts := map[string]*[partitions]atomic.Int32{topic: &readBack, unrecorded: &readBackUnrecorded}
+	byID := map[[16]byte]string{td[topic].ID: topic, td[unrecorded].ID: unrecorded}
 	dst := env.Clusters.Destination
 	dst.ControlKey(int16(kmsg.Fetch), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		dst.KeepControl()
 		for _, ft := range kr.(*kmsg.FetchRequest).Topics {
-			if ft.Topic == topic || ft.TopicID == dstID {
+			name := ft.Topic
+			if name == "" {
+				name = byID[ft.TopicID]
+			}
+			if c := counts[name]; c != nil {
 				for _, fp := range ft.Partitions {
 					if fp.Partition >= 0 && fp.Partition < partitions {
-						readBack[fp.Partition].Add(1)
+						c[fp.Partition].Add(1)
 					}
 				}
 			}
@@ -112,6 +127,15 @@ func TestScenarioCrashTakeoverTrustsTheDestinationEnd(t *testing.T) {
 			t.Errorf("%s/%d: %q, want the checkpoint proven by the destination's end", topic, p, msg)
 		}
 	}
+	for p := range int32(partitions) {
+		msg := lastOwnerEvent(t, env, unrecorded, p)
+		if !strings.Contains(msg, "resuming at source offset 20") || strings.Contains(msg, "the destination ends at the checkpoint") {
+			t.Errorf("%s/%d: %q, want the last mirrored record verified, its topic's id having been recorded only now", unrecorded, p, msg)
+		}
+		if n := readBackUnrecorded[p].Load(); n == 0 {
+			t.Errorf("%s/%d: its last mirrored record was not read back on the destination", unrecorded, p)
+		}
+	}
 	if n := readBack[0].Load(); n == 0 {
 		t.Errorf("%s/0: the destination was not read back, but it held records past the checkpoint", topic)
 	}
@@ -124,7 +148,10 @@ func TestScenarioCrashTakeoverTrustsTheDestinationEnd(t *testing.T) {
 	// The copy goes on exact from there.
 	for p := range int32(partitions) {
 		workertest.ProduceRecords(t, src, seq(topic, p, "new", 5)...)
+		workertest.ProduceRecords(t, src, seq(unrecorded, p, "new", 5)...)
 	}
-	workertest.WaitEndsEqual(t, env.Env, topic, partitions, 30*time.Second)
-	workertest.AssertMirrored(t, env.Env, topic, partitions)
+	for _, tp := range []string{topic, unrecorded} {
+		workertest.WaitEndsEqual(t, env.Env, tp, partitions, 30*time.Second)
+		workertest.AssertMirrored(t, env.Env, tp, partitions)
+	}
 }

@@ -14,8 +14,9 @@ import (
 // when mirroring began, recording it the first time. A different id means
 // the topic was deleted and created again: its offsets start over, so
 // mirroring it into the same destination would mix two topics. compared
-// says the source has topic ids, so that a nil error proves the topic is
-// the one mirrored so far.
+// says an id was recorded before and the source has topic ids, so that a
+// nil error proves the topic is the one mirrored so far (an id recorded
+// only now proves nothing of the records before).
 func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) (compared bool, err error) {
 	meta, err := w.eng.SourceTopicID(ctx, src, w.key.Topic)
 	if err != nil {
@@ -39,6 +40,7 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) (compared 
 		return true, retryable("read source topic id: %v", err)
 	}
 	stored := state.SourceTopicID
+	recorded := stored != nil
 	if stored == nil {
 		stored, err = w.eng.WriteTopicRow(ctx, w.fence(), "source_topic_id="+hex.EncodeToString(id[:]), func(ctx context.Context, f repo.LeaseFence) ([]byte, error) {
 			return w.cfg.Service.RecordSourceTopicID(ctx, f, id[:])
@@ -53,7 +55,7 @@ func (w *Worker) checkSourceTopicID(ctx context.Context, src *Source) (compared 
 	if !bytes.Equal(stored, id[:]) {
 		return true, &sourceTopicReplaced{topic: w.key.Topic, stored: stored, id: id[:]}
 	}
-	return true, nil
+	return recorded, nil
 }
 
 // sourceTopicReplaced: the source topic's id is not the one recorded, so
