@@ -25,7 +25,7 @@ const alignTimeout = 60 * time.Second
 // align is the PREPARING step (docs/design.md, "The copy"): a stock cluster cannot
 // truncate, so the worker finds the exact point to resume from and proves it
 // by comparing records, or fails with what diverged and where.
-func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) {
+func (w *Worker) align(ctx context.Context, desire Desire) (aligned alignResult, failed error) {
 	ctx, cancel := context.WithTimeout(ctx, alignTimeout)
 	defer cancel()
 	src, err := w.eng.Source(ctx, w.key.Mirror)
@@ -38,13 +38,13 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// anything is copied; at most a missing destination topic was created
 	// first, as adding the topic again with recreate would do.
 	type idCheck struct {
-		compared bool
-		err      error
+		sourceTopicCheck
+		err error
 	}
 	idChecked := make(chan idCheck, 1)
 	go func() {
-		compared, err := w.checkSourceTopicID(ctx, src)
-		idChecked <- idCheck{compared, err}
+		c, err := w.checkSourceTopicID(ctx, src, false)
+		idChecked <- idCheck{c, err}
 	}()
 	created, err := w.ensureDestinationTopic(ctx, src, desire)
 	// A recreated source fails the partition, unless it continues: then
@@ -55,6 +55,17 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		idErr = nil
 	} else if idErr != nil {
 		return alignResult{}, idErr
+	}
+	if id.unrecorded != ([16]byte{}) {
+		// None was recorded: the topic's id is recorded once the
+		// partition is aligned against it, never before.
+		defer func() {
+			if failed == nil {
+				if failed = w.recordSourceTopicID(ctx, id.unrecorded); failed != nil {
+					aligned = alignResult{}
+				}
+			}
+		}()
 	}
 	if err != nil {
 		return alignResult{}, err
