@@ -32,6 +32,11 @@ type PartitionRunner interface {
 	// On a hand-back the lease is still valid meanwhile, so the worker can
 	// flush and checkpoint; it should finish well within the lease margin.
 	StopPartition(k Key)
+	// DeliveryTimeout is the longest a copy a worker hands to the
+	// destination's producer may take to land or fail. Trust needs it
+	// shorter than the margin, so that every copy made under a lease is
+	// settled before another instance may take it (NewManager checks).
+	DeliveryTimeout() time.Duration
 }
 
 // PartitionSettler is implemented by a PartitionRunner whose partitions can
@@ -118,8 +123,17 @@ func (c *ManagerConfig) validate() error {
 	case c.Timeout <= 0:
 		return errors.New("lease manager: Timeout must be positive")
 	}
-	_, err := NewTrust(c.TTL, c.Margin, c.RenewInterval, c.OutageGrace)
-	return err
+	return nil
+}
+
+// trust is the Trust of c's durations and its partition runner's delivery
+// timeout.
+func (c *ManagerConfig) trust() (Trust, error) {
+	var delivery time.Duration
+	if c.Partitions != nil {
+		delivery = c.Partitions.DeliveryTimeout()
+	}
+	return NewTrust(c.TTL, c.Margin, c.RenewInterval, c.OutageGrace, delivery)
 }
 
 // Manager keeps the instance's session, the clock its leases hang on, and its
@@ -204,6 +218,10 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	trust, err := cfg.trust()
+	if err != nil {
+		return nil, err
+	}
 	metrics, err := newManagerMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -211,7 +229,7 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 	m := &Manager{
 		metrics: metrics,
 		cfg:     cfg,
-		trust:   Trust{TTL: cfg.TTL, Margin: cfg.Margin, RenewInterval: cfg.RenewInterval, OutageGrace: cfg.OutageGrace},
+		trust:   trust,
 		log:     cmp.Or(cfg.Logger, slog.Default()),
 		poke:    make(chan struct{}, 1),
 		beatNow: make(chan struct{}, 1),

@@ -94,7 +94,11 @@ type fakeRunner struct {
 	stopped []Key
 	// unsettled partitions have writes in flight (PartitionSettler).
 	unsettled map[Key]bool
+	// delivery is what DeliveryTimeout says.
+	delivery time.Duration
 }
+
+func (f *fakeRunner) DeliveryTimeout() time.Duration { return f.delivery }
 
 func (f *fakeRunner) Settled(k Key) bool {
 	f.mu.Lock()
@@ -687,12 +691,22 @@ func TestLeaseManagerConfig(t *testing.T) {
 		c.Timeout != 5*time.Second || c.MinPassInterval != 100*time.Millisecond {
 		t.Errorf("defaults = %+v", c)
 	}
+	// The server's defaults: TTL 15 s, margin 5 s, delivery 3.75 s,
+	// grace 60 s.
+	shipped := newFakeRunner("shipped", &runRegistry{running: map[Key]string{}})
+	shipped.delivery = 3750 * time.Millisecond
+	if _, err := NewManager(ManagerConfig{Pool: pool, InstanceID: "i", Partitions: shipped, OutageGrace: time.Minute}); err != nil {
+		t.Errorf("the server's defaults: %v", err)
+	}
+	slow := newFakeRunner("slow", &runRegistry{running: map[Key]string{}})
+	slow.delivery = 5 * time.Second
 	for name, cfg := range map[string]ManagerConfig{
-		"no pool":          {InstanceID: "i", Partitions: r},
-		"no id":            {Pool: pool, Partitions: r},
-		"margin over ttl":  {Pool: pool, InstanceID: "i", Partitions: r, TTL: time.Second, Margin: 2 * time.Second},
-		"renew too slow":   {Pool: pool, InstanceID: "i", Partitions: r, TTL: 3 * time.Second, Margin: time.Second, RenewInterval: 2 * time.Second},
-		"negative timeout": {Pool: pool, InstanceID: "i", Partitions: r, Timeout: -time.Second},
+		"delivery as long as the margin": {Pool: pool, InstanceID: "i", Partitions: slow},
+		"no pool":                        {InstanceID: "i", Partitions: r},
+		"no id":                          {Pool: pool, Partitions: r},
+		"margin over ttl":                {Pool: pool, InstanceID: "i", Partitions: r, TTL: time.Second, Margin: 2 * time.Second},
+		"renew too slow":                 {Pool: pool, InstanceID: "i", Partitions: r, TTL: 3 * time.Second, Margin: time.Second, RenewInterval: 2 * time.Second},
+		"negative timeout":               {Pool: pool, InstanceID: "i", Partitions: r, Timeout: -time.Second},
 	} {
 		if _, err := NewManager(cfg); err == nil {
 			t.Errorf("%s: no error", name)

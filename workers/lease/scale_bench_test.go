@@ -29,6 +29,8 @@ type scaleRunner struct {
 	leases map[Key]*Lease
 }
 
+func (r *scaleRunner) DeliveryTimeout() time.Duration { return 0 }
+
 func (r *scaleRunner) StartPartition(_ context.Context, l *Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -29,8 +29,19 @@ import (
 // it has read the heartbeats to their end within the last Margin and saw
 // none of that session within the last TTL (heartbeat.Heartbeats.Spared).
 //
-// Why two never overlap, with every record an owner sends landing within
-// its delivery timeout D:
+// Why two never overlap. A copy handed to the producer while the owner
+// trusts its lease lands or fails within the delivery timeout D
+// (DeliveryTimeout), so it must be settled before a taker may take; and
+// the owner's clock and the others' (the database's, a taker's) run at
+// rates at most ClockDrift apart, so a duration of x on one is at least
+// x·(1 − ClockDrift) on another. Each bound below leaves Margin between the
+// owner's last trusted moment and the earliest take, measured across at
+// most TTL + OutageGrace; so Trust holds when
+//
+//	DeliveryTimeout + ClockDrift·(TTL + OutageGrace) < Margin
+//
+// (and Margin < TTL, RenewInterval < TTL − Margin so that renewals keep
+// leases alive). NewTrust refuses durations that break any of them.
 //
 //   - Renewals: the expiry the database sets is at least s + TTL, and the
 //     owner stops at s + TTL − Margin: Margin apart.
@@ -46,30 +57,42 @@ import (
 //     past its expiry (≥ r + TTL), and the owner stops by r + TTL +
 //     OutageGrace − Margin.
 //
-// Each bound leaves Margin, which must cover D and the clocks' drift over
-// a TTL: NewTrust checks what it can (Margin < TTL, RenewInterval <
-// TTL − Margin so that renewals keep leases alive), and the server checks
-// D < Margin (cmd/kmirror). TestTrustNeverTwoOwners drives random clocks,
-// delays and outages against both sides.
+// TestTrustNeverTwoOwners drives random clocks, delays, outages and
+// delivery timeouts against both sides; TestTrustDeliveryPastTheMargin
+// shows a delivery timeout the inequality refuses letting a copy land
+// after a take.
 type Trust struct {
 	TTL, Margin, RenewInterval, OutageGrace time.Duration
+	// DeliveryTimeout is the longest a copy handed to the destination's
+	// producer may take to land or fail (the engine's); 0 for an instance
+	// that copies nothing.
+	DeliveryTimeout time.Duration
 }
+
+// ClockDrift bounds how far apart the rates of two clocks that Trust
+// relies on may be (an instance's monotonic clock, the database's): one
+// part in a thousand, far above what a crystal oscillator drifts.
+const ClockDrift = 0.001
 
 // NewTrust returns the Trust of these durations, or an error naming the
 // inequality they break.
-func NewTrust(ttl, margin, renew, grace time.Duration) (Trust, error) {
+func NewTrust(ttl, margin, renew, grace, delivery time.Duration) (Trust, error) {
+	drift := time.Duration(ClockDrift * float64(ttl+grace))
 	switch {
 	case ttl <= 0 || renew <= 0 || margin <= 0:
 		return Trust{}, errors.New("lease manager: TTL, RenewInterval and Margin must be positive")
-	case grace < 0:
-		return Trust{}, errors.New("lease manager: OutageGrace must not be negative")
+	case grace < 0 || delivery < 0:
+		return Trust{}, errors.New("lease manager: OutageGrace and DeliveryTimeout must not be negative")
 	case margin >= ttl:
 		return Trust{}, fmt.Errorf("lease manager: Margin %s must be shorter than TTL %s", margin, ttl)
 	case renew >= ttl-margin:
 		return Trust{}, fmt.Errorf("lease manager: RenewInterval %s must be shorter than TTL − Margin (%s), or leases lapse between renewals",
 			renew, ttl-margin)
+	case delivery+drift >= margin:
+		return Trust{}, fmt.Errorf("lease manager: DeliveryTimeout %s + ClockDrift·(TTL + OutageGrace) (%s) must be shorter than Margin %s, "+
+			"or a copy sent under the lease could land after another instance took it", delivery, drift, margin)
 	}
-	return Trust{TTL: ttl, Margin: margin, RenewInterval: renew, OutageGrace: grace}, nil
+	return Trust{TTL: ttl, Margin: margin, RenewInterval: renew, OutageGrace: grace, DeliveryTimeout: delivery}, nil
 }
 
 // AfterRenewal is until when a renewal attempted at start trusts the

@@ -11,18 +11,30 @@ import (
 // TestNewTrustRefusesBrokenSettings: the inequalities Trust rests on are
 // checked when it is made.
 func TestNewTrustRefusesBrokenSettings(t *testing.T) {
+	const s = time.Second
 	for _, c := range []struct {
-		name                      string
-		ttl, margin, renew, grace time.Duration
-		ok                        bool
+		name                                string
+		ttl, margin, renew, grace, delivery time.Duration
+		ok                                  bool
 	}{
-		{"defaults", 15 * time.Second, 5 * time.Second, 5 * time.Second, time.Minute, true},
-		{"margin as long as the TTL", 15 * time.Second, 15 * time.Second, time.Second, 0, false},
-		{"renewals slower than the trust", 15 * time.Second, 5 * time.Second, 10 * time.Second, 0, false},
-		{"negative grace", 15 * time.Second, 5 * time.Second, 5 * time.Second, -time.Second, false},
-		{"no margin", 15 * time.Second, 0, 5 * time.Second, 0, false},
+		// The server's defaults: delivery min(4 s, TTL/4).
+		{"defaults", 15 * s, 5 * s, 5 * s, time.Minute, 3750 * time.Millisecond, true},
+		{"KMIRROR_DELIVERY_TIMEOUT=4s", 15 * s, 5 * s, 5 * s, time.Minute, 4 * s, true},
+		// The e2e servers' timings: TTL 3.5 s, margin TTL/3, delivery 1 s.
+		{"e2e timings", 3500 * time.Millisecond, 3500 * time.Millisecond / 3, 500 * time.Millisecond, time.Minute, s, true},
+		{"an instance that copies nothing", 15 * s, 5 * s, 5 * s, 0, 0, true},
+		{"margin as long as the TTL", 15 * s, 15 * s, s, 0, 0, false},
+		{"renewals slower than the trust", 15 * s, 5 * s, 10 * s, 0, 0, false},
+		{"negative grace", 15 * s, 5 * s, 5 * s, -s, 0, false},
+		{"negative delivery", 15 * s, 5 * s, 5 * s, 0, -s, false},
+		{"no margin", 15 * s, 0, 5 * s, 0, 0, false},
+		{"delivery as long as the margin", 15 * s, 5 * s, 5 * s, 0, 5 * s, false},
+		// 4.95 s + 0.1% of 15 s = 4.965 s fits; with an hour's grace the
+		// clocks may drift 3.6 s more over the ride-through.
+		{"delivery within the drift", 15 * s, 5 * s, 5 * s, 0, 4950 * time.Millisecond, true},
+		{"delivery that the drift over the grace eats", 15 * s, 5 * s, 5 * s, time.Hour, 4 * s, false},
 	} {
-		if _, err := NewTrust(c.ttl, c.margin, c.renew, c.grace); (err == nil) != c.ok {
+		if _, err := NewTrust(c.ttl, c.margin, c.renew, c.grace, c.delivery); (err == nil) != c.ok {
 			t.Errorf("%s: NewTrust error %v, want ok %v", c.name, err, c.ok)
 		}
 	}
@@ -31,18 +43,19 @@ func TestNewTrustRefusesBrokenSettings(t *testing.T) {
 var debugTrust = os.Getenv("KMIRROR_DEBUG_TRUST") != ""
 
 // TestTrustNeverTwoOwners drives an owner and a taker through random
-// clocks (drifting within 0.1%), database outages, destination outages and
-// heartbeats delayed by up to a few seconds, with the owner's side computed
-// by Trust and the taker's by the rules repo.Spared and heartbeat.Spared
-// apply. Whenever the taker takes the owner's lease, the owner must have
-// stopped trusting it at least the delivery timeout before (its last
-// records landed), in every run.
+// clocks (their rates within ClockDrift of each other), database outages,
+// destination outages, heartbeats delayed by up to a few seconds and
+// delivery timeouts up to what NewTrust accepts, with the owner's side
+// computed by Trust and the taker's by the rules repo.Spared and
+// heartbeat.Spared apply. Whenever the taker takes the owner's lease, the
+// owner must have stopped trusting it at least the delivery timeout before
+// (its last copies landed or failed), in every run.
 func TestTrustNeverTwoOwners(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
 	takes := 0
 	for run := 0; run < 400; run++ {
-		took, bad := simulateTakeover(rng)
+		took, bad := simulateTakeover(rng, false)
 		if bad != "" {
 			t.Fatalf("run %d (seed %d): %s", run, seed, bad)
 		}
@@ -55,22 +68,51 @@ func TestTrustNeverTwoOwners(t *testing.T) {
 	}
 }
 
+// TestTrustDeliveryPastTheMargin: the same simulation with a delivery
+// timeout that NewTrust refuses (longer than the margin) lets a copy sent
+// under the lease land after the taker took it, so the inequality is what
+// keeps the two apart.
+func TestTrustDeliveryPastTheMargin(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, seed>>1))
+	overlaps := 0
+	for range 100 {
+		if _, bad := simulateTakeover(rng, true); bad != "" {
+			overlaps++
+		}
+	}
+	if overlaps == 0 {
+		t.Fatalf("seed %d: no run of 100 with a delivery timeout past the margin let a copy land after a take", seed)
+	}
+}
+
 // simulateTakeover runs one owner and one taker for up to three minutes
 // of real time in 5 ms steps; took says whether the taker took the lease,
-// bad what went wrong.
-func simulateTakeover(rng *rand.Rand) (took bool, bad string) {
+// bad what went wrong. Its delivery timeout is one NewTrust accepts, or
+// with pastMargin one it refuses: half a margin past it.
+func simulateTakeover(rng *rand.Rand, pastMargin bool) (took bool, bad string) {
 	ttl := []time.Duration{3500 * time.Millisecond, 15 * time.Second}[rng.IntN(2)]
 	margin := ttl / 3
 	renew := time.Duration(float64(ttl-margin) * (0.3 + 0.6*rng.Float64()))
 	grace := time.Duration(rng.Int64N(int64(40 * time.Second)))
-	tr, err := NewTrust(ttl, margin, renew, grace)
+	// Up to the longest NewTrust accepts, most often near it.
+	most := margin - time.Duration(ClockDrift*float64(ttl+grace)) - time.Millisecond
+	delivery := most - time.Duration(rng.Int64N(int64(most/4)))
+	if rng.IntN(4) == 0 {
+		delivery = time.Duration(rng.Int64N(int64(most)))
+	}
+	tr, err := NewTrust(ttl, margin, renew, grace, delivery)
 	if err != nil {
 		return false, err.Error()
 	}
-	delivery := margin * 3 / 4 // the server keeps it below the margin
-	const drift = 0.001        // clocks' rates differ by at most this
-	ownerRate := 1 + drift*(2*rng.Float64()-1)
-	takerRate := 1 + drift*(2*rng.Float64()-1)
+	if pastMargin {
+		tr.DeliveryTimeout = margin * 3 / 2
+	}
+	delivery = tr.DeliveryTimeout
+	// The database's clock is real time; each instance's runs within half
+	// ClockDrift of it, so any two are within ClockDrift of each other.
+	ownerRate := 1 + ClockDrift/2*(2*rng.Float64()-1)
+	takerRate := 1 + ClockDrift/2*(2*rng.Float64()-1)
 	const step = 5 * time.Millisecond
 	const readInterval = 250 * time.Millisecond
 

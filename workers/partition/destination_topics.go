@@ -32,6 +32,7 @@ type destinations struct {
 	adminClient *kgo.Client
 	conn        kafkaconn.Config
 	shared      *sharedReads
+	reads       *recordReads
 	authorizer  *authorizerProbe
 	watch       *destinationWatch
 	log         *slog.Logger
@@ -43,9 +44,10 @@ func (d *destinations) Offsets(ctx context.Context, topic string, partition int3
 	return d.shared.partitionOffsets(ctx, d.admin, topic, partition, false)
 }
 
-// Records reads up to n records of a destination partition in [from, end).
+// Records reads up to n records of a destination partition in [from, end),
+// with the other partitions' reads of the moment (record_reads.go).
 func (d *destinations) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
-	return kafkaconn.ReadRecords(ctx, d.conn, topic, partition, from, end, n, false)
+	return d.reads.read(ctx, "dst", d.conn, false, nil, topic, partition, from, end, n)
 }
 
 // EnsureTopic creates destination topic dstTopic as spec says when it is

@@ -108,7 +108,9 @@ type Engine struct {
 	cp             *checkpointer
 	prep           prepareSlots
 	takeovers      prepareSlots
-	desired        *desiredStates
+	// reads are alignment's record reads, grouped per cluster.
+	reads   *recordReads
+	desired *desiredStates
 	// copy holds the mirrors' copy settings and throttles, refreshed with
 	// desired.
 	copy *copySettings
@@ -188,6 +190,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.cp.budget = cfg.StopBudget
 	e.prep = newPrepareSlots(cfg.Pool.Config().MaxConns)
 	e.takeovers = make(prepareSlots, takeoverSlots)
+	e.reads = newRecordReads()
 	e.copy = newCopySettings()
 	e.desired = newDesiredStates(cfg.Pool).withMetrics(e.metrics).withCopySettings(e.copy)
 	e.watch = newDestinationWatch(e.desired, e.copy, e.metrics, log, cfg.SettledWaitMax)
@@ -231,7 +234,7 @@ func (e *Engine) Start(ctx context.Context) (err error) {
 	e.watch.admin = e.dstAdmin
 	e.authorizer = &authorizerProbe{admin: e.dstAdmin, authenticated: e.cfg.Destination.Security.Authenticated()}
 	e.destinations = &destinations{admin: e.dstAdmin, adminClient: e.dstAdminClient, conn: e.cfg.Destination,
-		shared: &e.shared, authorizer: e.authorizer, watch: e.watch, log: e.log}
+		shared: &e.shared, reads: e.reads, authorizer: e.authorizer, watch: e.watch, log: e.log}
 	if err := e.desired.Refresh(ctx); err != nil {
 		return fmt.Errorf("load desired states: %w", err)
 	}
@@ -359,6 +362,11 @@ func (e *Engine) StartPartition(ctx context.Context, l *lease.Lease) {
 	e.mu.Unlock()
 	go r.w.Run(ctx)
 }
+
+// DeliveryTimeout is how long a copy handed to the producer may take to
+// land or fail (lease.PartitionRunner): the lease manager's Trust checks
+// it against its margin.
+func (e *Engine) DeliveryTimeout() time.Duration { return e.cfg.DeliveryTimeout }
 
 // StopPartition stops a partition's worker gracefully (flushing and saving
 // its checkpoint while the lease still holds) and waits for it.

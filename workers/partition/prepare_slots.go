@@ -21,9 +21,10 @@ func newPrepareSlots(poolConns int32) prepareSlots {
 // grouped_statements.go): no connection of its own, so many at once make
 // bigger groups, not a longer queue: each wave of slots is a chain of
 // coalesced round trips, so fewer, wider waves hand partitions on sooner.
-// One that must read records back takes a prepare slot as well (the
-// worker's readSlot), so the bound here is only on goroutines waiting in
-// groups.
+// Records past a crashed owner's checkpoint are read back in groups too
+// (record_reads.go); only a rewind through the offset map, or the check of
+// a source without topic ids, takes a prepare slot as well (the worker's
+// readSlot), so the bound here is only on goroutines waiting in groups.
 const takeoverSlots = 8192
 
 // Acquire waits for a slot, or for ctx; release gives it back.

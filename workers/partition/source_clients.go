@@ -59,7 +59,7 @@ func (e *Engine) source(ctx context.Context, mirror string) (*sourceClients, err
 		return nil, err
 	}
 	s := &sourceClients{mirror: mirror, Conn: conn, Client: cl, Admin: kadm.NewClient(cl), key: m.UpdatedAt,
-		opts: e.cfg.SourceOpts, destination: e.cfg.Destination, shared: &e.shared, fetchers: e.fetchers,
+		opts: e.cfg.SourceOpts, destination: e.cfg.Destination, shared: &e.shared, reads: e.reads, fetchers: e.fetchers,
 		states: &e.srcStates, pool: e.cfg.Pool, log: e.log}
 	e.sources[mirror] = s
 	return s, nil
@@ -80,6 +80,7 @@ type sourceClients struct {
 	opts        []kgo.Opt
 	destination kafkaconn.Config
 	shared      *sharedReads
+	reads       *recordReads
 	fetchers    *fetchers
 	states      *sourceStates
 	pool        *pgxpool.Pool
@@ -101,9 +102,10 @@ func (s *sourceClients) Topic(ctx context.Context, topic string) (worker.SourceT
 }
 
 // Records reads up to n committed records of a source partition in [from,
-// end).
+// end), with the mirror's other partitions' reads of the moment
+// (record_reads.go).
 func (s *sourceClients) Records(ctx context.Context, topic string, partition int32, from, end int64, n int) ([]*kgo.Record, error) {
-	return kafkaconn.ReadRecords(ctx, s.Conn, topic, partition, from, end, n, true, s.opts...)
+	return s.reads.read(ctx, "src/"+s.mirror, s.Conn, true, s.opts, topic, partition, from, end, n)
 }
 
 // MirrorState returns the source cluster's decoded __mirror_state.

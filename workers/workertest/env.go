@@ -233,6 +233,13 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 		OffsetsInterval: 300 * time.Millisecond, Notifier: notes, Registerer: o.Registerer, SourceOpts: o.SourceOpts,
 		ProduceBuffer: o.ProduceBuffer, SettledWaitMax: o.SettledWaitMax, SourceState: o.SourceState, Retry: partition.RetryPolicy{Initial: 100 * time.Millisecond, Max: time.Second}}
 	ttl, renew, margin := TTL, Renew, Margin
+	if d := ecfg.DeliveryTimeout; d >= margin-time.Second/2 {
+		// lease.Trust refuses a delivery timeout that the margin does not
+		// cover: a longer one (a slow destination's test) gets longer
+		// leases.
+		margin = d + time.Second
+		ttl = 3 * margin
+	}
 	leasePool := env.Pool
 	if o.ProductionTimings {
 		// Zero values take the components' own defaults, which the server

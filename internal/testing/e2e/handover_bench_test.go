@@ -10,14 +10,19 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"kmirror/internal/devenv/pgserver"
 	"kmirror/internal/devenv/procstat"
+	"kmirror/internal/testing/testdb"
 )
 
 // BenchmarkHandoverProcesses is workers/partition's BenchmarkHandover with
@@ -30,6 +35,20 @@ import (
 // times from the signal until every marker is on the destination. Targets
 // (issue 28): TTL + 5 s after a SIGKILL, 2 s after a SIGTERM. The copy is
 // checked exact at the end.
+//
+// KMIRROR_BENCH_DURABLE=1 runs it on a PostgreSQL server of its own with
+// fsync, synchronous_commit and full_page_writes on, as in production (the
+// shared test server trades them for speed), and logs the statements that
+// took the most time (pg_stat_statements) over the two takeovers.
+// KMIRROR_BENCH_SECOND=SIGKILL kills b too (SIGKILL), so that c alone
+// takes the 5,100 partitions of a crashed instance, half of them taken over
+// once already; with KMIRROR_BENCH_WALK=1 as well, b is killed right after
+// it copied a record to each of its partitions, so that most of them hold
+// records past their checkpoints, which c walks and compares.
+// KMIRROR_BENCH_PROFILE_DIR=dir writes CPU profiles of server c there: over
+// the 25 s after the SIGKILL (crash-survivor.pprof) and the 3 s after the
+// SIGTERM (handover-survivor.pprof) or the 25 s after the second SIGKILL
+// (second-crash-survivor.pprof).
 //
 //	go test ./internal/testing/e2e -run '^$' -bench HandoverProcesses -benchtime=1x -timeout 20m
 func BenchmarkHandoverProcesses(b *testing.B) {
@@ -48,7 +67,15 @@ func BenchmarkHandoverProcesses(b *testing.B) {
 }
 
 func runHandover(b *testing.B, topics int, perTopic int32) {
-	w := newWorld(b, "ho-000", perTopic)
+	var w *world
+	var stmts *pgStatements
+	if os.Getenv("KMIRROR_BENCH_DURABLE") == "1" {
+		var dbURL string
+		dbURL, stmts = durableDatabase(b)
+		w = newWorldOn(b, "ho-000", perTopic, dbURL)
+	} else {
+		w = newWorld(b, "ho-000", perTopic)
+	}
 	w.mirror = "ho"
 	names := []string{"ho-000"}
 	for i := 1; i < topics; i++ {
@@ -106,11 +133,23 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 		return mirroring == n
 	})
 	b.ResetTimer()
+	stmts.reset(b)
 
 	crashed := w.owners()["a"]
 	start := time.Now()
 	servers["a"].kill()
+	crashProfiled := make(chan struct{})
+	if profileDir != "" {
+		go func() {
+			defer close(crashProfiled)
+			profileWindow(b, debug, filepath.Join(profileDir, "crash-survivor.pprof"), 25*time.Second)
+		}()
+	} else {
+		close(crashProfiled)
+	}
 	crash := markersCopied(b, w, src, "SIGKILL of a", crashed, start, 2*time.Minute)
+	<-crashProfiled
+	stmts.log(b, "SIGKILL of a")
 
 	// b holds about half once a's partitions are shared out again.
 	waitUntil(b, time.Minute, "every partition MIRRORING on b or c", func() bool {
@@ -118,37 +157,65 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 		return len(o["b"])+len(o["c"]) == n
 	})
 	stopped := w.owners()["b"]
-	servers["b"].killed.Store(true) // its exit is expected
-	meter := startMeter(b, servers["b"], servers["c"])
-	start = time.Now()
-	if err := servers["b"].cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		b.Fatal(err)
-	}
-	profiled := make(chan struct{})
-	if profileDir != "" {
-		go func() {
-			defer close(profiled)
-			profileWindow(b, debug, filepath.Join(profileDir, "handover-survivor.pprof"), 3*time.Second)
-		}()
+	stmts.reset(b)
+	secondKill := os.Getenv("KMIRROR_BENCH_SECOND") == "SIGKILL"
+	var second time.Duration
+	if secondKill {
+		if os.Getenv("KMIRROR_BENCH_WALK") == "1" {
+			// b dies right after copying a record to each of its
+			// partitions, before most of its checkpoints say so: c must
+			// walk and compare them, as after a crash under traffic.
+			markersCopied(b, w, src, "records copied by b just before its SIGKILL", stopped, time.Now(), time.Minute)
+		}
+		start = time.Now()
+		servers["b"].kill()
+		profiled := make(chan struct{})
+		if profileDir != "" {
+			go func() {
+				defer close(profiled)
+				profileWindow(b, debug, filepath.Join(profileDir, "second-crash-survivor.pprof"), 25*time.Second)
+			}()
+		} else {
+			close(profiled)
+		}
+		second = markersCopied(b, w, src, "SIGKILL of b", stopped, start, 2*time.Minute)
+		stmts.log(b, "SIGKILL of b")
+		b.StopTimer()
+		<-profiled
 	} else {
-		close(profiled)
+		servers["b"].killed.Store(true) // its exit is expected
+		meter := startMeter(b, servers["b"], servers["c"])
+		start = time.Now()
+		if err := servers["b"].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			b.Fatal(err)
+		}
+		profiled := make(chan struct{})
+		if profileDir != "" {
+			go func() {
+				defer close(profiled)
+				profileWindow(b, debug, filepath.Join(profileDir, "handover-survivor.pprof"), 3*time.Second)
+			}()
+		} else {
+			close(profiled)
+		}
+		exited := make(chan time.Duration, 1)
+		go func() {
+			<-servers["b"].exited
+			exited <- time.Since(start)
+		}()
+		second = markersCopied(b, w, src, "SIGTERM to b", stopped, start, 2*time.Minute)
+		used := meter()
+		stmts.log(b, "SIGTERM to b")
+		select {
+		case d := <-exited:
+			b.Logf("b exited with code %d, %s after its SIGTERM; %s", servers["b"].cmd.ProcessState.ExitCode(),
+				d.Round(time.Millisecond), used(servers["b"].cmd.ProcessState))
+		case <-time.After(30 * time.Second):
+			b.Errorf("b still running 30 s after its SIGTERM")
+		}
+		b.StopTimer()
+		<-profiled
 	}
-	exited := make(chan time.Duration, 1)
-	go func() {
-		<-servers["b"].exited
-		exited <- time.Since(start)
-	}()
-	graceful := markersCopied(b, w, src, "SIGTERM to b", stopped, start, 2*time.Minute)
-	used := meter()
-	select {
-	case d := <-exited:
-		b.Logf("b exited with code %d, %s after its SIGTERM; %s", servers["b"].cmd.ProcessState.ExitCode(),
-			d.Round(time.Millisecond), used(servers["b"].cmd.ProcessState))
-	case <-time.After(30 * time.Second):
-		b.Errorf("b still running 30 s after its SIGTERM")
-	}
-	b.StopTimer()
-	<-profiled
 
 	stopTrickle()
 	srcEnds := map[string]map[int32]int64{}
@@ -170,9 +237,15 @@ func runHandover(b *testing.B, topics int, perTopic int32) {
 		return true
 	})
 	b.ReportMetric(crash.Seconds(), "crash-takeover-s")
-	b.ReportMetric(graceful.Seconds(), "graceful-handover-s")
+	if secondKill {
+		b.ReportMetric(second.Seconds(), "second-crash-takeover-s")
+		b.Logf("SIGKILL of a (%d partitions): markers all copied after %s; SIGKILL of b (%d partitions): after %s (target TTL 15s + 5s for both); destination ends equal the source's",
+			len(crashed), crash.Round(time.Millisecond), len(stopped), second.Round(time.Millisecond))
+		return
+	}
+	b.ReportMetric(second.Seconds(), "graceful-handover-s")
 	b.Logf("SIGKILL of a (%d partitions): markers all copied after %s (target TTL 15s + 5s); SIGTERM to b (%d partitions): after %s (target 2s); destination ends equal the source's",
-		len(crashed), crash.Round(time.Millisecond), len(stopped), graceful.Round(time.Millisecond))
+		len(crashed), crash.Round(time.Millisecond), len(stopped), second.Round(time.Millisecond))
 }
 
 // startMeter reads the CPU time used so far by stopping and survivor, this
@@ -352,4 +425,89 @@ func markersCopied(b *testing.B, w *world, src *kgo.Client, what string, parts [
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// durableDatabase starts a PostgreSQL server of the benchmark's own, as
+// durable as a production one (fsync, synchronous_commit and
+// full_page_writes on), and returns the URL of an empty database on it
+// (the first server migrates it) and its statement counts.
+func durableDatabase(b *testing.B) (string, *pgStatements) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := pgserver.Start(ctx, pgserver.Config{Settings: map[string]string{
+		"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Stop() })
+	c, err := pgx.Connect(ctx, s.URL("postgres"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for _, q := range []string{"SHOW fsync", "SHOW synchronous_commit", "SHOW full_page_writes"} {
+		var v string
+		if err := c.QueryRow(ctx, q).Scan(&v); err != nil || v != "on" {
+			b.Fatalf("%s: %q, %v; want on", q, v, err)
+		}
+	}
+	if _, err := c.Exec(ctx, "CREATE DATABASE kmirror"); err != nil {
+		b.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, s.URL("kmirror"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	st := &pgStatements{pool: pool}
+	if ok, err := testdb.EnableStatements(ctx, pool); !ok {
+		b.Logf("statement counts off (pg_stat_statements not loaded): %v", err)
+		st.pool = nil
+	}
+	return s.URL("kmirror"), st
+}
+
+// pgStatements reads pg_stat_statements on the benchmark's own server; a
+// nil one, or one whose server has not the module, does nothing.
+type pgStatements struct {
+	pool *pgxpool.Pool
+	at   time.Time
+}
+
+func (p *pgStatements) reset(b *testing.B) {
+	if p == nil || p.pool == nil {
+		return
+	}
+	if _, err := p.pool.Exec(context.Background(), "SELECT pg_stat_statements_reset()"); err != nil {
+		b.Logf("pg_stat_statements_reset: %v", err)
+	}
+	p.at = time.Now()
+}
+
+// log logs the statements that took the most time since reset.
+func (p *pgStatements) log(b *testing.B, what string) {
+	if p == nil || p.pool == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := p.pool.Query(ctx, `SELECT calls, rows, total_exec_time, left(regexp_replace(query, '\s+', ' ', 'g'), 140)
+		FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 12`)
+	if err != nil {
+		b.Logf("pg_stat_statements: %v", err)
+		return
+	}
+	defer rs.Close()
+	var out strings.Builder
+	for rs.Next() {
+		var calls, rows int64
+		var ms float64
+		var q string
+		if err := rs.Scan(&calls, &rows, &ms, &q); err != nil {
+			b.Logf("pg_stat_statements: %v", err)
+			return
+		}
+		fmt.Fprintf(&out, "\n  %8.0f ms %6d calls %8d rows  %s", ms, calls, rows, q)
+	}
+	b.Logf("%s: statements by time over the %s since the signal:%s", what, time.Since(p.at).Round(time.Second), out.String())
 }

@@ -25,7 +25,7 @@ const alignTimeout = 60 * time.Second
 // align is the PREPARING step (docs/design.md, "The copy"): a stock cluster cannot
 // truncate, so the worker finds the exact point to resume from and proves it
 // by comparing records, or fails with what diverged and where.
-func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) {
+func (w *Worker) align(ctx context.Context, desire Desire) (aligned alignResult, failed error) {
 	ctx, cancel := context.WithTimeout(ctx, alignTimeout)
 	defer cancel()
 	src, err := w.p.Sources.Source(ctx, w.key.Mirror)
@@ -37,16 +37,35 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 	// new topic's start. A recreated source still fails the partition before
 	// anything is copied; at most a missing destination topic was created
 	// first, as adding the topic again with recreate would do.
-	idChecked := make(chan error, 1)
-	go func() { idChecked <- w.checkSourceTopicID(ctx, src) }()
+	type idCheck struct {
+		sourceTopicCheck
+		err error
+	}
+	idChecked := make(chan idCheck, 1)
+	go func() {
+		c, err := w.checkSourceTopicID(ctx, src, false)
+		idChecked <- idCheck{c, err}
+	}()
 	created, err := w.ensureDestinationTopic(ctx, src, desire)
 	// A recreated source fails the partition, unless it continues: then
 	// only a proven continuation below accepts the new topic.
 	var replaced *sourceTopicReplaced
-	if idErr := <-idChecked; errors.As(idErr, &replaced) && desire.ContinueHistory {
+	id := <-idChecked
+	if idErr := id.err; errors.As(idErr, &replaced) && desire.ContinueHistory {
 		idErr = nil
 	} else if idErr != nil {
 		return alignResult{}, idErr
+	}
+	if id.unrecorded != ([16]byte{}) {
+		// None was recorded: the topic's id is recorded once the
+		// partition is aligned against it, never before.
+		defer func() {
+			if failed == nil {
+				if failed = w.recordSourceTopicID(ctx, id.unrecorded); failed != nil {
+					aligned = alignResult{}
+				}
+			}
+		}()
 	}
 	if err != nil {
 		return alignResult{}, err
@@ -126,8 +145,18 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 			"the source topic was truncated or recreated", w.key.Topic, w.key.Partition, srcHWM.End, s)
 	}
 	var res alignResult
-	if E != d || w.row.HandedBackDst != d {
-		// Records are read back, or the offset map queried.
+	// The destination ending at the checkpoint proves it (design.md: E = d,
+	// resume at s): the checkpoint is progress the previous owner verified,
+	// nothing was written past it, and the source topic is the one
+	// mirrored, by its id compared above. Only a source without topic ids
+	// has its last mirrored record read back on both clusters, which is
+	// what catches a source topic recreated there.
+	proven := E == d && (w.row.HandedBackDst == d || id.compared)
+	if E < d || (E == d && !proven) {
+		// The offset map is queried, and a record read back on its own
+		// clients. A walk past the checkpoint (E > d) needs no slot: its
+		// reads are grouped with the others' of the moment, and so is its
+		// checkpoint's save.
 		release, err := w.readSlot(ctx)
 		defer release()
 		if err != nil {
@@ -141,6 +170,9 @@ func (w *Worker) align(ctx context.Context, desire Desire) (alignResult, error) 
 		// topic's id was checked above.
 		res = alignResult{checkpoint: checkpoint{s, d},
 			summary: fmt.Sprintf("handed back cleanly at destination offset %d; resuming at source offset %d", d, s)}
+	case proven:
+		res = alignResult{checkpoint: checkpoint{s, d},
+			summary: fmt.Sprintf("resuming at source offset %d: the destination ends at the checkpoint (offset %d)", s, d)}
 	case E == d:
 		if err := w.verifyLastMirrored(ctx, src, d, srcOff); err != nil {
 			return alignResult{}, err

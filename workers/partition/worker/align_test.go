@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -247,9 +248,10 @@ func TestRetentionRemovedRecordsBeforeTheyWereMirrored(t *testing.T) {
 }
 
 // TestRestartAtTheCheckpointChecksTheLastMirroredRecord: a destination
-// that ends exactly at the checkpoint resumes after comparing the last
-// mirrored record on both sides; a source that no longer holds it at that
-// offset (recreated with as many records) fails for good.
+// that ends exactly at the checkpoint, on a topic with no source id
+// recorded, resumes after comparing the last mirrored record on both
+// sides, and records the id only then; a source that no longer holds the
+// record at that offset (recreated with as many records) fails for good.
 func TestRestartAtTheCheckpointChecksTheLastMirroredRecord(t *testing.T) {
 	for _, rewritten := range []bool{false, true} {
 		t.Run(fmt.Sprintf("rewritten=%v", rewritten), func(t *testing.T) {
@@ -263,9 +265,15 @@ func TestRestartAtTheCheckpointChecksTheLastMirroredRecord(t *testing.T) {
 				})
 			}
 			h.checkpointed(0, service.StateStopped, 5, 5, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5})
+			h.db.mu.Lock()
+			h.db.topics[[2]string{hMirror, hTopic}].sourceID = nil
+			h.db.mu.Unlock()
 			h.start(0)
 			if rewritten {
 				h.waitFailed(0, false, "source t/0 offset 4 no longer holds the record mirrored to destination offset 4")
+				if id := h.db.topic(hMirror, hTopic).sourceID; id != nil {
+					t.Fatalf("source topic id %x recorded by an alignment that failed", id)
+				}
 				return
 			}
 			h.db.waitState(t, pid(0), service.StateMirroring)
@@ -274,10 +282,33 @@ func TestRestartAtTheCheckpointChecksTheLastMirroredRecord(t *testing.T) {
 			if h.src.reads == 0 || h.dst.reads == 0 {
 				t.Fatal("the last mirrored record was not compared")
 			}
+			if id := h.db.topic(hMirror, hTopic).sourceID; !bytes.Equal(id, srcID) {
+				t.Fatalf("source topic id %x after the alignment; want %x recorded", id, srcID)
+			}
 			h.waitDestination(0, 8)
 			h.sameAsSource(0, 0, 0)
 		})
 	}
+}
+
+// TestRestartAtTheCheckpointTrustsTheRecordedTopicID: with the source
+// topic's id recorded and matching, a destination that ends exactly at the
+// checkpoint proves it: mirroring resumes without reading a record back.
+func TestRestartAtTheCheckpointTrustsTheRecordedTopicID(t *testing.T) {
+	h := newHarness(t, 1)
+	h.src.produce(0, 8)
+	h.dst.createTopic(hDest, 1)
+	h.mirrored(0, 0, 5)
+	h.checkpointed(0, service.StateStopped, 5, 5, repo.OffsetRun{SrcStart: 0, DstStart: 0, Count: 5})
+	h.start(0)
+	h.db.waitState(t, pid(0), service.StateMirroring)
+	tr := h.transitionTo(service.StateMirroring)
+	wantContains(t, "reason", tr.Reason, "the destination ends at the checkpoint")
+	if h.src.reads != 0 || h.dst.reads != 0 {
+		t.Fatalf("%d source and %d destination reads; want none", h.src.reads, h.dst.reads)
+	}
+	h.waitDestination(0, 8)
+	h.sameAsSource(0, 0, 0)
 }
 
 // TestTakeoverReAlignsKeepingTheState: a new owner of a partition that its

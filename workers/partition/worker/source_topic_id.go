@@ -10,41 +10,67 @@ import (
 	"kmirror/repo"
 )
 
+// sourceTopicCheck is what checkSourceTopicID found.
+type sourceTopicCheck struct {
+	// compared: the source has topic ids and the topic's is the one
+	// recorded, so the topic is the one mirrored so far.
+	compared bool
+	// unrecorded is the source topic's id when none was recorded yet and
+	// the caller records it itself (zero otherwise).
+	unrecorded [16]byte
+}
+
 // checkSourceTopicID compares the source topic's id with the one recorded
-// when mirroring began, recording it the first time. A different id means
-// the topic was deleted and created again: its offsets start over, so
-// mirroring it into the same destination would mix two topics.
-func (w *Worker) checkSourceTopicID(ctx context.Context, src Source) error {
+// when mirroring began. A different id means the topic was deleted and
+// created again: its offsets start over, so mirroring it into the same
+// destination would mix two topics. With none recorded it records this
+// one, or, unless record, leaves that to the caller (unrecorded): an
+// alignment records it only once it has proven the partition against the
+// topic (recordSourceTopicID), so that a recorded id always names the
+// topic that was mirrored, and another partition may rely on it.
+func (w *Worker) checkSourceTopicID(ctx context.Context, src Source, record bool) (sourceTopicCheck, error) {
 	meta, err := src.Topic(ctx, w.key.Topic)
 	if err != nil {
-		return retryable("describe source topic: %v", err)
+		return sourceTopicCheck{}, retryable("describe source topic: %v", err)
 	}
 	if !meta.Exists {
-		return retryable("source topic %s does not exist", w.key.Topic)
+		return sourceTopicCheck{}, retryable("source topic %s does not exist", w.key.Topic)
 	}
 	var zero [16]byte
 	if meta.ID == zero {
-		return nil // an old broker without topic ids: nothing to compare
+		return sourceTopicCheck{}, nil // an old broker without topic ids: nothing to compare
 	}
 	id := meta.ID
 	// The topic's partitions share the read of what is recorded; those that
 	// find nothing share one write (fenced).
 	state, err := w.p.Topics.TopicState(ctx, w.key.Mirror, w.key.Topic)
 	if errors.Is(err, repo.ErrNotFound) {
-		return errStop // the topic is gone
+		return sourceTopicCheck{}, errStop // the topic is gone
 	}
 	if err != nil {
-		return retryable("read source topic id: %v", err)
+		return sourceTopicCheck{}, retryable("read source topic id: %v", err)
 	}
-	stored := state.SourceTopicID
-	if stored == nil {
-		stored, err = w.p.Topics.RecordSourceTopicID(ctx, w.fence(), id[:])
-		if errors.Is(err, repo.ErrNotFound) {
-			return errStop // the lease moved on
+	if state.SourceTopicID == nil {
+		if !record {
+			return sourceTopicCheck{unrecorded: id}, nil
 		}
-		if err != nil {
-			return retryable("record source topic id: %v", err)
-		}
+		return sourceTopicCheck{}, w.recordSourceTopicID(ctx, id)
+	}
+	if !bytes.Equal(state.SourceTopicID, id[:]) {
+		return sourceTopicCheck{}, &sourceTopicReplaced{topic: w.key.Topic, stored: state.SourceTopicID, id: id[:]}
+	}
+	return sourceTopicCheck{compared: true}, nil
+}
+
+// recordSourceTopicID records the source topic's id where none is, and
+// fails as checkSourceTopicID does if another was recorded meanwhile.
+func (w *Worker) recordSourceTopicID(ctx context.Context, id [16]byte) error {
+	stored, err := w.p.Topics.RecordSourceTopicID(ctx, w.fence(), id[:])
+	if errors.Is(err, repo.ErrNotFound) {
+		return errStop // the lease moved on
+	}
+	if err != nil {
+		return retryable("record source topic id: %v", err)
 	}
 	if !bytes.Equal(stored, id[:]) {
 		return &sourceTopicReplaced{topic: w.key.Topic, stored: stored, id: id[:]}
@@ -87,7 +113,7 @@ func (w *Worker) resumeCheck(ctx context.Context) error {
 	if err != nil {
 		return retryable("source: %v", err)
 	}
-	if err := w.checkSourceTopicID(ctx, src); err != nil {
+	if _, err := w.checkSourceTopicID(ctx, src, true); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	return nil
