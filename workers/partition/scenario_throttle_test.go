@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -240,9 +241,18 @@ func TestScenarioThrottleFairAcrossBrokers(t *testing.T) {
 		}
 		return sum, per
 	}
-	workertest.WaitFor(t, 20*time.Second, "copying to begin", func() (bool, string) {
-		n, _ := copied()
-		return n > 0, fmt.Sprintf("%d copied", n)
+	// Every partition copying before the window opens: on a loaded machine
+	// one may reach MIRRORING seconds after the others, and its late start
+	// would read as a smaller share.
+	workertest.WaitFor(t, 20*time.Second, "every partition to copy", func() (bool, string) {
+		_, per := copied()
+		started := 0
+		for _, n := range per {
+			if n > 0 {
+				started++
+			}
+		}
+		return started == partitions, fmt.Sprintf("%d of %d partitions copying", started, partitions)
 	})
 	time.Sleep(time.Second) // past the first batches, which go at once
 	throttledBefore := map[int32]int64{}
@@ -251,15 +261,30 @@ func TestScenarioThrottleFairAcrossBrokers(t *testing.T) {
 	}
 	got, _, rates := copyRate(t, copied, 10*time.Second)
 	t.Logf("at %d B/s: copied %.0f B/s", rate, got*valueSize)
-	lo, hi := rates[0], rates[0]
 	shares := make([]string, partitions)
+	others := make([]float64, 0, partitions-1)
 	for p := range int32(partitions) {
-		lo, hi = min(lo, rates[p]), max(hi, rates[p])
 		shares[p] = fmt.Sprintf("%.0f B/s", rates[p]*valueSize)
+		if p != 0 {
+			others = append(others, rates[p])
+		}
 	}
+	slices.Sort(others)
+	median := others[len(others)/2]
 	t.Logf("each partition's copy rate (partition 0 alone on its broker): %v", shares)
-	if lo <= 0 || hi > 2*lo {
-		t.Errorf("partitions copied at %v: want every one within 2x of every other", shares)
+	// The property: the lone partition's share is the others', within 2x
+	// (shared by broker it was several times theirs). And no partition
+	// starves: on a loaded machine (the whole suite at once) one of the
+	// eleven sharing a fetch loop has been seen at half the others' rate
+	// over the window, before and after issue 46's changes, so the bound
+	// for them is 3x the median.
+	if r := rates[0]; median <= 0 || r > 2*median || 2*r < median {
+		t.Errorf("partitions copied at %v: want partition 0, alone on its broker, within 2x of the others' median", shares)
+	}
+	for p := range int32(partitions) {
+		if 3*rates[p] < median {
+			t.Errorf("partitions copied at %v: bulk/%d below a third of the median", shares, p)
+		}
 	}
 	// Rising, not a second a second: a partition's copy waits only while
 	// it is its fetch loop's turn; the time it waits behind another
