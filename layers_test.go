@@ -23,7 +23,7 @@ var layers = [][]string{
 	// The Kafka stack (connections, batch fetch and produce, record
 	// batches), the other runtime components, and what the binary embeds or
 	// generates, none of which knows the domain's tables.
-	{"internal/kafka", "internal/schemaregistry", "internal/runtime", "internal/devenv", "internal/tools", "migrations", "openapi", "web"},
+	{"internal/kafka", "internal/runtime", "internal/devenv", "internal/tools", "migrations", "openapi", "web"},
 	{"repo"},
 	{"service"},
 	// The two faces of the domain's users: neither imports the other.

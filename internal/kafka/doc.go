@@ -13,6 +13,8 @@
 //   - leaders: the partition-leader cache batchfetch and batchproduce share.
 //   - preflight: the checks of a mirror's clusters with kmirror's own
 //     credentials.
+//   - schemaregistry: copying a mirror's Schema Registry subjects with
+//     their ids kept (not wired into mirrors yet).
 //
 // A record copied takes them in that order: batchfetch reads it in a batch,
 // recordbatch checks the batch and, when it must, rewrites it, and

@@ -17,7 +17,7 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		ServerName: s.TLSServerName,
 	}
 	if s.TLSCAPEM != "" {
-		pool, err := certPool(s.TLSCAPEM)
+		pool, err := CertPool(s.TLSCAPEM)
 		if err != nil {
 			return nil, fmt.Errorf("tls_ca_pem: %w", err)
 		}
@@ -38,9 +38,13 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 	return tc, nil
 }
 
-// certPool parses every CERTIFICATE block; unlike AppendCertsFromPEM it
-// reports a broken certificate instead of skipping it.
-func certPool(text string) (*x509.CertPool, error) {
+// ErrNoCertificate: PEM text held no CERTIFICATE block.
+var ErrNoCertificate = errors.New("no certificate found (want PEM text with a BEGIN CERTIFICATE block)")
+
+// CertPool parses every CERTIFICATE block; unlike AppendCertsFromPEM it
+// reports a broken certificate instead of skipping it, and ErrNoCertificate
+// when there is none.
+func CertPool(text string) (*x509.CertPool, error) {
 	pool := x509.NewCertPool()
 	rest, n := []byte(text), 0
 	for {
@@ -60,16 +64,16 @@ func certPool(text string) (*x509.CertPool, error) {
 		pool.AddCert(cert)
 	}
 	if n == 0 {
-		return nil, errors.New("no certificate found (want PEM text with a BEGIN CERTIFICATE block)")
+		return nil, ErrNoCertificate
 	}
 	return pool, nil
 }
 
 func keyPair(certPEM, keyPEM string) (tls.Certificate, error) {
-	if !hasBlock(certPEM, func(t string) bool { return t == "CERTIFICATE" }) {
+	if !HasPEMBlock(certPEM, IsCertificateBlock) {
 		return tls.Certificate{}, errors.New("tls_cert_pem: no certificate found (want PEM text with a BEGIN CERTIFICATE block)")
 	}
-	if !hasBlock(keyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
+	if !HasPEMBlock(keyPEM, IsPrivateKeyBlock) {
 		return tls.Certificate{}, errors.New("tls_key_pem: no private key found (want PEM text with a BEGIN PRIVATE KEY block)")
 	}
 	cert, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
@@ -79,7 +83,16 @@ func keyPair(certPEM, keyPEM string) (tls.Certificate, error) {
 	return cert, nil
 }
 
-func hasBlock(text string, match func(blockType string) bool) bool {
+// IsCertificateBlock and IsPrivateKeyBlock match PEM block types for
+// HasPEMBlock.
+func IsCertificateBlock(blockType string) bool { return blockType == "CERTIFICATE" }
+
+func IsPrivateKeyBlock(blockType string) bool { return strings.HasSuffix(blockType, "PRIVATE KEY") }
+
+// HasPEMBlock says whether text holds a PEM block whose type match accepts:
+// a certificate pasted as a key is named as such before the standard
+// library's less telling error.
+func HasPEMBlock(text string, match func(blockType string) bool) bool {
 	rest := []byte(text)
 	for {
 		var block *pem.Block

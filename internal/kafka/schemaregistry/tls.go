@@ -2,11 +2,10 @@ package schemaregistry
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"strings"
+
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // tlsConfig builds the client's TLS settings from the PEM fields. Each error
@@ -19,7 +18,10 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		InsecureSkipVerify: c.InsecureSkipVerify, // only when the operator names it
 	}
 	if c.TLSCAPEM != "" {
-		pool, err := parseCAs(c.TLSCAPEM)
+		pool, err := kafkaconn.CertPool(c.TLSCAPEM)
+		if errors.Is(err, kafkaconn.ErrNoCertificate) {
+			return nil, errors.New("tls_ca_pem: no BEGIN CERTIFICATE block found")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tls_ca_pem: %w", err)
 		}
@@ -31,10 +33,10 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 	case c.TLSCertPEM == "" && c.TLSKeyPEM != "":
 		return nil, errors.New("tls_cert_pem: required with tls_key_pem")
 	case c.TLSCertPEM != "":
-		if !pemHas(c.TLSCertPEM, func(t string) bool { return t == "CERTIFICATE" }) {
+		if !kafkaconn.HasPEMBlock(c.TLSCertPEM, kafkaconn.IsCertificateBlock) {
 			return nil, errors.New("tls_cert_pem: no BEGIN CERTIFICATE block found")
 		}
-		if !pemHas(c.TLSKeyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
+		if !kafkaconn.HasPEMBlock(c.TLSKeyPEM, kafkaconn.IsPrivateKeyBlock) {
 			return nil, errors.New("tls_key_pem: no BEGIN PRIVATE KEY block found")
 		}
 		pair, err := tls.X509KeyPair([]byte(c.TLSCertPEM), []byte(c.TLSKeyPEM))
@@ -45,46 +47,4 @@ func (c Config) tlsConfig() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	return tc, nil
-}
-
-// parseCAs reads every CERTIFICATE block and fails on a broken one, where
-// x509.CertPool.AppendCertsFromPEM would skip it without a word.
-func parseCAs(text string) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	rest := []byte(text)
-	count := 0
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		count++
-		cert, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("certificate %d: %w", count, err)
-		}
-		pool.AddCert(cert)
-	}
-	if count == 0 {
-		return nil, errors.New("no BEGIN CERTIFICATE block found")
-	}
-	return pool, nil
-}
-
-func pemHas(text string, match func(blockType string) bool) bool {
-	rest := []byte(text)
-	for {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			return false
-		}
-		if match(block.Type) {
-			return true
-		}
-	}
 }

@@ -20,5 +20,6 @@
 // kfake kmirror already uses, with srfake as the in-memory registry its
 // tests run against. Secrets arrive here as plain strings: sealing them at
 // rest is the caller's job. Like the Kafka packages, this one knows nothing
-// of the domain's tables; it may import only the standard library and sr.
+// of the domain's tables; it may import only the standard library, sr and
+// kafkaconn (whose PEM parsing it shares).
 package schemaregistry
