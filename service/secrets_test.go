@@ -2,18 +2,12 @@ package service_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
+	"kmirror/internal/testing/testcert"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -35,7 +29,7 @@ func TestSecretsAtRest(t *testing.T) {
 	pool := testdb.Pool(t)
 	ctx := context.Background()
 	key1, key2 := newBox(t), newBox(t)
-	cert, tlsKey := selfSigned(t)
+	cert, tlsKey := testcert.SelfSigned(t)
 	const password = "pw-hunter2-5f1c"
 	svc := newSecretsService(t, pool, key1)
 	create := func(svc *service.Control, name string) {
@@ -220,27 +214,6 @@ func rawSecrets(t *testing.T, pool *pgxpool.Pool) string {
 		t.Fatal(err)
 	}
 	return s
-}
-
-// selfSigned returns a certificate that is its own CA, and its key, as PEM.
-func selfSigned(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kmirror test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 }
 
 // TestSecretKeyRequired: a server without a key refuses a request that sets

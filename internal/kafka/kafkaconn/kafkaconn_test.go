@@ -1,17 +1,11 @@
 package kafkaconn
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
+	"kmirror/internal/testing/testcert"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -146,7 +140,7 @@ func TestTopicPartitionsSilentBroker(t *testing.T) {
 }
 
 func TestTopicPartitionsTLS(t *testing.T) {
-	certPEM, keyPEM := selfSigned(t)
+	certPEM, keyPEM := testcert.SelfSigned(t)
 	cert, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +158,7 @@ func TestTopicPartitionsTLS(t *testing.T) {
 			t.Errorf("orders: got %d partitions, want 4", got["orders"])
 		}
 
-		otherCA, _ := selfSigned(t)
+		otherCA, _ := testcert.SelfSigned(t)
 		cfg.Security.TLSCAPEM = otherCA
 		_, err = TopicPartitions(t.Context(), cfg, testTimeout)
 		var ue *UnreachableError
@@ -190,8 +184,8 @@ func TestTopicPartitionsTLS(t *testing.T) {
 }
 
 func TestOptsRejectsBadSettings(t *testing.T) {
-	certPEM, keyPEM := selfSigned(t)
-	_, otherKey := selfSigned(t)
+	certPEM, keyPEM := testcert.SelfSigned(t)
+	_, otherKey := testcert.SelfSigned(t)
 	servers := []string{"127.0.0.1:9092"}
 	tests := []struct {
 		name string
@@ -229,7 +223,7 @@ func TestOptsRejectsBadSettings(t *testing.T) {
 }
 
 func TestSecurityRedacts(t *testing.T) {
-	_, keyPEM := selfSigned(t)
+	_, keyPEM := testcert.SelfSigned(t)
 	s := Security{Protocol: ProtocolSASLSSL, SASLUsername: "admin", SASLPassword: "hunter2", TLSKeyPEM: keyPEM}
 	var log strings.Builder
 	slog.New(slog.NewTextHandler(&log, nil)).Info("connect", "security", s)
@@ -248,35 +242,4 @@ func TestSplitServers(t *testing.T) {
 	if strings.Join(got, "|") != "h1:9092|h2:9092" {
 		t.Errorf("got %q", got)
 	}
-}
-
-// selfSigned returns a certificate for 127.0.0.1 that is its own CA, and its
-// key, as PEM.
-func selfSigned(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kmirror test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
 }

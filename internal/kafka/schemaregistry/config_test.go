@@ -2,19 +2,14 @@ package schemaregistry
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
 	"io"
+	"kmirror/internal/testing/testcert"
 	"log"
 	"log/slog"
-	"math/big"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -23,35 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/sr/srfake"
 )
 
-// selfSigned returns a fresh certificate and key as PEM text.
-func selfSigned(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "kmirror-test-client"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
-}
-
 func TestNewClientRefusesBadConfig(t *testing.T) {
-	cert, key := selfSigned(t)
-	otherCert, _ := selfSigned(t)
+	cert, key := testcert.SelfSigned(t)
+	otherCert, _ := testcert.SelfSigned(t)
 	const secret = "hunter2-secret"
 	for _, c := range []struct {
 		name string
@@ -88,7 +57,7 @@ func TestNewClientRefusesBadConfig(t *testing.T) {
 }
 
 func TestConfigRedactsSecrets(t *testing.T) {
-	_, key := selfSigned(t)
+	_, key := testcert.SelfSigned(t)
 	cfg := Config{URLs: []string{"https://r"}, Username: "svc", Password: "p4ss", BearerToken: "t0ken", TLSKeyPEM: key}
 	var logged strings.Builder
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("registry", "config", cfg)
@@ -140,7 +109,7 @@ func TestNewClientSpeaksTLS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
-	cert, key := selfSigned(t)
+	cert, key := testcert.SelfSigned(t)
 	ctx := context.Background()
 
 	for _, c := range []struct {
