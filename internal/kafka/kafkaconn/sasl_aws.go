@@ -44,13 +44,13 @@ func (a AWSAuth) fields() []string {
 
 // redactedFields is fields with the secrets redacted.
 func (a AWSAuth) redactedFields() []string {
-	return []string{"aws_access_key_id", a.AccessKeyID, "aws_secret_access_key", redact(a.SecretAccessKey),
-		"aws_session_token", redact(a.SessionToken), "aws_region", a.Region}
+	return []string{"aws_access_key_id", a.AccessKeyID, "aws_secret_access_key", Redact(a.SecretAccessKey),
+		"aws_session_token", Redact(a.SessionToken), "aws_region", a.Region}
 }
 
 func (a AWSAuth) String() string {
 	return fmt.Sprintf("{access_key_id=%s secret_access_key=%s session_token=%s region=%s}",
-		a.AccessKeyID, redact(a.SecretAccessKey), redact(a.SessionToken), a.Region)
+		a.AccessKeyID, Redact(a.SecretAccessKey), Redact(a.SessionToken), a.Region)
 }
 
 // reAWSRegion accepts the regions of every AWS partition (us-east-1,

@@ -51,14 +51,14 @@ func (o OAuthAuth) fields() []string {
 // redactedFields is fields with the secret redacted.
 func (o OAuthAuth) redactedFields() []string {
 	f := o.fields()
-	f[5] = redact(o.ClientSecret)
+	f[5] = Redact(o.ClientSecret)
 	f[9] = strings.Join(slices.Sorted(maps.Keys(o.Extensions)), ",")
 	return f
 }
 
 func (o OAuthAuth) String() string {
 	return fmt.Sprintf("{token_endpoint_url=%s client_id=%s client_secret=%s scope=%s extensions=%v}",
-		o.TokenEndpointURL, o.ClientID, redact(o.ClientSecret), o.Scope, slices.Sorted(maps.Keys(o.Extensions)))
+		o.TokenEndpointURL, o.ClientID, Redact(o.ClientSecret), o.Scope, slices.Sorted(maps.Keys(o.Extensions)))
 }
 
 // Kafka's rules for SASL extensions (OAuthBearerClientInitialResponse):

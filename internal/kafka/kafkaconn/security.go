@@ -170,8 +170,8 @@ func (s Security) saslMechanism() (sasl.Mechanism, error) {
 // nothing.
 func (s Security) String() string {
 	return fmt.Sprintf("{protocol=%s mechanism=%s username=%s password=%s aws=%s oauth=%s ca=%s cert=%s key=%s server_name=%s}",
-		s.protocol(), s.SASLMechanism, s.SASLUsername, redact(s.SASLPassword), s.AWS, s.OAuth,
-		present(s.TLSCAPEM), present(s.TLSCertPEM), redact(s.TLSKeyPEM), s.TLSServerName)
+		s.protocol(), s.SASLMechanism, s.SASLUsername, Redact(s.SASLPassword), s.AWS, s.OAuth,
+		Present(s.TLSCAPEM), Present(s.TLSCertPEM), Redact(s.TLSKeyPEM), s.TLSServerName)
 }
 
 // LogValue redacts like String.
@@ -180,7 +180,7 @@ func (s Security) LogValue() slog.Value {
 		slog.String("security_protocol", s.protocol()),
 		slog.String("sasl_mechanism", s.SASLMechanism),
 		slog.String("sasl_username", s.SASLUsername),
-		slog.String("sasl_password", redact(s.SASLPassword)),
+		slog.String("sasl_password", Redact(s.SASLPassword)),
 	}
 	for i, f := 0, s.AWS.redactedFields(); i < len(f); i += 2 {
 		attrs = append(attrs, slog.String(f[i], f[i+1]))
@@ -189,21 +189,24 @@ func (s Security) LogValue() slog.Value {
 		attrs = append(attrs, slog.String(f[i], f[i+1]))
 	}
 	return slog.GroupValue(append(attrs,
-		slog.String("tls_ca_pem", present(s.TLSCAPEM)),
-		slog.String("tls_cert_pem", present(s.TLSCertPEM)),
-		slog.String("tls_key_pem", redact(s.TLSKeyPEM)),
+		slog.String("tls_ca_pem", Present(s.TLSCAPEM)),
+		slog.String("tls_cert_pem", Present(s.TLSCertPEM)),
+		slog.String("tls_key_pem", Redact(s.TLSKeyPEM)),
 		slog.String("tls_server_name", s.TLSServerName),
 	)...)
 }
 
-func redact(secret string) string {
+// Redact is how a secret shows in a config's String and log value:
+// "[redacted]" when set, "" when not.
+func Redact(secret string) string {
 	if secret == "" {
 		return ""
 	}
 	return "[redacted]"
 }
 
-func present(pem string) string {
+// Present is how PEM text shows there: "[set]" when given, "" when not.
+func Present(pem string) string {
 	if pem == "" {
 		return ""
 	}

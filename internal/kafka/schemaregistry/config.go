@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
+
+	"kmirror/internal/kafka/kafkaconn"
 )
 
 // DefaultRequestTimeout bounds one HTTP request to a registry when Config
@@ -138,8 +140,8 @@ func (c Config) usesTLS() bool {
 // String redacts the secrets, so a Config printed by mistake leaks nothing.
 func (c Config) String() string {
 	return fmt.Sprintf("{urls=%s username=%s password=%s bearer_token=%s ca=%s cert=%s key=%s server_name=%s insecure_skip_verify=%t}",
-		strings.Join(c.URLs, ","), c.Username, redact(c.Password), redact(c.BearerToken),
-		present(c.TLSCAPEM), present(c.TLSCertPEM), redact(c.TLSKeyPEM), c.TLSServerName, c.InsecureSkipVerify)
+		strings.Join(c.URLs, ","), c.Username, kafkaconn.Redact(c.Password), kafkaconn.Redact(c.BearerToken),
+		kafkaconn.Present(c.TLSCAPEM), kafkaconn.Present(c.TLSCertPEM), kafkaconn.Redact(c.TLSKeyPEM), c.TLSServerName, c.InsecureSkipVerify)
 }
 
 // LogValue redacts like String.
@@ -147,26 +149,12 @@ func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("urls", strings.Join(c.URLs, ",")),
 		slog.String("basic_auth_username", c.Username),
-		slog.String("basic_auth_password", redact(c.Password)),
-		slog.String("bearer_token", redact(c.BearerToken)),
-		slog.String("tls_ca_pem", present(c.TLSCAPEM)),
-		slog.String("tls_cert_pem", present(c.TLSCertPEM)),
-		slog.String("tls_key_pem", redact(c.TLSKeyPEM)),
+		slog.String("basic_auth_password", kafkaconn.Redact(c.Password)),
+		slog.String("bearer_token", kafkaconn.Redact(c.BearerToken)),
+		slog.String("tls_ca_pem", kafkaconn.Present(c.TLSCAPEM)),
+		slog.String("tls_cert_pem", kafkaconn.Present(c.TLSCertPEM)),
+		slog.String("tls_key_pem", kafkaconn.Redact(c.TLSKeyPEM)),
 		slog.String("tls_server_name", c.TLSServerName),
 		slog.Bool("tls_insecure_skip_verify", c.InsecureSkipVerify),
 	)
-}
-
-func redact(secret string) string {
-	if secret == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-func present(pem string) string {
-	if pem == "" {
-		return ""
-	}
-	return "[set]"
 }
