@@ -125,6 +125,9 @@ type Engine struct {
 	// rows commits the workers' state changes and realignments, and reads
 	// their partition rows, in groups (grouped_statements.go).
 	rows *partitionRows
+	// topics are the workers' reads and writes of their topics' rows
+	// (topic_row_writes.go).
+	topics *topicRows
 
 	// wcfg is what each worker is given besides its ports (worker.Config;
 	// the test signals are added as it starts).
@@ -200,6 +203,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	e.srcStates.read = cfg.SourceState
 	e.shared = newSharedReads()
 	e.rows = newPartitionRows(cfg.Service, cfg.Pool, log)
+	e.topics = &topicRows{Workers: cfg.Service, pool: cfg.Pool, shared: &e.shared}
 	e.wcfg = worker.Config{Retry: cfg.Retry, DeliveryTimeout: cfg.DeliveryTimeout,
 		SettledWaitMax: cfg.SettledWaitMax, StopBudget: cfg.StopBudget, Logger: log, Gate: e.gate, Metrics: e.metrics, Codecs: &recordbatch.Codecs{MaxInflated: recordbatch.DefaultMaxInflated}}
 	return e, nil

@@ -23,7 +23,7 @@ func (e *Engine) portsFor(pokes <-chan struct{}) worker.Ports {
 		Prepare:     e.prep,
 		TakeOver:    e.takeovers,
 		Rows:        e.rows,
-		Topics:      &topicRows{Workers: e.cfg.Service, pool: e.cfg.Pool, shared: &e.shared},
+		Topics:      e.topics,
 		OffsetMap:   e.cfg.Service,
 		Sources:     sourceLookup(e.source),
 		Destination: e.destinations,
