@@ -218,7 +218,46 @@ func readGroup(group []*recordRead) {
 			}
 		})
 		if got == 0 {
-			break // a quiet poll: what is left holds nothing more to read
+			break // a quiet poll
 		}
 	}
+	finishAlone(ctx, group)
 }
+
+// finishAlone reads on, each on a client of its own as
+// kafkaconn.ReadRecords does, the reads a quiet poll left short of their n
+// records. For a whole group a quiet poll cannot tell a range whose rest is
+// aborted or control data from a partition the shared client did not fetch
+// again in time, and a walk that came back short would read as a
+// divergence; reads that end by their count, as alignment's do, never get
+// here unless the source really holds fewer.
+func finishAlone(ctx context.Context, group []*recordRead) {
+	var short []*recordRead
+	for _, r := range group {
+		if !r.ended && r.err == nil && len(r.recs) < r.n {
+			short = append(short, r)
+		}
+	}
+	slots := make(chan struct{}, finishAloneAtOnce)
+	var wg sync.WaitGroup
+	for _, r := range short {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			from := r.from
+			if len(r.recs) > 0 {
+				from = r.recs[len(r.recs)-1].Offset + 1
+			}
+			rest, err := kafkaconn.ReadRecords(ctx, r.conn, r.topic, r.partition, from, r.end, r.n-len(r.recs), r.committed, r.extra...)
+			if err != nil {
+				r.recs, r.err = nil, err
+				return
+			}
+			r.recs = append(r.recs, rest...)
+		})
+	}
+	wg.Wait()
+}
+
+// finishAloneAtOnce bounds the reads finishAlone runs at once.
+const finishAloneAtOnce = 16
