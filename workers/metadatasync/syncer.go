@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
@@ -75,6 +77,10 @@ type Config struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds each probe; default 5s.
 	ProbeTimeout time.Duration
+	// DestinationRegistry is the deployment's destination Schema Registry;
+	// nil when it has none. With one, each mirror that names a source
+	// registry has its subjects synced (schemas.go).
+	DestinationRegistry *schemaregistry.Config
 }
 
 func (c *Config) validate() error {
@@ -107,6 +113,10 @@ type Syncer struct {
 	dst         *kgo.Client
 	dstAdmin    *kadm.Client
 	metrics     *syncMetrics
+	// registry is the destination Schema Registry's client, nil without
+	// one; schemaMetrics are the kmirror_schema_sync_* metrics.
+	registry      *sr.Client
+	schemaMetrics *schemaMetrics
 
 	mu      sync.Mutex
 	mirrors map[string]*mirrorSync
@@ -129,7 +139,18 @@ func New(cfg Config) (*Syncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Syncer{cfg: cfg, log: log, metrics: metrics, mirrors: map[string]*mirrorSync{}}, nil
+	schemaMetrics, err := newSchemaMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	var registry *sr.Client
+	if cfg.DestinationRegistry != nil {
+		if registry, err = schemaregistry.NewClient(*cfg.DestinationRegistry); err != nil {
+			return nil, fmt.Errorf("metadata syncer: destination schema registry: %w", err)
+		}
+	}
+	return &Syncer{cfg: cfg, log: log, metrics: metrics, schemaMetrics: schemaMetrics, registry: registry,
+		mirrors: map[string]*mirrorSync{}}, nil
 }
 
 // Start connects the destination client and watches for "sync now"
@@ -151,6 +172,27 @@ func (s *Syncer) Start(ctx context.Context) error {
 		s.watchRequests(ctx, sub)
 	})
 	s.Go(s.probeDestination)
+	if s.registry != nil {
+		// A topic added, removed or paused wakes the schema syncs: an
+		// added topic's subjects are copied before its partitions are
+		// far along, and a removed one's are opened soon after.
+		desired := s.cfg.Notifier.Subscribe(repo.ChannelDesired)
+		s.Go(func(ctx context.Context) {
+			defer desired.Unsubscribe()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-desired.C():
+					s.mu.Lock()
+					for _, r := range s.mirrors {
+						r.wakeSchemas()
+					}
+					s.mu.Unlock()
+				}
+			}
+		})
+	}
 	return nil
 }
 
@@ -179,7 +221,8 @@ func (s *Syncer) StartMirror(ctx context.Context, l *lease.Lease) {
 	ctx, cancel := context.WithCancel(ctx)
 	r := &mirrorSync{s: s, lease: l, name: l.Key.Mirror, cancel: cancel,
 		log:  s.log.With("mirror", l.Key.Mirror, "epoch", l.Epoch),
-		done: make(chan struct{}), probed: make(chan struct{}), wake: make(chan struct{}, 1)}
+		done: make(chan struct{}), probed: make(chan struct{}), wake: make(chan struct{}, 1),
+		schemasDone: make(chan struct{}), schemaWake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	old := s.mirrors[r.name]
 	s.mirrors[r.name] = r
@@ -188,6 +231,11 @@ func (s *Syncer) StartMirror(ctx context.Context, l *lease.Lease) {
 		old.stop()
 	}
 	go r.run(ctx)
+	if s.registry != nil {
+		go r.runSchemas(ctx, s.registry)
+	} else {
+		close(r.schemasDone)
+	}
 	go func() {
 		defer close(r.probed)
 		r.probeSource(ctx)
@@ -204,6 +252,7 @@ func (s *Syncer) StopMirror(mirror string) {
 	if r != nil {
 		r.stop()
 		s.metrics.forget(mirror)
+		s.schemaMetrics.forget(mirror)
 	}
 }
 
@@ -261,6 +310,10 @@ type mirrorSync struct {
 	// probed is closed when the source prober has returned.
 	probed chan struct{}
 	wake   chan struct{}
+	// schemasDone is closed when the schema sync has returned (at once
+	// without a destination registry); schemaWake asks it for a pass.
+	schemasDone chan struct{}
+	schemaWake  chan struct{}
 
 	mu sync.Mutex
 	// requested is the latest "sync now" request seen (the database's
@@ -288,6 +341,7 @@ func (r *mirrorSync) stop() {
 	r.cancel()
 	<-r.done
 	<-r.probed
+	<-r.schemasDone
 }
 
 func (r *mirrorSync) request(at time.Time) {
@@ -301,6 +355,7 @@ func (r *mirrorSync) request(at time.Time) {
 	case r.wake <- struct{}{}:
 	default:
 	}
+	r.wakeSchemas()
 }
 
 func (r *mirrorSync) pendingRequest() time.Time {
@@ -540,6 +595,7 @@ func (s *Syncer) forgetDeleted(ctx context.Context) {
 	for _, name := range names {
 		if !slices.Contains(existing, name) {
 			s.metrics.forgetMirror(name)
+			s.schemaMetrics.forgetMirror(name)
 		}
 	}
 }

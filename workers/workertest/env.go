@@ -21,6 +21,7 @@ import (
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/secretbox"
 	"kmirror/internal/testing/testdb"
@@ -188,6 +189,9 @@ type InstanceOpts struct {
 	// (statetopic.ReadState; the harness cannot import it: statetopic's
 	// tests import the harness).
 	SourceState func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
+	// DestinationRegistry is the deployment's destination Schema Registry
+	// (with Sync); nil runs no schema sync.
+	DestinationRegistry *schemaregistry.Config
 }
 
 // StartInstance runs an instance with short lease timings; it is stopped
@@ -268,7 +272,8 @@ func (env *Env) StartInstanceOpts(id string, o InstanceOpts) *Instance {
 	if o.Sync {
 		syncer, err := metadatasync.New(metadatasync.Config{Pool: in.DataPool, Service: dataSvc, InstanceID: id,
 			Destination: o.Dest, Logger: log, DefaultInterval: cmp.Or(o.SyncInterval, time.Hour),
-			Notifier: notes, Timeout: SyncTimeout, Producer: eng, Registerer: o.Registerer})
+			Notifier: notes, Timeout: SyncTimeout, Producer: eng, Registerer: o.Registerer,
+			DestinationRegistry: o.DestinationRegistry})
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,0 +1,1 @@
+ALTER TABLE mirrors DROP COLUMN schema_sync;
