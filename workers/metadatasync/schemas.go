@@ -310,6 +310,9 @@ func (ss *schemaSync) release(ctx context.Context, sel schemaregistry.Selection,
 	if modeErr == nil && sel.SubjectRegex != "" {
 		ss.regexReleased = true
 	}
+	if planErr != nil {
+		return fmt.Errorf("the last copy of the removed topics' subjects: %w", planErr)
+	}
 	return nil
 }
 
