@@ -56,10 +56,15 @@ func (p *SchemaRegistryPatch) apply(src *repo.Source) {
 }
 
 // RegistryOf returns the schemaregistry configuration of a source's
-// registry, its secrets as they are in src.
+// registry, its secrets as they are in src. URLs are trimmed of spaces, as
+// the registry's validation reads them.
 func RegistryOf(src repo.Source) schemaregistry.Config {
+	var urls []string
+	for _, u := range src.SchemaRegistryURLs {
+		urls = append(urls, strings.TrimSpace(u))
+	}
 	return schemaregistry.Config{
-		URLs:          slices.Clone(src.SchemaRegistryURLs),
+		URLs:          urls,
 		Username:      src.SchemaRegistryUsername,
 		Password:      src.SchemaRegistryPassword,
 		BearerToken:   src.SchemaRegistryBearerToken,
