@@ -37,7 +37,7 @@ func queryBool(r *http.Request, name string, dst *bool) error {
 // createMirror godoc
 //
 //	@Summary		Create a mirror
-//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+//	@Description	Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 //	@ID				createMirror
 //	@Tags			mirrors
 //	@Accept			json
@@ -71,7 +71,7 @@ func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	src := req.Source
-	m, err := s.svc.CreateMirror(r.Context(), service.MirrorInput{
+	in := service.MirrorInput{
 		Name: req.Name, Config: req.Config,
 		Source: service.SourceInput{BootstrapServers: src.BootstrapServers,
 			SecurityProtocol: string(src.SecurityProtocol), SASLMechanism: string(src.SASLMechanism),
@@ -81,7 +81,14 @@ func (s *server) createMirror(w http.ResponseWriter, r *http.Request) {
 			AWSSessionToken: src.AWSSessionToken, AWSRegion: src.AWSRegion,
 			OAuthTokenEndpointURL: src.OAuthTokenEndpointURL, OAuthClientID: src.OAuthClientID,
 			OAuthClientSecret: src.OAuthClientSecret, OAuthScope: src.OAuthScope, OAuthExtensions: src.OAuthExtensions},
-	}, opts)
+	}
+	if sr := src.SchemaRegistry; sr != nil {
+		in.Source.SchemaRegistryURLs, in.Source.SchemaRegistryUsername = sr.URLs, sr.BasicAuthUsername
+		in.Source.SchemaRegistryPassword, in.Source.SchemaRegistryBearerToken = sr.BasicAuthPassword, sr.BearerToken
+		in.Source.SchemaRegistryTLSCAPEM, in.Source.SchemaRegistryTLSCertPEM = sr.TLSCAPEM, sr.TLSCertPEM
+		in.Source.SchemaRegistryTLSKeyPEM, in.Source.SchemaRegistryTLSServerName = sr.TLSKeyPEM, sr.TLSServerName
+	}
+	m, err := s.svc.CreateMirror(r.Context(), in, opts)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -149,7 +156,7 @@ func (s *server) getMirror(w http.ResponseWriter, r *http.Request) {
 // updateMirror godoc
 //
 //	@Summary		Update a mirror
-//	@Description	A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+//	@Description	A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //	@ID				updateMirror
 //	@Tags			mirrors
 //	@Accept			json
@@ -192,6 +199,11 @@ func (s *server) updateMirror(w http.ResponseWriter, r *http.Request) {
 			AWSSessionToken: p.AWSSessionToken, AWSRegion: p.AWSRegion,
 			OAuthTokenEndpointURL: p.OAuthTokenEndpointURL, OAuthClientID: p.OAuthClientID,
 			OAuthClientSecret: p.OAuthClientSecret, OAuthScope: p.OAuthScope, OAuthExtensions: p.OAuthExtensions}
+		if sr := p.SchemaRegistry; sr != nil {
+			patch.Source.SchemaRegistry = &service.SchemaRegistryPatch{URLs: sr.URLs, BasicAuthUsername: sr.BasicAuthUsername,
+				BasicAuthPassword: sr.BasicAuthPassword, BearerToken: sr.BearerToken, TLSCAPEM: sr.TLSCAPEM,
+				TLSCertPEM: sr.TLSCertPEM, TLSKeyPEM: sr.TLSKeyPEM, TLSServerName: sr.TLSServerName}
+		}
 	}
 	m, err := s.svc.UpdateMirror(r.Context(), chi.URLParam(r, "mirror"), patch, opts)
 	if err != nil {

@@ -8,9 +8,11 @@ import (
 	"kmirror/service"
 )
 
-// SourceSpec is a source cluster connection, with Kafka's names. Secrets
-// (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token,
-// sasl_oauthbearer_client_secret) are write-only.
+// SourceSpec is a source cluster connection, with Kafka's names, and the
+// source's Schema Registry. Secrets (sasl_password, tls_key_pem,
+// aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret,
+// and schema_registry's basic_auth_password, bearer_token and tls_key_pem)
+// are write-only.
 type SourceSpec struct {
 	// BootstrapServers is Kafka's bootstrap.servers: host:port pairs,
 	// comma-separated.
@@ -60,7 +62,37 @@ type SourceSpec struct {
 	// TLSKeyPEM is write-only: responses say only whether it is set.
 	TLSKeyPEM     string `json:"tls_key_pem,omitempty" example:"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"`
 	TLSServerName string `json:"tls_server_name,omitempty" example:"kafka.example.com"`
+	// SchemaRegistry is the source cluster's Schema Registry, whose subjects
+	// the mirror copies to the destination's; omitted, the mirror names
+	// none.
+	SchemaRegistry *SchemaRegistrySpec `json:"schema_registry,omitempty"`
 } // @name SourceSpec
+
+// SchemaRegistrySpec is a Schema Registry's connection. Secrets
+// (basic_auth_password, bearer_token, tls_key_pem) are write-only.
+type SchemaRegistrySpec struct {
+	// URLs are the registry's servers, http:// or https://, tried in order
+	// when one cannot be reached. Required; credentials go in their own
+	// fields, never in a URL.
+	URLs []string `json:"urls" example:"https://registry.example.com:8081"`
+	// BasicAuthUsername and BasicAuthPassword (a Confluent Cloud API key
+	// and secret, for instance) go together, and not with BearerToken.
+	BasicAuthUsername string `json:"basic_auth_username,omitempty" example:"kmirror"`
+	// BasicAuthPassword is write-only: responses say only whether it is set.
+	BasicAuthPassword string `json:"basic_auth_password,omitempty" example:"s3cret"`
+	// BearerToken is sent as Authorization: Bearer, without the word
+	// Bearer. Write-only.
+	BearerToken string `json:"bearer_token,omitempty" example:"eyJhbGciOi..."`
+	// TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName need an https URL:
+	// the CA to trust (the system's roots when empty), the client
+	// certificate and key for mutual TLS (PEM), and the server name to
+	// verify (the URL's host when empty).
+	TLSCAPEM   string `json:"tls_ca_pem,omitempty" example:"-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----"`
+	TLSCertPEM string `json:"tls_cert_pem,omitempty" example:"-----BEGIN CERTIFICATE-----\n...\n-----END CERTIFICATE-----"`
+	// TLSKeyPEM is write-only: responses say only whether it is set.
+	TLSKeyPEM     string `json:"tls_key_pem,omitempty" example:"-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----"`
+	TLSServerName string `json:"tls_server_name,omitempty" example:"registry.example.com"`
+} // @name SchemaRegistrySpec
 
 // CreateMirrorRequest is the body of POST /v1/mirrors.
 type CreateMirrorRequest struct {
@@ -96,7 +128,27 @@ type SourcePatch struct {
 	OAuthScope            *string `json:"sasl_oauthbearer_scope,omitempty" example:"kafka"`
 	// OAuthExtensions replaces the whole set; {} clears it.
 	OAuthExtensions *map[string]string `json:"sasl_oauthbearer_extensions,omitempty" example:"logicalCluster:lkc-abc123"`
+
+	// SchemaRegistry changes the given registry fields; omitted ones stay.
+	// {"urls": []} removes the registry with all its settings.
+	SchemaRegistry *SchemaRegistryPatch `json:"schema_registry,omitempty"`
 } // @name SourcePatch
+
+// SchemaRegistryPatch changes the given fields of the source's Schema
+// Registry; omitted ones stay, and "" clears one. urls replaces the whole
+// list; an empty list removes the registry, every field of it, and then
+// takes no other field. The result must be a valid registry as a whole
+// (see SchemaRegistrySpec), or none.
+type SchemaRegistryPatch struct {
+	URLs              *[]string `json:"urls,omitempty" example:"https://registry.example.com:8081"`
+	BasicAuthUsername *string   `json:"basic_auth_username,omitempty" example:"kmirror"`
+	BasicAuthPassword *string   `json:"basic_auth_password,omitempty" example:"s3cret"`
+	BearerToken       *string   `json:"bearer_token,omitempty"`
+	TLSCAPEM          *string   `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM        *string   `json:"tls_cert_pem,omitempty"`
+	TLSKeyPEM         *string   `json:"tls_key_pem,omitempty"`
+	TLSServerName     *string   `json:"tls_server_name,omitempty" example:"registry.example.com"`
+} // @name SchemaRegistryPatch
 
 // UpdateMirrorRequest is the body of PATCH /v1/mirrors/{mirror}: a merge
 // patch. A config key set to null returns to its default.
@@ -129,7 +181,24 @@ type SourceView struct {
 	OAuthClientSecretSet  bool              `json:"sasl_oauthbearer_client_secret_set" example:"false"`
 	OAuthScope            string            `json:"sasl_oauthbearer_scope,omitempty" example:"kafka"`
 	OAuthExtensions       map[string]string `json:"sasl_oauthbearer_extensions,omitempty" example:"logicalCluster:lkc-abc123"`
+
+	// SchemaRegistry is the source's Schema Registry; absent when the
+	// mirror names none.
+	SchemaRegistry *SchemaRegistryView `json:"schema_registry,omitempty"`
 } // @name SourceView
+
+// SchemaRegistryView is a Schema Registry's connection as returned: secrets
+// show only whether they are set.
+type SchemaRegistryView struct {
+	URLs                 []string `json:"urls" example:"https://registry.example.com:8081"`
+	BasicAuthUsername    string   `json:"basic_auth_username,omitempty" example:"kmirror"`
+	BasicAuthPasswordSet bool     `json:"basic_auth_password_set" example:"false"`
+	BearerTokenSet       bool     `json:"bearer_token_set" example:"false"`
+	TLSCAPEM             string   `json:"tls_ca_pem,omitempty"`
+	TLSCertPEM           string   `json:"tls_cert_pem,omitempty"`
+	TLSKeyPEMSet         bool     `json:"tls_key_pem_set" example:"false"`
+	TLSServerName        string   `json:"tls_server_name,omitempty" example:"registry.example.com"`
+} // @name SchemaRegistryView
 
 // Mirror is a mirror as returned by the API.
 type Mirror struct {
@@ -143,7 +212,9 @@ type Mirror struct {
 	State MirrorState `json:"state" example:"ready"`
 	// MissingCredentials names the source secrets still to be set again
 	// (sasl_password, tls_key_pem, aws_secret_access_key,
-	// aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
+	// aws_session_token, sasl_oauthbearer_client_secret,
+	// schema_registry.basic_auth_password, schema_registry.bearer_token,
+	// schema_registry.tls_key_pem: paths under source); empty when ready.
 	MissingCredentials []string `json:"missing_credentials"`
 	// Config holds the keys set on this mirror.
 	Config map[string]string `json:"config" example:"mirror.metadata.refresh.interval.ms:10000"`
@@ -688,6 +759,15 @@ func (c *PartitionStateCounts) add(state string, n int) {
 	}
 }
 
+func schemaRegistryView(r *service.SchemaRegistryRecord) *SchemaRegistryView {
+	if r == nil {
+		return nil
+	}
+	return &SchemaRegistryView{URLs: append([]string{}, r.URLs...), BasicAuthUsername: r.BasicAuthUsername,
+		BasicAuthPasswordSet: r.BasicAuthPasswordSet, BearerTokenSet: r.BearerTokenSet, TLSCAPEM: r.TLSCAPEM,
+		TLSCertPEM: r.TLSCertPEM, TLSKeyPEMSet: r.TLSKeyPEMSet, TLSServerName: r.TLSServerName}
+}
+
 func mirrorView(m service.Mirror) Mirror {
 	src := m.Source
 	v := Mirror{
@@ -699,7 +779,8 @@ func mirrorView(m service.Mirror) Mirror {
 			AWSAccessKeyID: src.AWSAccessKeyID, AWSSecretAccessKeySet: src.AWSSecretAccessKeySet,
 			AWSSessionTokenSet: src.AWSSessionTokenSet, AWSRegion: src.AWSRegion,
 			OAuthTokenEndpointURL: src.OAuthTokenEndpointURL, OAuthClientID: src.OAuthClientID,
-			OAuthClientSecretSet: src.OAuthClientSecretSet, OAuthScope: src.OAuthScope, OAuthExtensions: src.OAuthExtensions},
+			OAuthClientSecretSet: src.OAuthClientSecretSet, OAuthScope: src.OAuthScope, OAuthExtensions: src.OAuthExtensions,
+			SchemaRegistry: schemaRegistryView(src.SchemaRegistry)},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
 			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning,

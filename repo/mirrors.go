@@ -8,9 +8,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Source is a mirror's source cluster connection, with Kafka's names. The
-// secrets (SASLPassword, TLSKeyPEM, AWSSecretAccessKey, AWSSessionToken,
-// OAuthClientSecret) are stored sealed when the servers have a key.
+// Source is a mirror's source cluster connection, with Kafka's names, and
+// its source Schema Registry, if any. The secrets (SASLPassword, TLSKeyPEM,
+// AWSSecretAccessKey, AWSSessionToken, OAuthClientSecret,
+// SchemaRegistryPassword, SchemaRegistryBearerToken,
+// SchemaRegistryTLSKeyPEM) are stored sealed when the servers have a key.
 type Source struct {
 	BootstrapServers string
 	SecurityProtocol string
@@ -32,6 +34,15 @@ type Source struct {
 	OAuthClientSecret     string
 	OAuthScope            string
 	OAuthExtensions       map[string]string
+	// The source Schema Registry: none when SchemaRegistryURLs is empty.
+	SchemaRegistryURLs          []string
+	SchemaRegistryUsername      string
+	SchemaRegistryPassword      string
+	SchemaRegistryBearerToken   string
+	SchemaRegistryTLSCAPEM      string
+	SchemaRegistryTLSCertPEM    string
+	SchemaRegistryTLSKeyPEM     string
+	SchemaRegistryTLSServerName string
 }
 
 // Mirror is one row of mirrors: a named link from a source cluster.
@@ -41,7 +52,7 @@ type Mirror struct {
 	Config   map[string]string
 	LastSync json.RawMessage
 	// MissingCredentials names the secrets a restored mirror still needs
-	// ("sasl_password", "tls_key_pem"); its partitions are not leased
+	// ("sasl_password", "tls_key_pem", ...); its partitions are not leased
 	// until it is empty.
 	MissingCredentials []string
 	CreatedAt          time.Time
@@ -57,7 +68,11 @@ const mirrorColumns = `name, bootstrap_servers, security_protocol,
 	coalesce(tls_server_name, ''), config, last_sync, missing_credentials, created_at, updated_at, incarnation,
 	coalesce(aws_access_key_id, ''), coalesce(aws_secret_access_key, ''), coalesce(aws_session_token, ''),
 	coalesce(aws_region, ''), coalesce(sasl_oauthbearer_token_endpoint_url, ''), coalesce(sasl_oauthbearer_client_id, ''),
-	coalesce(sasl_oauthbearer_client_secret, ''), coalesce(sasl_oauthbearer_scope, ''), sasl_oauthbearer_extensions`
+	coalesce(sasl_oauthbearer_client_secret, ''), coalesce(sasl_oauthbearer_scope, ''), sasl_oauthbearer_extensions,
+	schema_registry_urls, coalesce(schema_registry_username, ''), coalesce(schema_registry_password, ''),
+	coalesce(schema_registry_bearer_token, ''), coalesce(schema_registry_tls_ca_pem, ''),
+	coalesce(schema_registry_tls_cert_pem, ''), coalesce(schema_registry_tls_key_pem, ''),
+	coalesce(schema_registry_tls_server_name, '')`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -67,7 +82,9 @@ func scanMirror(row scanner) (Mirror, error) {
 		&m.SASLUsername, &m.SASLPassword, &m.TLSCAPEM, &m.TLSCertPEM, &m.TLSKeyPEM,
 		&m.TLSServerName, &m.Config, &m.LastSync, &m.MissingCredentials, &m.CreatedAt, &m.UpdatedAt, &m.Incarnation,
 		&m.AWSAccessKeyID, &m.AWSSecretAccessKey, &m.AWSSessionToken, &m.AWSRegion, &m.OAuthTokenEndpointURL,
-		&m.OAuthClientID, &m.OAuthClientSecret, &m.OAuthScope, &m.OAuthExtensions)
+		&m.OAuthClientID, &m.OAuthClientSecret, &m.OAuthScope, &m.OAuthExtensions,
+		&m.SchemaRegistryURLs, &m.SchemaRegistryUsername, &m.SchemaRegistryPassword, &m.SchemaRegistryBearerToken,
+		&m.SchemaRegistryTLSCAPEM, &m.SchemaRegistryTLSCertPEM, &m.SchemaRegistryTLSKeyPEM, &m.SchemaRegistryTLSServerName)
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}
@@ -89,10 +106,14 @@ func MirrorsInsert(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 			sasl_username, sasl_password, tls_ca_pem, tls_cert_pem, tls_key_pem, tls_server_name, config,
 			missing_credentials, aws_access_key_id, aws_secret_access_key, aws_session_token, aws_region,
 			sasl_oauthbearer_token_endpoint_url, sasl_oauthbearer_client_id, sasl_oauthbearer_client_secret,
-			sasl_oauthbearer_scope, sasl_oauthbearer_extensions)
+			sasl_oauthbearer_scope, sasl_oauthbearer_extensions, schema_registry_urls, schema_registry_username,
+			schema_registry_password, schema_registry_bearer_token, schema_registry_tls_ca_pem,
+			schema_registry_tls_cert_pem, schema_registry_tls_key_pem, schema_registry_tls_server_name)
 		VALUES ($1, $2, $3, nullif($4, ''), nullif($5, ''), nullif($6, ''), nullif($7, ''),
 			nullif($8, ''), nullif($9, ''), nullif($10, ''), $11, $12, nullif($13, ''), nullif($14, ''),
-			nullif($15, ''), nullif($16, ''), nullif($17, ''), nullif($18, ''), nullif($19, ''), nullif($20, ''), $21)
+			nullif($15, ''), nullif($16, ''), nullif($17, ''), nullif($18, ''), nullif($19, ''), nullif($20, ''), $21,
+			$22, nullif($23, ''), nullif($24, ''), nullif($25, ''), nullif($26, ''), nullif($27, ''), nullif($28, ''),
+			nullif($29, ''))
 		RETURNING `+mirrorColumns,
 		append([]any{m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
 			m.SASLPassword, m.TLSCAPEM, m.TLSCertPEM, m.TLSKeyPEM, m.TLSServerName, nonNil(m.Config),
@@ -111,7 +132,11 @@ func MirrorsUpdate(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 			aws_session_token = nullif($15, ''), aws_region = nullif($16, ''),
 			sasl_oauthbearer_token_endpoint_url = nullif($17, ''), sasl_oauthbearer_client_id = nullif($18, ''),
 			sasl_oauthbearer_client_secret = nullif($19, ''), sasl_oauthbearer_scope = nullif($20, ''),
-			sasl_oauthbearer_extensions = $21, updated_at = now()
+			sasl_oauthbearer_extensions = $21, schema_registry_urls = $22,
+			schema_registry_username = nullif($23, ''), schema_registry_password = nullif($24, ''),
+			schema_registry_bearer_token = nullif($25, ''), schema_registry_tls_ca_pem = nullif($26, ''),
+			schema_registry_tls_cert_pem = nullif($27, ''), schema_registry_tls_key_pem = nullif($28, ''),
+			schema_registry_tls_server_name = nullif($29, ''), updated_at = now()
 		WHERE name = $1
 		RETURNING `+mirrorColumns,
 		append([]any{m.Name, m.BootstrapServers, m.SecurityProtocol, m.SASLMechanism, m.SASLUsername,
@@ -119,14 +144,21 @@ func MirrorsUpdate(ctx context.Context, q DBTX, m Mirror) (Mirror, error) {
 			nonNilStrings(m.MissingCredentials)}, mechanismArgs(m.Source)...)...))
 }
 
-// mechanismArgs are the AWS and OAuth columns' arguments ($13 to $21).
+// mechanismArgs are the AWS and OAuth columns' arguments ($13 to $21), then
+// the Schema Registry's ($22 to $29).
 func mechanismArgs(s Source) []any {
 	var ext any // NULL, not a JSON null, when there are none
 	if len(s.OAuthExtensions) > 0 {
 		ext = s.OAuthExtensions
 	}
+	var urls any // NULL, not an empty array, when there is no registry
+	if len(s.SchemaRegistryURLs) > 0 {
+		urls = s.SchemaRegistryURLs
+	}
 	return []any{s.AWSAccessKeyID, s.AWSSecretAccessKey, s.AWSSessionToken, s.AWSRegion, s.OAuthTokenEndpointURL,
-		s.OAuthClientID, s.OAuthClientSecret, s.OAuthScope, ext}
+		s.OAuthClientID, s.OAuthClientSecret, s.OAuthScope, ext,
+		urls, s.SchemaRegistryUsername, s.SchemaRegistryPassword, s.SchemaRegistryBearerToken, s.SchemaRegistryTLSCAPEM,
+		s.SchemaRegistryTLSCertPEM, s.SchemaRegistryTLSKeyPEM, s.SchemaRegistryTLSServerName}
 }
 
 // MirrorsGet returns one mirror, or ErrNotFound.
@@ -189,13 +221,18 @@ type MirrorSecrets struct {
 	AWSSecretAccessKey string
 	AWSSessionToken    string
 	OAuthClientSecret  string
+
+	SchemaRegistryPassword    string
+	SchemaRegistryBearerToken string
+	SchemaRegistryTLSKeyPEM   string
 }
 
 // MirrorsListSecrets returns every mirror's stored secrets by name; with
 // forUpdate it locks the rows, in name order, until the transaction ends.
 func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSecrets, error) {
 	sql := `SELECT name, coalesce(sasl_password, ''), coalesce(tls_key_pem, ''), coalesce(aws_secret_access_key, ''),
-		coalesce(aws_session_token, ''), coalesce(sasl_oauthbearer_client_secret, '') FROM mirrors ORDER BY name`
+		coalesce(aws_session_token, ''), coalesce(sasl_oauthbearer_client_secret, ''), coalesce(schema_registry_password, ''),
+		coalesce(schema_registry_bearer_token, ''), coalesce(schema_registry_tls_key_pem, '') FROM mirrors ORDER BY name`
 	if forUpdate {
 		sql += ` FOR UPDATE`
 	}
@@ -208,7 +245,7 @@ func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSe
 	for rows.Next() {
 		var m MirrorSecrets
 		if err := rows.Scan(&m.Name, &m.SASLPassword, &m.TLSKeyPEM, &m.AWSSecretAccessKey, &m.AWSSessionToken,
-			&m.OAuthClientSecret); err != nil {
+			&m.OAuthClientSecret, &m.SchemaRegistryPassword, &m.SchemaRegistryBearerToken, &m.SchemaRegistryTLSKeyPEM); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, m)
@@ -221,8 +258,10 @@ func MirrorsListSecrets(ctx context.Context, q DBTX, forUpdate bool) ([]MirrorSe
 func MirrorsSetSecrets(ctx context.Context, q DBTX, m MirrorSecrets) error {
 	tag, err := q.Exec(ctx, `UPDATE mirrors SET sasl_password = nullif($2, ''), tls_key_pem = nullif($3, ''),
 			aws_secret_access_key = nullif($4, ''), aws_session_token = nullif($5, ''),
-			sasl_oauthbearer_client_secret = nullif($6, '')
-		WHERE name = $1`, m.Name, m.SASLPassword, m.TLSKeyPEM, m.AWSSecretAccessKey, m.AWSSessionToken, m.OAuthClientSecret)
+			sasl_oauthbearer_client_secret = nullif($6, ''), schema_registry_password = nullif($7, ''),
+			schema_registry_bearer_token = nullif($8, ''), schema_registry_tls_key_pem = nullif($9, '')
+		WHERE name = $1`, m.Name, m.SASLPassword, m.TLSKeyPEM, m.AWSSecretAccessKey, m.AWSSessionToken, m.OAuthClientSecret,
+		m.SchemaRegistryPassword, m.SchemaRegistryBearerToken, m.SchemaRegistryTLSKeyPEM)
 	if err != nil {
 		return interpret(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -23,6 +24,9 @@ const (
 	CfgThrottledRate             = "mirror.replication.throttled.rate"
 	CfgTopicNamePrefix           = "topic.name.prefix"
 	CfgGroupNamePrefix           = "group.name.prefix"
+	CfgSchemaSyncIntervalMs      = "schema.sync.interval.ms"
+	CfgSchemaSubjectsInclude     = "schema.subjects.include"
+	CfgSchemaRegistryContext     = "schema.registry.context"
 )
 
 // MaxNamePrefix is the longest topic.name.prefix or group.name.prefix: it
@@ -41,11 +45,12 @@ const MinThrottledRate = 1024
 type configKind int
 
 const (
-	kindLong   configKind = iota // a decimal integer within [min, max]
-	kindRegex                    // an RE2 pattern matched against whole names; "" matches nothing
-	kindList                     // comma-separated names; an entry may end in * as a prefix wildcard
-	kindEnum                     // one of the key's values
-	kindPrefix                   // "" or the start of a legal topic name
+	kindLong    configKind = iota // a decimal integer within [min, max]
+	kindRegex                     // an RE2 pattern matched against whole names; "" matches nothing
+	kindList                      // comma-separated names; an entry may end in * as a prefix wildcard
+	kindEnum                      // one of the key's values
+	kindPrefix                    // "" or the start of a legal topic name
+	kindContext                   // "" or a Schema Registry context: a dot and a name, such as .east
 )
 
 type configKey struct {
@@ -73,6 +78,13 @@ var configKeys = map[string]configKey{
 	// the destination name it was created with.
 	CfgTopicNamePrefix: {kind: kindPrefix, def: ""},
 	CfgGroupNamePrefix: {kind: kindPrefix, def: ""},
+	// The Schema Registry sync of a mirror that names a source registry:
+	// how often it runs, which subjects it copies beyond its topics' own
+	// (<topic>-key and <topic>-value), and the destination context it
+	// writes them into ("" is the default context).
+	CfgSchemaSyncIntervalMs:  {kind: kindLong, def: "10000", min: 1000, max: 86_400_000},
+	CfgSchemaSubjectsInclude: {kind: kindRegex, def: ""},
+	CfgSchemaRegistryContext: {kind: kindContext, def: ""},
 }
 
 // ConfigKeys returns the known configuration keys, sorted.
@@ -132,6 +144,10 @@ func validateConfig(v *validation, cfg map[string]string) {
 			if msg := badPrefix(val); msg != "" {
 				v.addf(field, "%s", msg)
 			}
+		case kindContext:
+			if msg := badContext(val); msg != "" {
+				v.addf(field, "%s", msg)
+			}
 		case kindList:
 			for _, e := range strings.Split(val, ",") {
 				e = strings.TrimSpace(e)
@@ -159,6 +175,32 @@ func badPrefix(p string) string {
 	}
 	if strings.HasPrefix(p, "__") {
 		return fmt.Sprintf("value %q starts with __, which Kafka and kmirror keep for internal topics", p)
+	}
+	return ""
+}
+
+// MaxRegistryContext is the longest schema.registry.context, its dot
+// included.
+const MaxRegistryContext = 200
+
+// badContext says what is wrong with a Schema Registry context, or "".
+// The name after the dot takes only the characters of a Kafka name, so that
+// no ':' (which ends a qualified subject's context) or '/' reaches a
+// registry URL.
+func badContext(c string) string {
+	if c == "" {
+		return ""
+	}
+	name, ok := strings.CutPrefix(c, ".")
+	switch {
+	case !ok || name == "":
+		return fmt.Sprintf("value %q: want \"\" (the default context) or a dot followed by a name, such as .east", c)
+	case len(c) > MaxRegistryContext:
+		return fmt.Sprintf("value is %d characters long; at most %d", len(c), MaxRegistryContext)
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return !isNameRune(r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(name[i:])
+		return fmt.Sprintf("value %q has %q: a context's name holds only ASCII letters, digits, '.', '_' and '-'", c, r)
 	}
 	return ""
 }
@@ -210,6 +252,39 @@ func CopySettingsOf(set map[string]string) CopySettings {
 	}
 	if n, err := strconv.ParseInt(strings.TrimSpace(set[CfgThrottledRate]), 10, 64); err == nil && n >= MinThrottledRate {
 		s.ThrottledRate = n
+	}
+	return s
+}
+
+// SchemaSyncConfig is a mirror's schema sync settings.
+type SchemaSyncConfig struct {
+	// Interval is how often the mirror's subjects are synced.
+	Interval time.Duration
+	// SubjectRegex selects source subjects by whole name, beyond the
+	// mirror's topics' own; "" selects none.
+	SubjectRegex string
+	// Context is the destination registry context, such as ".east"; "" is
+	// the default context.
+	Context string
+}
+
+// SchemaSyncConfigOf reads a mirror's schema sync settings from its set
+// config, defaults filled. Values were checked when they were set; one that
+// does not pass (a row written by hand) counts as the default.
+func SchemaSyncConfigOf(set map[string]string) SchemaSyncConfig {
+	ck := configKeys[CfgSchemaSyncIntervalMs]
+	ms, _ := strconv.ParseInt(ck.def, 10, 64)
+	if n, err := strconv.ParseInt(strings.TrimSpace(set[CfgSchemaSyncIntervalMs]), 10, 64); err == nil && n >= ck.min && n <= ck.max {
+		ms = n
+	}
+	s := SchemaSyncConfig{Interval: time.Duration(ms) * time.Millisecond}
+	if re := set[CfgSchemaSubjectsInclude]; re != "" {
+		if _, err := CompilePattern(re); err == nil {
+			s.SubjectRegex = re
+		}
+	}
+	if c := set[CfgSchemaRegistryContext]; badContext(c) == "" {
+		s.Context = c
 	}
 	return s
 }

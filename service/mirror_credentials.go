@@ -26,6 +26,10 @@ const (
 	CredentialAWSSecretAccessKey = "aws_secret_access_key"
 	CredentialAWSSessionToken    = "aws_session_token"
 	CredentialOAuthClientSecret  = "sasl_oauthbearer_client_secret"
+	// The source Schema Registry's, by their paths under source.
+	CredentialSchemaRegistryPassword    = "schema_registry.basic_auth_password"
+	CredentialSchemaRegistryBearerToken = "schema_registry.bearer_token"
+	CredentialSchemaRegistryTLSKey      = "schema_registry.tls_key_pem"
 )
 
 // missingCredentials lists the secrets a published source had set: a
@@ -47,14 +51,28 @@ func missingCredentials(src SourceRecord) []string {
 	if src.OAuthClientSecretSet {
 		out = append(out, CredentialOAuthClientSecret)
 	}
+	if r := src.SchemaRegistry; r != nil {
+		if r.BasicAuthPasswordSet {
+			out = append(out, CredentialSchemaRegistryPassword)
+		}
+		if r.BearerTokenSet {
+			out = append(out, CredentialSchemaRegistryBearerToken)
+		}
+		if r.TLSKeyPEMSet {
+			out = append(out, CredentialSchemaRegistryTLSKey)
+		}
+	}
 	return out
 }
 
 // stillMissing is what of a mirror's missing secrets a patch left missing:
 // one stays missing while it is empty and still used (a SASL password under
 // a SASL protocol, a TLS key beside a client certificate, an AWS secret key
-// beside its key id, a client secret under OAUTHBEARER). A session token
-// goes with its secret key: new keys entered without one need none.
+// beside its key id, a client secret under OAUTHBEARER, a registry password
+// beside its username, a registry key beside its certificate). A session
+// token goes with its secret key: new keys entered without one need none. A
+// registry's bearer token stays missing while the registry is named and
+// takes no basic auth instead.
 func stillMissing(m repo.Mirror) []string {
 	return slices.DeleteFunc(slices.Clone(m.MissingCredentials), func(c string) bool {
 		switch c {
@@ -68,6 +86,12 @@ func stillMissing(m repo.Mirror) []string {
 			return m.AWSSessionToken != "" || m.AWSSecretAccessKey != "" || m.AWSAccessKeyID == ""
 		case CredentialOAuthClientSecret:
 			return m.OAuthClientSecret != "" || m.SASLMechanism != "OAUTHBEARER"
+		case CredentialSchemaRegistryPassword:
+			return m.SchemaRegistryPassword != "" || m.SchemaRegistryUsername == ""
+		case CredentialSchemaRegistryBearerToken:
+			return m.SchemaRegistryBearerToken != "" || len(m.SchemaRegistryURLs) == 0 || m.SchemaRegistryUsername != ""
+		case CredentialSchemaRegistryTLSKey:
+			return m.SchemaRegistryTLSKeyPEM != "" || m.SchemaRegistryTLSCertPEM == ""
 		}
 		return true
 	})

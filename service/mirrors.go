@@ -196,6 +196,9 @@ type SourcePatch struct {
 	OAuthTokenEndpointURL, OAuthClientID, OAuthClientSecret, OAuthScope *string
 	// OAuthExtensions replaces the whole set; an empty one clears it.
 	OAuthExtensions *map[string]string
+
+	// SchemaRegistry patches the source Schema Registry's fields.
+	SchemaRegistry *SchemaRegistryPatch
 }
 
 // MirrorPatch is a merge patch of a mirror: Config entries set to nil return
@@ -311,6 +314,7 @@ func patchMirror(m repo.Mirror, patch MirrorPatch) (repo.Mirror, error) {
 		if p.OAuthExtensions != nil {
 			src.OAuthExtensions = maps.Clone(*p.OAuthExtensions)
 		}
+		p.SchemaRegistry.apply(&src)
 	}
 	cfg := maps.Clone(m.Config)
 	set := map[string]string{}

@@ -75,6 +75,8 @@ type SourceRecord struct {
 	OAuthClientSecretSet  bool              `json:"sasl_oauthbearer_client_secret_set,omitempty"`
 	OAuthScope            string            `json:"sasl_oauthbearer_scope,omitempty"`
 	OAuthExtensions       map[string]string `json:"sasl_oauthbearer_extensions,omitempty"`
+	// SchemaRegistry is the source Schema Registry, if the mirror names one.
+	SchemaRegistry *SchemaRegistryRecord `json:"schema_registry,omitempty"`
 }
 
 // TopicRecord is a mirror topic's desired state as published to __mirror_state.
@@ -116,6 +118,8 @@ func RedactedSource(m repo.Mirror) SourceRecord {
 		OAuthClientSecretSet:  m.OAuthClientSecret != "",
 		OAuthScope:            m.OAuthScope,
 		OAuthExtensions:       m.OAuthExtensions,
+
+		SchemaRegistry: redactedRegistry(m.Source),
 	}
 }
 

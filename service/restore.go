@@ -160,6 +160,11 @@ func (s *Control) Restore(ctx context.Context, latest map[string][]byte) (Restor
 				OAuthTokenEndpointURL: m.Source.OAuthTokenEndpointURL, OAuthClientID: m.Source.OAuthClientID,
 				OAuthScope: m.Source.OAuthScope, OAuthExtensions: m.Source.OAuthExtensions},
 				Config: m.Config, MissingCredentials: missing}
+			if r := m.Source.SchemaRegistry; r != nil {
+				row.SchemaRegistryURLs, row.SchemaRegistryUsername = r.URLs, r.BasicAuthUsername
+				row.SchemaRegistryTLSCAPEM, row.SchemaRegistryTLSCertPEM = r.TLSCAPEM, r.TLSCertPEM
+				row.SchemaRegistryTLSServerName = r.TLSServerName
+			}
 			if _, err := repo.MirrorsInsert(ctx, tx, row); err != nil {
 				return fmt.Errorf("restore mirror %s: %w", m.Name, err)
 			}

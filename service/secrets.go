@@ -10,12 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/secretbox"
 	"kmirror/repo"
 )
 
 // Source secrets (sasl_password, tls_key_pem, aws_secret_access_key,
-// aws_session_token, sasl_oauthbearer_client_secret) are sealed with the
+// aws_session_token, sasl_oauthbearer_client_secret, and the source Schema
+// Registry's basic_auth_password, bearer_token and tls_key_pem) are sealed with the
 // service's keys before they are stored, bound to their mirror and field,
 // and opened only to connect to the source or to re-validate a patched
 // source.
@@ -38,6 +40,12 @@ var secretFields = []secretField{
 		func(m *repo.MirrorSecrets) *string { return &m.AWSSessionToken }},
 	{CredentialOAuthClientSecret, func(s *repo.Source) *string { return &s.OAuthClientSecret },
 		func(m *repo.MirrorSecrets) *string { return &m.OAuthClientSecret }},
+	{CredentialSchemaRegistryPassword, func(s *repo.Source) *string { return &s.SchemaRegistryPassword },
+		func(m *repo.MirrorSecrets) *string { return &m.SchemaRegistryPassword }},
+	{CredentialSchemaRegistryBearerToken, func(s *repo.Source) *string { return &s.SchemaRegistryBearerToken },
+		func(m *repo.MirrorSecrets) *string { return &m.SchemaRegistryBearerToken }},
+	{CredentialSchemaRegistryTLSKey, func(s *repo.Source) *string { return &s.SchemaRegistryTLSKeyPEM },
+		func(m *repo.MirrorSecrets) *string { return &m.SchemaRegistryTLSKeyPEM }},
 	{CredentialSASLPassword, func(s *repo.Source) *string { return &s.SASLPassword },
 		func(m *repo.MirrorSecrets) *string { return &m.SASLPassword }},
 	{CredentialTLSKey, func(s *repo.Source) *string { return &s.TLSKeyPEM },
@@ -113,6 +121,14 @@ func (s *core) requirePatchKey(p *SourcePatch) error {
 			*f = *v
 		}
 	}
+	if r := p.SchemaRegistry; r != nil {
+		for f, v := range map[*string]*string{&src.SchemaRegistryPassword: r.BasicAuthPassword,
+			&src.SchemaRegistryBearerToken: r.BearerToken, &src.SchemaRegistryTLSKeyPEM: r.TLSKeyPEM} {
+			if v != nil {
+				*f = *v
+			}
+		}
+	}
 	return s.requireKey(src)
 }
 
@@ -174,6 +190,18 @@ func (s *core) openSecrets(m repo.Mirror) (repo.Mirror, error) {
 // cluster, its secrets opened.
 func (s *Workers) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
 	return s.sourceConn(m)
+}
+
+// SourceRegistry returns the stored mirror's source Schema Registry with its secrets opened; ok is false when the mirror names none.
+func (s *Workers) SourceRegistry(m repo.Mirror) (cfg schemaregistry.Config, ok bool, err error) {
+	if len(m.SchemaRegistryURLs) == 0 {
+		return schemaregistry.Config{}, false, nil
+	}
+	m, err = s.openSecrets(m)
+	if err != nil {
+		return schemaregistry.Config{}, false, err
+	}
+	return RegistryOf(m.Source), true, nil
 }
 
 func (s *core) sourceConn(m repo.Mirror) (kafkaconn.Config, error) {

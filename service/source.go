@@ -28,6 +28,7 @@ func validateSource(v *validation, in SourceInput) {
 	if _, err := ParseBootstrapServers(in.BootstrapServers); err != nil {
 		v.addf("source.bootstrap_servers", "%s", err)
 	}
+	validateSchemaRegistry(v, in)
 	proto := in.SecurityProtocol
 	if !slices.Contains(SecurityProtocols, proto) {
 		v.addf("source.security_protocol", "%q is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL", proto)

@@ -34,6 +34,11 @@ http://127.0.0.1:8080), not to Kafka. Exactly one action:
            [--sasl-oauthbearer-client-id ID]
            [--sasl-oauthbearer-client-secret-file F]
            [--sasl-oauthbearer-scope S] [--sasl-oauthbearer-extension K=V ...]
+           [--schema-registry-url URL[,URL...]]
+           [--schema-registry-username U] [--schema-registry-password-file F]
+           [--schema-registry-bearer-token-file F] [--schema-registry-ca-file F]
+           [--schema-registry-cert-file F] [--schema-registry-key-file F]
+           [--schema-registry-server-name N]
            [--dry-run] [--skip-connectivity-check]
                                    add a mirror from a source cluster
   --delete   --mirror NAME         delete a mirror (its topics must be removed)
@@ -75,7 +80,11 @@ command line. So do AWS_MSK_IAM's secret key and session token
 (--aws-*-file, KMIRROR_SOURCE_AWS_SECRET_ACCESS_KEY and _SESSION_TOKEN, read
 with --aws-access-key-id) and OAUTHBEARER's client secret
 (--sasl-oauthbearer-client-secret-file,
-KMIRROR_SOURCE_SASL_OAUTHBEARER_CLIENT_SECRET).
+KMIRROR_SOURCE_SASL_OAUTHBEARER_CLIENT_SECRET), and the source Schema
+Registry's password or bearer token (--schema-registry-password-file or
+KMIRROR_SOURCE_SCHEMA_REGISTRY_PASSWORD with --schema-registry-username;
+else --schema-registry-bearer-token-file or
+KMIRROR_SOURCE_SCHEMA_REGISTRY_BEARER_TOKEN).
 
 Changes take effect in the background: each partition moves through states
 (PREPARING, MIRRORING, PAUSING, PAUSED, STOPPING, STOPPED; FAILED when it
@@ -166,6 +175,7 @@ type mirrorsOptions struct {
 	tlsKeyFile            string
 	tlsServerName         string
 	sasl                  mirrorsSASLFlags
+	schemaRegistry        mirrorsSchemaRegistryFlags
 	config                configFlag
 	dryRun                bool
 	skipConnectivityCheck bool
@@ -246,6 +256,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	fs.StringVar(&o.tlsKeyFile, "tls-key-file", "", "PEM client key for the source")
 	fs.StringVar(&o.tlsServerName, "tls-server-name", "", "server name to verify the source brokers' certificates against")
 	o.sasl.register(fs)
+	o.schemaRegistry.register(fs)
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --add: resolve and check the topics, and with --continue print per partition what continuing would do; with --remove: print what a failover now would leave behind; each changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
@@ -424,6 +435,9 @@ func (o *mirrorsOptions) sourceSpec() (client.SourceSpec, error) {
 		src.SaslPassword = ptrOrNil(os.Getenv("KMIRROR_SOURCE_SASL_PASSWORD"))
 	}
 	if err := o.sasl.apply(&src, strings.ToUpper(o.saslMechanism)); err != nil {
+		return src, err
+	}
+	if err := o.schemaRegistry.apply(&src); err != nil {
 		return src, err
 	}
 	for _, f := range []struct {

@@ -28,7 +28,8 @@ func (c *mirrorsCLI) sync(ctx context.Context) error {
 }
 
 // printLastSync prints the last metadata sync pass of a mirror below the
-// describe table: when it ran, how long it took, and each kind's outcome.
+// describe table: when it ran, how long it took, and each kind's outcome;
+// then the mirror's source Schema Registry, when it names one.
 func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
 	resp, err := c.api.GetMirrorWithResponse(ctx, mirror)
 	if err := c.check(resp, err, 200); err != nil {
@@ -38,6 +39,9 @@ func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
 		return c.unexpected(resp)
 	}
 	writeLastSync(c.stdout, mirror, resp.JSON200.LastSync)
+	if line := schemaRegistryLine(mirror, resp.JSON200.Source.SchemaRegistry); line != "" {
+		fmt.Fprintf(c.stdout, "\n%s\n", line)
+	}
 	return nil
 }
 

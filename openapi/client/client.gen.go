@@ -936,7 +936,9 @@ type Mirror struct {
 
 	// MissingCredentials MissingCredentials names the source secrets still to be set again
 	// (sasl_password, tls_key_pem, aws_secret_access_key,
-	// aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
+	// aws_session_token, sasl_oauthbearer_client_secret,
+	// schema_registry.basic_auth_password, schema_registry.bearer_token,
+	// schema_registry.tls_key_pem: paths under source); empty when ready.
 	MissingCredentials []string `json:"missing_credentials"`
 
 	// Name Example: m1
@@ -1816,6 +1818,100 @@ type Role string
 // SASLMechanism defines model for SASLMechanism.
 type SASLMechanism string
 
+// SchemaRegistryPatch defines model for SchemaRegistryPatch.
+type SchemaRegistryPatch struct {
+	// BasicAuthPassword Example: s3cret
+	BasicAuthPassword *string `json:"basic_auth_password,omitempty"`
+
+	// BasicAuthUsername Example: kmirror
+	BasicAuthUsername *string `json:"basic_auth_username,omitempty"`
+	BearerToken       *string `json:"bearer_token,omitempty"`
+	TlsCaPem          *string `json:"tls_ca_pem,omitempty"`
+	TlsCertPem        *string `json:"tls_cert_pem,omitempty"`
+	TlsKeyPem         *string `json:"tls_key_pem,omitempty"`
+
+	// TlsServerName Example: registry.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
+
+	// Urls Example: ["https://registry.example.com:8081"]
+	Urls *[]string `json:"urls,omitempty"`
+}
+
+// SchemaRegistrySpec defines model for SchemaRegistrySpec.
+type SchemaRegistrySpec struct {
+	// BasicAuthPassword BasicAuthPassword is write-only: responses say only whether it is set.
+	//
+	// Example: s3cret
+	BasicAuthPassword *string `json:"basic_auth_password,omitempty"`
+
+	// BasicAuthUsername BasicAuthUsername and BasicAuthPassword (a Confluent Cloud API key
+	// and secret, for instance) go together, and not with BearerToken.
+	//
+	// Example: kmirror
+	BasicAuthUsername *string `json:"basic_auth_username,omitempty"`
+
+	// BearerToken BearerToken is sent as Authorization: Bearer, without the word
+	// Bearer. Write-only.
+	//
+	// Example: eyJhbGciOi...
+	BearerToken *string `json:"bearer_token,omitempty"`
+
+	// TlsCaPem TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName need an https URL:
+	// the CA to trust (the system's roots when empty), the client
+	// certificate and key for mutual TLS (PEM), and the server name to
+	// verify (the URL's host when empty).
+	//
+	// Example: -----BEGIN CERTIFICATE-----
+	// ...
+	// -----END CERTIFICATE-----
+	TlsCaPem *string `json:"tls_ca_pem,omitempty"`
+
+	// TlsCertPem Example: -----BEGIN CERTIFICATE-----
+	// ...
+	// -----END CERTIFICATE-----
+	TlsCertPem *string `json:"tls_cert_pem,omitempty"`
+
+	// TlsKeyPem TLSKeyPEM is write-only: responses say only whether it is set.
+	//
+	// Example: -----BEGIN PRIVATE KEY-----
+	// ...
+	// -----END PRIVATE KEY-----
+	TlsKeyPem *string `json:"tls_key_pem,omitempty"`
+
+	// TlsServerName Example: registry.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
+
+	// Urls URLs are the registry's servers, http:// or https://, tried in order
+	// when one cannot be reached. Required; credentials go in their own
+	// fields, never in a URL.
+	//
+	// Example: ["https://registry.example.com:8081"]
+	Urls []string `json:"urls"`
+}
+
+// SchemaRegistryView defines model for SchemaRegistryView.
+type SchemaRegistryView struct {
+	// BasicAuthPasswordSet Example: false
+	BasicAuthPasswordSet bool `json:"basic_auth_password_set"`
+
+	// BasicAuthUsername Example: kmirror
+	BasicAuthUsername *string `json:"basic_auth_username,omitempty"`
+
+	// BearerTokenSet Example: false
+	BearerTokenSet bool    `json:"bearer_token_set"`
+	TlsCaPem       *string `json:"tls_ca_pem,omitempty"`
+	TlsCertPem     *string `json:"tls_cert_pem,omitempty"`
+
+	// TlsKeyPemSet Example: false
+	TlsKeyPemSet bool `json:"tls_key_pem_set"`
+
+	// TlsServerName Example: registry.example.com
+	TlsServerName *string `json:"tls_server_name,omitempty"`
+
+	// Urls Example: ["https://registry.example.com:8081"]
+	Urls []string `json:"urls"`
+}
+
 // SecurityProtocol defines model for SecurityProtocol.
 type SecurityProtocol string
 
@@ -1871,6 +1967,10 @@ type SourcePatch struct {
 
 	// SaslUsername Example: kmirror
 	SaslUsername *string `json:"sasl_username,omitempty"`
+
+	// SchemaRegistry SchemaRegistry changes the given registry fields; omitted ones stay.
+	// {"urls": []} removes the registry with all its settings.
+	SchemaRegistry *SchemaRegistryPatch `json:"schema_registry,omitempty"`
 
 	// SecurityProtocol Example: SASL_SSL
 	SecurityProtocol *SecurityProtocol `json:"security_protocol,omitempty"`
@@ -1961,6 +2061,11 @@ type SourceSpec struct {
 	// Example: kmirror
 	SaslUsername *string `json:"sasl_username,omitempty"`
 
+	// SchemaRegistry SchemaRegistry is the source cluster's Schema Registry, whose subjects
+	// the mirror copies to the destination's; omitted, the mirror names
+	// none.
+	SchemaRegistry *SchemaRegistrySpec `json:"schema_registry,omitempty"`
+
 	// SecurityProtocol SecurityProtocol is PLAINTEXT when omitted.
 	//
 	// Example: PLAINTEXT
@@ -2031,6 +2136,10 @@ type SourceView struct {
 
 	// SaslUsername Example: kmirror
 	SaslUsername *string `json:"sasl_username,omitempty"`
+
+	// SchemaRegistry SchemaRegistry is the source's Schema Registry; absent when the
+	// mirror names none.
+	SchemaRegistry *SchemaRegistryView `json:"schema_registry,omitempty"`
 
 	// SecurityProtocol Example: PLAINTEXT
 	SecurityProtocol SecurityProtocol `json:"security_protocol"`
@@ -2883,7 +2992,7 @@ type ClientInterface interface {
 
 	// CreateMirrorWithBody Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2892,7 +3001,7 @@ type ClientInterface interface {
 
 	// CreateMirror Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2915,7 +3024,7 @@ type ClientInterface interface {
 
 	// UpdateMirrorWithBody Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+	// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2924,7 +3033,7 @@ type ClientInterface interface {
 
 	// UpdateMirror Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+	// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3177,7 +3286,7 @@ func (c *Client) ListMirrors(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // CreateMirrorWithBody Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3196,7 +3305,7 @@ func (c *Client) CreateMirrorWithBody(ctx context.Context, params *CreateMirrorP
 
 // CreateMirror Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3249,7 +3358,7 @@ func (c *Client) GetMirror(ctx context.Context, mirror string, reqEditors ...Req
 
 // UpdateMirrorWithBody Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3268,7 +3377,7 @@ func (c *Client) UpdateMirrorWithBody(ctx context.Context, mirror string, params
 
 // UpdateMirror Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4925,7 +5034,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithBodyWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4934,7 +5043,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateMirrorWithResponse Create a mirror
 	//
-	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+	// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4961,7 +5070,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithBodyWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+	// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4970,7 +5079,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateMirrorWithResponse Update a mirror
 	//
-	// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+	// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7015,7 +7124,7 @@ func (c *ClientWithResponses) ListMirrorsWithResponse(ctx context.Context, reqEd
 
 // CreateMirrorWithBodyWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7030,7 +7139,7 @@ func (c *ClientWithResponses) CreateMirrorWithBodyWithResponse(ctx context.Conte
 
 // CreateMirrorWithResponse Create a mirror
 //
-// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+// Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7075,7 +7184,7 @@ func (c *ClientWithResponses) GetMirrorWithResponse(ctx context.Context, mirror 
 
 // UpdateMirrorWithBodyWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7090,7 +7199,7 @@ func (c *ClientWithResponses) UpdateMirrorWithBodyWithResponse(ctx context.Conte
 
 // UpdateMirrorWithResponse Update a mirror
 //
-// A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+// A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -80,6 +80,13 @@ func NewClient(c Config) (*sr.Client, error) {
 	return cl, nil
 }
 
+// Validate checks c as NewClient does, without making a client or
+// contacting the registry: for a caller that stores a registry's settings
+// to check them when they are given. Errors name the field as validate's do.
+func (c Config) Validate() error {
+	return c.validate()
+}
+
 // validate checks everything that can be checked without the network.
 func (c Config) validate() error {
 	if len(c.URLs) == 0 {

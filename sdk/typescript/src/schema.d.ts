@@ -123,7 +123,7 @@ export interface paths {
         put?: never;
         /**
          * Create a mirror
-         * @description Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret) are write-only: stored encrypted, never returned.
+         * @description Validates the mirror and checks that its source cluster answers (unless skip_connectivity_check). With dry_run nothing is written and 200 is returned. Secrets (sasl_password, tls_key_pem, aws_secret_access_key, aws_session_token, sasl_oauthbearer_client_secret, and schema_registry's basic_auth_password, bearer_token and tls_key_pem) are write-only: stored encrypted, never returned.
          */
         post: operations["createMirror"];
         delete?: never;
@@ -155,7 +155,7 @@ export interface paths {
         head?: never;
         /**
          * Update a mirror
-         * @description A merge patch: given source fields replace the stored ones; a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
+         * @description A merge patch: given source fields replace the stored ones (source.schema_registry field by field, and {"urls": []} removes it); a config key set to null returns to its default. A changed source is checked for connectivity unless skip_connectivity_check. With dry_run nothing is written. A mirror that is needs_credentials (restored without its secrets) becomes ready once the patch has set every secret in missing_credentials; its partitions then resume.
          */
         patch: operations["updateMirror"];
         trace?: never;
@@ -722,7 +722,9 @@ export interface components {
             /**
              * @description MissingCredentials names the source secrets still to be set again
              *     (sasl_password, tls_key_pem, aws_secret_access_key,
-             *     aws_session_token, sasl_oauthbearer_client_secret); empty when ready.
+             *     aws_session_token, sasl_oauthbearer_client_secret,
+             *     schema_registry.basic_auth_password, schema_registry.bearer_token,
+             *     schema_registry.tls_key_pem: paths under source); empty when ready.
              */
             missing_credentials: string[];
             /** @example m1 */
@@ -1536,6 +1538,97 @@ export interface components {
         Role: "viewer" | "operator" | "admin";
         /** @enum {string} */
         SASLMechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "AWS_MSK_IAM" | "OAUTHBEARER";
+        SchemaRegistryPatch: {
+            /** @example s3cret */
+            basic_auth_password?: string;
+            /** @example kmirror */
+            basic_auth_username?: string;
+            bearer_token?: string;
+            tls_ca_pem?: string;
+            tls_cert_pem?: string;
+            tls_key_pem?: string;
+            /** @example registry.example.com */
+            tls_server_name?: string;
+            /**
+             * @example [
+             *       "https://registry.example.com:8081"
+             *     ]
+             */
+            urls?: string[];
+        };
+        SchemaRegistrySpec: {
+            /**
+             * @description BasicAuthPassword is write-only: responses say only whether it is set.
+             * @example s3cret
+             */
+            basic_auth_password?: string;
+            /**
+             * @description BasicAuthUsername and BasicAuthPassword (a Confluent Cloud API key
+             *     and secret, for instance) go together, and not with BearerToken.
+             * @example kmirror
+             */
+            basic_auth_username?: string;
+            /**
+             * @description BearerToken is sent as Authorization: Bearer, without the word
+             *     Bearer. Write-only.
+             * @example eyJhbGciOi...
+             */
+            bearer_token?: string;
+            /**
+             * @description TLSCAPEM, TLSCertPEM, TLSKeyPEM and TLSServerName need an https URL:
+             *     the CA to trust (the system's roots when empty), the client
+             *     certificate and key for mutual TLS (PEM), and the server name to
+             *     verify (the URL's host when empty).
+             * @example -----BEGIN CERTIFICATE-----
+             *     ...
+             *     -----END CERTIFICATE-----
+             */
+            tls_ca_pem?: string;
+            /**
+             * @example -----BEGIN CERTIFICATE-----
+             *     ...
+             *     -----END CERTIFICATE-----
+             */
+            tls_cert_pem?: string;
+            /**
+             * @description TLSKeyPEM is write-only: responses say only whether it is set.
+             * @example -----BEGIN PRIVATE KEY-----
+             *     ...
+             *     -----END PRIVATE KEY-----
+             */
+            tls_key_pem?: string;
+            /** @example registry.example.com */
+            tls_server_name?: string;
+            /**
+             * @description URLs are the registry's servers, http:// or https://, tried in order
+             *     when one cannot be reached. Required; credentials go in their own
+             *     fields, never in a URL.
+             * @example [
+             *       "https://registry.example.com:8081"
+             *     ]
+             */
+            urls: string[];
+        };
+        SchemaRegistryView: {
+            /** @example false */
+            basic_auth_password_set: boolean;
+            /** @example kmirror */
+            basic_auth_username?: string;
+            /** @example false */
+            bearer_token_set: boolean;
+            tls_ca_pem?: string;
+            tls_cert_pem?: string;
+            /** @example false */
+            tls_key_pem_set: boolean;
+            /** @example registry.example.com */
+            tls_server_name?: string;
+            /**
+             * @example [
+             *       "https://registry.example.com:8081"
+             *     ]
+             */
+            urls: string[];
+        };
         /** @enum {string} */
         SecurityProtocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL";
         SkippedPartition: {
@@ -1582,6 +1675,11 @@ export interface components {
             sasl_password?: string;
             /** @example kmirror */
             sasl_username?: string;
+            /**
+             * @description SchemaRegistry changes the given registry fields; omitted ones stay.
+             *     {"urls": []} removes the registry with all its settings.
+             */
+            schema_registry?: components["schemas"]["SchemaRegistryPatch"];
             /** @example SASL_SSL */
             security_protocol?: components["schemas"]["SecurityProtocol"];
             tls_ca_pem?: string;
@@ -1673,6 +1771,12 @@ export interface components {
              */
             sasl_username?: string;
             /**
+             * @description SchemaRegistry is the source cluster's Schema Registry, whose subjects
+             *     the mirror copies to the destination's; omitted, the mirror names
+             *     none.
+             */
+            schema_registry?: components["schemas"]["SchemaRegistrySpec"];
+            /**
              * @description SecurityProtocol is PLAINTEXT when omitted.
              * @example PLAINTEXT
              */
@@ -1735,6 +1839,11 @@ export interface components {
             sasl_password_set: boolean;
             /** @example kmirror */
             sasl_username?: string;
+            /**
+             * @description SchemaRegistry is the source's Schema Registry; absent when the
+             *     mirror names none.
+             */
+            schema_registry?: components["schemas"]["SchemaRegistryView"];
             /** @example PLAINTEXT */
             security_protocol: components["schemas"]["SecurityProtocol"];
             tls_ca_pem?: string;
