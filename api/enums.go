@@ -112,6 +112,10 @@ const (
 	EventKindPartitionOwner       EventKind = service.EventPartitionOwner       // a new owner took over a partition and re-aligned it
 	EventKindPartitionRealigned   EventKind = service.EventPartitionRealigned   // a mirroring partition re-aligned in place
 	EventKindStateRestored        EventKind = service.EventStateRestored        // kmirror restore rebuilt the database
+	EventKindSchemasCopied        EventKind = service.EventSchemasCopied        // the schema sync wrote versions to the destination registry
+	EventKindSchemaSyncFailed     EventKind = service.EventSchemaSyncFailed     // a schema sync failed (or failed otherwise than the last)
+	EventKindSchemaSyncRecovered  EventKind = service.EventSchemaSyncRecovered  // a schema sync succeeded after one that failed
+	EventKindSchemasWritable      EventKind = service.EventSchemasWritable      // removed topics' destination subjects were made READWRITE
 )
 
 // ProblemType identifies the kind of an error; clients may switch on it.

@@ -143,7 +143,7 @@ type PartitionRealignedData struct {
 // sync change or a restore. Its message says it all; it has no data.
 type PlainEvent struct {
 	eventHeader
-	Kind string `json:"kind" enums:"mirror.created,mirror.updated,mirror.deleted,mirror.sync_requested,topics.added,topics.paused,topics.resumed,topics.removed,topics.auto_added,topics.source_deleted,topic.partitions_added,state.restored" example:"topics.added"`
+	Kind string `json:"kind" enums:"mirror.created,mirror.updated,mirror.deleted,mirror.sync_requested,topics.added,topics.paused,topics.resumed,topics.removed,topics.auto_added,topics.source_deleted,topic.partitions_added,state.restored,schemas.copied,schemas.sync_failed,schemas.sync_recovered,schemas.writable" example:"topics.added"`
 } // @name PlainEvent
 
 // eventView gives an event the shape of its kind. A partition event whose

@@ -222,6 +222,12 @@ type Mirror struct {
 	EffectiveConfig map[string]string `json:"effective_config" example:"mirror.metadata.refresh.interval.ms:10000"`
 	// LastSync is the result of the last metadata sync pass, if any.
 	LastSync *service.SyncResult `json:"last_sync,omitempty"`
+	// SchemaSync is the result of the last Schema Registry sync pass: the
+	// subjects copied into the destination registry with their ids, their
+	// modes (READONLY while mirrored, READWRITE after a failover), and
+	// errors. Absent without a source schema_registry, or before the first
+	// pass (which needs a server with a destination registry).
+	SchemaSync *service.SchemaSyncResult `json:"schema_sync,omitempty"`
 	// Status summarizes the mirror's topics and partitions.
 	Status    MirrorStatus `json:"status"`
 	CreatedAt time.Time    `json:"created_at" format:"date-time" example:"2026-01-02T15:04:05Z"`
@@ -796,6 +802,12 @@ func mirrorView(m service.Mirror) Mirror {
 		var r service.SyncResult
 		if json.Unmarshal(m.LastSync, &r) == nil {
 			v.LastSync = &r
+		}
+	}
+	if len(m.SchemaSync) > 0 {
+		var r service.SchemaSyncResult
+		if json.Unmarshal(m.SchemaSync, &r) == nil {
+			v.SchemaSync = &r
 		}
 	}
 	return v

@@ -51,6 +51,8 @@ type Mirror struct {
 	Source
 	Config   map[string]string
 	LastSync json.RawMessage
+	// SchemaSync is the last Schema Registry sync's result, nil before one.
+	SchemaSync json.RawMessage
 	// MissingCredentials names the secrets a restored mirror still needs
 	// ("sasl_password", "tls_key_pem", ...); its partitions are not leased
 	// until it is empty.
@@ -72,7 +74,7 @@ const mirrorColumns = `name, bootstrap_servers, security_protocol,
 	schema_registry_urls, coalesce(schema_registry_username, ''), coalesce(schema_registry_password, ''),
 	coalesce(schema_registry_bearer_token, ''), coalesce(schema_registry_tls_ca_pem, ''),
 	coalesce(schema_registry_tls_cert_pem, ''), coalesce(schema_registry_tls_key_pem, ''),
-	coalesce(schema_registry_tls_server_name, '')`
+	coalesce(schema_registry_tls_server_name, ''), schema_sync`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -84,7 +86,8 @@ func scanMirror(row scanner) (Mirror, error) {
 		&m.AWSAccessKeyID, &m.AWSSecretAccessKey, &m.AWSSessionToken, &m.AWSRegion, &m.OAuthTokenEndpointURL,
 		&m.OAuthClientID, &m.OAuthClientSecret, &m.OAuthScope, &m.OAuthExtensions,
 		&m.SchemaRegistryURLs, &m.SchemaRegistryUsername, &m.SchemaRegistryPassword, &m.SchemaRegistryBearerToken,
-		&m.SchemaRegistryTLSCAPEM, &m.SchemaRegistryTLSCertPEM, &m.SchemaRegistryTLSKeyPEM, &m.SchemaRegistryTLSServerName)
+		&m.SchemaRegistryTLSCAPEM, &m.SchemaRegistryTLSCertPEM, &m.SchemaRegistryTLSKeyPEM, &m.SchemaRegistryTLSServerName,
+		&m.SchemaSync)
 	if m.Config == nil {
 		m.Config = map[string]string{}
 	}

@@ -31,7 +31,8 @@ var EventKinds = []string{EventMirrorCreated, EventMirrorUpdated, EventMirrorDel
 	EventSyncRequested, EventTopicsAdded, EventTopicsPaused, EventTopicsResumed,
 	EventTopicsRemoved, EventTopicsAutoAdded, EventTopicsSourceDeleted,
 	EventTopicPartitionsAdded, EventPartitionState, EventPartitionOwner,
-	EventPartitionRealigned, EventStateRestored}
+	EventPartitionRealigned, EventStateRestored, EventSchemasCopied, EventSchemaSyncFailed,
+	EventSchemaSyncRecovered, EventSchemasWritable}
 
 // MirrorInput is a new mirror as an operator gives it.
 type MirrorInput struct {
@@ -50,6 +51,9 @@ type Mirror struct {
 	// LastSync is the last metadata sync pass's SyncResult as JSON, empty
 	// before the first.
 	LastSync json.RawMessage
+	// SchemaSync is the last Schema Registry sync's SchemaSyncResult as
+	// JSON, empty before the first or without a source registry.
+	SchemaSync json.RawMessage
 	// State is MirrorReady, or MirrorNeedsCredentials after a restore until
 	// the secrets in MissingCredentials are entered again.
 	State              MirrorState
@@ -64,7 +68,7 @@ type Mirror struct {
 }
 
 func mirrorOf(m repo.Mirror) Mirror {
-	out := Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync,
+	out := Mirror{Name: m.Name, Source: RedactedSource(m), Config: m.Config, LastSync: m.LastSync, SchemaSync: m.SchemaSync,
 		State: MirrorReady, MissingCredentials: m.MissingCredentials,
 		Status: emptyStatus(), CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt, Incarnation: m.Incarnation}
 	if len(m.MissingCredentials) > 0 {

@@ -39,39 +39,41 @@ const (
 // SchemaSyncResult is a mirror's last Schema Registry sync, stored by the
 // holder of its metadata-sync lease.
 type SchemaSyncResult struct {
-	Instance   string    `json:"instance"`
-	Epoch      int64     `json:"epoch"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Instance   string    `json:"instance" example:"host-4211"`
+	Epoch      int64     `json:"epoch" example:"3"`
+	StartedAt  time.Time `json:"started_at" format:"date-time"`
+	FinishedAt time.Time `json:"finished_at" format:"date-time"`
 	// OK: every subject synced and no error stopped the pass.
 	OK bool `json:"ok"`
 	// Error is why the pass did not sync at all: no destination registry,
 	// a source registry that cannot be reached or listed, a bad setting.
-	Error    string          `json:"error,omitempty"`
+	Error    string          `json:"error,omitempty" example:"source registry: Get \"http://sr.east:8081/subjects\": connection refused"`
 	Subjects []SchemaSubject `json:"subjects"`
 	// Versions counts the versions on the destination as on the source,
 	// over every subject; Copied and SoftDeleted this pass's writes.
-	Versions    int `json:"versions"`
-	Copied      int `json:"copied"`
-	SoftDeleted int `json:"soft_deleted"`
-	Failed      int `json:"failed"`
+	Versions    int `json:"versions" example:"12"`
+	Copied      int `json:"copied" example:"1"`
+	SoftDeleted int `json:"soft_deleted" example:"0"`
+	Failed      int `json:"failed" example:"0"`
 	// LastOKAt is when a pass last succeeded, this one or an earlier one.
-	LastOKAt *time.Time `json:"last_ok_at,omitempty"`
-}
+	LastOKAt *time.Time `json:"last_ok_at,omitempty" format:"date-time"`
+} // @name SchemaSyncResult
 
 // SchemaSubject is one subject's part of a SchemaSyncResult.
 type SchemaSubject struct {
-	Source      string `json:"source"`
-	Destination string `json:"destination"`
+	Source string `json:"source" example:"orders-value"`
+	// Destination is the subject's name on the destination registry, with
+	// the mirror's topic prefix and context.
+	Destination string `json:"destination" example:":.east:east.orders-value"`
 	// Versions on the destination as on the source.
-	Versions int `json:"versions"`
+	Versions int `json:"versions" example:"3"`
 	// Copied lists this pass's writes as "v<version> id <id>".
-	Copied []string `json:"copied,omitempty"`
+	Copied []string `json:"copied,omitempty" example:"v3 id 117"`
 	// Mode is READONLY while the subject's topic is mirrored, READWRITE
 	// once it was failed over; empty when the sync could not set it.
-	Mode  string `json:"mode,omitempty"`
+	Mode  string `json:"mode,omitempty" enums:"READONLY,READWRITE" example:"READONLY"`
 	Error string `json:"error,omitempty"`
-}
+} // @name SchemaSubject
 
 // AddReport adds a sync's report to the result, its subjects in mode.
 func (r *SchemaSyncResult) AddReport(rep *schemaregistry.Report, mode string) {

@@ -48,6 +48,10 @@ const (
 	EventKindPartitionOwner       EventKind = "partition.owner"
 	EventKindPartitionRealigned   EventKind = "partition.realigned"
 	EventKindPartitionState       EventKind = "partition.state"
+	EventKindSchemaSyncFailed     EventKind = "schemas.sync_failed"
+	EventKindSchemaSyncRecovered  EventKind = "schemas.sync_recovered"
+	EventKindSchemasCopied        EventKind = "schemas.copied"
+	EventKindSchemasWritable      EventKind = "schemas.writable"
 	EventKindStateRestored        EventKind = "state.restored"
 	EventKindTopicPartitionsAdded EventKind = "topic.partitions_added"
 	EventKindTopicsAdded          EventKind = "topics.added"
@@ -74,6 +78,14 @@ func (e EventKind) Valid() bool {
 	case EventKindPartitionRealigned:
 		return true
 	case EventKindPartitionState:
+		return true
+	case EventKindSchemaSyncFailed:
+		return true
+	case EventKindSchemaSyncRecovered:
+		return true
+	case EventKindSchemasCopied:
+		return true
+	case EventKindSchemasWritable:
 		return true
 	case EventKindStateRestored:
 		return true
@@ -321,6 +333,10 @@ const (
 	PlainEventKindMirrorDeleted        PlainEventKind = "mirror.deleted"
 	PlainEventKindMirrorSyncRequested  PlainEventKind = "mirror.sync_requested"
 	PlainEventKindMirrorUpdated        PlainEventKind = "mirror.updated"
+	PlainEventKindSchemasCopied        PlainEventKind = "schemas.copied"
+	PlainEventKindSchemasSyncFailed    PlainEventKind = "schemas.sync_failed"
+	PlainEventKindSchemasSyncRecovered PlainEventKind = "schemas.sync_recovered"
+	PlainEventKindSchemasWritable      PlainEventKind = "schemas.writable"
 	PlainEventKindStateRestored        PlainEventKind = "state.restored"
 	PlainEventKindTopicPartitionsAdded PlainEventKind = "topic.partitions_added"
 	PlainEventKindTopicsAdded          PlainEventKind = "topics.added"
@@ -341,6 +357,14 @@ func (e PlainEventKind) Valid() bool {
 	case PlainEventKindMirrorSyncRequested:
 		return true
 	case PlainEventKindMirrorUpdated:
+		return true
+	case PlainEventKindSchemasCopied:
+		return true
+	case PlainEventKindSchemasSyncFailed:
+		return true
+	case PlainEventKindSchemasSyncRecovered:
+		return true
+	case PlainEventKindSchemasWritable:
 		return true
 	case PlainEventKindStateRestored:
 		return true
@@ -480,6 +504,24 @@ func (e SASLMechanism) Valid() bool {
 	case SASLMechanismScramSHA256:
 		return true
 	case SASLMechanismScramSHA512:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SchemaSubjectMode.
+const (
+	SchemaSubjectModeREADONLY  SchemaSubjectMode = "READONLY"
+	SchemaSubjectModeREADWRITE SchemaSubjectMode = "READWRITE"
+)
+
+// Valid indicates whether the value is a known member of the SchemaSubjectMode enum.
+func (e SchemaSubjectMode) Valid() bool {
+	switch e {
+	case SchemaSubjectModeREADONLY:
+		return true
+	case SchemaSubjectModeREADWRITE:
 		return true
 	default:
 		return false
@@ -942,8 +984,15 @@ type Mirror struct {
 	MissingCredentials []string `json:"missing_credentials"`
 
 	// Name Example: m1
-	Name   string     `json:"name"`
-	Source SourceView `json:"source"`
+	Name string `json:"name"`
+
+	// SchemaSync SchemaSync is the result of the last Schema Registry sync pass: the
+	// subjects copied into the destination registry with their ids, their
+	// modes (READONLY while mirrored, READWRITE after a failover), and
+	// errors. Absent without a source schema_registry, or before the first
+	// pass (which needs a server with a destination registry).
+	SchemaSync *SchemaSyncResult `json:"schema_sync,omitempty"`
+	Source     SourceView        `json:"source"`
 
 	// State State is needs_credentials after kmirror restore for a mirror that
 	// had secrets: __mirror_state never carries them, so its partitions and
@@ -1912,6 +1961,80 @@ type SchemaRegistryView struct {
 	Urls []string `json:"urls"`
 }
 
+// SchemaSubject defines model for SchemaSubject.
+type SchemaSubject struct {
+	// Copied Copied lists this pass's writes as "v<version> id <id>".
+	//
+	// Example: ["v3 id 117"]
+	Copied *[]string `json:"copied,omitempty"`
+
+	// Destination Destination is the subject's name on the destination registry, with
+	// the mirror's topic prefix and context.
+	//
+	// Example: :.east:east.orders-value
+	Destination string  `json:"destination"`
+	Error       *string `json:"error,omitempty"`
+
+	// Mode Mode is READONLY while the subject's topic is mirrored, READWRITE
+	// once it was failed over; empty when the sync could not set it.
+	//
+	// Example: READONLY
+	Mode *SchemaSubjectMode `json:"mode,omitempty"`
+
+	// Source Example: orders-value
+	Source string `json:"source"`
+
+	// Versions Versions on the destination as on the source.
+	//
+	// Example: 3
+	Versions int `json:"versions"`
+}
+
+// SchemaSubjectMode Mode is READONLY while the subject's topic is mirrored, READWRITE
+// once it was failed over; empty when the sync could not set it.
+//
+// Example: READONLY
+type SchemaSubjectMode string
+
+// SchemaSyncResult defines model for SchemaSyncResult.
+type SchemaSyncResult struct {
+	// Copied Example: 1
+	Copied int `json:"copied"`
+
+	// Epoch Example: 3
+	Epoch int `json:"epoch"`
+
+	// Error Error is why the pass did not sync at all: no destination registry,
+	// a source registry that cannot be reached or listed, a bad setting.
+	//
+	// Example: source registry: Get "http://sr.east:8081/subjects": connection refused
+	Error *string `json:"error,omitempty"`
+
+	// Failed Example: 0
+	Failed     int       `json:"failed"`
+	FinishedAt time.Time `json:"finished_at"`
+
+	// Instance Example: host-4211
+	Instance string `json:"instance"`
+
+	// LastOkAt LastOKAt is when a pass last succeeded, this one or an earlier one.
+	LastOkAt *time.Time `json:"last_ok_at,omitempty"`
+
+	// Ok OK: every subject synced and no error stopped the pass.
+	Ok bool `json:"ok"`
+
+	// SoftDeleted Example: 0
+	SoftDeleted int             `json:"soft_deleted"`
+	StartedAt   time.Time       `json:"started_at"`
+	Subjects    []SchemaSubject `json:"subjects"`
+
+	// Versions Versions counts the versions on the destination as on the source,
+	// over every subject; Copied and SoftDeleted this pass's writes.
+	//
+	// Example: 12
+	Versions int `json:"versions"`
+}
+
 // SecurityProtocol defines model for SecurityProtocol.
 type SecurityProtocol string
 
@@ -2839,6 +2962,14 @@ func (t Event) ValueByDiscriminator() (interface{}, error) {
 		return t.AsPartitionRealignedEvent()
 	case "partition.state":
 		return t.AsPartitionStateEvent()
+	case "schemas.copied":
+		return t.AsPlainEvent()
+	case "schemas.sync_failed":
+		return t.AsPlainEvent()
+	case "schemas.sync_recovered":
+		return t.AsPlainEvent()
+	case "schemas.writable":
+		return t.AsPlainEvent()
 	case "state.restored":
 		return t.AsPlainEvent()
 	case "topic.partitions_added":

@@ -529,7 +529,7 @@ export interface components {
         };
         Event: components["schemas"]["PartitionOwnerEvent"] | components["schemas"]["PartitionRealignedEvent"] | components["schemas"]["PartitionStateEvent"] | components["schemas"]["PlainEvent"];
         /** @enum {string} */
-        EventKind: "mirror.created" | "mirror.updated" | "mirror.deleted" | "mirror.sync_requested" | "topics.added" | "topics.paused" | "topics.resumed" | "topics.removed" | "topics.auto_added" | "topics.source_deleted" | "topic.partitions_added" | "partition.state" | "partition.owner" | "partition.realigned" | "state.restored";
+        EventKind: "mirror.created" | "mirror.updated" | "mirror.deleted" | "mirror.sync_requested" | "topics.added" | "topics.paused" | "topics.resumed" | "topics.removed" | "topics.auto_added" | "topics.source_deleted" | "topic.partitions_added" | "partition.state" | "partition.owner" | "partition.realigned" | "state.restored" | "schemas.copied" | "schemas.sync_failed" | "schemas.sync_recovered" | "schemas.writable";
         EventStreamMessage: {
             data: components["schemas"]["Event"];
             /**
@@ -729,6 +729,14 @@ export interface components {
             missing_credentials: string[];
             /** @example m1 */
             name: string;
+            /**
+             * @description SchemaSync is the result of the last Schema Registry sync pass: the
+             *     subjects copied into the destination registry with their ids, their
+             *     modes (READONLY while mirrored, READWRITE after a failover), and
+             *     errors. Absent without a source schema_registry, or before the first
+             *     pass (which needs a server with a destination registry).
+             */
+            schema_sync?: components["schemas"]["SchemaSyncResult"];
             source: components["schemas"]["SourceView"];
             /**
              * @description State is needs_credentials after kmirror restore for a mirror that
@@ -1456,7 +1464,7 @@ export interface components {
              * @description discriminator enum property added by openapi-typescript
              * @enum {string}
              */
-            kind: "mirror.created" | "mirror.deleted" | "mirror.sync_requested" | "mirror.updated" | "state.restored" | "topic.partitions_added" | "topics.added" | "topics.auto_added" | "topics.paused" | "topics.removed" | "topics.resumed" | "topics.source_deleted";
+            kind: "mirror.created" | "mirror.deleted" | "mirror.sync_requested" | "mirror.updated" | "schemas.copied" | "schemas.sync_failed" | "schemas.sync_recovered" | "schemas.writable" | "state.restored" | "topic.partitions_added" | "topics.added" | "topics.auto_added" | "topics.paused" | "topics.removed" | "topics.resumed" | "topics.source_deleted";
             /**
              * @description Message says what happened, in words.
              * @example added topics orders, payments
@@ -1628,6 +1636,72 @@ export interface components {
              *     ]
              */
             urls: string[];
+        };
+        SchemaSubject: {
+            /**
+             * @description Copied lists this pass's writes as "v<version> id <id>".
+             * @example [
+             *       "v3 id 117"
+             *     ]
+             */
+            copied?: string[];
+            /**
+             * @description Destination is the subject's name on the destination registry, with
+             *     the mirror's topic prefix and context.
+             * @example :.east:east.orders-value
+             */
+            destination: string;
+            error?: string;
+            /**
+             * @description Mode is READONLY while the subject's topic is mirrored, READWRITE
+             *     once it was failed over; empty when the sync could not set it.
+             * @example READONLY
+             * @enum {string}
+             */
+            mode?: "READONLY" | "READWRITE";
+            /** @example orders-value */
+            source: string;
+            /**
+             * @description Versions on the destination as on the source.
+             * @example 3
+             */
+            versions: number;
+        };
+        SchemaSyncResult: {
+            /** @example 1 */
+            copied: number;
+            /** @example 3 */
+            epoch: number;
+            /**
+             * @description Error is why the pass did not sync at all: no destination registry,
+             *     a source registry that cannot be reached or listed, a bad setting.
+             * @example source registry: Get "http://sr.east:8081/subjects": connection refused
+             */
+            error?: string;
+            /** @example 0 */
+            failed: number;
+            /** Format: date-time */
+            finished_at: string;
+            /** @example host-4211 */
+            instance: string;
+            /**
+             * Format: date-time
+             * @description LastOKAt is when a pass last succeeded, this one or an earlier one.
+             */
+            last_ok_at?: string;
+            /** @description OK: every subject synced and no error stopped the pass. */
+            ok: boolean;
+            /** @example 0 */
+            soft_deleted: number;
+            /** Format: date-time */
+            started_at: string;
+            subjects: components["schemas"]["SchemaSubject"][];
+            /**
+             * @description Versions counts the versions on the destination as on the source,
+             *     over every subject; Copied and SoftDeleted this pass's writes.
+             * @example 12
+             */
+            versions: number;
         };
         /** @enum {string} */
         SecurityProtocol: "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL";
