@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/startstop"
 	"kmirror/internal/runtime/testsignal"
@@ -48,7 +49,11 @@ type Config struct {
 	Service     *service.Workers
 	InstanceID  string
 	Destination kafkaconn.Config
-	Logger      *slog.Logger
+	// DestinationRegistry is the deployment's destination Schema Registry,
+	// into which each mirror's source registry subjects are copied with
+	// their ids kept; nil when the deployment has none.
+	DestinationRegistry *schemaregistry.Config
+	Logger              *slog.Logger
 	// DefaultInterval is the pass interval of a mirror that does not set
 	// mirror.metadata.refresh.interval.ms; default 30s.
 	DefaultInterval time.Duration

@@ -80,6 +80,10 @@ func NewClient(c Config) (*sr.Client, error) {
 	return cl, nil
 }
 
+// Validate checks everything that can be checked without the network, as
+// NewClient does: a caller can refuse a bad Config before it needs a client.
+func (c Config) Validate() error { return c.validate() }
+
 // validate checks everything that can be checked without the network.
 func (c Config) validate() error {
 	if len(c.URLs) == 0 {
