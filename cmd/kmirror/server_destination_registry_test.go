@@ -18,7 +18,7 @@ import (
 // variable for the test.
 func clearRegistryEnv(t *testing.T) {
 	for _, name := range []string{"URL", "USERNAME", "PASSWORD", "BEARER_TOKEN", "TLS_CA_FILE", "TLS_CERT_FILE", "TLS_KEY_FILE", "TLS_SERVER_NAME"} {
-		t.Setenv(registryEnv+name, "")
+		t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+name, "")
 	}
 }
 
@@ -50,12 +50,12 @@ func TestDestinationRegistryFromEnv(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Setenv(registryEnv+"USERNAME", "api-key")
-	t.Setenv(registryEnv+"PASSWORD", "api-s3cret")
-	t.Setenv(registryEnv+"TLS_CA_FILE", filepath.Join(dir, "ca.pem"))
-	t.Setenv(registryEnv+"TLS_CERT_FILE", filepath.Join(dir, "cert.pem"))
-	t.Setenv(registryEnv+"TLS_KEY_FILE", filepath.Join(dir, "key.pem"))
-	t.Setenv(registryEnv+"TLS_SERVER_NAME", "registry.example")
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"USERNAME", "api-key")
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"PASSWORD", "api-s3cret")
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"TLS_CA_FILE", filepath.Join(dir, "ca.pem"))
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"TLS_CERT_FILE", filepath.Join(dir, "cert.pem"))
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"TLS_KEY_FILE", filepath.Join(dir, "key.pem"))
+	t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+"TLS_SERVER_NAME", "registry.example")
 	c, err = destinationRegistryFromEnv("https://psrc-1.example")
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestDestinationRegistryErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clearRegistryEnv(t)
 			for k, v := range tc.env {
-				t.Setenv(registryEnv+k, v)
+				t.Setenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_"+k, v)
 			}
 			c, err := destinationRegistryFromEnv(tc.url)
 			if err == nil {
