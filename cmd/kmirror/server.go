@@ -419,11 +419,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	log := cfg.Logger.With("instance", cfg.InstanceID)
-	if cfg.DestinationRegistry != nil {
-		log.Info("destination Schema Registry configured", "schema_registry", *cfg.DestinationRegistry)
-	} else {
-		log.Info("no destination Schema Registry configured (--destination-schema-registry-url): no mirror copies schemas")
-	}
+	logDestinationRegistry(log, cfg.DestinationRegistry)
 	if !cfg.Tokens.Enabled() && !loopback(cfg.Listen) {
 		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
 			": anyone who reaches it may create, change and fail over mirrors")

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -85,4 +86,15 @@ func destinationRegistryFromEnv(urls string) (*schemaregistry.Config, error) {
 			registryFields.Replace(err.Error()))
 	}
 	return &c, nil
+}
+
+// logDestinationRegistry says at start whether the deployment has a
+// destination Schema Registry, with its URLs and without its secrets
+// (Config's LogValue).
+func logDestinationRegistry(log *slog.Logger, c *schemaregistry.Config) {
+	if c == nil {
+		log.Info("no destination Schema Registry configured (--destination-schema-registry-url): no mirror copies schemas")
+		return
+	}
+	log.Info("destination Schema Registry configured", "schema_registry", *c)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,5 +157,25 @@ func TestServerRefusesABadDestinationRegistry(t *testing.T) {
 	cfg.DestinationRegistry.Password = "p"
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDestinationRegistryLogged: the start's log line names the registry's
+// URLs and whether it has credentials, never the credentials.
+func TestDestinationRegistryLogged(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	logDestinationRegistry(log, &schemaregistry.Config{URLs: []string{"https://sr-1:8081", "https://sr-2:8081"},
+		Username: "api-key", Password: "api-s3cret"})
+	logDestinationRegistry(log, nil)
+	out := buf.String()
+	for _, want := range []string{`"msg":"destination Schema Registry configured"`, `"urls":"https://sr-1:8081,https://sr-2:8081"`,
+		`"basic_auth_username":"api-key"`, `"basic_auth_password":"[redacted]"`, `"msg":"no destination Schema Registry configured`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "api-s3cret") {
+		t.Errorf("the log holds the password:\n%s", out)
 	}
 }
