@@ -18,6 +18,8 @@
 //     contexts, so two contexts cannot hold the same id. The router sends
 //     each request that names a context (a /contexts/<c>/ path, or a
 //     :<c>: qualified subject) to a separate srfake for that context.
+//     IMPORT is taken for qualified subjects only, as kmirror writes them;
+//     a registration under a /contexts/<c>/ path is srfake's own.
 //   - Faults, for tests: a registry that is down (each connection dropped
 //     unanswered, its state kept, as a crashed registry keeps its _schemas
 //     topic), a crash or a 500 at the nth registration, and a stop and
