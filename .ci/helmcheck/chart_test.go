@@ -103,6 +103,14 @@ var chartCases = []struct {
 			if env(c, "KMIRROR_DESTINATION_BOOTSTRAP") != nil || env(c, "KMIRROR_PUBLIC_METRICS") != nil {
 				p.add("defaults set a destination or public metrics")
 			}
+			for _, e := range c.Env {
+				if strings.HasPrefix(e.Name, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_") {
+					p.add("defaults set %s", e.Name)
+				}
+			}
+			if !strings.Contains(r.notes, "No destination Schema Registry is set (destination.schemaRegistry.url)") {
+				p.add("NOTES.txt does not say no Schema Registry is set:\n%s", r.notes)
+			}
 			if !strings.Contains(r.notes, "kubectl -n mirroring create secret generic kmirror-database") {
 				p.add("NOTES.txt does not say how to create the Secrets:\n%s", r.notes)
 			}
@@ -127,6 +135,19 @@ var chartCases = []struct {
 			wantEnv(p, c, "HTTPS_PROXY", "http://proxy.example.com:3128")
 			if env(c, "KMIRROR_DESTINATION_TLS_CERT_FILE") != nil {
 				p.add("a client certificate without certKey")
+			}
+			wantEnv(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL", "https://registry-0.schemas:8081,https://registry-1.schemas:8081")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_USERNAME", "kmirror")
+			wantSecretRef(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_PASSWORD", "kmirror-schema-registry", "password")
+			wantEnv(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_TLS_CA_FILE", "/etc/kmirror/destination-schema-registry-tls/ca.crt")
+			for _, name := range []string{"KMIRROR_DESTINATION_SCHEMA_REGISTRY_BEARER_TOKEN", "KMIRROR_DESTINATION_SCHEMA_REGISTRY_TLS_CERT_FILE"} {
+				if env(c, name) != nil {
+					p.add("%s set, though the values give no bearer token or client certificate", name)
+				}
+			}
+			if !strings.Contains(r.notes, "copied, with their ids, into https://registry-0.schemas:8081") ||
+				!strings.Contains(r.notes, "Secret kmirror-schema-registry, key password") {
+				p.add("NOTES.txt does not name the destination Schema Registry and its Secret:\n%s", r.notes)
 			}
 			in := r.ingresses[0]
 			if len(in.Spec.TLS) != 1 || in.Spec.TLS[0].SecretName != "kmirror-tls" || in.Spec.IngressClassName == nil || *in.Spec.IngressClassName != "nginx" {
@@ -194,6 +215,31 @@ var chartCases = []struct {
 			wantSecretRef(p, c, "KMIRROR_DESTINATION_SASL_OAUTHBEARER_CLIENT_SECRET", "kmirror-oauth", "client_secret")
 			if env(c, "KMIRROR_DESTINATION_SASL_PASSWORD") != nil {
 				p.add("a SASL password with OAUTHBEARER")
+			}
+		},
+	},
+	{
+		name:   "schema-registry-bearer",
+		values: "schema-registry-bearer.yaml",
+		kinds:  map[string]int{kDeployment: 1, kService: 1, kServiceAccount: 1, kPDB: 1},
+		expect: func(p *problems, r *rendered) {
+			d := r.deployments[0]
+			c := &d.Spec.Template.Spec.Containers[0]
+			wantEnv(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL", "https://psrc-1.example.com")
+			wantSecretRef(p, c, "KMIRROR_DESTINATION_SCHEMA_REGISTRY_BEARER_TOKEN", "kmirror-schema-registry", "token")
+			for _, name := range []string{"KMIRROR_DESTINATION_SCHEMA_REGISTRY_USERNAME", "KMIRROR_DESTINATION_SCHEMA_REGISTRY_PASSWORD",
+				"KMIRROR_DESTINATION_SCHEMA_REGISTRY_TLS_CA_FILE"} {
+				if env(c, name) != nil {
+					p.add("%s set with a bearer token and the system roots", name)
+				}
+			}
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Name == "destination-schema-registry-tls" {
+					p.add("a registry TLS volume without tls.existingSecret")
+				}
+			}
+			if !strings.Contains(r.notes, "Its bearer token is read from Secret kmirror-schema-registry, key token") {
+				p.add("NOTES.txt does not name the bearer token's Secret:\n%s", r.notes)
 			}
 		},
 	},
@@ -272,6 +318,13 @@ func TestChartRefuses(t *testing.T) {
 		{"OAUTHBEARER without endpoint", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, existingSecret: s, oauthbearer: {clientId: c}}}", "tokenEndpointUrl"},
 		{"OAUTHBEARER over http", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, existingSecret: s, oauthbearer: {clientId: c, tokenEndpointUrl: 'http://idp/token'}}}", "https token endpoint"},
 		{"OAUTHBEARER without its Secret", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: OAUTHBEARER, oauthbearer: {clientId: c, tokenEndpointUrl: 'https://idp/token'}}}", "OAuth client secret"},
+		{"registry URL without a scheme", "destination: {schemaRegistry: {url: 'registry:8081'}}", "not an http:// or https:// URL"},
+		{"registry URL with credentials", "destination: {schemaRegistry: {url: 'https://key:secret@registry'}}", "without credentials"},
+		{"registry user without its Secret", "destination: {schemaRegistry: {url: 'https://registry', username: u}}", "registry's password"},
+		{"registry basic auth and bearer", "destination: {schemaRegistry: {url: 'https://registry', username: u, bearerTokenKey: token, existingSecret: s}}", "not both"},
+		{"registry TLS over http", "destination: {schemaRegistry: {url: 'http://registry', tls: {existingSecret: ca}}}", "no url is https://"},
+		{"registry settings without a URL", "destination: {schemaRegistry: {username: u, existingSecret: s}}", "but no url"},
+		{"registry in config", "config: {KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL: 'https://registry'}", "configured under destination"},
 		{"AWS keys without their Secret", "destination: {securityProtocol: SASL_SSL, sasl: {mechanism: AWS_MSK_IAM, aws: {accessKeyId: AKIA}}}", "AWS secret access key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

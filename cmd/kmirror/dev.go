@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/devenv/pgserver"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/secretbox"
 )
 
@@ -26,8 +28,12 @@ type devConfig struct {
 	Listen          string
 	SourcePort      int
 	DestinationPort int
-	RecordsPerSec   int
-	LogLevel        string
+	// SourceRegistryPort and DestinationRegistryPort are the two Schema
+	// Registries' ports on 127.0.0.1; 0 picks a free one.
+	SourceRegistryPort      int
+	DestinationRegistryPort int
+	RecordsPerSec           int
+	LogLevel                string
 	// ready, in tests, receives the API's base URL once the demo is set up.
 	ready func(baseURL string)
 }
@@ -38,6 +44,8 @@ func devCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address")
 	fs.IntVar(&cfg.SourcePort, "source-port", 19092, "source cluster port on 127.0.0.1")
 	fs.IntVar(&cfg.DestinationPort, "destination-port", 29092, "destination cluster port on 127.0.0.1")
+	fs.IntVar(&cfg.SourceRegistryPort, "source-registry-port", 18081, "source Schema Registry port on 127.0.0.1")
+	fs.IntVar(&cfg.DestinationRegistryPort, "destination-registry-port", 28081, "destination Schema Registry port on 127.0.0.1")
 	fs.IntVar(&cfg.RecordsPerSec, "rate", 5, "demo records per second per topic")
 	fs.StringVar(&cfg.LogLevel, "log-level", envOr("KMIRROR_LOG_LEVEL", "warn"), "server log level")
 	if err := parseFlags(fs, args, stderr); err != nil {
@@ -47,7 +55,8 @@ func devCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 }
 
 // runDev starts Postgres (unless KMIRROR_DATABASE_URL is set), the two
-// in-process clusters with demo traffic, the server and the demo mirror, and
+// in-process clusters with demo traffic, the two in-memory Schema Registries
+// with the demo schemas in the source, the server and the demo mirror, and
 // tears it all down when ctx ends.
 func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error {
 	var level slog.Level
@@ -83,6 +92,12 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		Topics: map[string]int32{"orders": 3, "payments": 2, "inventory": 1}}); err != nil {
 		return err
 	}
+	fmt.Fprintln(stdout, "Starting the source and destination Schema Registries ...")
+	registries, err := startDevRegistries(cfg.SourceRegistryPort, cfg.DestinationRegistryPort)
+	if err != nil {
+		return err
+	}
+	defer registries.Close()
 
 	// KMIRROR_API_TOKEN and KMIRROR_API_READ_TOKEN protect the dev server
 	// as they do a real one; without them it is open, on loopback only
@@ -102,15 +117,16 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 	go func() {
 		serverErr <- runServer(ctx, serverConfig{
 			Listen: cfg.Listen, DatabaseURL: dbURL, InstanceID: "dev",
-			Destination:        kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
-			LeaseTTL:           15 * time.Second,
-			LeaseRenewInterval: 5 * time.Second,
-			LeaseOutageGrace:   defaultOutageGrace,
-			SourceTimeout:      5 * time.Second,
-			Tokens:             tokens,
-			Secrets:            secrets,
-			Logger:             log,
-			Ready:              func(addr string) { ready <- addr },
+			Destination:         kafkaconn.Config{BootstrapServers: []string{clusters.DestinationAddr()}},
+			DestinationRegistry: &schemaregistry.Config{URLs: []string{registries.destination.URL()}},
+			LeaseTTL:            15 * time.Second,
+			LeaseRenewInterval:  5 * time.Second,
+			LeaseOutageGrace:    defaultOutageGrace,
+			SourceTimeout:       5 * time.Second,
+			Tokens:              tokens,
+			Secrets:             secrets,
+			Logger:              log,
+			Ready:               func(addr string) { ready <- addr },
 		})
 	}()
 	var addr string
@@ -122,10 +138,15 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return nil
 	}
 	base := "http://" + addr
-	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), tokens.Admin); err != nil {
+	schemas, err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), registries.source.URL(), tokens.Admin)
+	if err != nil {
 		return err
 	}
-	printDevBanner(stdout, base, clusters.SourceAddr(), clusters.DestinationAddr(), tokens.Enabled())
+	if !schemas {
+		log.Warn("this server does not take a mirror's source.schema_registry yet: the demo mirror copies no schemas")
+	}
+	printDevBanner(stdout, devBanner{base: base, source: clusters.SourceAddr(), destination: clusters.DestinationAddr(),
+		sourceRegistry: registries.source.URL(), destinationRegistry: registries.destination.URL(), auth: tokens.Enabled()})
 	if cfg.ready != nil {
 		cfg.ready(base)
 	}
@@ -177,41 +198,95 @@ func devSecretKey(reused bool) (*secretbox.Keyring, error) {
 	return secretbox.LoadKeyFile(path)
 }
 
-// setUpDemoMirror creates the mirror demo and adds orders and payments, as
-// an operator would with curl; existing ones (a reused database) are kept.
-// token is the admin token, when the server has tokens.
-func setUpDemoMirror(ctx context.Context, base, source, token string) error {
-	steps := []struct{ path, body string }{
-		{"/v1/mirrors", fmt.Sprintf(`{"name":"demo","source":{"bootstrap_servers":%q}}`, source)},
-		{"/v1/mirrors/demo/topics:add", `{"topic":"orders|payments"}`},
+// setUpDemoMirror creates the mirror demo, its source naming the source
+// Schema Registry, and adds orders and payments, as an operator would with
+// curl; existing ones (a reused database) are kept. token is the admin token,
+// when the server has tokens. It reports whether the mirror took the
+// registry: a server without source.schema_registry in its API (issue 47,
+// before that field lands) refuses it as an unknown field, and the demo
+// mirror is then created without it.
+func setUpDemoMirror(ctx context.Context, base, source, registry, token string) (schemas bool, err error) {
+	status, body, err := devPost(ctx, base, "/v1/mirrors", demoMirrorBody(source, registry), token)
+	schemas = true
+	if err == nil && status == http.StatusBadRequest && bytes.Contains(body, []byte(`unknown field \"schema_registry\"`)) {
+		schemas = false
+		status, body, err = devPost(ctx, base, "/v1/mirrors", demoMirrorBody(source, ""), token)
 	}
-	for _, s := range steps {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+s.path, strings.NewReader(s.body))
-		if err != nil {
-			return err
-		}
-		req.Header.Set("Content-Type", "application/json")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return fmt.Errorf("set up demo mirror: %w", err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode >= 300 && resp.StatusCode != http.StatusConflict {
-			return fmt.Errorf("set up demo mirror: POST %s: %s: %s", s.path, resp.Status, bytes.TrimSpace(body))
-		}
+	if err == nil {
+		err = devStepError("/v1/mirrors", status, body)
+	}
+	if err != nil {
+		return false, err
+	}
+	status, body, err = devPost(ctx, base, "/v1/mirrors/demo/topics:add", `{"topic":"orders|payments"}`, token)
+	if err == nil {
+		err = devStepError("/v1/mirrors/demo/topics:add", status, body)
+	}
+	return schemas, err
+}
+
+// demoMirrorBody is the demo mirror's POST /v1/mirrors body; registry, when
+// set, is its source Schema Registry.
+func demoMirrorBody(source, registry string) string {
+	type registrySpec struct {
+		URLs []string `json:"urls"`
+	}
+	spec := struct {
+		Name   string `json:"name"`
+		Source struct {
+			BootstrapServers string        `json:"bootstrap_servers"`
+			SchemaRegistry   *registrySpec `json:"schema_registry,omitempty"`
+		} `json:"source"`
+	}{Name: "demo"}
+	spec.Source.BootstrapServers = source
+	if registry != "" {
+		spec.Source.SchemaRegistry = &registrySpec{URLs: []string{registry}}
+	}
+	b, _ := json.Marshal(spec) // strings only: it cannot fail
+	return string(b)
+}
+
+// devPost sends one of the demo's requests and returns its answer.
+func devPost(ctx context.Context, base, path, body, token string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("set up demo mirror: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, nil
+}
+
+// devStepError is a demo request's failure, nil for a success or a 409 (it
+// exists already).
+func devStepError(path string, status int, body []byte) error {
+	if status >= 300 && status != http.StatusConflict {
+		return fmt.Errorf("set up demo mirror: POST %s: %d %s: %s", path, status, http.StatusText(status), bytes.TrimSpace(body))
 	}
 	return nil
 }
 
-func printDevBanner(w io.Writer, base, source, dest string, auth bool) {
+// devBanner is what the banner names.
+type devBanner struct {
+	base                                string // the API's base URL
+	source, destination                 string // the clusters' host:port
+	sourceRegistry, destinationRegistry string // the registries' base URLs
+	auth                                bool   // the API needs a token
+}
+
+func printDevBanner(w io.Writer, b devBanner) {
 	// With tokens the lines send KMIRROR_API_TOKEN from the shell, never
 	// the token itself.
 	curl, cli, note := "curl -s", "", ""
-	if auth {
+	if b.auth {
 		curl = `curl -s -H "Authorization: Bearer $KMIRROR_API_TOKEN"`
 		cli = "KMIRROR_TOKEN=$KMIRROR_API_TOKEN "
 		note = "\n  The API needs a token: KMIRROR_API_TOKEN (admin) or KMIRROR_API_READ_TOKEN (viewer).\n"
@@ -219,12 +294,14 @@ func printDevBanner(w io.Writer, base, source, dest string, auth bool) {
 	fmt.Fprintf(w, `
 kmirror dev is running. Ctrl-C stops everything and removes the data.
 %[4]s
-  Web console      %[1]s/
-  API and docs     %[1]s/docs
-  OpenAPI          %[1]s/openapi.json
-  Metrics          %[1]s/metrics
-  Source Kafka     %[2]s   (topics orders, payments, inventory; group demo-consumers)
-  Destination      %[3]s
+  Web console           %[1]s/
+  API and docs          %[1]s/docs
+  OpenAPI               %[1]s/openapi.json
+  Metrics               %[1]s/metrics
+  Source Kafka          %[2]s   (topics orders, payments, inventory; group demo-consumers)
+  Destination           %[3]s
+  Source registry       %[7]s   (subjects orders-value, payments-value)
+  Destination registry  %[8]s
 
 Try it:
   %[5]s %[1]s/v1/mirrors/demo/topics
@@ -233,11 +310,14 @@ Try it:
   %[5]s -X POST -H 'Content-Type: application/json' -d '{"topic":"orders"}' %[1]s/v1/mirrors/demo/topics:resume
   %[5]s -N %[1]s/v1/events
 
+  curl -s %[7]s/subjects
+  curl -s %[8]s/subjects
+
   %[6]sgo run ./cmd/kmirror mirrors --server %[1]s --describe
   %[6]sgo run ./cmd/kmirror mirrors --server %[1]s --pause --mirror demo --topic orders
 
   kcat -b %[2]s -L
   kcat -b %[2]s -C -t orders -o -5 -e
   kcat -b %[3]s -C -t orders -o -5 -e
-`, base, source, dest, note, curl, cli)
+`, b.base, b.source, b.destination, note, curl, cli, b.sourceRegistry, b.destinationRegistry)
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +47,19 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
 	}
+	// Both registries are named, and answer the curl lines the banner gives:
+	// the source holds the demo's schemas.
+	srcRegistry := bannerURL(t, out.String(), "Source registry")
+	destRegistry := bannerURL(t, out.String(), "Destination registry")
+	for _, want := range []string{"curl -s " + srcRegistry + "/subjects\n", "curl -s " + destRegistry + "/subjects\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	if got := registrySubjects(t, srcRegistry); !slices.Equal(got, []string{"orders-value", "payments-value"}) {
+		t.Errorf("source registry subjects %v, want orders-value and payments-value", got)
+	}
+	registrySubjects(t, destRegistry) // it answers
 	if strings.Contains(out.String(), "dev-secret") {
 		t.Error("the banner prints the token")
 	}
@@ -114,4 +130,81 @@ func demoStates(t *testing.T, base string) []string {
 		out = append(out, p.State)
 	}
 	return out
+}
+
+// bannerURL returns the URL on the banner line that starts with label.
+func bannerURL(t *testing.T, banner, label string) string {
+	t.Helper()
+	for _, line := range strings.Split(banner, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), label+" "); ok {
+			if f := strings.Fields(rest); len(f) > 0 && strings.HasPrefix(f[0], "http://127.0.0.1:") {
+				return f[0]
+			}
+		}
+	}
+	t.Fatalf("banner has no %q line with a URL:\n%s", label, banner)
+	return ""
+}
+
+// registrySubjects lists a Schema Registry's subjects, sorted.
+func registrySubjects(t *testing.T, registry string) []string {
+	t.Helper()
+	resp, err := http.Get(registry + "/subjects")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var subjects []string
+	if err := json.NewDecoder(resp.Body).Decode(&subjects); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s/subjects: %s, %v", registry, resp.Status, err)
+	}
+	slices.Sort(subjects)
+	return subjects
+}
+
+// TestDevDemoMirrorNamesTheSourceRegistry: the demo mirror's request names
+// the source registry; a server that refuses the field as unknown (before
+// the API takes source.schema_registry) gets the mirror without it, and
+// the demo goes on.
+func TestDevDemoMirrorNamesTheSourceRegistry(t *testing.T) {
+	for _, takesRegistry := range []bool{true, false} {
+		var bodies []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			if r.URL.Path == "/v1/mirrors" {
+				bodies = append(bodies, string(b))
+				if !takesRegistry && strings.Contains(string(b), "schema_registry") {
+					w.Header().Set("Content-Type", "application/problem+json")
+					w.WriteHeader(http.StatusBadRequest)
+					_, _ = io.WriteString(w, `{"title":"Bad Request","status":400,"detail":"json: unknown field \"schema_registry\""}`)
+					return
+				}
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		schemas, err := setUpDemoMirror(context.Background(), srv.URL, "127.0.0.1:19092", "http://127.0.0.1:18081", "")
+		srv.Close()
+		if err != nil || schemas != takesRegistry {
+			t.Fatalf("server takes the registry %t: schemas %t, %v", takesRegistry, schemas, err)
+		}
+		var first struct {
+			Name   string `json:"name"`
+			Source struct {
+				BootstrapServers string `json:"bootstrap_servers"`
+				SchemaRegistry   struct {
+					URLs []string `json:"urls"`
+				} `json:"schema_registry"`
+			} `json:"source"`
+		}
+		if err := json.Unmarshal([]byte(bodies[0]), &first); err != nil {
+			t.Fatal(err)
+		}
+		if first.Name != "demo" || first.Source.BootstrapServers != "127.0.0.1:19092" ||
+			!slices.Equal(first.Source.SchemaRegistry.URLs, []string{"http://127.0.0.1:18081"}) {
+			t.Errorf("first request %s, want the demo mirror with the source registry", bodies[0])
+		}
+		if want := map[bool]int{true: 1, false: 2}[takesRegistry]; len(bodies) != want || strings.Contains(bodies[len(bodies)-1], "schema_registry") != takesRegistry {
+			t.Errorf("server takes the registry %t: requests %q", takesRegistry, bodies)
+		}
+	}
 }

@@ -310,6 +310,9 @@ func truncateLines(s string, n int) string {
 // readmeDev is a `kmirror dev` the test started, on ports of its own.
 type readmeDev struct {
 	api, source, destination string // host:port
+	// sourceRegistry and destinationRegistry are the Schema Registries'
+	// host:port.
+	sourceRegistry, destinationRegistry string
 }
 
 // The README's addresses, kmirror dev's defaults.
@@ -317,6 +320,9 @@ const (
 	readmeAPI         = "127.0.0.1:8080"
 	readmeSource      = "127.0.0.1:19092"
 	readmeDestination = "127.0.0.1:29092"
+	// The Schema Registries'.
+	readmeSourceRegistry      = "127.0.0.1:18081"
+	readmeDestinationRegistry = "127.0.0.1:28081"
 )
 
 func (d readmeDev) rewriteCommand(s string) string {
@@ -324,15 +330,18 @@ func (d readmeDev) rewriteCommand(s string) string {
 		readmeAPI, d.api, "localhost:8080", d.api,
 		readmeSource, d.source, "localhost:19092", d.source,
 		readmeDestination, d.destination, "localhost:29092", d.destination,
+		readmeSourceRegistry, d.sourceRegistry, "localhost:18081", d.sourceRegistry,
+		readmeDestinationRegistry, d.destinationRegistry, "localhost:28081", d.destinationRegistry,
 		"go run ./cmd/kmirror ", "./kmirror ",
 	).Replace(s)
 }
 
 func (d readmeDev) rewriteOutput(s string) string {
-	return strings.NewReplacer(d.api, readmeAPI, d.source, readmeSource, d.destination, readmeDestination).Replace(s)
+	return strings.NewReplacer(d.api, readmeAPI, d.source, readmeSource, d.destination, readmeDestination,
+		d.sourceRegistry, readmeSourceRegistry, d.destinationRegistry, readmeDestinationRegistry).Replace(s)
 }
 
-var readmeBanner = regexp.MustCompile(`^\s*(Web console|Source Kafka|Destination)\s+(?:http://)?(127\.0\.0\.1:\d+)`)
+var readmeBanner = regexp.MustCompile(`^\s*(Web console|Source Kafka|Destination|Source registry|Destination registry)\s+(?:http://)?(127\.0\.0\.1:\d+)`)
 
 // startREADMEDev starts the built kmirror dev on a fresh database and
 // ports of the kernel's choosing, and waits for the demo mirror's
@@ -341,7 +350,8 @@ var readmeBanner = regexp.MustCompile(`^\s*(Web console|Source Kafka|Destination
 func startREADMEDev(t *testing.T, dir, keyFile string) readmeDev {
 	t.Helper()
 	dbURL := testdb.New(t)
-	cmd := exec.Command(filepath.Join(dir, "kmirror"), "dev", "--listen", "127.0.0.1:0", "--source-port", "0", "--destination-port", "0")
+	cmd := exec.Command(filepath.Join(dir, "kmirror"), "dev", "--listen", "127.0.0.1:0", "--source-port", "0", "--destination-port", "0",
+		"--source-registry-port", "0", "--destination-registry-port", "0")
 	cmd.Dir = dir
 	// The key file keeps dev from keeping a key in the user's cache
 	// directory, as it does for a database named by KMIRROR_DATABASE_URL.
@@ -379,7 +389,7 @@ func startREADMEDev(t *testing.T, dir, keyFile string) readmeDev {
 	})
 	var d readmeDev
 	timeout := time.After(2 * time.Minute)
-	for d.api == "" || d.source == "" || d.destination == "" {
+	for d.api == "" || d.source == "" || d.destination == "" || d.sourceRegistry == "" || d.destinationRegistry == "" {
 		select {
 		case a := <-addrs:
 			switch a[0] {
@@ -389,6 +399,10 @@ func startREADMEDev(t *testing.T, dir, keyFile string) readmeDev {
 				d.source = a[1]
 			case "Destination":
 				d.destination = a[1]
+			case "Source registry":
+				d.sourceRegistry = a[1]
+			case "Destination registry":
+				d.destinationRegistry = a[1]
 			}
 		case err := <-exited:
 			t.Fatalf("kmirror dev exited before it was ready: %v\n%s", err, stderr.String())

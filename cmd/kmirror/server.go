@@ -23,6 +23,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/notifier"
 	"kmirror/internal/runtime/secretbox"
 	"kmirror/internal/runtime/startstop"
@@ -110,6 +111,10 @@ type serverConfig struct {
 	// DescribeRate paces GET /v1/partitions for the whole instance, in rows
 	// per second (api.Config.DescribeRate).
 	DescribeRate float64
+	// DestinationRegistry is the deployment's one destination Schema
+	// Registry, into which the mirrors' subjects are copied; nil when none
+	// is configured (--destination-schema-registry-url).
+	DestinationRegistry *schemaregistry.Config
 	// Ready, when set, receives the bound address once the API serves.
 	Ready func(addr string)
 }
@@ -128,6 +133,11 @@ func (c *serverConfig) validate() error {
 		return fmt.Errorf("refusing to serve %s without API tokens: anyone who reaches it could fail over "+
 			"topics. Set --api-tokens-file (see kmirror token new) or KMIRROR_API_TOKEN, listen on 127.0.0.1, "+
 			"or pass --insecure-no-auth", c.Listen)
+	}
+	if c.DestinationRegistry != nil {
+		if err := c.DestinationRegistry.Validate(); err != nil {
+			return fmt.Errorf("destination Schema Registry: %w", err)
+		}
 	}
 	if c.DeliveryTimeout >= c.LeaseTTL/3 {
 		return fmt.Errorf("delivery timeout %s must be shorter than the lease safety margin (TTL/3 = %s)", c.DeliveryTimeout, c.LeaseTTL/3)
@@ -202,11 +212,12 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	host, _ := os.Hostname()
 	fs := flag.NewFlagSet("kmirror server", flag.ContinueOnError)
 	var cfg serverConfig
-	var dest string
+	var dest, registryURLs string
 	fs.StringVar(&cfg.Listen, "listen", envOr("KMIRROR_LISTEN", "127.0.0.1:8080"), "HTTP listen address (KMIRROR_LISTEN)")
 	fs.StringVar(&cfg.DebugListen, "debug-listen", os.Getenv("KMIRROR_DEBUG_LISTEN"), "serve Go's profiles (/debug/pprof/) on this loopback address, e.g. 127.0.0.1:6060; off when empty (KMIRROR_DEBUG_LISTEN)")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", os.Getenv("KMIRROR_DATABASE_URL"), "Postgres URL (KMIRROR_DATABASE_URL)")
 	fs.StringVar(&dest, "destination-bootstrap", os.Getenv("KMIRROR_DESTINATION_BOOTSTRAP"), "destination cluster host:port list (KMIRROR_DESTINATION_BOOTSTRAP)")
+	fs.StringVar(&registryURLs, "destination-schema-registry-url", os.Getenv("KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL"), "the destination Schema Registry, into which mirrors copy their source registry's subjects with ids kept: http(s) URLs, comma-separated; none when empty. Its credentials and TLS are KMIRROR_DESTINATION_SCHEMA_REGISTRY_* (below) (KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL)")
 	fs.StringVar(&cfg.InstanceID, "instance-id", envOr("KMIRROR_INSTANCE_ID", fmt.Sprintf("%s-%d", host, os.Getpid())), "unique id of this instance (KMIRROR_INSTANCE_ID)")
 	fs.DurationVar(&cfg.LeaseTTL, "lease-ttl", envDuration("KMIRROR_LEASE_TTL", 15*time.Second), "lease time-to-live (KMIRROR_LEASE_TTL)")
 	fs.DurationVar(&cfg.LeaseRenewInterval, "lease-renew-interval", envDuration("KMIRROR_LEASE_RENEW_INTERVAL", 5*time.Second), "lease renew interval (KMIRROR_LEASE_RENEW_INTERVAL)")
@@ -253,6 +264,9 @@ func serverCommand(ctx context.Context, args []string, stderr io.Writer) error {
 	if cfg.Destination, err = destinationFromEnv(dest); err != nil {
 		return err
 	}
+	if cfg.DestinationRegistry, err = destinationRegistryFromEnv(registryURLs); err != nil {
+		return err
+	}
 	cfg.steps = &steps{}
 	defer shutdownBackstop(ctx, cmp.Or(cfg.ShutdownTimeout, defaultShutdownTimeout)+backstopAfter, cfg.Logger, os.Exit, cfg.steps.names)()
 	err = runServer(ctx, cfg)
@@ -278,7 +292,7 @@ Environment only (secrets stay out of process listings):
   KMIRROR_DESTINATION_TLS_CERT_FILE        client certificate (PEM)
   KMIRROR_DESTINATION_TLS_KEY_FILE         its private key (PEM)
   KMIRROR_DESTINATION_TLS_SERVER_NAME      the name to verify the destination's certificate against
-`
+` + serverEnvRegistry
 
 // destinationFromEnv builds the destination connection from the
 // KMIRROR_DESTINATION_* variables, reading TLS files.
@@ -355,7 +369,7 @@ func components(cfg serverConfig, pools workerPools, deployment string, notes *n
 		return nil, err
 	}
 	syncer, err := metadatasync.New(metadatasync.Config{Pool: pool, Service: svc,
-		InstanceID: cfg.InstanceID, Destination: cfg.Destination, Logger: log,
+		InstanceID: cfg.InstanceID, Destination: cfg.Destination, DestinationRegistry: cfg.DestinationRegistry, Logger: log,
 		DefaultInterval: cfg.MetadataRefreshInterval, Registerer: reg, Producer: eng, Notifier: notes})
 	if err != nil {
 		return nil, err
@@ -405,6 +419,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 		return err
 	}
 	log := cfg.Logger.With("instance", cfg.InstanceID)
+	logDestinationRegistry(log, cfg.DestinationRegistry)
 	if !cfg.Tokens.Enabled() && !loopback(cfg.Listen) {
 		log.Warn("--insecure-no-auth: the API has no tokens and listens on " + cfg.Listen +
 			": anyone who reaches it may create, change and fail over mirrors")

@@ -50,7 +50,11 @@ type Config struct {
 	Service     *service.Workers
 	InstanceID  string
 	Destination kafkaconn.Config
-	Logger      *slog.Logger
+	// DestinationRegistry is the deployment's destination Schema Registry,
+	// into which each mirror's source registry subjects are copied with
+	// their ids kept (schemas.go); nil when the deployment has none.
+	DestinationRegistry *schemaregistry.Config
+	Logger              *slog.Logger
 	// DefaultInterval is the pass interval of a mirror that does not set
 	// mirror.metadata.refresh.interval.ms; default 30s.
 	DefaultInterval time.Duration
@@ -77,10 +81,6 @@ type Config struct {
 	ProbeInterval time.Duration
 	// ProbeTimeout bounds each probe; default 5s.
 	ProbeTimeout time.Duration
-	// DestinationRegistry is the deployment's destination Schema Registry;
-	// nil when it has none. With one, each mirror that names a source
-	// registry has its subjects synced (schemas.go).
-	DestinationRegistry *schemaregistry.Config
 }
 
 func (c *Config) validate() error {

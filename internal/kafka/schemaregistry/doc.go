@@ -17,8 +17,10 @@
 //     while mirrored, READWRITE after a failover).
 //
 // The client is franz-go's pkg/sr, from the project whose kgo, kadm and
-// kfake kmirror already uses, with srfake as the in-memory registry its
-// tests run against. Secrets arrive here as plain strings: sealing them at
+// kfake kmirror already uses. The tests run against srfake registries, the
+// destination's through internal/devenv/devregistry, which adds the IMPORT
+// mode, READONLY and contexts srfake lacks (test files only: the package
+// itself does not import it). Secrets arrive here as plain strings: sealing them at
 // rest is the caller's job. Like the Kafka packages, this one knows nothing
 // of the domain's tables; it may import only the standard library, sr and
 // kafkaconn (whose PEM parsing it shares).

@@ -26,10 +26,10 @@ func seedOrdersAndPayments(t *testing.T) *sr.Client {
 // the next sync after the restart resumes and leaves them READONLY.
 func TestSyncAcrossADestinationCrashAndRestart(t *testing.T) {
 	src := seedOrdersAndPayments(t)
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 	sel := Selection{Topics: []string{"orders", "payments"}}
-	dest.crashAt.Store(2) // the write of orders-value version 2
+	dest.CrashAtRegistration(2) // the write of orders-value version 2
 
 	rep := mustSync(t, src, dst, sel)
 	t.Logf("during the crash: %s", rep)
@@ -44,14 +44,18 @@ func TestSyncAcrossADestinationCrashAndRestart(t *testing.T) {
 		t.Errorf("payments-value: %+v, want an error, nothing copied and its mode untouched", payments)
 	}
 	// Checked in memory: the registry answers nothing while down.
-	if got, ok := dest.front.GetSchema("orders-value", 1); !ok || got.ID != 21 {
+	if got, ok := dest.Context("").GetSchema("orders-value", 1); !ok || got.ID != 21 {
 		t.Errorf("version 1 on the destination = %+v, %t; want it whole with id 21", got, ok)
 	}
-	if _, ok := dest.front.GetSchema("orders-value", 2); ok {
+	if _, ok := dest.Context("").GetSchema("orders-value", 2); ok {
 		t.Error("version 2 is on the destination although its write never reached the registry")
 	}
 
-	dest.down.Store(false) // the registry restarts with its state
+	// The registry restarts at the same URL with its state.
+	dest.SetDown(false)
+	if err := dest.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	if m := mode(t, dst, "orders-value"); m != sr.ModeImport {
 		t.Errorf("orders-value mode %s after the crash, want IMPORT: the state the report announced", m)
 	}
@@ -76,9 +80,9 @@ func TestSyncAcrossADestinationCrashAndRestart(t *testing.T) {
 // READONLY at once, with the versions before the failure kept.
 func TestSyncRestoresReadOnlyAfterAFailedWrite(t *testing.T) {
 	src := seedOrdersAndPayments(t)
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
-	dest.failAt.Store(2)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
+	dest.FailRegistration(2)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
 	orders := subjectReport(t, rep, "orders-value")
@@ -103,8 +107,8 @@ func TestSyncWithAnUnreachableSource(t *testing.T) {
 	srcReg, src := newSource(t)
 	srcReg.SeedSchema("orders-value", 1, 1, avro(record("Order", "a")))
 	srcReg.Close()
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
 	if rep.Failed != 2 {
@@ -115,7 +119,7 @@ func TestSyncWithAnUnreachableSource(t *testing.T) {
 			t.Errorf("%s error %v, want the source registry's failure naming the subject", s.Source, s.Err)
 		}
 	}
-	if got := dest.importLog(); len(got) != 0 {
+	if got := dest.Imports(); len(got) != 0 {
 		t.Errorf("wrote %v with the source down", got)
 	}
 	if m := mode(t, dst, "orders-value"); m != sr.ModeReadWrite {
@@ -133,17 +137,17 @@ func TestSyncWithAnUnreachableSource(t *testing.T) {
 // and copies the rest with the same ids.
 func TestSyncCancelledMidWriteLeavesTheSubjectReadOnly(t *testing.T) {
 	src := seedOrdersAndPayments(t)
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 	sel := Selection{Topics: []string{"orders"}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hook := func(n int64) {
+	hook := func(n int) {
 		if n == 2 {
 			cancel()
 		}
 	}
-	dest.onImport.Store(&hook)
+	dest.OnRegistration(hook)
 
 	rep, err := Sync(ctx, src, dst, sel)
 	if err != nil {
@@ -160,7 +164,7 @@ func TestSyncCancelledMidWriteLeavesTheSubjectReadOnly(t *testing.T) {
 		t.Errorf("orders-value mode %s, want READONLY", m)
 	}
 
-	dest.onImport.Store(nil)
+	dest.OnRegistration(nil)
 	rep = mustSync(t, src, dst, sel)
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)

@@ -9,10 +9,10 @@ import (
 )
 
 func TestSetModeSwitchesOnlyTheNamedSubjects(t *testing.T) {
-	dest := newFakeRegistry(t)
-	dest.front.SeedSchema("east.orders-value", 1, 1, avro(record("Order", "a")))
-	dest.front.SeedSchema("east.orders-key", 1, 2, sr.Schema{Schema: `"string"`})
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dest.Context("").SeedSchema("east.orders-value", 1, 1, avro(record("Order", "a")))
+	dest.Context("").SeedSchema("east.orders-key", 1, 2, sr.Schema{Schema: `"string"`})
+	dst := clientFor(t, dest)
 	ctx := context.Background()
 	both := []string{"east.orders-value", "east.orders-key"}
 
@@ -56,7 +56,7 @@ func TestSetModeSwitchesOnlyTheNamedSubjects(t *testing.T) {
 	}
 
 	// A registry that cannot be reached: the error names the subject.
-	dest.down.Store(true)
+	dest.SetDown(true)
 	if err := SetMode(ctx, dst, both[:1], sr.ModeReadWrite); err == nil || !strings.Contains(err.Error(), `"east.orders-value"`) {
 		t.Errorf("error %v, want one naming east.orders-value", err)
 	}

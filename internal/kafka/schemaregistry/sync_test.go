@@ -101,9 +101,9 @@ func TestSyncCopiesSubjectWithIDsAndVersions(t *testing.T) {
 	// show.
 	srcReg.SeedSchema("orders-value", 1, 101, avro(record("Order", "id")))
 	srcReg.SeedSchema("orders-value", 2, 105, avro(record("Order", "id", "note")))
-	dest := newFakeRegistry(t)
-	dest.front.SeedSchema("unrelated-value", 1, 1, avro(record("Other", "x")))
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dest.Context("").SeedSchema("unrelated-value", 1, 1, avro(record("Other", "x")))
+	dst := clientFor(t, dest)
 	sel := Selection{Topics: []string{"orders"}}
 
 	plan, err := PlanSync(context.Background(), src, dst, sel)
@@ -150,15 +150,15 @@ func TestSyncFollowsReferenceChainInDependencyOrder(t *testing.T) {
 		sr.SchemaReference{Name: "Currency", Subject: "com.acme.Currency", Version: 1}))
 	srcReg.SeedSchema("orders-value", 1, 33, avro(record("Order", "id"),
 		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 1}))
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
 	if err := rep.Err(); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"com.acme.Currency v1 id31", "com.acme.Money v1 id32", "orders-value v1 id33"}
-	if got := dest.importLog(); !slices.Equal(got, want) {
+	if got := dest.Imports(); !slices.Equal(got, want) {
 		t.Errorf("writes %v, want %v (each referenced subject before its referrer)", got, want)
 	}
 	got := version(t, dst, "orders-value", 1)
@@ -175,8 +175,8 @@ func TestSyncFollowsReferenceChainInDependencyOrder(t *testing.T) {
 func TestSyncCopiesOnlyTheVersionAddedSince(t *testing.T) {
 	srcReg, src := newSource(t)
 	srcReg.SeedSchema("orders-value", 1, 7, avro(record("Order", "id")))
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 	sel := Selection{Topics: []string{"orders"}}
 	mustSync(t, src, dst, sel)
 
@@ -190,7 +190,7 @@ func TestSyncCopiesOnlyTheVersionAddedSince(t *testing.T) {
 	if !slices.Equal(s.Copied, []CopiedVersion{{Version: v, ID: id}}) || s.Present != 1 {
 		t.Errorf("second sync copied %v with %d present, want only version %d (id %d) with 1 present", s.Copied, s.Present, v, id)
 	}
-	if got := dest.importLog(); len(got) != 2 || got[1] != fmt.Sprintf("orders-value v%d id%d", v, id) {
+	if got := dest.Imports(); len(got) != 2 || got[1] != fmt.Sprintf("orders-value v%d id%d", v, id) {
 		t.Errorf("writes %v, want version 1 then only the new version", got)
 	}
 	if got := version(t, dst, "orders-value", v); got.ID != id {
@@ -206,8 +206,8 @@ func TestSyncKeepsSoftDeletedVersions(t *testing.T) {
 	if err := src.DeleteSchema(context.Background(), "orders-value", 2, sr.SoftDelete); err != nil {
 		t.Fatal(err)
 	}
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 	sel := Selection{Topics: []string{"orders"}}
 
 	rep := mustSync(t, src, dst, sel)
@@ -243,8 +243,8 @@ func TestSyncCopiesCompatibility(t *testing.T) {
 	if err := srcReg.SetCompat("orders-value", sr.CompatFullTransitive); err != nil {
 		t.Fatal(err)
 	}
-	dest := newFakeRegistry(t, srfake.WithGlobalCompat(sr.CompatBackward))
-	dst := dest.client(t)
+	dest := newDestination(t, srfake.WithGlobalCompat(sr.CompatBackward))
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
 	if s := subjectReport(t, rep, "orders-value"); s.Compatibility != sr.CompatFullTransitive {
@@ -260,10 +260,10 @@ func TestSyncRefusesAnIDTheDestinationUsesForAnotherSchema(t *testing.T) {
 	srcReg, src := newSource(t)
 	srcReg.SeedSchema("orders-value", 1, 101, avro(record("Order", "id")))
 	srcReg.SeedSchema("payments-value", 1, 102, avro(record("Payment", "id")))
-	dest := newFakeRegistry(t)
+	dest := newDestination(t)
 	other := avro(record("Someone", "else"))
-	dest.front.SeedSchema("inventory-value", 1, 101, other)
-	dst := dest.client(t)
+	dest.Context("").SeedSchema("inventory-value", 1, 101, other)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
 	t.Logf("with a conflict: %s", rep)
@@ -295,9 +295,9 @@ func TestSyncRefusesAVersionTheDestinationHasWithAnotherSchema(t *testing.T) {
 	srcReg, src := newSource(t)
 	srcReg.SeedSchema("orders-value", 1, 101, avro(record("Order", "id")))
 	srcReg.SeedSchema("orders-value", 2, 102, avro(record("Order", "id", "v2")))
-	dest := newFakeRegistry(t)
-	dest.front.SeedSchema("orders-value", 1, 50, avro(record("Local", "id")))
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dest.Context("").SeedSchema("orders-value", 1, 50, avro(record("Local", "id")))
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
 	var conflict *VersionConflictError
@@ -319,8 +319,8 @@ func TestSyncFanInWritesCollidingIDsIntoTwoContexts(t *testing.T) {
 	eastOrder, westPayment := avro(record("EastOrder", "id")), avro(record("WestPayment", "id"))
 	eastReg.SeedSchema("orders-value", 1, 1, eastOrder)
 	westReg.SeedSchema("payments-value", 1, 1, westPayment)
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	for _, c := range []struct {
 		src *sr.Client
@@ -367,8 +367,8 @@ func TestSyncTopicSubjectsTakeTheDestinationPrefix(t *testing.T) {
 		sr.SchemaReference{Name: "Customer", Subject: "customers-value", Version: 1},
 		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 1}))
 	srcReg.SeedSchema("payments-value", 1, 5, avro(record("Payment", "id")))
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	// customers has no key schema: not an error.
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "customers"}, TopicPrefix: "east."})
@@ -401,8 +401,8 @@ func TestSyncSelectsSubjectsByWholeNameRegex(t *testing.T) {
 	srcReg.SeedSchema("com.acme.Address", 1, 2, avro(record("Address", "street")))
 	srcReg.SeedSchema("xcom.acme.Other", 1, 3, avro(record("Other", "x")))
 	srcReg.SeedSchema("orders-value", 1, 4, avro(record("Order", "id")))
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{SubjectRegex: `com\.acme\..*`})
 	var got []string
@@ -467,10 +467,10 @@ func TestSyncReferrerDependsOnlyOnTheVersionsItNeeds(t *testing.T) {
 		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 1}))
 	srcReg.SeedSchema("payments-value", 1, 43, avro(record("Payment", "id"),
 		sr.SchemaReference{Name: "Money", Subject: "com.acme.Money", Version: 2}))
-	dest := newFakeRegistry(t)
-	dest.front.SeedSchema("com.acme.Money", 1, 40, avro(record("Money", "amount")))
-	dest.front.SeedSchema("com.acme.Money", 2, 99, avro(record("LocalMoney", "x")))
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dest.Context("").SeedSchema("com.acme.Money", 1, 40, avro(record("Money", "amount")))
+	dest.Context("").SeedSchema("com.acme.Money", 2, 99, avro(record("LocalMoney", "x")))
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
 	var conflict *VersionConflictError
@@ -504,8 +504,8 @@ func TestSyncKeepsASoftDeletedReferenceChain(t *testing.T) {
 			t.Fatalf("soft-deleting %s on the source: %v", s, err)
 		}
 	}
-	dest := newFakeRegistry(t)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders"}})
 	if err := rep.Err(); err != nil {
@@ -530,9 +530,9 @@ func TestSyncSharesAnIDBetweenSubjectsWithTheSameSchema(t *testing.T) {
 	if id, _, err := srcReg.RegisterSchema("payments-key", str); err != nil || id != 1 {
 		t.Fatalf("source reuse of id 1: id %d, %v", id, err)
 	}
-	dest := newFakeRegistry(t)
-	dest.front.SeedSchema("legacy-key", 1, 1, str)
-	dst := dest.client(t)
+	dest := newDestination(t)
+	dest.Context("").SeedSchema("legacy-key", 1, 1, str)
+	dst := clientFor(t, dest)
 
 	rep := mustSync(t, src, dst, Selection{Topics: []string{"orders", "payments"}})
 	if err := rep.Err(); err != nil {

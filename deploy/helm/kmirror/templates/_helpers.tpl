@@ -87,11 +87,13 @@ is given in the values; otherwise it must exist before the pods start.
 Where the Secrets are mounted. Each file is named after its key in the
 Secret. Whole directories, never subPath: the kubelet then updates the files
 when the Secret changes, and the server re-reads its secret key file when it
-changes (the tokens file and the destination's TLS files are read at start).
+changes (the tokens file and the destination's and its Schema Registry's TLS
+files are read at start).
 */}}
 {{- define "kmirror.apiTokensDir" -}}/etc/kmirror/api-tokens{{- end }}
 {{- define "kmirror.secretKeyDir" -}}/var/lib/kmirror{{- end }}
 {{- define "kmirror.destinationTLSDir" -}}/etc/kmirror/destination-tls{{- end }}
+{{- define "kmirror.destinationRegistryTLSDir" -}}/etc/kmirror/destination-schema-registry-tls{{- end }}
 
 {{/*
 Checks of the values that Kubernetes would accept but that would break
@@ -157,6 +159,29 @@ kmirror, run by the Deployment's template so that a bad value fails
 {{- end }}
 {{- else if and .mechanism (not .existingSecret) }}
 {{- fail "destination.sasl.existingSecret: name the Secret that holds the destination's SASL password" }}
+{{- end }}
+{{- end }}
+{{- with .Values.destination.schemaRegistry }}
+{{- if .url }}
+{{- range $u := splitList "," .url }}
+{{- if not (regexMatch "^https?://[^/@]+(/.*)?$" (trim $u)) }}
+{{- fail (printf "destination.schemaRegistry.url: %q is not an http:// or https:// URL with a host (and without credentials: use username and existingSecret)" (trim $u)) }}
+{{- end }}
+{{- end }}
+{{- if and .username .bearerTokenKey }}
+{{- fail "destination.schemaRegistry: username and bearerTokenKey are both set; a registry takes basic auth or a bearer token, not both" }}
+{{- end }}
+{{- if and (or .username .bearerTokenKey) (not .existingSecret) }}
+{{- fail "destination.schemaRegistry.existingSecret: name the Secret that holds the registry's password (under passwordKey) or bearer token (under bearerTokenKey)" }}
+{{- end }}
+{{- if and (or .tls.existingSecret .tls.serverName) (not (contains "https://" .url)) }}
+{{- fail "destination.schemaRegistry.tls: set, but no url is https://" }}
+{{- end }}
+{{- if and .tls.existingSecret (ne (empty .tls.certKey) (empty .tls.keyKey)) }}
+{{- fail "destination.schemaRegistry.tls: certKey and keyKey go together" }}
+{{- end }}
+{{- else if or .username .existingSecret .bearerTokenKey .tls.existingSecret .tls.serverName }}
+{{- fail "destination.schemaRegistry: credentials or TLS are set, but no url" }}
 {{- end }}
 {{- end }}
 {{- end }}
