@@ -138,12 +138,8 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return nil
 	}
 	base := "http://" + addr
-	schemas, err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), registries.source.URL(), tokens.Admin)
-	if err != nil {
+	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), registries.source.URL(), tokens.Admin); err != nil {
 		return err
-	}
-	if !schemas {
-		log.Warn("this server does not take a mirror's source.schema_registry yet: the demo mirror copies no schemas")
 	}
 	printDevBanner(stdout, devBanner{base: base, source: clusters.SourceAddr(), destination: clusters.DestinationAddr(),
 		sourceRegistry: registries.source.URL(), destinationRegistry: registries.destination.URL(), auth: tokens.Enabled()})
@@ -201,28 +197,20 @@ func devSecretKey(reused bool) (*secretbox.Keyring, error) {
 // setUpDemoMirror creates the mirror demo, its source naming the source
 // Schema Registry, and adds orders and payments, as an operator would with
 // curl; existing ones (a reused database) are kept. token is the admin token,
-// when the server has tokens. It reports whether the mirror took the
-// registry: a server without source.schema_registry in its API (issue 47,
-// before that field lands) refuses it as an unknown field, and the demo
-// mirror is then created without it.
-func setUpDemoMirror(ctx context.Context, base, source, registry, token string) (schemas bool, err error) {
+// when the server has tokens.
+func setUpDemoMirror(ctx context.Context, base, source, registry, token string) error {
 	status, body, err := devPost(ctx, base, "/v1/mirrors", demoMirrorBody(source, registry), token)
-	schemas = true
-	if err == nil && status == http.StatusBadRequest && bytes.Contains(body, []byte(`unknown field \"schema_registry\"`)) {
-		schemas = false
-		status, body, err = devPost(ctx, base, "/v1/mirrors", demoMirrorBody(source, ""), token)
-	}
 	if err == nil {
 		err = devStepError("/v1/mirrors", status, body)
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	status, body, err = devPost(ctx, base, "/v1/mirrors/demo/topics:add", `{"topic":"orders|payments"}`, token)
 	if err == nil {
 		err = devStepError("/v1/mirrors/demo/topics:add", status, body)
 	}
-	return schemas, err
+	return err
 }
 
 // demoMirrorBody is the demo mirror's POST /v1/mirrors body; registry, when

@@ -329,15 +329,16 @@ func TestSchemaSyncIDConflictAndRegistryRestart(t *testing.T) {
 	if err := srcReg.Start(); err != nil {
 		t.Fatal(err)
 	}
-	v1 := registerAvro(t, srcCl, "orders-value", orderV1Schema)
+	// Another schema than clash-value's: the same one would share its id.
+	v1 := registerAvro(t, srcCl, "orders-value", orderV2Schema)
 	if _, err := env.Svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, dstCl, "orders-value", 1, v1.ID)
 	env.waitSchemaSync("m1", "orders-value synced after the restart", func(r *service.SchemaSyncResult) bool {
 		s, ok := subjectOf(r, "orders-value")
 		return ok && s.Versions == 1 && s.Error == "" && s.Mode == service.SchemaModeReadOnly
 	})
+	waitVersion(t, dstCl, "orders-value", 1, v1.ID)
 }
 
 // TestSchemaSyncFanInContexts: two mirrors whose source registries gave
