@@ -99,6 +99,17 @@ func TestDevRunsDemoAndCleansUp(t *testing.T) {
 			t.Errorf("--sync output lacks %q:\n%s", want, syncOut.String())
 		}
 	}
+	// Describe says where the demo's schemas come from and how they stand.
+	var descOut, descErr bytes.Buffer
+	if code := run(ctx, []string{"mirrors", "--server", base, "--describe", "--mirror", "demo"}, &descOut, &descErr); code != 0 {
+		t.Fatalf("--describe: exit %d: %s%s", code, descOut.String(), descErr.String())
+	}
+	for _, want := range []string{"Mirror demo schema registry: " + srcRegistry, "Schemas of demo: last sync ", ", ok; 2 subject(s), 3 version(s) in step",
+		"  orders-value: 2 version(s), READONLY\n", "  payments-value: 1 version(s), READONLY\n"} {
+		if !strings.Contains(descOut.String(), want) {
+			t.Errorf("--describe output lacks %q:\n%s", want, descOut.String())
+		}
+	}
 
 	cancel()
 	select {

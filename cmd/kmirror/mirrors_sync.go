@@ -41,8 +41,45 @@ func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
 	writeLastSync(c.stdout, mirror, resp.JSON200.LastSync)
 	if line := schemaRegistryLine(mirror, resp.JSON200.Source.SchemaRegistry); line != "" {
 		fmt.Fprintf(c.stdout, "\n%s\n", line)
+		writeSchemaSync(c.stdout, mirror, resp.JSON200.SchemaSync)
 	}
 	return nil
+}
+
+// writeSchemaSync prints a mirror's last Schema Registry sync: when, its
+// outcome, and a line per subject.
+func writeSchemaSync(w io.Writer, mirror string, r *client.SchemaSyncResult) {
+	if r == nil {
+		fmt.Fprintf(w, "Schemas of %s: none synced yet (the sync runs on servers started with --destination-schema-registry-url)\n", mirror)
+		return
+	}
+	state := "ok"
+	if !r.Ok {
+		state = "ERROR"
+		if r.Error != nil && *r.Error != "" {
+			state += " " + *r.Error
+		}
+	}
+	fmt.Fprintf(w, "Schemas of %s: last sync %s, %s; %d subject(s), %d version(s) in step", mirror,
+		r.FinishedAt.Format(time.RFC3339), state, len(r.Subjects), r.Versions)
+	if !r.Ok && r.LastOkAt != nil {
+		fmt.Fprintf(w, "; last success %s", r.LastOkAt.Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Subjects {
+		name := s.Source
+		if s.Destination != s.Source {
+			name += " → " + s.Destination
+		}
+		line := fmt.Sprintf("  %s: %d version(s)", name, s.Versions)
+		if s.Mode != nil {
+			line += ", " + string(*s.Mode)
+		}
+		if s.Error != nil && *s.Error != "" {
+			line += ": ERROR " + *s.Error
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 func writeLastSync(w io.Writer, mirror string, r *client.SyncResult) {

@@ -142,6 +142,7 @@ var readmeSections = map[string]string{
 	"Pause, resume, failover and restart": "",
 	"Metadata sync":                       "",
 	"Fan-in: several sources into one destination": "",
+	"Schema Registry: schemas follow the data":     "",
 	"`__mirror_state` and restore":                 "it needs an empty database and a destination of its own, and starts servers (TestRestoreCommand covers restore)",
 	"The CLI":                                      "",
 	"Running a server":                             "",
