@@ -260,7 +260,8 @@ func TestSchemasFollowTheData(t *testing.T) {
 	}
 
 	// Producers on the destination may now register.
-	if _, err := dstCl.CreateSchema(ctx, "orders-value", sr.Schema{Schema: strings.Replace(orderV2Schema, `"default":1`, `"default":2`, 1)}); err != nil {
+	v3, err := dstCl.CreateSchema(ctx, "orders-value", sr.Schema{Schema: strings.Replace(orderV2Schema, `"default":1`, `"default":2`, 1)})
+	if err != nil {
 		t.Fatalf("registering on the destination after the failover: %v", err)
 	}
 	kinds := env.eventKinds("m1")
@@ -269,6 +270,57 @@ func TestSchemasFollowTheData(t *testing.T) {
 			t.Fatalf("no %s event: %v", k, kinds)
 		}
 	}
+
+	// Failback: a deployment of its own mirrors the destination back into
+	// the source, registries the other way round. Only the version the
+	// destination's producers added is copied back, with its id; the two
+	// the source had stay as they are.
+	back := workertest.NewEnvOn(t, env.Clusters)
+	back.T = t
+	rcfg := schemaregistry.Config{URLs: []string{srcReg.URL()}}
+	back.StartInstanceOpts("b1", workertest.InstanceOpts{Sync: true, DestinationRegistry: &rcfg,
+		Dest: workertest.Plain(env.Clusters.SourceAddr())})
+	if _, err := back.Svc.CreateMirror(ctx, service.MirrorInput{Name: "back", Config: map[string]string{service.CfgSchemaSyncIntervalMs: "1000"},
+		Source: service.SourceInput{BootstrapServers: env.Clusters.DestinationAddr(), SchemaRegistryURLs: []string{dstReg.URL()}}},
+		service.WriteOpts{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := back.Svc.AddTopics(ctx, "back", service.AddTopicsInput{Topic: "orders", Continue: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, srcCl, "orders-value", 3, v3.ID)
+	waitMode(t, srcCl, "orders-value", sr.ModeReadOnly)
+	backEnv := &engineEnv{back}
+	res = backEnv.waitSchemaSync("back", "orders-value's 3 versions, one copied", func(r *service.SchemaSyncResult) bool {
+		s, ok := subjectOf(r, "orders-value")
+		return r.OK && ok && s.Versions == 3
+	})
+	copied := 0
+	for _, e := range backEnv.events("back", service.EventSchemasCopied) {
+		copied++
+		if !strings.Contains(e, fmt.Sprintf("orders-value v3 id %d", v3.ID)) || strings.Contains(e, " v1 ") || strings.Contains(e, " v2 ") {
+			t.Fatalf("the failback copied %q, want only v3 (id %d)", e, v3.ID)
+		}
+	}
+	if copied != 1 {
+		t.Fatalf("%d schemas.copied events on the failback, want 1", copied)
+	}
+}
+
+// events returns the messages of a mirror's events of one kind.
+func (env *engineEnv) events(mirror, kind string) []string {
+	env.T.Helper()
+	evs, err := env.Svc.ListEvents(context.Background(), service.EventsFilter{Mirror: mirror})
+	if err != nil {
+		env.T.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind == kind {
+			out = append(out, e.Message)
+		}
+	}
+	return out
 }
 
 // TestSchemaSyncIDConflictAndRegistryRestart: a destination that already
