@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/schemaregistry"
+	"kmirror/internal/runtime/secretbox"
 	"kmirror/internal/testing/testdb"
 )
 
@@ -46,6 +48,19 @@ func TestConsoleSchemasBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(registries.Close)
+	// A key of its own, so the registry's basic auth password is stored.
+	key := make([]byte, secretbox.KeySize)
+	if _, err := rand.Read(key); err != nil {
+		t.Fatal(err)
+	}
+	box, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := secretbox.NewKeyring(box)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tokens := api.Tokens{Admin: "schemas-admin-token"}
 	addr := startConsoleServer(ctx, t, serverConfig{
 		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: "browser-schemas",
@@ -56,6 +71,7 @@ func TestConsoleSchemasBrowser(t *testing.T) {
 		SourceTimeout:       5 * time.Second,
 		HistoryInterval:     time.Second,
 		Tokens:              tokens,
+		Secrets:             secrets,
 	})
 
 	runConsoleFile(ctx, t, "console_schemas.test.mjs", 4*time.Minute, nil,

@@ -21,9 +21,9 @@ export function schemasView(m) {
       s ? [
         h('div', {}, h('dt', {}, 'Last schema sync'), h('dd', {}, when(s.finished_at, okBadge(s.ok, 'failing')))),
         h('div', {}, h('dt', {}, 'Last success'), h('dd', {}, s.ok ? when(s.finished_at) : when(s.last_ok_at))),
-        h('div', {}, h('dt', {}, 'Subjects'), h('dd', {}, count(s.subjects?.length))),
+        h('div', {}, h('dt', {}, 'Subjects'), h('dd', {}, count(s.subjects?.length ?? 0))),
         h('div', {}, h('dt', {}, 'Versions'), h('dd', {}, count(s.versions))),
-        h('div', {}, h('dt', { title: 'Versions written to the destination registry by the last pass' }, 'Copied'), h('dd', {}, count(s.copied))),
+        h('div', {}, h('dt', {}, 'Copied by the last pass'), h('dd', {}, count(s.copied))),
         s.soft_deleted > 0 ? h('div', {}, h('dt', {}, 'Soft-deleted'), h('dd', {}, count(s.soft_deleted))) : null,
         s.failed > 0 ? h('div', {}, h('dt', {}, 'Failed subjects'), h('dd', { class: 'error' }, count(s.failed))) : null,
       ] : null),
