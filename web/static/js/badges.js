@@ -31,3 +31,19 @@ export function checkBadge(status) {
   return h('span', { class: `badge check-${status}` },
     h('span', { 'aria-hidden': 'true' }, `${CHECK_SIGNS[status] || '?'} `), status);
 }
+
+/** okBadge shows a pass's outcome: OK, or failed in the words given. */
+export function okBadge(ok, failed = 'failed') {
+  return h('span', { class: `badge ${ok ? 'ok' : 'st-FAILED'}` }, ok ? 'OK' : failed);
+}
+
+// SCHEMA_MODES say what a destination subject's mode means for its writers.
+const SCHEMA_MODES = {
+  READONLY: 'Copied from the source: the destination registry refuses other registrations while its topic is mirrored',
+  READWRITE: 'Its topic was removed (failed over): applications may register new versions on the destination',
+};
+
+/** schemaModeBadge shows a destination subject's mode, READONLY or READWRITE. */
+export function schemaModeBadge(mode) {
+  return h('span', { class: `badge mode-${mode}`, title: SCHEMA_MODES[mode] || null }, mode);
+}

@@ -1,6 +1,6 @@
 // A mirror's page: its lifecycle picture and charts, what needs attention
-// (errors in full, kept divergent tails), the topics, filters, actions and
-// the offset translator.
+// (errors in full, kept divergent tails), the topics, filters and actions,
+// the Schema Registry sync, and the offset translator.
 //
 // Its cost does not grow with the mirror. It reads the server's aggregates:
 // the mirror's partitions per state, lag and rate, and each topic's. Of the
@@ -24,6 +24,7 @@ import { errorsView, tailsView } from './attention.js';
 import { addTopicsDialog, pauseDialog, resumeDialog, removeDialog, restartDialog } from './topic_actions.js';
 import { syncDialog, configDialog, deleteDialog, translateForm } from './mirror_actions.js';
 import { checkDialog } from './check.js';
+import { schemasView } from './schemas.js';
 import { tailText } from './continuation.js';
 import { destinationOf, topicNames, topicNamesNode } from '../topic_names.js';
 
@@ -55,6 +56,8 @@ export function mirrorPage({ session, main, isCurrent }, name) {
     attention: h('div'),
     pictures: h('div', { class: 'pictures' }),
     topics: h('div'),
+    // The Schema Registry sync, for a mirror that names a source registry.
+    schemas: h('div'),
     translate: h('div'),
   };
   const rerender = () => { if (view.data && isCurrent()) render(view, regions, session); };
@@ -112,6 +115,7 @@ export function mirrorPage({ session, main, isCurrent }, name) {
         h('div', { class: 'field inline' }, h('label', { for: stateId }, 'State'), stateSel),
         h('div', { class: 'field inline' }, h('label', { for: textId }, 'Filter'), textIn)),
       regions.topics),
+    regions.schemas,
     h('section', { 'aria-labelledby': 'tr-h' }, h('h2', { id: 'tr-h' }, 'Translate an offset'), regions.translate));
 
   let refreshNow = () => {};
@@ -184,6 +188,7 @@ function render(view, regions, session) {
     replace(regions.attention, errorsView(mirror.status, view.errors, view.rerender), tailsView(view.tails, view.rerender));
     replace(regions.pictures, picturesView(mirror, view.history));
     replace(regions.topics, topicsView(view, session));
+    replace(regions.schemas, schemasView(mirror));
   });
 }
 

@@ -51,6 +51,10 @@ export function newMirrorPage({ session, main }) {
     serverName: h('input', { type: 'text', name: 'server-name', autocomplete: 'off' }),
     // topic.name.prefix: set here, as it is fixed once the mirror has topics.
     prefix: h('input', { type: 'text', name: 'topic-name-prefix', autocomplete: 'off', spellcheck: 'false', class: 'mono', pattern: '[a-zA-Z0-9._\\-]{0,200}', placeholder: 'east.' }),
+    // source.schema_registry: its URLs, and basic auth when it needs it.
+    registryURLs: h('input', { type: 'text', name: 'schema-registry-urls', autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'https://registry.east:8081' }),
+    registryUser: h('input', { type: 'text', name: 'schema-registry-user', autocomplete: 'off', spellcheck: 'false' }),
+    registryPassword: h('input', { type: 'password', name: 'schema-registry-password', autocomplete: 'new-password' }),
   };
   // Each mechanism's own fields; the others' are hidden and not sent.
   const userPass = h('div', {}, field('Username', f.user), field('Password', f.password, 'Write-only: never shown again.'));
@@ -105,6 +109,13 @@ export function newMirrorPage({ session, main }) {
     const b = { name: f.name.value.trim(), source: src };
     const prefix = f.prefix.value.trim();
     if (prefix) b.config = { 'topic.name.prefix': prefix };
+    const urls = f.registryURLs.value.split(',').map((u) => u.trim()).filter(Boolean);
+    if (urls.length) {
+      src.schema_registry = { urls };
+      if (f.registryUser.value.trim()) {
+        Object.assign(src.schema_registry, { basic_auth_username: f.registryUser.value.trim(), basic_auth_password: f.registryPassword.value });
+      }
+    }
     return b;
   };
   const create = button('Create mirror', async () => {
@@ -145,6 +156,11 @@ export function newMirrorPage({ session, main }) {
     sasl, tls,
     field('Topic name prefix (optional)', f.prefix,
       'Each destination topic is named this prefix and its source topic’s name: east. writes orders to east.orders, so that mirrors of several sources can write the same names into this destination side by side. Empty keeps the source names. Fixed once the mirror has topics.'),
+    h('fieldset', { class: 'group' }, h('legend', {}, 'Source Schema Registry (optional)'),
+      field('Schema Registry URLs', f.registryURLs,
+        'Comma-separated http(s) URLs of the source cluster’s registry. Its subjects of the mirrored topics are copied, ids kept, into the destination registry of the servers (--destination-schema-registry-url). Empty: no schemas are copied.'),
+      field('Registry user (optional)', f.registryUser, 'Basic auth, such as a Confluent Cloud API key.'),
+      field('Registry password', f.registryPassword, 'Write-only: never shown again. With a user only.')),
     h('p', { class: 'hint' }, 'The other configuration keys start at their defaults; edit them on the mirror’s page after creating it.'),
     result,
     h('div', { class: 'actions' }, check, create));
