@@ -66,20 +66,25 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 	w.logFromCompacted()
 	w.consume(w.a, "A", 2)
 
-	kmA := startDeployment(t, "kmirror-a", w.a)
-	kmB := startDeployment(t, "kmirror-b", w.b)
-	w.apiA = apiClient{tb: t, base: kmA, http: &http.Client{Timeout: 30 * time.Second}}
-	w.apiB = apiClient{tb: t, base: kmB, http: &http.Client{Timeout: 30 * time.Second}}
+	// The deployments check tokens, as every one beyond loopback does: the
+	// runbook's commands, curl included, must send KMIRROR_TOKEN.
+	tokens := newDRTokens(t)
+	kmA := startDeployment(t, "kmirror-a", w.a, tokens.server)
+	kmB := startDeployment(t, "kmirror-b", w.b, tokens.server)
+	w.apiA = apiClient{tb: t, base: kmA, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
+	w.apiB = apiClient{tb: t, base: kmB, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
 	if err := <-built; err != nil {
 		t.Fatal(err)
 	}
-	rb.env = runbookEnv(bin, "KMIRROR_A="+kmA, "KMIRROR_B="+kmB, "CLUSTER_A="+w.a, "CLUSTER_B="+w.b)
+	rb.env = runbookEnv(bin, "KMIRROR_A="+kmA, "KMIRROR_B="+kmB, "CLUSTER_A="+w.a, "CLUSTER_B="+w.b,
+		"KMIRROR_TOKEN="+tokens.operator)
 	rb.diagnose = w.failedPartitions
 	t.Logf("set up in %s", time.Since(start).Round(time.Millisecond))
 
 	// kmirror-B mirrors A into B: B holds A's committed records, none of the
-	// aborted ones, and accounts is compacted there too.
-	rb.run("prepare")
+	// aborted ones, and accounts is compacted there too. Creating the
+	// mirrors takes an admin token, as the runbook says.
+	rb.run("prepare", "KMIRROR_TOKEN="+tokens.admin)
 	w.waitHolds(w.b, "B, mirroring A", nil)
 	w.wantRaw(w.b, "B, mirroring A", drSnapshot{}, drTopics)
 	w.wantCompacted(w.b, "accounts")
