@@ -134,6 +134,7 @@ func (w *drWorld) switchover(rb *runbook, round int) {
 	wantOutput(t, "switchover-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("switchover-continue")
 	wantOutput(t, "switchover-continue", out, "All partitions are MIRRORING")
+	w.wantDescribeCurrent(w.apiA, "from-b", w.b, fmt.Sprintf("switchover round %d", round))
 	w.waitHolds(w.a, "A, mirroring B", nil)
 	w.wantRaw(w.a, "A, mirroring B", aOld, drTopics)
 	// The consumers move to B and resume at the record after their last
@@ -174,6 +175,7 @@ func (w *drWorld) failback(rb *runbook, what string, consumers bool) {
 	wantOutput(t, "failback-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("failback-continue")
 	wantOutput(t, "failback-continue", out, "All partitions are MIRRORING")
+	w.wantDescribeCurrent(w.apiB, "from-a", w.a, "failback "+what)
 	w.waitHolds(w.b, "B, mirroring A again ("+what+")", nil)
 	w.wantRaw(w.b, "B, mirroring A again ("+what+")", bOld, drTopics)
 }
@@ -605,6 +607,35 @@ type drRow struct {
 	Error           *string `json:"error"`
 	LastMirroredSrc *int64  `json:"last_mirrored_source_offset"`
 	LastMirroredDst *int64  `json:"last_mirrored_destination_offset"`
+	SourceOffset    *int64  `json:"source_offset"`
+	DestOffset      *int64  `json:"destination_offset"`
+	Lag             *int64  `json:"lag"`
+}
+
+// wantDescribeCurrent: right after a continue's --wait said every
+// partition is MIRRORING, describe shows ends: the source's as it is now
+// (nothing writes to it meanwhile), not "-" or the ends of the mirror's
+// previous run, and a lag between 0 and that end.
+func (w *drWorld) wantDescribeCurrent(c apiClient, mirror, source, what string) {
+	t := w.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ends, err := newAdmin(t, source).ListCommittedOffsets(ctx, drTopics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range drRows(t, c, mirror) {
+		end, ok := ends.Lookup(r.Topic, r.Partition)
+		if !ok || end.Err != nil {
+			t.Fatalf("%s: listing %s/%d's end: %v", what, r.Topic, r.Partition, end.Err)
+		}
+		if r.State != "MIRRORING" || r.SourceOffset == nil || *r.SourceOffset != end.Offset || r.DestOffset == nil ||
+			r.Lag == nil || *r.Lag < 0 || *r.Lag > end.Offset {
+			t.Errorf("%s: describe of %s/%s/%d right after the wait: %s, source %s, destination %s, lag %s; want MIRRORING, source %d (the source's end now)",
+				what, mirror, r.Topic, r.Partition, r.State, offsetOrDash(r.SourceOffset), offsetOrDash(r.DestOffset), offsetOrDash(r.Lag), end.Offset)
+		}
+	}
 }
 
 func drRows(t *testing.T, c apiClient, mirror string) []drRow {
