@@ -275,6 +275,13 @@ func (c *streamCutter) mark(s *cutStream, how, id string) {
 	}
 }
 
+// readmeCodeBlock is a sh or ts block of the README; readmeDevInstall the
+// arguments of an `npm install --save-dev` line.
+var (
+	readmeCodeBlock  = regexp.MustCompile("(?ms)^```(sh|ts)\n(.*?)^```$")
+	readmeDevInstall = regexp.MustCompile(`(?m)^npm install --save-dev (.*)$`)
+)
+
 // checkREADMESnippet type-checks the README's @kmirror/client snippet with
 // tsc --strict in a project of its own that holds what the README has a
 // reader install, and no more: the package built from sdkDir, and each
@@ -289,10 +296,10 @@ func checkREADMESnippet(ctx context.Context, t *testing.T, sdkDir string) {
 		t.Fatal(err)
 	}
 	var install, snippet string
-	for _, b := range regexp.MustCompile("(?ms)^```(sh|ts)\n(.*?)^```$").FindAllStringSubmatch(string(readme), -1) {
+	for _, b := range readmeCodeBlock.FindAllStringSubmatch(string(readme), -1) {
 		switch {
 		case b[1] == "sh" && strings.Contains(b[2], "npm install /path/to/kmirror/sdk/typescript"):
-			if m := regexp.MustCompile(`(?m)^npm install --save-dev (.*)$`).FindStringSubmatch(b[2]); m != nil {
+			if m := readmeDevInstall.FindStringSubmatch(b[2]); m != nil {
 				install = m[1]
 			}
 		case b[1] == "ts" && strings.Contains(b[2], `from "@kmirror/client"`) && install != "" && snippet == "":
