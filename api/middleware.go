@@ -33,6 +33,8 @@ const (
 // line, written by the outer middleware, reports.
 type requestInfo struct {
 	actor string
+	// problem is the type of the problem answered, "" for none.
+	problem ProblemType
 }
 
 func infoOf(ctx context.Context) *requestInfo {
@@ -161,18 +163,35 @@ func (m *httpMetrics) logAndMeasure(next http.Handler) http.Handler {
 		routeLabel, methodLabel, statusLabel := m.labels(route, r.Method, status)
 		m.requests.WithLabelValues(routeLabel, methodLabel, statusLabel).Inc()
 		m.duration.WithLabelValues(routeLabel, methodLabel).Observe(elapsed.Seconds())
-		level := slog.LevelInfo
-		if status >= 500 {
-			level = slog.LevelError
+		var problem ProblemType
+		info := infoOf(r.Context())
+		if info != nil {
+			problem = info.problem
 		}
 		// The audit trail's log side: who (once authenticated), from where.
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route, "status", status,
 			"bytes", ww.BytesWritten(), "duration_ms", elapsed.Milliseconds(), "remote_addr", remoteHost(r)}
-		if info := infoOf(r.Context()); info != nil && info.actor != "" {
+		if info != nil && info.actor != "" {
 			attrs = append(attrs, "actor", info.actor)
 		}
+		level := accessLogLevel(status, problem)
 		logger(r.Context()).Log(r.Context(), level, "http request", attrs...)
 	})
+}
+
+// accessLogLevel is the level of a request's log line: ERROR for a server
+// error, but WARN for a source cluster that does not answer. That 503
+// names the source the caller gave or acts on: the caller's to fix or wait
+// out, and the answer already says so, while ERROR is what operators alert
+// on.
+func accessLogLevel(status int, problem ProblemType) slog.Level {
+	switch {
+	case status < 500:
+		return slog.LevelInfo
+	case problem == ProblemTypeSourceUnavailable:
+		return slog.LevelWarn
+	}
+	return slog.LevelError
 }
 
 // recoverer turns a panic into a logged 500 problem.

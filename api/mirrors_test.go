@@ -343,6 +343,21 @@ func TestCreateMirrorSourceChecks(t *testing.T) {
 		e.unchanged(t, before)
 	})
 
+	t.Run("unreachable source is no server error", func(t *testing.T) {
+		// The 503 names the source the caller gave: the caller's to fix,
+		// so the server logs it at WARN, not ERROR.
+		e := newEnv(t)
+		wantProblem(t, e.do(t, "POST", "/v1/mirrors", body("down", unreachable)),
+			http.StatusServiceUnavailable, "source-unavailable", unreachable)
+		logs := e.logs.String()
+		warned := slices.ContainsFunc(strings.Split(logs, "\n"), func(l string) bool {
+			return strings.Contains(l, `level=WARN msg="http request"`) && strings.Contains(l, "status=503")
+		})
+		if strings.Contains(logs, "level=ERROR") || !warned {
+			t.Fatalf("want the 503 logged at WARN and no ERROR:\n%s", logs)
+		}
+	})
+
 	t.Run("dry run", func(t *testing.T) {
 		before := e.snapshot(t)
 		r := e.do(t, "POST", "/v1/mirrors?dry_run=true", body("dry", e.bootstrap))

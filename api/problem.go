@@ -70,6 +70,9 @@ func writeProblem(w http.ResponseWriter, r *http.Request, k problemKind, detail 
 	if extra != nil {
 		extra(&p)
 	}
+	if info := infoOf(r.Context()); info != nil {
+		info.problem = k.typ // the request's log line takes its level from it
+	}
 	writeJSONType(w, "application/problem+json", k.status, p)
 }
 

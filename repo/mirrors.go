@@ -197,6 +197,24 @@ func collectMirrors(rows pgx.Rows, err error) ([]Mirror, error) {
 	return out, interpret(rows.Err())
 }
 
+// MirrorsExist returns which of names are mirrors.
+func MirrorsExist(ctx context.Context, q DBTX, names []string) (map[string]bool, error) {
+	rows, err := q.Query(ctx, `SELECT name FROM mirrors WHERE name = ANY($1::text[])`, names)
+	if err != nil {
+		return nil, interpret(err)
+	}
+	defer rows.Close()
+	out := make(map[string]bool, len(names))
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, interpret(err)
+		}
+		out[name] = true
+	}
+	return out, interpret(rows.Err())
+}
+
 // MirrorsDelete removes a mirror with its topics and partitions.
 func MirrorsDelete(ctx context.Context, q DBTX, name string) error {
 	tag, err := q.Exec(ctx, `DELETE FROM mirrors WHERE name = $1`, name)

@@ -79,6 +79,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		partitions, attempts                      = make([]int32, n), make([]int32, n)
 		epochs, lostAdds                          = make([]int64, n), make([]int64, n)
 		srcNexts, dstNexts                        = make([]*int64, n), make([]*int64, n)
+		srcEnds, dstEnds                          = make([]*int64, n), make([]*int64, n)
 		retryables, notes, realigns               = make([]bool, n), make([]bool, n), make([]bool, n)
 		nextRetries                               = make([]*time.Time, n)
 	)
@@ -90,6 +91,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		if p.SrcNext != nil && p.DstNext != nil {
 			srcNexts[i], dstNexts[i] = p.SrcNext, p.DstNext
 		}
+		srcEnds[i], dstEnds[i] = p.SourceEnd, p.DestinationEnd
 		kinds[i], messages[i], data[i], keys[i] = w.Event.Kind, w.Event.Message, string(w.Event.Data), w.OutboxKey
 		notes[i], realigns[i] = w.EventLastMirrored, w.Realign
 	}
@@ -97,10 +99,11 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		WITH w AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[], $6::text[],
 				$7::text[], $8::text[], $9::bool[], $10::int[], $11::timestamptz[], $12::bigint[],
-				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $20::bool[], $21::bool[])
+				$13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::text[], $18::text[], $20::bool[], $21::bool[],
+				$22::bigint[], $23::bigint[])
 			WITH ORDINALITY AS w (mirror, topic, partition, owner, epoch, from_state, to_state, error,
 				retryable, retry_attempt, next_retry_at, src_next, dst_next, lost_add,
-				ev_kind, ev_message, ev_data, outbox_key, ev_note, realign, ord)
+				ev_kind, ev_message, ev_data, outbox_key, ev_note, realign, src_end, dst_end, ord)
 		), upd AS (
 			UPDATE mirror_partitions p SET
 				previous_state = CASE WHEN w.realign THEN p.previous_state ELSE p.state END,
@@ -110,6 +113,10 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 				next_retry_at = CASE WHEN w.realign THEN p.next_retry_at ELSE w.next_retry_at END,
 				src_next = coalesce(w.src_next, p.src_next), dst_next = coalesce(w.dst_next, p.dst_next),
 				lost_records = p.lost_records + w.lost_add,
+				source_end_offset = coalesce(w.src_end, p.source_end_offset),
+				source_end_at = CASE WHEN w.src_end IS NOT NULL AND p.source_end_offset IS DISTINCT FROM w.src_end
+					THEN now() ELSE p.source_end_at END,
+				destination_end_offset = coalesce(w.dst_end, p.destination_end_offset),
 				last_mirrored_src = e.src, last_mirrored_dst = e.dst,
 				-- MIRRORING is reached after alignment, under the epoch that
 				-- aligned; any change ends a clean hand-back's mark.
@@ -140,7 +147,7 @@ func PartitionsTransitions(ctx context.Context, q DBTX, ws []PartitionStateWrite
 		)
 		SELECT ord, `+partitionColumns+` FROM upd`,
 		mirrors, topics, partitions, owners, epochs, froms, tos, errs, retryables, attempts, nextRetries,
-		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion, notes, realigns)
+		srcNexts, dstNexts, lostAdds, kinds, messages, data, keys, recordVersion, notes, realigns, srcEnds, dstEnds)
 	if err != nil {
 		return nil, interpret(err)
 	}

@@ -23,6 +23,11 @@ type PartitionsSetStateParams struct {
 	NextRetryAt  *time.Time
 	// SrcNext and DstNext, when both non-nil, replace the checkpoint.
 	SrcNext, DstNext *int64
+	// SourceEnd and DestinationEnd, each when non-nil, replace the end
+	// offsets describe shows, as a checkpoint save's do: a change made
+	// after alignment stores the ends its checkpoint was found against, so
+	// that describe never pairs the new checkpoint with ends from before.
+	SourceEnd, DestinationEnd *int64
 	// LostRecordsAdd is added to lost_records.
 	LostRecordsAdd int64
 }

@@ -42,7 +42,13 @@ type PartitionTransition struct {
 	NextRetryAt  *time.Time
 	// SrcNext and DstNext, when both set, replace the checkpoint.
 	SrcNext, DstNext *int64
-	LostRecordsAdd   int64
+	// SourceEnd and DestinationEnd, each when set, replace the end offsets
+	// describe shows: the ends an alignment found its checkpoint against,
+	// so that describe right after the change (a topic action's ?wait has
+	// just seen it) pairs the new checkpoint with them, not with ends from
+	// before it or none.
+	SourceEnd, DestinationEnd *int64
+	LostRecordsAdd            int64
 	// Reason is added to the event message.
 	Reason string
 }
@@ -194,7 +200,8 @@ func partitionStateWrite(t PartitionTransition) repo.PartitionStateWrite {
 			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
 			From: t.From, To: t.To, Error: t.Error, Retryable: t.Retryable,
 			RetryAttempt: t.RetryAttempt, NextRetryAt: t.NextRetryAt, SrcNext: t.SrcNext,
-			DstNext: t.DstNext, LostRecordsAdd: t.LostRecordsAdd},
+			DstNext: t.DstNext, SourceEnd: t.SourceEnd, DestinationEnd: t.DestinationEnd,
+			LostRecordsAdd: t.LostRecordsAdd},
 		Event:     repo.Event{Kind: EventPartitionState, Message: msg, Data: data.raw()},
 		OutboxKey: PartitionKey(t.Mirror, t.Topic, t.Partition),
 		// Where a failover left the destination, and where a failback
@@ -219,9 +226,12 @@ type PartitionRealignment struct {
 	Previous string
 	Cause    string
 	State    PartitionState
-	// SrcNext and DstNext are where alignment says mirroring resumes.
+	// SrcNext and DstNext are where alignment says mirroring resumes; the
+	// destination ends at DstNext, as describe then shows.
 	SrcNext, DstNext int64
-	LostRecordsAdd   int64
+	// SourceEnd, when set, is the source's end that alignment listed.
+	SourceEnd      *int64
+	LostRecordsAdd int64
 	// Summary says how alignment found the resume point.
 	Summary string
 }
@@ -267,7 +277,8 @@ func realignmentWrite(t PartitionRealignment) repo.PartitionStateWrite {
 	return repo.PartitionStateWrite{
 		PartitionsSetStateParams: repo.PartitionsSetStateParams{
 			Mirror: t.Mirror, Topic: t.Topic, Partition: t.Partition, Owner: t.Owner, Epoch: t.Epoch,
-			From: t.State, To: t.State, SrcNext: &src, DstNext: &dst, LostRecordsAdd: t.LostRecordsAdd},
+			From: t.State, To: t.State, SrcNext: &src, DstNext: &dst, SourceEnd: t.SourceEnd, DestinationEnd: &dst,
+			LostRecordsAdd: t.LostRecordsAdd},
 		Event:     repo.Event{Kind: kind, Message: msg, Data: data.raw()},
 		OutboxKey: PartitionKey(t.Mirror, t.Topic, t.Partition),
 		Realign:   true,

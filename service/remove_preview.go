@@ -22,7 +22,12 @@ type TopicFailoverPreview struct {
 	// destination.
 	DestinationTopic string `json:"destination_topic"`
 	// Lag is the sum of the partitions' known lags.
-	Lag        int64                      `json:"lag"`
+	Lag int64 `json:"lag"`
+	// Records is the sum of the partitions' Records, with a partition's
+	// Lag where its records were not counted: never below what a failover
+	// now would leave behind, and without the transaction markers that
+	// Lag counts.
+	Records    int64                      `json:"records"`
 	Partitions []PartitionFailoverPreview `json:"partitions"`
 }
 
@@ -39,6 +44,12 @@ type PartitionFailoverPreview struct {
 	// Lag is SourceEndOffset − NextOffset (at least 0), in source offsets;
 	// nil when the end is unknown.
 	Lag *int64 `json:"lag"`
+	// Records is how many data records [NextOffset, SourceEndOffset)
+	// holds, the records a failover now would leave behind: committed
+	// ones, transaction markers and aborted records excluded. Nil when
+	// Lag is nil or too long to read whole (kafkaconn.ReadCommittedTail);
+	// Lag then bounds it.
+	Records *int64 `json:"records"`
 	// NewestNotCopied is the timestamp of the source's last committed
 	// record when Lag > 0; nil when nothing committed is missing.
 	NewestNotCopied *time.Time `json:"newest_not_copied"`
@@ -49,7 +60,8 @@ const tailReadParallelism = 8
 
 // PreviewRemoveTopics answers what a remove of the topics matching pattern
 // would leave behind, per partition: the lag against the source's end read
-// now, and the newest source timestamp not copied yet. The pattern resolves
+// now, the data records in it, and the newest source timestamp not copied
+// yet. The pattern resolves
 // as RemoveTopics resolves it, with the same errors; nothing is written.
 // The source is asked once per call for every topic's ends and once per
 // lagging partition for its last record, each bounded by the source
@@ -114,6 +126,9 @@ func (s *Control) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 			end, lag := e.Offset, max(e.Offset-row.NextOffset, 0)
 			row.SourceEndOffset, row.Lag = &end, &lag
 		}
+		if row.Lag != nil && *row.Lag == 0 {
+			row.Records = new(int64)
+		}
 		t := byTopic[p.Topic]
 		t.Partitions = append(t.Partitions, row)
 		if row.Lag != nil {
@@ -133,19 +148,32 @@ func (s *Control) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 	g.SetLimit(tailReadParallelism)
 	for _, rd := range reads {
 		g.Go(func() error {
-			rec, err := kafkaconn.LastCommittedRecord(ctx, conn, rd.topic, rd.row.Partition, rd.from, rd.to, s.sourceTimeout)
+			tail, err := kafkaconn.ReadCommittedTail(ctx, conn, rd.topic, rd.row.Partition, rd.from, rd.to, s.sourceTimeout)
 			if err != nil {
-				return fmt.Errorf("reading the last record of %s/%d: %w", rd.topic, rd.row.Partition, err)
+				return fmt.Errorf("reading the last records of %s/%d: %w", rd.topic, rd.row.Partition, err)
 			}
-			if rec != nil {
-				ts := rec.Timestamp.UTC()
+			if tail.Last != nil {
+				ts := tail.Last.Timestamp.UTC()
 				rd.row.NewestNotCopied = &ts
+			}
+			if tail.Counted {
+				rd.row.Records = &tail.Records
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return TopicsResult{}, sourceUnavailable(conn, err)
+	}
+	for i := range out {
+		for _, p := range out[i].Partitions {
+			switch {
+			case p.Records != nil:
+				out[i].Records += *p.Records
+			case p.Lag != nil:
+				out[i].Records += *p.Lag
+			}
+		}
 	}
 	return TopicsResult{Mirror: mirror, Action: removeTransition.action, Topics: names, Failover: out}, nil
 }

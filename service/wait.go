@@ -69,12 +69,25 @@ type WaitResult struct {
 	Topics    []TopicWait
 }
 
+// failedEndsWait says whether a FAILED partition ends a wait for target. It
+// does for MIRRORING and PAUSED: an operator or a backoff must resolve it,
+// and waiting on would only hang. It does not for STOPPED: a removed FAILED
+// partition goes on to STOPPED (FAILED → PREPARING → STOPPING → STOPPED)
+// with no one's help, so a remove's wait that ended there would report a
+// failure for a remove that succeeds a moment later.
+func failedEndsWait(target PartitionState) bool {
+	return target != StateStopped
+}
+
 // settled says whether the wait can end: every partition is in the target
-// state, or FAILED (which an operator or a backoff must resolve; waiting
-// on it would only hang).
+// state, or FAILED where that ends the wait (failedEndsWait).
 func (r WaitResult) settled() bool {
 	for _, t := range r.Topics {
-		if t.Ready+t.Failed < t.Total {
+		done := t.Ready
+		if failedEndsWait(t.Target) {
+			done += t.Failed
+		}
+		if done < t.Total {
 			return false
 		}
 	}
@@ -85,9 +98,10 @@ func (r WaitResult) settled() bool {
 // reach the action's target state, re-reading the states when the notifier
 // reports a state change (every one writes an outbox row, and the outbox
 // NOTIFYs) and every waitPoll otherwise. It
-// returns early when all partitions are in the target state or FAILED, and
-// when ctx ends; running out of time is not an error: the result then holds
-// the current states with Completed false.
+// returns early when all partitions are in the target state or FAILED
+// (but for a remove: failedEndsWait), and when ctx ends; running out of
+// time is not an error: the result then holds the current states with
+// Completed false.
 func (s *Control) WaitForTopics(ctx context.Context, res TopicsResult, d time.Duration) (WaitResult, error) {
 	sub := s.notes.Subscribe(repo.ChannelOutbox) // nil without a notifier: never fires
 	defer sub.Unsubscribe()

@@ -173,3 +173,53 @@ func TestWaitForTopicsRidesAnOutage(t *testing.T) {
 		t.Fatal("the wait did not complete within 10 s of the database coming back")
 	}
 }
+
+// TestRemoveWaitGoesOnPastFailed: a remove takes FAILED partitions to
+// STOPPED too (FAILED → PREPARING → STOPPING → STOPPED), so its wait does
+// not end at FAILED as the other actions' do: it goes on until they are
+// STOPPED, or runs out with completed false.
+func TestRemoveWaitGoesOnPastFailed(t *testing.T) {
+	t.Parallel()
+	svc, pool := newServiceWithMirror(t)
+	ctx := t.Context()
+	if _, err := svc.AddTopics(ctx, "m1", service.AddTopicsInput{Topic: "orders"}); err != nil {
+		t.Fatal(err)
+	}
+	setStates := func(state string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET state = $1 WHERE mirror = 'm1'`, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setStates("FAILED")
+	res, err := svc.RemoveTopics(ctx, "m1", "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const short = 600 * time.Millisecond
+	got, err := svc.WaitForTopicsWoken(ctx, res, short, nil)
+	want := service.TopicWait{Topic: "orders", DestinationTopic: "orders", Target: service.StateStopped, Failed: 3, Total: 3}
+	if err != nil || got.Completed || got.Waited < short || len(got.Topics) != 1 || got.Topics[0] != want {
+		t.Fatalf("remove's wait on FAILED partitions: %+v, %v; want %+v after the whole %s", got, err, want, short)
+	}
+
+	wake := make(chan struct{}, 1)
+	done := make(chan service.WaitResult, 1)
+	go func() {
+		r, err := svc.WaitForTopicsWoken(ctx, res, time.Minute, wake)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	setStates("STOPPED")
+	wake <- struct{}{}
+	select {
+	case r := <-done:
+		if !r.Completed || r.Topics[0].Ready != 3 || r.Topics[0].Failed != 0 {
+			t.Fatalf("after the partitions went STOPPED: %+v", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the remove's wait did not end after every partition was STOPPED")
+	}
+}

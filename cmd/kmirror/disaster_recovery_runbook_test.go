@@ -230,3 +230,31 @@ func kcatAvailable() error {
 	}
 	return nil
 }
+
+// runbookCurl finds a curl command in a line of shell.
+var runbookCurl = regexp.MustCompile(`(^|[\s|;(])curl\s`)
+
+// TestRunbookCurlsSendTheToken: every curl of the disaster-recovery
+// runbook sends KMIRROR_TOKEN. A deployment beyond loopback checks tokens,
+// and a wait loop on `curl -sf` that does not send it never ends: -f hides
+// the 401. (TestDisasterRecoveryRunbook runs them against servers that
+// check tokens.)
+func TestRunbookCurlsSendTheToken(t *testing.T) {
+	t.Parallel()
+	rb := loadRunbook(t, filepath.Join("..", "..", "docs", "disaster-recovery.md"))
+	curls := 0
+	for _, b := range rb.blocks {
+		for i, line := range strings.Split(b.script, "\n") {
+			if !runbookCurl.MatchString(line) {
+				continue
+			}
+			curls++
+			if !strings.Contains(line, `-H "Authorization: Bearer $KMIRROR_TOKEN"`) {
+				t.Errorf("%s:%d (step %s): curl without the token: %s", rb.path, b.line+1+i, b.step, strings.TrimSpace(line))
+			}
+		}
+	}
+	if curls == 0 {
+		t.Fatalf("%s has no curl: the check checks nothing", rb.path)
+	}
+}

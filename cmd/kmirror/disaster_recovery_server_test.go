@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"kmirror/api"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/testing/testdb"
 )
@@ -17,9 +18,10 @@ import (
 // a database of its own (API, engine, syncer, lease manager and the relay
 // that publishes to destination's __mirror_state), writing to the cluster
 // at destination. Two of them, on two clusters crossed, are the runbook's
-// kmirror-A and kmirror-B. It returns the API's base URL; the server stops
-// at cleanup, and its log is shown when the test failed.
-func startDeployment(t *testing.T, name, destination string) string {
+// kmirror-A and kmirror-B. It checks tokens, as every deployment beyond
+// loopback does. It returns the API's base URL; the server stops at
+// cleanup, and its log is shown when the test failed.
+func startDeployment(t *testing.T, name, destination string, tokens api.Tokens) string {
 	t.Helper()
 	dbURL := testdb.New(t)
 	logs := &drLogBuffer{}
@@ -37,6 +39,7 @@ func startDeployment(t *testing.T, name, destination string) string {
 		// The test's own checks poll the failover preview, a change as
 		// the limiter counts, faster than a token may change things.
 		ChangeRate: -1,
+		Tokens:     tokens,
 		Logger:     slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		Ready:      func(addr string) { ready <- addr },
 	}
@@ -64,6 +67,35 @@ func startDeployment(t *testing.T, name, destination string) string {
 		t.Fatalf("%s did not become ready within 60s", name)
 	}
 	return ""
+}
+
+// drTokens are the runbook's API tokens: admin for the step that creates
+// the mirrors, operator for every other. Both deployments take both.
+type drTokens struct {
+	admin, operator string
+	server          api.Tokens
+}
+
+func newDRTokens(t *testing.T) drTokens {
+	t.Helper()
+	var tk drTokens
+	var lines []string
+	for _, r := range []struct {
+		role  api.Role
+		token *string
+	}{{api.RoleAdmin, &tk.admin}, {api.RoleOperator, &tk.operator}} {
+		token, line, err := api.NewToken("runbook-"+string(r.role), r.role)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*r.token, lines = token, append(lines, line)
+	}
+	file, err := api.ParseTokensFile(strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.server = api.Tokens{File: file}
+	return tk
 }
 
 // drLogBuffer is a log sink the server writes from many goroutines.

@@ -66,20 +66,25 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 	w.logFromCompacted()
 	w.consume(w.a, "A", 2)
 
-	kmA := startDeployment(t, "kmirror-a", w.a)
-	kmB := startDeployment(t, "kmirror-b", w.b)
-	w.apiA = apiClient{tb: t, base: kmA, http: &http.Client{Timeout: 30 * time.Second}}
-	w.apiB = apiClient{tb: t, base: kmB, http: &http.Client{Timeout: 30 * time.Second}}
+	// The deployments check tokens, as every one beyond loopback does: the
+	// runbook's commands, curl included, must send KMIRROR_TOKEN.
+	tokens := newDRTokens(t)
+	kmA := startDeployment(t, "kmirror-a", w.a, tokens.server)
+	kmB := startDeployment(t, "kmirror-b", w.b, tokens.server)
+	w.apiA = apiClient{tb: t, base: kmA, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
+	w.apiB = apiClient{tb: t, base: kmB, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
 	if err := <-built; err != nil {
 		t.Fatal(err)
 	}
-	rb.env = runbookEnv(bin, "KMIRROR_A="+kmA, "KMIRROR_B="+kmB, "CLUSTER_A="+w.a, "CLUSTER_B="+w.b)
+	rb.env = runbookEnv(bin, "KMIRROR_A="+kmA, "KMIRROR_B="+kmB, "CLUSTER_A="+w.a, "CLUSTER_B="+w.b,
+		"KMIRROR_TOKEN="+tokens.operator)
 	rb.diagnose = w.failedPartitions
 	t.Logf("set up in %s", time.Since(start).Round(time.Millisecond))
 
 	// kmirror-B mirrors A into B: B holds A's committed records, none of the
-	// aborted ones, and accounts is compacted there too.
-	rb.run("prepare")
+	// aborted ones, and accounts is compacted there too. Creating the
+	// mirrors takes an admin token, as the runbook says.
+	rb.run("prepare", "KMIRROR_TOKEN="+tokens.admin)
 	w.waitHolds(w.b, "B, mirroring A", nil)
 	w.wantRaw(w.b, "B, mirroring A", drSnapshot{}, drTopics)
 	w.wantCompacted(w.b, "accounts")
@@ -129,6 +134,7 @@ func (w *drWorld) switchover(rb *runbook, round int) {
 	wantOutput(t, "switchover-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("switchover-continue")
 	wantOutput(t, "switchover-continue", out, "All partitions are MIRRORING")
+	w.wantDescribeCurrent(w.apiA, "from-b", w.b, fmt.Sprintf("switchover round %d", round))
 	w.waitHolds(w.a, "A, mirroring B", nil)
 	w.wantRaw(w.a, "A, mirroring B", aOld, drTopics)
 	// The consumers move to B and resume at the record after their last
@@ -169,6 +175,7 @@ func (w *drWorld) failback(rb *runbook, what string, consumers bool) {
 	wantOutput(t, "failback-continue-preview", out, "nothing was changed (dry run)")
 	out, _ = rb.run("failback-continue")
 	wantOutput(t, "failback-continue", out, "All partitions are MIRRORING")
+	w.wantDescribeCurrent(w.apiB, "from-a", w.a, "failback "+what)
 	w.waitHolds(w.b, "B, mirroring A again ("+what+")", nil)
 	w.wantRaw(w.b, "B, mirroring A again ("+what+")", bOld, drTopics)
 }
@@ -600,6 +607,35 @@ type drRow struct {
 	Error           *string `json:"error"`
 	LastMirroredSrc *int64  `json:"last_mirrored_source_offset"`
 	LastMirroredDst *int64  `json:"last_mirrored_destination_offset"`
+	SourceOffset    *int64  `json:"source_offset"`
+	DestOffset      *int64  `json:"destination_offset"`
+	Lag             *int64  `json:"lag"`
+}
+
+// wantDescribeCurrent: right after a continue's --wait said every
+// partition is MIRRORING, describe shows ends: the source's as it is now
+// (nothing writes to it meanwhile), not "-" or the ends of the mirror's
+// previous run, and a lag between 0 and that end.
+func (w *drWorld) wantDescribeCurrent(c apiClient, mirror, source, what string) {
+	t := w.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ends, err := newAdmin(t, source).ListCommittedOffsets(ctx, drTopics...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range drRows(t, c, mirror) {
+		end, ok := ends.Lookup(r.Topic, r.Partition)
+		if !ok || end.Err != nil {
+			t.Fatalf("%s: listing %s/%d's end: %v", what, r.Topic, r.Partition, end.Err)
+		}
+		if r.State != "MIRRORING" || r.SourceOffset == nil || *r.SourceOffset != end.Offset || r.DestOffset == nil ||
+			r.Lag == nil || *r.Lag < 0 || *r.Lag > end.Offset {
+			t.Errorf("%s: describe of %s/%s/%d right after the wait: %s, source %s, destination %s, lag %s; want MIRRORING, source %d (the source's end now)",
+				what, mirror, r.Topic, r.Partition, r.State, offsetOrDash(r.SourceOffset), offsetOrDash(r.DestOffset), offsetOrDash(r.Lag), end.Offset)
+		}
+	}
 }
 
 func drRows(t *testing.T, c apiClient, mirror string) []drRow {

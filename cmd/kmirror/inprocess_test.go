@@ -129,6 +129,8 @@ type apiClient struct {
 	tb   testing.TB
 	base string
 	http *http.Client
+	// token, when set, is sent as the bearer token.
+	token string
 }
 
 // post sends body as JSON (or nothing) and wants a 2xx answer.
@@ -206,6 +208,9 @@ func (c apiClient) doHeader(method, path, body string) (int, http.Header, []byte
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -212,7 +212,7 @@ func mirrorsCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "kmirror mirrors: %s\nRun 'kmirror mirrors --help' for usage.\n", usage.msg)
 		return 2
 	}
-	cli, err := newMirrorsCLI(opts, stdout)
+	cli, err := newMirrorsCLI(opts, stdout, stderr)
 	if err == nil {
 		err = cli.run(ctx)
 	}

@@ -29,11 +29,14 @@ type mirrorsCLI struct {
 	server string
 	api    *client.ClientWithResponses
 	stdout io.Writer
+	// stderr takes notes for a person that a script reading stdout must
+	// not see as data (no mirrors to list).
+	stderr io.Writer
 	// tokenVar names the variable the API token came from ("" if none).
 	tokenVar string
 }
 
-func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) {
+func newMirrorsCLI(opts *mirrorsOptions, stdout, stderr io.Writer) (*mirrorsCLI, error) {
 	server := strings.TrimSpace(opts.server)
 	if !strings.Contains(server, "://") {
 		server = "http://" + server
@@ -74,7 +77,7 @@ func newMirrorsCLI(opts *mirrorsOptions, stdout io.Writer) (*mirrorsCLI, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &mirrorsCLI{opts: opts, server: strings.TrimSuffix(server, "/"), api: api, stdout: stdout, tokenVar: tokenVar}, nil
+	return &mirrorsCLI{opts: opts, server: strings.TrimSuffix(server, "/"), api: api, stdout: stdout, stderr: stderr, tokenVar: tokenVar}, nil
 }
 
 func (c *mirrorsCLI) run(ctx context.Context) error {
@@ -152,6 +155,11 @@ func (c *mirrorsCLI) list(ctx context.Context) error {
 	for _, m := range resp.JSON200.Mirrors {
 		fmt.Fprintln(c.stdout, m.Name)
 	}
+	if len(resp.JSON200.Mirrors) == 0 {
+		// On stderr, as kubectl says "No resources found": a script that
+		// reads the names from stdout gets none, not this line.
+		fmt.Fprintf(c.stderr, "No mirrors on %s; create one with --create.\n", c.server)
+	}
 	return nil
 }
 
@@ -193,23 +201,27 @@ func (c *mirrorsCLI) transition(ctx context.Context) error {
 		err    error
 		format string
 	)
+	// A wait of 0s answers with each topic's destination name (and states
+	// as they are) in the same request, so the line names the topics as
+	// --add's does: orders → east.orders. --wait follows on its own.
+	wait := ptr("0s")
 	switch c.opts.action {
 	case "pause":
 		format = "Paused mirroring for %[1]d topic(s): %[3]s\n"
 		var r *client.PauseTopicsResponse
-		if r, err = c.api.PauseTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
+		if r, err = c.api.PauseTopicsWithResponse(ctx, c.opts.mirror, &client.PauseTopicsParams{Wait: wait}, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	case "resume":
 		format = "Resumed mirroring for %[1]d topic(s): %[3]s\n"
 		var r *client.ResumeTopicsResponse
-		if r, err = c.api.ResumeTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
+		if r, err = c.api.ResumeTopicsWithResponse(ctx, c.opts.mirror, &client.ResumeTopicsParams{Wait: wait}, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	case "remove":
 		format = "Removed %[1]d topic(s) from mirror %[2]s: %[3]s\n"
 		var r *client.RemoveTopicsResponse
-		if r, err = c.api.RemoveTopicsWithResponse(ctx, c.opts.mirror, nil, body); err == nil {
+		if r, err = c.api.RemoveTopicsWithResponse(ctx, c.opts.mirror, &client.RemoveTopicsParams{Wait: wait}, body); err == nil {
 			resp, result = r, r.JSON200
 		}
 	}
@@ -220,7 +232,15 @@ func (c *mirrorsCLI) transition(ctx context.Context) error {
 		return c.unexpected(resp)
 	}
 	topics := result.Topics
-	fmt.Fprintf(c.stdout, format, len(topics), c.opts.mirror, topicList(topics))
+	names := topicList(topics)
+	if result.Wait != nil {
+		dests := make([]string, len(result.Wait.Topics))
+		for i, t := range result.Wait.Topics {
+			dests[i] = topicName(t.Topic, t.DestinationTopic)
+		}
+		names = topicList(dests)
+	}
+	fmt.Fprintf(c.stdout, format, len(topics), c.opts.mirror, names)
 	if c.opts.set["wait"] {
 		return c.waitForTopics(ctx, topics)
 	}

@@ -38,6 +38,8 @@ func (c *mirrorsCLI) printLastSync(ctx context.Context, mirror string) error {
 	if resp.JSON200 == nil {
 		return c.unexpected(resp)
 	}
+	// A blank line sets it apart from the describe table above.
+	fmt.Fprintln(c.stdout)
 	writeLastSync(c.stdout, mirror, resp.JSON200.LastSync)
 	if line := schemaRegistryLine(mirror, resp.JSON200.Source.SchemaRegistry); line != "" {
 		fmt.Fprintf(c.stdout, "\n%s\n", line)
@@ -84,10 +86,10 @@ func writeSchemaSync(w io.Writer, mirror string, r *client.SchemaSyncResult) {
 
 func writeLastSync(w io.Writer, mirror string, r *client.SyncResult) {
 	if r == nil || r.StartedAt.IsZero() {
-		fmt.Fprintf(w, "\nLast sync of %s: none yet\n", mirror)
+		fmt.Fprintf(w, "Last sync of %s: none yet\n", mirror)
 		return
 	}
-	fmt.Fprintf(w, "\nLast sync of %s: %s (%d ms, %s)\n", mirror,
+	fmt.Fprintf(w, "Last sync of %s: %s (%d ms, %s)\n", mirror,
 		r.StartedAt.Format(time.RFC3339Nano), r.DurationMs, r.Trigger)
 	kinds := []struct {
 		name string

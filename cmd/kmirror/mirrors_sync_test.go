@@ -18,6 +18,9 @@ func TestWriteLastSync(t *testing.T) {
 	var b bytes.Buffer
 	writeLastSync(&b, "m1", r)
 	got := b.String()
+	if !strings.HasPrefix(got, "Last sync of m1: ") {
+		t.Errorf("--sync's output starts with %q, want the line itself (no blank line first)", got)
+	}
 	for _, want := range []string{
 		"Last sync of m1: 2026-12-02T13:00:00Z (42 ms, interval)",
 		"  topic configs: ERROR cannot reach Kafka at 127.0.0.1:1 within 5s\n",

@@ -129,7 +129,10 @@ func TestMirrorsLifecycle(t *testing.T) {
 
 	e.mustMirrors(t, "Mirror my-mirror is valid (dry run, nothing created).\n",
 		"--create", "--mirror", "my-mirror", "--source-bootstrap", e.source, "--dry-run")
-	e.mustMirrors(t, "", "--list")
+	// No mirrors: stdout stays empty for scripts; stderr says so.
+	if code, out, errOut := e.mirrors(t, "--list"); code != 0 || out != "" || errOut != "No mirrors on "+e.server+"; create one with --create.\n" {
+		t.Fatalf("--list with no mirrors: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 	e.mustMirrors(t, "Created mirror my-mirror.\n",
 		"--create", "--mirror", "my-mirror", "--source-bootstrap", e.source,
 		"--config", "mirror.metadata.refresh.interval.ms=10000")
@@ -295,7 +298,10 @@ func TestMirrorsUsage(t *testing.T) {
 		{"create without source", []string{"--create", "--mirror", "m"}, "--create requires --source-bootstrap"},
 		{"delete without mirror", []string{"--delete"}, "--delete requires --mirror"},
 		{"flag of another action", []string{"--pause", "--mirror", "m", "--topic", "t", "--replication-factor", "2"}, "--replication-factor does not apply to --pause"},
-		{"unknown flag", []string{"--list", "--source", "x"}, "flag provided but not defined: -source"},
+		{"unknown flag", []string{"--list", "--bogus", "x"}, "flag provided but not defined: -bogus\n"},
+		{"mistyped flag", []string{"--lsit"}, "flag provided but not defined: -lsit; did you mean --list?"},
+		{"flag's start", []string{"--list", "--source", "x"}, "flag provided but not defined: -source; did you mean --source-bootstrap?"},
+		{"wait without a unit", []string{"--pause", "--mirror", "m", "--topic", "t", "--wait", "10"}, `invalid value "10" for flag -wait: parse error; a duration needs a unit, as in --wait 10s`},
 		{"seed's Kafka flag", []string{"--bootstrap-server", ":9094", "--list"}, "use --server URL (or KMIRROR_SERVER) instead of --bootstrap-server"},
 		{"stray argument", []string{"--list", "extra"}, `unexpected argument "extra"`},
 		{"wait over 5m", []string{"--pause", "--mirror", "m", "--topic", "t", "--wait", "6m"}, "--wait 6m0s is out of range (0s, 5m0s]"},

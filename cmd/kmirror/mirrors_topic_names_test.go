@@ -8,7 +8,8 @@ import (
 
 // TestMirrorsShowDestinationNames: a mirror with topic.name.prefix east.
 // shows each topic as "my-topic → east.my-topic" where it names one (an
-// add and its dry run, --wait's progress, describe, a remove's preview);
+// add and its dry run, --wait's progress, describe, a remove's preview,
+// pause, resume and remove);
 // an unprefixed mirror's topics print as they always have.
 func TestMirrorsShowDestinationNames(t *testing.T) {
 	t.Parallel()
@@ -40,4 +41,9 @@ func TestMirrorsShowDestinationNames(t *testing.T) {
 	if row := fmt.Sprintf(failoverFormat, "east", "my-topic → east.my-topic", "0", "UNKNOWN", "0", "-"); code != 0 || !strings.Contains(out, row) {
 		t.Fatalf("remove --dry-run: exit %d (%s)\n%s\nwant a row %q", code, errOut, out, row)
 	}
+
+	e.mustMirrors(t, "Paused mirroring for 1 topic(s): [my-topic → east.my-topic]\n", "--pause", "--mirror", "east", "--topic", "my-topic")
+	e.mustMirrors(t, "Resumed mirroring for 1 topic(s): [my-topic → east.my-topic]\n", "--resume", "--mirror", "east", "--topic", "my-topic")
+	e.mustMirrors(t, "Paused mirroring for 1 topic(s): [other-topic]\n", "--pause", "--mirror", "plain", "--topic", "other-topic")
+	e.mustMirrors(t, "Removed 1 topic(s) from mirror east: [my-topic → east.my-topic]\n", "--remove", "--mirror", "east", "--topic", "my-topic")
 }

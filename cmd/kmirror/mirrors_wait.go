@@ -34,6 +34,14 @@ func targetState(action string) client.PartitionState {
 	return client.PartitionStateMirroring // add, resume
 }
 
+// failedEndsWait says whether FAILED partitions end a wait for target, as
+// the server's ?wait decides: not for a remove, whose FAILED partitions go
+// on to STOPPED by themselves (FAILED → PREPARING → STOPPING → STOPPED), so
+// stopping there would report a failure for a remove that succeeds.
+func failedEndsWait(target client.PartitionState) bool {
+	return target != client.PartitionStateStopped
+}
+
 // topicProgress is one topic's partitions in the target state, FAILED, and
 // in all.
 type topicProgress struct{ ready, failed, total int }
@@ -54,8 +62,8 @@ func stateCount(c client.PartitionStateCounts, s client.PartitionState) int {
 
 // waitForTopics follows the topics an action applied to until every
 // partition is in the action's target state, some are FAILED (which needs
-// an operator or a retry, so waiting on would only hang) or --wait runs
-// out. It reads the mirror's topic list every waitPoll and prints a line
+// an operator or a retry, so waiting on would only hang; except for a
+// remove: failedEndsWait) or --wait runs out. It reads the mirror's topic list every waitPoll and prints a line
 // per topic whenever its count changes: "orders: 2/3 partitions MIRRORING".
 func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 	target := targetState(c.opts.action)
@@ -93,7 +101,11 @@ func (c *mirrorsCLI) waitForTopics(ctx context.Context, topics []string) error {
 				}
 				fmt.Fprintln(c.stdout, line)
 			}
-			if p.ready+p.failed < p.total {
+			ended := p.ready
+			if failedEndsWait(target) {
+				ended += p.failed
+			}
+			if ended < p.total {
 				settled = false
 			}
 			if p.ready < p.total {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -51,4 +53,53 @@ func TestMirrorsWaitRunsOut(t *testing.T) {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 3 and stdout %q", code, out, errOut, want)
 	}
 	e.mustMirrors(t, "Paused mirroring for 1 topic(s): [my-topic]\n", "--pause", "--mirror", "m1", "--topic", "my-topic")
+}
+
+// TestMirrorsRemoveWaitPastFailed: a removed FAILED partition goes on to
+// STOPPED by itself, so --remove --wait prints the FAILED count but waits
+// on, and succeeds once the partition is STOPPED (here set as a worker
+// would, as soon as the CLI has printed the FAILED line).
+func TestMirrorsRemoveWaitPastFailed(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+	e.mustMirrors(t, "Created mirror m1.\n", "--create", "--mirror", "m1", "--source-bootstrap", e.source)
+	e.mustMirrors(t, "Added 1 topic(s) to mirror m1: [other-topic]\n", "--add", "--mirror", "m1", "--topic", "other-topic")
+	setState := func(state string) error {
+		_, err := e.pool.Exec(context.Background(), `UPDATE mirror_partitions SET state = $1 WHERE mirror = 'm1'`, state)
+		return err
+	}
+	if err := setState("FAILED"); err != nil {
+		t.Fatal(err)
+	}
+	out := &onLine{match: "other-topic: 0/1 partitions STOPPED, 1 FAILED\n", then: func() {
+		if err := setState("STOPPED"); err != nil {
+			t.Error(err)
+		}
+	}}
+	var errOut bytes.Buffer
+	code := run(t.Context(), []string{"mirrors", "--server", e.server, "--remove", "--mirror", "m1", "--topic", "other-topic", "--wait", "30s"}, out, &errOut)
+	got := out.buf.String()
+	if code != 0 || !strings.HasPrefix(got, "Removed 1 topic(s) from mirror m1: [other-topic]\n"+out.match+"other-topic: 1/1 partitions STOPPED\nAll partitions are STOPPED (after ") {
+		t.Fatalf("--remove --wait on a FAILED partition: exit %d, stdout %q, stderr %q", code, got, errOut.String())
+	}
+}
+
+// onLine is a stdout that calls then once, after match was written.
+type onLine struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	match string
+	then  func()
+	done  bool
+}
+
+func (w *onLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(p)
+	if !w.done && strings.Contains(w.buf.String(), w.match) {
+		w.done = true
+		w.then()
+	}
+	return n, err
 }

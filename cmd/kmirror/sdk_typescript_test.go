@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +28,10 @@ const sdkTypeScriptDir = "../../sdk/typescript"
 
 // TestTypeScriptClient checks the client package of sdk/typescript
 // (@kmirror/client): its committed types are what openapi-typescript makes
-// of openapi/openapi.json, it builds, its example type-checks with tsc
-// --strict (the event union narrowed by kind, no casts), and its tests pass
+// of openapi/openapi.json, it builds, its example and the README's snippet
+// type-check with tsc --strict (the event union narrowed by kind, no
+// casts; the snippet with only what the README's install line installs),
+// and its tests pass
 // (npm test): the SSE parser's and events() over a fake fetch, then
 // events() against an in-process server (kfake clusters, PostgreSQL, API
 // tokens) behind the spec-validating proxy of TestTypeScriptSDK, behind a
@@ -80,6 +83,7 @@ func TestTypeScriptClient(t *testing.T) {
 	if err := npm("tsc --strict on example.ts", nil, "run", "check-example"); err != nil {
 		t.Fatal(err)
 	}
+	checkREADMESnippet(ctx, t, dir)
 
 	tokens := api.Tokens{Admin: "sdk-ts-admin-token"}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -268,5 +272,96 @@ func (c *streamCutter) mark(s *cutStream, how, id string) {
 	s.Cut, s.CutMessageID = how, id
 	if how == "mid-message" {
 		s.armed = ""
+	}
+}
+
+// readmeCodeBlock is a sh or ts block of the README; readmeDevInstall the
+// arguments of an `npm install --save-dev` line.
+var (
+	readmeCodeBlock  = regexp.MustCompile("(?ms)^```(sh|ts)\n(.*?)^```$")
+	readmeDevInstall = regexp.MustCompile(`(?m)^npm install --save-dev (.*)$`)
+)
+
+// checkREADMESnippet type-checks the README's @kmirror/client snippet with
+// tsc --strict in a project of its own that holds what the README has a
+// reader install, and no more: the package built from sdkDir, and each
+// name@version of its `npm install --save-dev` line, taken at that version
+// from the packages the tests installed. A snippet that needs a package
+// the line leaves out (process needs @types/node) fails to compile, as it
+// would for the reader.
+func checkREADMESnippet(ctx context.Context, t *testing.T, sdkDir string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(sdkDir, "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var install, snippet string
+	for _, b := range readmeCodeBlock.FindAllStringSubmatch(string(readme), -1) {
+		switch {
+		case b[1] == "sh" && strings.Contains(b[2], "npm install /path/to/kmirror/sdk/typescript"):
+			if m := readmeDevInstall.FindStringSubmatch(b[2]); m != nil {
+				install = m[1]
+			}
+		case b[1] == "ts" && strings.Contains(b[2], `from "@kmirror/client"`) && install != "" && snippet == "":
+			snippet = b[2]
+		}
+	}
+	if install == "" || snippet == "" {
+		t.Fatalf("README.md: no `npm install --save-dev` line after `npm install /path/to/kmirror/sdk/typescript`, or no @kmirror/client snippet after it")
+	}
+
+	project := t.TempDir()
+	modules := filepath.Join(project, "node_modules")
+	link := func(name, target string) {
+		t.Helper()
+		at := filepath.Join(modules, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link("@kmirror/client", sdkDir)
+	installed := []string{filepath.Join(sdkDir, "node_modules"), sdkTestDir + "/node_modules"}
+	for _, arg := range strings.Fields(install) {
+		if strings.HasPrefix(arg, "-") {
+			continue
+		}
+		at := strings.LastIndex(arg, "@")
+		if at <= 0 {
+			t.Errorf("README.md's install line: %s has no pinned version (name@version)", arg)
+			continue
+		}
+		name, version := arg[:at], arg[at+1:]
+		found := ""
+		for _, dir := range installed {
+			var pkg struct{ Version string }
+			if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name), "package.json")); err == nil &&
+				json.Unmarshal(b, &pkg) == nil && pkg.Version == version {
+				found, _ = filepath.Abs(filepath.Join(dir, filepath.FromSlash(name)))
+				break
+			}
+		}
+		if found == "" {
+			t.Errorf("README.md's install line names %s, which neither sdk/typescript's nor openapi/sdk-test's packages hold at that version", arg)
+			continue
+		}
+		link(name, found)
+	}
+	files := map[string]string{
+		"snippet.ts":   snippet,
+		"package.json": `{"type": "module"}`,
+		"tsconfig.json": `{"compilerOptions": {"strict": true, "noEmit": true, "target": "ES2022",
+			"module": "NodeNext", "moduleResolution": "NodeNext"}, "files": ["snippet.ts"]}`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := runNode(ctx, t, "tsc --strict on the README's snippet", nil, filepath.Join(sdkDir, "node_modules", ".bin", "tsc"),
+		"-p", filepath.Join(project, "tsconfig.json")); err != nil {
+		t.Fatalf("the README's @kmirror/client snippet does not compile with what its install line installs: %v", err)
 	}
 }

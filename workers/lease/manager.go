@@ -681,10 +681,44 @@ func (m *Manager) renew(s *leaseSet) error {
 			inactive = append(inactive, l)
 		}
 	}
-	m.drop(s, refused, "renewal refused: taken by another owner, expired or removed", false)
+	deleted, refused := m.deleted(s, refused)
+	m.dropAt(s, deleted, "its mirror was deleted", false, slog.LevelInfo)
+	m.drop(s, refused, "renewal refused: taken by another owner or expired", false)
 	m.drop(s, expired, "trust deadline passed during renewal", true)
 	m.handBack(s, inactive)
 	return nil
+}
+
+// deleted picks, of the leases whose renewal was refused, those whose
+// mirror no longer exists: a delete removed their rows, which is how a
+// deleted mirror's leases end, not a lease lost to another owner. When the
+// check cannot be made, every one counts as lost.
+func (m *Manager) deleted(s *leaseSet, refused []*Lease) (deleted, lost []*Lease) {
+	if len(refused) == 0 {
+		return nil, nil
+	}
+	var names []string
+	for _, l := range refused {
+		if !slices.Contains(names, l.Key.Mirror) {
+			names = append(names, l.Key.Mirror)
+		}
+	}
+	var exist map[string]bool
+	err := m.within(s.kind+" lease mirrors check", func(ctx context.Context) (err error) {
+		exist, err = repo.MirrorsExist(ctx, m.cfg.Pool, names)
+		return err
+	})
+	if err != nil {
+		return nil, refused
+	}
+	for _, l := range refused {
+		if exist[l.Key.Mirror] {
+			lost = append(lost, l)
+		} else {
+			deleted = append(deleted, l)
+		}
+	}
+	return deleted, lost
 }
 
 // drop ends lost leases first, so their workers see Valid false and a
@@ -692,8 +726,18 @@ func (m *Manager) renew(s *leaseSet) error {
 // trust deadline passed: the database may still name this instance, so the
 // leases are queued for release.
 func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
+	m.dropAt(s, lost, why, expired, slog.LevelWarn)
+}
+
+// dropAt is drop logging at level: INFO for the leases of a deleted mirror
+// (Manager.deleted), which ended as they should.
+func (m *Manager) dropAt(s *leaseSet, lost []*Lease, why string, expired bool, level slog.Level) {
 	if len(lost) == 0 {
 		return
+	}
+	msg := "lease lost"
+	if level < slog.LevelWarn {
+		msg = "lease ended"
 	}
 	for _, l := range lost {
 		// The deadline's timer may not have fired yet: then this ends the
@@ -701,7 +745,7 @@ func (m *Manager) drop(s *leaseSet, lost []*Lease, why string, expired bool) {
 		if l.end(fmt.Errorf("%w: %s", ErrLost, why)) && expired {
 			m.TestSignals.Expired.Signal(l.Key)
 		}
-		m.log.Warn("lease lost", append(l.logAttrs(), "kind", s.kind, "reason", why)...)
+		m.log.Log(context.Background(), level, msg, append(l.logAttrs(), "kind", s.kind, "reason", why)...)
 	}
 	s.stopAll(lost)
 	for _, l := range lost {

@@ -997,3 +997,53 @@ func TestLeaseManagerRestartUnderItsIDTakesAtOnce(t *testing.T) {
 		t.Errorf("every partition held again %s after the crash and restart, want within %s (a renew interval)", took.Round(time.Millisecond), opts.renew)
 	}
 }
+
+// A deleted mirror's leases end without a warning: the renewal no longer
+// finds them because their rows are gone, which is what a delete does, not
+// a lease taken by another owner (TestLeaseManagerStopsWorkerOfStolenLease
+// still warns of that one).
+func TestLeaseManagerDeletedMirrorIsNoWarning(t *testing.T) {
+	dbURL := testdb.New(t)
+	admin := openPool(t, dbURL)
+	seedLeaseFixture(t, admin)
+	var log syncBuffer
+	opts := fastLeases
+	opts.log = &log
+	n := startNode(t, dbURL, "only", newRunRegistry(t), opts)
+	waitShares(t, 15*time.Second, n)
+	if _, err := admin.Exec(t.Context(), `DELETE FROM mirrors WHERE name = 'beta'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "beta's workers to stop", func() (bool, string) {
+		n.runner.mu.Lock()
+		defer n.runner.mu.Unlock()
+		var left []string
+		for k := range n.runner.leases {
+			if k.Mirror == "beta" {
+				left = append(left, k.String())
+			}
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	if out := log.String(); strings.Contains(out, "lease lost") {
+		t.Fatalf("deleting a mirror logged a warning:\n%s", out)
+	}
+}
+
+// syncBuffer is a log writer that several goroutines share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

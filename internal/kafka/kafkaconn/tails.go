@@ -47,22 +47,78 @@ func LastCommittedRecord(ctx context.Context, c Config, topic string, partition 
 	defer cancel()
 	for _, w := range tailWindows {
 		start := max(from, end-w)
-		// Markers are kept so the read sees offset end-1 whatever it holds
-		// and ends there, instead of waiting on a quiet poll to learn that
-		// the rest was control data.
-		opts := append(ProbeOpts(timeout), kgo.KeepControlRecords(), kgo.WithHooks(NewBrokerWatch(nil)))
-		rs, err := ReadRecords(ctx, c, topic, partition, start, end, int(end-start), true, opts...)
+		rs, err := readTailWindow(ctx, c, topic, partition, start, end, timeout)
 		if err != nil {
-			return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}
+			return nil, err
 		}
-		for i := len(rs) - 1; i >= 0; i-- {
-			if !rs[i].Attrs.IsControl() {
-				return rs[i], nil
-			}
+		if r := lastData(rs); r != nil {
+			return r, nil
 		}
 		if start == from {
 			break
 		}
 	}
 	return nil, nil
+}
+
+// CommittedTail is what a partition holds in [from, end) past a mirror's
+// progress, end being a last stable offset.
+type CommittedTail struct {
+	// Last is the last committed record in the range, nil as
+	// LastCommittedRecord returns it.
+	Last *kgo.Record
+	// Records counts the committed data records in the range: transaction
+	// markers and aborted records are not records anyone will read. Known
+	// only when Counted.
+	Records int64
+	Counted bool
+}
+
+// ReadCommittedTail returns the range's last committed record and, when the
+// range is no longer than LastCommittedRecord's longest window (which it
+// would read whole anyway), how many committed data records it holds, from
+// one read. A longer range is read back from end as LastCommittedRecord
+// does and not counted: the records between could be gigabytes. Failing to
+// read within timeout is an *UnreachableError.
+func ReadCommittedTail(ctx context.Context, c Config, topic string, partition int32, from, end int64, timeout time.Duration) (CommittedTail, error) {
+	if end-from > tailWindows[len(tailWindows)-1] {
+		r, err := LastCommittedRecord(ctx, c, topic, partition, from, end, timeout)
+		return CommittedTail{Last: r}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rs, err := readTailWindow(ctx, c, topic, partition, from, end, timeout)
+	if err != nil {
+		return CommittedTail{}, err
+	}
+	t := CommittedTail{Last: lastData(rs), Counted: true}
+	for _, r := range rs {
+		if !r.Attrs.IsControl() {
+			t.Records++
+		}
+	}
+	return t, nil
+}
+
+// readTailWindow reads the committed records and markers of [start, end).
+// Markers are kept so the read sees offset end-1 whatever it holds and
+// ends there, instead of waiting on a quiet poll to learn that the rest
+// was control data.
+func readTailWindow(ctx context.Context, c Config, topic string, partition int32, start, end int64, timeout time.Duration) ([]*kgo.Record, error) {
+	opts := append(ProbeOpts(timeout), kgo.KeepControlRecords(), kgo.WithHooks(NewBrokerWatch(nil)))
+	rs, err := ReadRecords(ctx, c, topic, partition, start, end, int(end-start), true, opts...)
+	if err != nil {
+		return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}
+	}
+	return rs, nil
+}
+
+// lastData is the last of rs that is not a transaction marker, nil if none.
+func lastData(rs []*kgo.Record) *kgo.Record {
+	for i := len(rs) - 1; i >= 0; i-- {
+		if !rs[i].Attrs.IsControl() {
+			return rs[i]
+		}
+	}
+	return nil
 }

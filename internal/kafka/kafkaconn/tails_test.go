@@ -85,4 +85,41 @@ func TestLastCommittedRecord(t *testing.T) {
 			t.Errorf("from %d: last committed record %q, want %q", tc.from, got, tc.want)
 		}
 	}
+
+	// ReadCommittedTail counts the data records: markers and aborted
+	// records are not counted.
+	for _, tc := range []struct {
+		from    int64
+		records int64
+		last    string
+	}{
+		{0, 4, "d"},
+		{3, 1, "d"},
+		{4, 0, ""},
+		{20, 0, ""},
+	} {
+		tail, err := ReadCommittedTail(ctx, conn, "t", 0, tc.from, 26, testTimeout)
+		if err != nil {
+			t.Fatalf("tail from %d: %v", tc.from, err)
+		}
+		last := ""
+		if tail.Last != nil {
+			last = string(tail.Last.Value)
+		}
+		if !tail.Counted || tail.Records != tc.records || last != tc.last {
+			t.Errorf("tail from %d: %d record(s) (counted %v), last %q; want %d, %q", tc.from, tail.Records, tail.Counted, last, tc.records, tc.last)
+		}
+	}
+	// A range longer than the last window is not read whole, so not
+	// counted; its last record is still found.
+	long := make([]string, 600)
+	for i := range long {
+		long[i] = "plain"
+	}
+	long[len(long)-1] = "last"
+	produce("", false, long...)
+	tail, err := ReadCommittedTail(ctx, conn, "t", 0, 0, 626, testTimeout)
+	if err != nil || tail.Counted || tail.Last == nil || string(tail.Last.Value) != "last" {
+		t.Fatalf("tail of 626 offsets: %+v, %v; want the last record, not counted", tail, err)
+	}
 }

@@ -15,8 +15,12 @@ import (
 // alignResult is where mirroring resumes after PREPARING.
 type alignResult struct {
 	checkpoint checkpoint
-	lost       int64
-	summary    string
+	// srcEnd is the source's committed end that alignment listed: with
+	// the checkpoint (the destination ends at its dstNext), what describe
+	// shows once the partition is aligned.
+	srcEnd  int64
+	lost    int64
+	summary string
 }
 
 // alignTimeout bounds one alignment (listing offsets, a walk, topic creation).
@@ -76,6 +80,11 @@ func (w *Worker) align(ctx context.Context, desire Desire) (aligned alignResult,
 	} else if err != nil {
 		return alignResult{}, retryable("list source offsets: %v", err)
 	}
+	defer func() {
+		if failed == nil {
+			aligned.srcEnd = srcOff.End
+		}
+	}()
 	// A topic this worker has just created is empty: reading its offsets
 	// would only wait for it to show in metadata. (A record someone else
 	// wrote meanwhile would still be caught: every acknowledgement's offset

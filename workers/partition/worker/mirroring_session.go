@@ -100,6 +100,11 @@ type session struct {
 	// behindSince is when the partition last fell behind the source's end
 	// (zero while caught up).
 	behindSince time.Time
+	// shownBacklog: the row showed lag when the session started (the
+	// change to MIRRORING stores the ends alignment found), so its catch-up
+	// is saved early however quick it was; describe would otherwise show
+	// that lag for a checkpoint interval after the partition caught up.
+	shownBacklog bool
 	// mirrored counts verified copies in the topic's metrics; countedBytes
 	// is the acks' verified bytes already counted.
 	mirrored     metrics.Topic
@@ -242,6 +247,9 @@ func (w *Worker) mirror(stepCtx context.Context) error {
 		closing: make(chan struct{})}
 	s.throttledMs.Store(w.row.ThrottledMs)
 	s.fetchNext, s.produced = s.srcNext, s.dstNext
+	if e := w.row.SourceEndOffset; e != nil && *e > s.srcNext {
+		s.shownBacklog, s.behindSince = true, time.Now()
+	}
 	s.mirrored = w.cfg.Metrics.Topic(w.key.Mirror, w.key.Topic)
 	s.acks = batchproduce.NewAcks(s.dstNext, w.cfg.Gate, func() { s.produceCancel(errCopyFailed) })
 	s.produceCtx, s.produceCancel = context.WithCancelCause(ctx)
@@ -769,9 +777,9 @@ func (s *session) noteCatchUp() {
 	case !caughtUp && s.behindSince.IsZero():
 		s.behindSince = time.Now()
 	case caughtUp && !s.behindSince.IsZero():
-		if time.Since(s.behindSince) >= catchUpAfter {
+		if s.shownBacklog || time.Since(s.behindSince) >= catchUpAfter {
 			s.w.p.Checkpoints.CaughtUp()
 		}
-		s.behindSince = time.Time{}
+		s.behindSince, s.shownBacklog = time.Time{}, false
 	}
 }

@@ -348,7 +348,8 @@ func (w *Worker) realign(ctx context.Context, previous, cause string) error {
 	row, err := w.p.Rows.Realign(service.PartitionRealignment{Mirror: w.key.Mirror,
 		Topic: w.key.Topic, Partition: w.key.Partition, Owner: w.lease.Owner, Epoch: w.lease.Epoch,
 		Takeover: cause == "", Previous: previous, Cause: cause, State: w.row.State,
-		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, LostRecordsAdd: res.lost, Summary: res.summary})
+		SrcNext: res.checkpoint.srcNext, DstNext: res.checkpoint.dstNext, SourceEnd: &res.srcEnd,
+		LostRecordsAdd: res.lost, Summary: res.summary})
 	if err != nil {
 		return err
 	}
@@ -497,7 +498,7 @@ func (w *Worker) step(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return w.transition(service.StateMirroring, transitionOpts{checkpoint: &res.checkpoint,
+		return w.transition(service.StateMirroring, transitionOpts{checkpoint: &res.checkpoint, srcEnd: &res.srcEnd,
 			lostAdd: res.lost, reason: res.summary, keepRetries: true})
 	case service.StateMirroring:
 		switch want {
@@ -617,9 +618,12 @@ type transitionOpts struct {
 	retryAttempt int
 	nextRetry    *time.Time
 	checkpoint   *checkpoint
-	lostAdd      int64
-	reason       string
-	keepRetries  bool
+	// srcEnd, with checkpoint, is the source's end that alignment found
+	// it against; the destination then ends at the checkpoint's dstNext.
+	srcEnd      *int64
+	lostAdd     int64
+	reason      string
+	keepRetries bool
 }
 
 // checkpoint is a partition's (src_next, dst_next).
@@ -642,6 +646,9 @@ func (w *Worker) transition(to service.PartitionState, o transitionOpts) error {
 	}
 	if o.checkpoint != nil {
 		t.SrcNext, t.DstNext = &o.checkpoint.srcNext, &o.checkpoint.dstNext
+		if o.srcEnd != nil {
+			t.SourceEnd, t.DestinationEnd = o.srcEnd, &o.checkpoint.dstNext
+		}
 	}
 	row, err := w.p.Rows.Transition(t)
 	if err != nil {
