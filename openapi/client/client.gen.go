@@ -128,8 +128,10 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for MirrorCheckCluster.
 const (
-	MirrorCheckClusterDestination MirrorCheckCluster = "destination"
-	MirrorCheckClusterSource      MirrorCheckCluster = "source"
+	MirrorCheckClusterDestination         MirrorCheckCluster = "destination"
+	MirrorCheckClusterDestinationRegistry MirrorCheckCluster = "destination registry"
+	MirrorCheckClusterSource              MirrorCheckCluster = "source"
+	MirrorCheckClusterSourceRegistry      MirrorCheckCluster = "source registry"
 )
 
 // Valid indicates whether the value is a known member of the MirrorCheckCluster enum.
@@ -137,7 +139,11 @@ func (e MirrorCheckCluster) Valid() bool {
 	switch e {
 	case MirrorCheckClusterDestination:
 		return true
+	case MirrorCheckClusterDestinationRegistry:
+		return true
 	case MirrorCheckClusterSource:
+		return true
+	case MirrorCheckClusterSourceRegistry:
 		return true
 	default:
 		return false
@@ -1017,7 +1023,8 @@ type MirrorCheck struct {
 	// Example: read topics
 	Check string `json:"check"`
 
-	// Cluster Cluster is source or destination.
+	// Cluster Cluster is source or destination, or, for a mirror that names a
+	// source Schema Registry, source registry or destination registry.
 	Cluster MirrorCheckCluster `json:"cluster"`
 
 	// Detail Detail is what was found.
@@ -1032,16 +1039,17 @@ type MirrorCheck struct {
 
 	// Status Status: pass; warn, a feature beside the copy will not work (config,
 	// group offset or ACL sync, read-only enforcement); fail, the copy
-	// will not.
+	// will not (in a registry's row: the schemas' copy will not).
 	Status MirrorCheckStatus `json:"status"`
 }
 
-// MirrorCheckCluster Cluster is source or destination.
+// MirrorCheckCluster Cluster is source or destination, or, for a mirror that names a
+// source Schema Registry, source registry or destination registry.
 type MirrorCheckCluster string
 
 // MirrorCheckStatus Status: pass; warn, a feature beside the copy will not work (config,
 // group offset or ACL sync, read-only enforcement); fail, the copy
-// will not.
+// will not (in a registry's row: the schemas' copy will not).
 type MirrorCheckStatus string
 
 // MirrorCheckResult defines model for MirrorCheckResult.

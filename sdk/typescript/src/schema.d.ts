@@ -762,10 +762,11 @@ export interface components {
              */
             check: string;
             /**
-             * @description Cluster is source or destination.
+             * @description Cluster is source or destination, or, for a mirror that names a
+             *     source Schema Registry, source registry or destination registry.
              * @enum {string}
              */
-            cluster: "source" | "destination";
+            cluster: "source" | "destination" | "source registry" | "destination registry";
             /**
              * @description Detail is what was found.
              * @example not allowed on orders
@@ -779,7 +780,7 @@ export interface components {
             /**
              * @description Status: pass; warn, a feature beside the copy will not work (config,
              *     group offset or ACL sync, read-only enforcement); fail, the copy
-             *     will not.
+             *     will not (in a registry's row: the schemas' copy will not).
              * @enum {string}
              */
             status: "pass" | "warn" | "fail";
