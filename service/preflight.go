@@ -58,7 +58,10 @@ type CheckResult struct {
 // CheckMirror checks, against the mirror's source and this server's
 // destination with their own credentials, what the mirror needs of them
 // for its topics (or for the topics in.Topic matches): one row per check.
-// Nothing is written, in the database or on either cluster.
+// A mirror that names a source Schema Registry gets rows for it and for the
+// server's destination registry (registryChecks). Nothing is written, in
+// the database or on either cluster; on the destination registry IMPORT
+// mode is set on a probe subject that holds nothing and deleted again.
 func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput) (CheckResult, error) {
 	rf, err := replicationFactorOf(in.ReplicationFactor)
 	if err != nil {

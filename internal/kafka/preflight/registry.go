@@ -240,11 +240,15 @@ func registryFailure(ctx context.Context, cluster, check string, cfg schemaregis
 		Grant:  "check the URLs and TLS settings in " + settings + " and that this server can reach them (the server log says why it could not)"}}
 }
 
-// publicRegistryError is err as a row shows it: the registry's own error,
-// or "cannot reach" (registryFailure says why).
+// publicRegistryError is err, from a registry that answered the requests
+// before it, as a row shows it: the registry's answer, or "cannot reach"
+// (the log says why).
 func publicRegistryError(err error) string {
 	var re *sr.ResponseError
-	if errors.As(err, &re) && (re.ErrorCode != 0 || re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden) {
+	if errors.As(err, &re) {
+		// The registry answered the requests before this one as a
+		// registry: its status is its own (405 from a registry older
+		// than DELETE /mode/{subject}).
 		return registryMessage(re)
 	}
 	return "cannot reach the registry"
