@@ -120,7 +120,7 @@ func TestCheckMirrorRegistries(t *testing.T) {
 		ok(t, e.do(t, "POST", "/v1/mirrors/m1:check", nil), http.StatusOK, &res)
 		rows := registryRows(res)
 		if r := rows["source registry/read subjects"]; r.Status != "pass" ||
-			!strings.Contains(r.Detail, "1 are the checked topics', to be copied: orders-value") {
+			!strings.Contains(r.Detail, "the checked topics have 1 of them, to be copied: orders-value") {
 			t.Fatalf("destination registry %v: the source registry's row: %+v", withDestination, res.Checks)
 		}
 		if withDestination {

@@ -79,7 +79,7 @@ func CheckSourceRegistry(ctx context.Context, cfg schemaregistry.Config, topics 
 	if len(ofTopics) == 0 {
 		detail += "none is a checked topic's (<topic>-key, <topic>-value): no schema is copied for these topics"
 	} else {
-		detail += fmt.Sprintf("%d are the checked topics', to be copied: %s", len(ofTopics), names(ofTopics))
+		detail += fmt.Sprintf("the checked topics have %d of them, to be copied: %s", len(ofTopics), names(ofTopics))
 	}
 	if re, err := regexp.Compile(`^(?:` + subjectRegex + `)$`); subjectRegex != "" && err == nil {
 		var more []string

@@ -85,7 +85,7 @@ func TestSourceRegistryRows(t *testing.T) {
 
 	rows := preflight.CheckSourceRegistry(ctx, good, []string{"orders", "payments", "refunds"}, `shared\..*`)
 	wantRow(t, only(t, rows, "source registry", "read subjects"), preflight.Pass, "5 subject(s) listed to user sr-key",
-		"3 are the checked topics', to be copied: orders-key, orders-value, payments-value",
+		"the checked topics have 3 of them, to be copied: orders-key, orders-value, payments-value",
 		"schema.subjects.include selects 1 more: shared.Money")
 	if len(rows) != 1 {
 		t.Fatalf("rows %+v", rows)
