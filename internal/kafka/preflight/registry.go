@@ -119,6 +119,12 @@ func CheckDestinationRegistry(ctx context.Context, cfg schemaregistry.Config, re
 
 	// The sync reads each subject's mode, the global one when it has none.
 	read := cl.Mode(sr.WithParams(ctx, sr.DefaultToGlobal), probe)[0]
+	mode := fmt.Sprintf("%s (the registry's global mode)", read.Mode)
+	if isRegistryCode(read.Err, sr.ErrSubjectNotFound) || isRegistryCode(read.Err, sr.ErrSubjectLevelModeNotConfigured) {
+		// A registry that does not fall back to the global mode: it
+		// answered, and says the subject has no mode of its own.
+		read.Err, mode = nil, "none of its own"
+	}
 	if read.Err != nil {
 		f := registryFailure(ctx, c, "read modes", cfg, timeout, read.Err, destinationSettings)
 		if f.forbidden {
@@ -126,17 +132,20 @@ func CheckDestinationRegistry(ctx context.Context, cfg schemaregistry.Config, re
 		}
 		return []Result{f.Result}
 	}
-	rows := []Result{pass(c, "read modes", fmt.Sprintf("%s reads a new subject's mode: %s (the registry's global mode)",
-		principal(cfg), read.Mode))}
+	rows := []Result{pass(c, "read modes", fmt.Sprintf("%s reads a new subject's mode: %s", principal(cfg), mode))}
 
 	const check = "import mode"
 	set := cl.SetMode(ctx, sr.ModeImport, probe)[0].Err
-	// A request that timed out or lost its connection may have been
-	// applied: the mode is deleted whatever the answer, but after a
-	// refusal, which set nothing.
+	// A request that timed out, lost its connection or failed in the
+	// registry (a 5xx: its write may land later) may have been applied:
+	// the mode is deleted whatever the answer, but after a refusal (a
+	// 4xx), which set nothing.
 	var refused *sr.ResponseError
+	if errors.As(set, &refused) && refused.StatusCode >= 500 {
+		refused = nil
+	}
 	var cleanup []Result
-	if set == nil || !errors.As(set, &refused) {
+	if refused == nil {
 		cleanup = resetProbe(base, cl, timeout, probe)
 	}
 	const why = "the schema sync writes each schema with its source id, which takes IMPORT mode on the subjects it copies"
@@ -144,7 +153,7 @@ func CheckDestinationRegistry(ctx context.Context, cfg schemaregistry.Config, re
 	case set == nil:
 		rows = append(rows, pass(c, check, fmt.Sprintf(
 			"IMPORT mode set and removed on the probe subject %s: schemas can be copied with their source ids", probe)))
-	case isRegistryCode(set, sr.ErrOperationNotPermitted):
+	case refused != nil && refused.ErrorCode == sr.ErrOperationNotPermitted.Code:
 		rows = append(rows, Result{Cluster: c, Check: check, Status: Fail,
 			Detail: fmt.Sprintf("the registry does not allow mode changes (%s); %s", registryMessage(refused), why),
 			Grant:  "allow mode changes on the destination registry (Confluent Schema Registry: mode.mutability=true, then restart it)"})

@@ -175,6 +175,12 @@ func (m *modeRequests) puts() []string {
 	return append([]string(nil), m.put...)
 }
 
+func (m *modeRequests) dels() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.del...)
+}
+
 // noModeLeft fails the test when subject has a mode of its own on reg.
 func noModeLeft(t *testing.T, reg *devregistry.Registry, subject string) {
 	t.Helper()
@@ -229,8 +235,8 @@ func TestDestinationRegistryRows(t *testing.T) {
 			t.Fatalf("mode set on %v, want one probe subject named in the row", puts)
 		}
 		noModeLeft(t, reg, puts[0])
-		if modes.del[0] != puts[0] {
-			t.Fatalf("deleted the mode of %v, set %v", modes.del, puts)
+		if modes.dels()[0] != puts[0] {
+			t.Fatalf("deleted the mode of %v, set %v", modes.dels(), puts)
 		}
 		// Another check probes another subject.
 		preflight.CheckDestinationRegistry(ctx, schemaregistry.Config{URLs: []string{reg.URL()}}, "")
@@ -265,8 +271,8 @@ func TestDestinationRegistryRows(t *testing.T) {
 		wantRow(t, only(t, rows, "destination registry", "read modes"), preflight.Pass)
 		wantRow(t, only(t, rows, "destination registry", "import mode"), preflight.Fail,
 			"does not allow mode changes (HTTP 422, error 42205: Mode changes are not allowed)", "IMPORT mode", "mode.mutability=true")
-		if len(modes.del) != 0 {
-			t.Fatalf("a refused mode was deleted: %v", modes.del)
+		if d := modes.dels(); len(d) != 0 {
+			t.Fatalf("a refused mode was deleted: %v", d)
 		}
 	})
 
@@ -297,6 +303,32 @@ func TestDestinationRegistryRows(t *testing.T) {
 		reg.SetDown(true)
 		rows := preflight.CheckDestinationRegistry(ctx, schemaregistry.Config{URLs: []string{reg.URL()}}, "")
 		wantRow(t, only(t, rows, "destination registry", "read modes"), preflight.Fail, "cannot reach the Schema Registry at "+reg.URL())
+	})
+
+	t.Run("mode change failed in the registry", func(t *testing.T) {
+		t.Parallel()
+		reg := newRegistry(t)
+		var modes modeRequests
+		reg.Context("").Intercept(modes.intercept)
+		// A 5xx may be applied later: the probe's mode is deleted all
+		// the same.
+		reg.Context("").Intercept(refuse(http.MethodPut, http.StatusInternalServerError, sr.ErrOperationTimeout.Code, "timed out"))
+		rows := preflight.CheckDestinationRegistry(ctx, schemaregistry.Config{URLs: []string{reg.URL()}}, "")
+		wantRow(t, only(t, rows, "destination registry", "import mode"), preflight.Fail,
+			"answered with an error: HTTP 500, error 50002: timed out")
+		if puts, dels := modes.puts(), modes.dels(); len(puts) != 1 || len(dels) != 1 || dels[0] != puts[0] {
+			t.Fatalf("set %v, deleted %v: want the probe's mode deleted", puts, dels)
+		}
+	})
+
+	t.Run("no fallback to the global mode", func(t *testing.T) {
+		t.Parallel()
+		reg := newRegistry(t)
+		reg.Context("").Intercept(refuse(http.MethodGet, http.StatusNotFound, sr.ErrSubjectLevelModeNotConfigured.Code,
+			"Subject does not have subject-level mode configured"))
+		rows := preflight.CheckDestinationRegistry(ctx, schemaregistry.Config{URLs: []string{reg.URL()}}, "")
+		wantRow(t, only(t, rows, "destination registry", "read modes"), preflight.Pass, "none of its own")
+		wantRow(t, only(t, rows, "destination registry", "import mode"), preflight.Pass)
 	})
 
 	t.Run("mode kept", func(t *testing.T) {
