@@ -197,6 +197,8 @@ func (s *Workers) SourceRegistry(m repo.Mirror) (cfg schemaregistry.Config, ok b
 	return s.sourceRegistry(m)
 }
 
+// sourceRegistry is SourceRegistry for both faces: the sync's, and the
+// preflight's of CheckMirror.
 func (s *core) sourceRegistry(m repo.Mirror) (cfg schemaregistry.Config, ok bool, err error) {
 	if len(m.SchemaRegistryURLs) == 0 {
 		return schemaregistry.Config{}, false, nil
