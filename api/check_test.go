@@ -6,8 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/sr"
+
+	"kmirror/internal/devenv/devregistry"
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/preflight"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/testing/testnet"
 	"kmirror/service"
 )
@@ -72,6 +76,85 @@ func TestCheckMirror(t *testing.T) {
 	ok(t, e.do(t, "POST", "/v1/mirrors/m2:check", nil), http.StatusOK, &res)
 	if r := rowOf(res, "source", "connect"); res.Status != "fail" || r.Status != "fail" || r.Grant == "" {
 		t.Fatalf("an unreachable source: %+v", res)
+	}
+}
+
+// TestCheckMirrorRegistries: a mirror that names a source Schema Registry
+// gets a row for it, counting its topics' subjects, and rows for the
+// server's destination registry, whose IMPORT mode is probed; a server
+// without a destination registry warns that schemas will not be copied,
+// and a mirror without a registry gets no registry rows.
+func TestCheckMirrorRegistries(t *testing.T) {
+	t.Parallel()
+	newRegistry := func() *devregistry.Registry {
+		r, err := devregistry.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	source, destination := newRegistry(), newRegistry()
+	if _, _, err := source.Context("").RegisterSchema("orders-value", sr.Schema{Schema: `"string"`}); err != nil {
+		t.Fatal(err)
+	}
+	registryRows := func(res service.CheckResult) map[string]service.MirrorCheck {
+		rows := map[string]service.MirrorCheck{}
+		for _, c := range res.Checks {
+			if strings.HasSuffix(c.Cluster, " registry") {
+				rows[c.Cluster+"/"+c.Check] = c
+			}
+		}
+		return rows
+	}
+	for _, withDestination := range []bool{true, false} {
+		opts := envOpts{destinationIsSource: true}
+		if withDestination {
+			opts.destinationRegistry = &schemaregistry.Config{URLs: []string{destination.URL()}}
+		}
+		e := newEnvWith(t, opts)
+		ok(t, e.do(t, "POST", "/v1/mirrors", map[string]any{"name": "m1", "source": map[string]any{
+			"bootstrap_servers": e.bootstrap, "schema_registry": map[string]any{"urls": []string{source.URL()}}}}), http.StatusCreated, nil)
+		e.topicsAction(t, "m1", "add", "orders")
+		var res service.CheckResult
+		ok(t, e.do(t, "POST", "/v1/mirrors/m1:check", nil), http.StatusOK, &res)
+		rows := registryRows(res)
+		if r := rows["source registry/read subjects"]; r.Status != "pass" ||
+			!strings.Contains(r.Detail, "the checked topics have 1 of them, to be copied: orders-value") {
+			t.Fatalf("destination registry %v: the source registry's row: %+v", withDestination, res.Checks)
+		}
+		if withDestination {
+			if len(rows) != 3 || rows["destination registry/read modes"].Status != "pass" ||
+				rows["destination registry/import mode"].Status != "pass" || res.Status != "warn" {
+				t.Fatalf("with a destination registry: %+v", res)
+			}
+		} else {
+			r := rows["destination registry/connect"]
+			if len(rows) != 2 || r.Status != "warn" || !strings.Contains(r.Detail, "schemas will not be copied") ||
+				!strings.Contains(r.Grant, "--destination-schema-registry-url") {
+				t.Fatalf("without a destination registry: %+v", res)
+			}
+		}
+
+		// A mirror without a registry: no registry rows.
+		ok(t, e.do(t, "POST", "/v1/mirrors", map[string]any{"name": "m2", "source": map[string]any{
+			"bootstrap_servers": e.bootstrap}}), http.StatusCreated, nil)
+		ok(t, e.do(t, "POST", "/v1/mirrors/m2:check", map[string]any{"topic": "orders"}), http.StatusOK, &res)
+		if rows := registryRows(res); len(rows) != 0 {
+			t.Fatalf("a mirror without a registry got registry rows: %+v", rows)
+		}
+	}
+
+	// The source registry down fails its row, and the check still answers.
+	source.SetDown(true)
+	e := newEnvWith(t, envOpts{destinationIsSource: true})
+	ok(t, e.do(t, "POST", "/v1/mirrors?skip_connectivity_check=true", map[string]any{"name": "m1", "source": map[string]any{
+		"bootstrap_servers": e.bootstrap, "schema_registry": map[string]any{"urls": []string{source.URL()}}}}), http.StatusCreated, nil)
+	var res service.CheckResult
+	ok(t, e.do(t, "POST", "/v1/mirrors/m1:check", map[string]any{"topic": "orders"}), http.StatusOK, &res)
+	if r := registryRows(res)["source registry/read subjects"]; res.Status != "fail" || r.Status != "fail" ||
+		!strings.Contains(r.Detail, "cannot reach the Schema Registry at "+source.URL()) {
+		t.Fatalf("a source registry that is down: %+v", res)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/testing/syncbuf"
 	"kmirror/internal/testing/testdb"
 	"kmirror/service"
@@ -81,6 +82,8 @@ type envOpts struct {
 	destinationIsSource bool
 	// preflight, when set, checks the clusters before topics:add.
 	preflight service.Preflight
+	// destinationRegistry is the server's destination Schema Registry.
+	destinationRegistry *schemaregistry.Config
 }
 
 func newEnvWith(t *testing.T, opts envOpts) *env {
@@ -114,7 +117,7 @@ func newEnvWith(t *testing.T, opts envOpts) *env {
 	}
 	svc, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(2 * time.Second), Logger: log,
 		History: history, Secrets: secrets, InsecureClearSecrets: opts.insecureClearSecrets, SourceTimeout: opts.sourceTimeout,
-		Destination: destination, Preflight: opts.preflight})
+		Destination: destination, Preflight: opts.preflight, DestinationRegistry: opts.destinationRegistry})
 	if err != nil {
 		t.Fatal(err)
 	}

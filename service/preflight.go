@@ -11,6 +11,7 @@ import (
 
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/preflight"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/repo"
 )
 
@@ -29,13 +30,14 @@ type CheckInput struct {
 
 // MirrorCheck is one preflight check.
 type MirrorCheck struct {
-	// Cluster is source or destination.
-	Cluster string `json:"cluster" enums:"source,destination"`
+	// Cluster is source or destination, or, for a mirror that names a
+	// source Schema Registry, source registry or destination registry.
+	Cluster string `json:"cluster" enums:"source,destination,source registry,destination registry"`
 	// Check says what was checked.
 	Check string `json:"check" example:"read topics"`
 	// Status: pass; warn, a feature beside the copy will not work (config,
 	// group offset or ACL sync, read-only enforcement); fail, the copy
-	// will not.
+	// will not (in a registry's row: the schemas' copy will not).
 	Status string `json:"status" enums:"pass,warn,fail"`
 	// Detail is what was found.
 	Detail string `json:"detail" example:"not allowed on orders"`
@@ -56,7 +58,10 @@ type CheckResult struct {
 // CheckMirror checks, against the mirror's source and this server's
 // destination with their own credentials, what the mirror needs of them
 // for its topics (or for the topics in.Topic matches): one row per check.
-// Nothing is written, in the database or on either cluster.
+// A mirror that names a source Schema Registry gets rows for it and for the
+// server's destination registry (registryChecks). Nothing is written, in
+// the database or on either cluster; on the destination registry IMPORT
+// mode is set on a probe subject that holds nothing and deleted again.
 func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput) (CheckResult, error) {
 	rf, err := replicationFactorOf(in.ReplicationFactor)
 	if err != nil {
@@ -67,6 +72,10 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 		return CheckResult{}, err
 	}
 	conn, err := s.sourceConn(m)
+	if err != nil {
+		return CheckResult{}, err
+	}
+	registry, hasRegistry, err := s.sourceRegistry(m)
 	if err != nil {
 		return CheckResult{}, err
 	}
@@ -102,9 +111,21 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 	if checker == nil {
 		checker = KafkaPreflight()
 	}
+	// The registries are checked while the clusters are, so that they add
+	// no time to the check's.
+	var registryRows chan []preflight.Result
+	if hasRegistry {
+		registryRows = make(chan []preflight.Result, 1)
+		go func() {
+			registryRows <- registryChecks(ctx, registry, s.destRegistry, topics, SchemaSyncConfigOf(m.Config))
+		}()
+	}
 	// Checked as a plain add of them would be: a destination topic that
 	// holds records this mirror did not write fails.
 	rows := checker.Check(ctx, conn, s.destination, preflightTopics(m.Config, topics, existing, false), rf)
+	if registryRows != nil {
+		rows = append(rows, <-registryRows...)
+	}
 	out := CheckResult{Mirror: mirror, Topics: topics, Status: string(preflight.Worst(rows)), Checks: []MirrorCheck{}}
 	if out.Topics == nil {
 		out.Topics = []string{}
@@ -114,6 +135,36 @@ func (s *Control) CheckMirror(ctx context.Context, mirror string, in CheckInput)
 			Detail: r.Detail, Grant: r.Grant})
 	}
 	return out, nil
+}
+
+// registryChecks checks the Schema Registries the schema sync of a mirror
+// whose source registry is src uses: src with the mirror's credentials,
+// and dst, the deployment's destination registry, with the server's (a
+// warn row when there is none), for the mirror's topics. The two are
+// checked at once, each within checkTimeout.
+//
+// topics:add does not run them: the schema sync catches up once a
+// registry is fixed, and the destination's check sets a mode, which an add
+// should not do each time.
+func registryChecks(ctx context.Context, src schemaregistry.Config, dst *schemaregistry.Config, topics []string,
+	cfg SchemaSyncConfig) []preflight.Result {
+	if dst == nil {
+		src.RequestTimeout = checkTimeout
+		return append(preflight.CheckSourceRegistry(ctx, src, topics, cfg.SubjectRegex), preflight.Result{
+			Cluster: preflight.DestinationRegistry, Check: "connect", Status: preflight.Warn,
+			Detail: "this server has no destination Schema Registry: the mirror's schemas will not be copied until " +
+				"the servers get --destination-schema-registry-url",
+			Grant: "start every server with --destination-schema-registry-url (KMIRROR_DESTINATION_SCHEMA_REGISTRY_URL)"})
+	}
+	dstRows := make(chan []preflight.Result, 1)
+	go func() {
+		d := *dst
+		d.RequestTimeout = checkTimeout
+		dstRows <- preflight.CheckDestinationRegistry(ctx, d, cfg.Context)
+	}()
+	src.RequestTimeout = checkTimeout
+	rows := preflight.CheckSourceRegistry(ctx, src, topics, cfg.SubjectRegex)
+	return append(rows, <-dstRows...)
 }
 
 // Preflight checks a mirror's clusters for topics, created with

@@ -194,6 +194,12 @@ func (s *Workers) SourceConn(m repo.Mirror) (kafkaconn.Config, error) {
 
 // SourceRegistry returns the stored mirror's source Schema Registry with its secrets opened; ok is false when the mirror names none.
 func (s *Workers) SourceRegistry(m repo.Mirror) (cfg schemaregistry.Config, ok bool, err error) {
+	return s.sourceRegistry(m)
+}
+
+// sourceRegistry is SourceRegistry for both faces: the sync's, and the
+// preflight's of CheckMirror.
+func (s *core) sourceRegistry(m repo.Mirror) (cfg schemaregistry.Config, ok bool, err error) {
 	if len(m.SchemaRegistryURLs) == 0 {
 		return schemaregistry.Config{}, false, nil
 	}

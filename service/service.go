@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/notifier"
 )
 
@@ -84,6 +85,10 @@ type Config struct {
 	// (KafkaPreflight: the server's); CheckMirror checks the real clusters
 	// either way.
 	Preflight Preflight
+	// DestinationRegistry is the deployment's destination Schema Registry
+	// (--destination-schema-registry-url), nil when it has none:
+	// CheckMirror checks it for mirrors that name a source registry.
+	DestinationRegistry *schemaregistry.Config
 }
 
 func (c *Config) validate() error {
@@ -106,6 +111,7 @@ type Control struct {
 	sourceState   func(ctx context.Context, conn kafkaconn.Config) (map[string][]byte, error)
 	notes         *notifier.Notifier
 	preflight     Preflight
+	destRegistry  *schemaregistry.Config
 }
 
 // NewControl returns the API's face of the domain.
@@ -123,6 +129,7 @@ func NewControl(cfg Config) (*Control, error) {
 		sourceState:   cfg.SourceState,
 		notes:         cfg.Notifier,
 		preflight:     cfg.Preflight,
+		destRegistry:  cfg.DestinationRegistry,
 	}, nil
 }
 

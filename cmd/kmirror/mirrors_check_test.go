@@ -9,9 +9,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"kmirror/internal/devenv/devcluster"
+	"kmirror/internal/devenv/devregistry"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 )
 
 // TestMirrorsCheck: --check against a full server whose destination
@@ -93,5 +96,61 @@ func TestMirrorsCheck(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Added 1 topic(s) to mirror m: [bench]") {
 			t.Fatalf("add (WRITE %v): exit %d, stdout %q, stderr %q", write, code, out, errOut)
 		}
+	}
+}
+
+// TestMirrorsCheckRegistries: on a server started with a destination
+// Schema Registry, --check of a mirror that names a source registry prints
+// the registries' rows with the rest (the server hands its destination
+// registry to the check); a mirror on a registry that is down fails its
+// check, saying what to change.
+func TestMirrorsCheckRegistries(t *testing.T) {
+	t.Parallel()
+	clusters, err := devcluster.Start(devcluster.Config{
+		SourceOpts:      []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "bench")},
+		DestinationOpts: []kfake.Opt{kfake.NumBrokers(1)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(clusters.Close)
+	registry := func() *devregistry.Registry {
+		r, err := devregistry.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Close)
+		return r
+	}
+	source, destination := registry(), registry()
+	if _, _, err := source.Context("").RegisterSchema("bench-value", sr.Schema{Schema: `"string"`}); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerOn(t, slog.New(slog.DiscardHandler), clusters, func(c *serverConfig) {
+		c.DestinationRegistry = &schemaregistry.Config{URLs: []string{destination.URL()}}
+	})
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(t.Context(), append([]string{"mirrors", "--server", s.base}, args...), &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+	if code, _, errOut := cli("--create", "--mirror", "m", "--source-bootstrap", clusters.SourceAddr(),
+		"--schema-registry-url", source.URL()); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, errOut)
+	}
+	code, out, errOut := cli("--check", "--mirror", "m", "--topic", "bench")
+	t.Logf("exit %d\n%s%s", code, out, errOut)
+	for _, re := range []string{`source registry +read subjects +PASS +1 subject\(s\) listed .*bench-value`,
+		`destination registry +read modes +PASS`, `destination registry +import mode +PASS +IMPORT mode set and removed`} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("stdout lacks %s", re)
+		}
+	}
+
+	source.SetDown(true)
+	code, out, errOut = cli("--check", "--mirror", "m", "--topic", "bench")
+	if code != 1 || !regexp.MustCompile(`source registry +read subjects +FAIL +cannot reach the Schema Registry`).MatchString(out) ||
+		!strings.Contains(out, "  source registry read subjects: check the URLs and TLS settings in the mirror's source.schema_registry") {
+		t.Fatalf("a source registry down: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -492,7 +492,7 @@ func runServer(ctx context.Context, cfg serverConfig) error {
 	control, err := service.NewControl(service.Config{Pool: pool, Catalog: service.KafkaCatalog(cfg.SourceTimeout),
 		SourceTimeout: cfg.SourceTimeout, Logger: log, History: history, Secrets: secrets,
 		InsecureClearSecrets: cfg.InsecureClearSecrets, Destination: cfg.Destination, SourceState: statetopic.ReadState,
-		Notifier: notes, Preflight: service.KafkaPreflight()})
+		Notifier: notes, Preflight: service.KafkaPreflight(), DestinationRegistry: cfg.DestinationRegistry})
 	if err != nil {
 		return err
 	}

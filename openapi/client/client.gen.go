@@ -128,8 +128,10 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for MirrorCheckCluster.
 const (
-	MirrorCheckClusterDestination MirrorCheckCluster = "destination"
-	MirrorCheckClusterSource      MirrorCheckCluster = "source"
+	MirrorCheckClusterDestination         MirrorCheckCluster = "destination"
+	MirrorCheckClusterDestinationRegistry MirrorCheckCluster = "destination registry"
+	MirrorCheckClusterSource              MirrorCheckCluster = "source"
+	MirrorCheckClusterSourceRegistry      MirrorCheckCluster = "source registry"
 )
 
 // Valid indicates whether the value is a known member of the MirrorCheckCluster enum.
@@ -137,7 +139,11 @@ func (e MirrorCheckCluster) Valid() bool {
 	switch e {
 	case MirrorCheckClusterDestination:
 		return true
+	case MirrorCheckClusterDestinationRegistry:
+		return true
 	case MirrorCheckClusterSource:
+		return true
+	case MirrorCheckClusterSourceRegistry:
 		return true
 	default:
 		return false
@@ -1017,7 +1023,8 @@ type MirrorCheck struct {
 	// Example: read topics
 	Check string `json:"check"`
 
-	// Cluster Cluster is source or destination.
+	// Cluster Cluster is source or destination, or, for a mirror that names a
+	// source Schema Registry, source registry or destination registry.
 	Cluster MirrorCheckCluster `json:"cluster"`
 
 	// Detail Detail is what was found.
@@ -1032,16 +1039,17 @@ type MirrorCheck struct {
 
 	// Status Status: pass; warn, a feature beside the copy will not work (config,
 	// group offset or ACL sync, read-only enforcement); fail, the copy
-	// will not.
+	// will not (in a registry's row: the schemas' copy will not).
 	Status MirrorCheckStatus `json:"status"`
 }
 
-// MirrorCheckCluster Cluster is source or destination.
+// MirrorCheckCluster Cluster is source or destination, or, for a mirror that names a
+// source Schema Registry, source registry or destination registry.
 type MirrorCheckCluster string
 
 // MirrorCheckStatus Status: pass; warn, a feature beside the copy will not work (config,
 // group offset or ACL sync, read-only enforcement); fail, the copy
-// will not.
+// will not (in a registry's row: the schemas' copy will not).
 type MirrorCheckStatus string
 
 // MirrorCheckResult defines model for MirrorCheckResult.
@@ -3267,7 +3275,7 @@ type ClientInterface interface {
 	// CheckMirrorWithBody Check what a mirror needs of its clusters (preflight)
 	//
 	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3277,7 +3285,7 @@ type ClientInterface interface {
 	// CheckMirror Check what a mirror needs of its clusters (preflight)
 	//
 	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3731,7 +3739,7 @@ func (c *Client) ResumeTopics(ctx context.Context, mirror string, params *Resume
 // CheckMirrorWithBody Check what a mirror needs of its clusters (preflight)
 //
 // Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3751,7 +3759,7 @@ func (c *Client) CheckMirrorWithBody(ctx context.Context, mirror string, content
 // CheckMirror Check what a mirror needs of its clusters (preflight)
 //
 // Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5319,7 +5327,7 @@ type ClientWithResponsesInterface interface {
 	// CheckMirrorWithBodyWithResponse Check what a mirror needs of its clusters (preflight)
 	//
 	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5329,7 +5337,7 @@ type ClientWithResponsesInterface interface {
 	// CheckMirrorWithResponse Check what a mirror needs of its clusters (preflight)
 	//
 	// Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+	// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7511,7 +7519,7 @@ func (c *ClientWithResponses) ResumeTopicsWithResponse(ctx context.Context, mirr
 // CheckMirrorWithBodyWithResponse Check what a mirror needs of its clusters (preflight)
 //
 // Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7527,7 +7535,7 @@ func (c *ClientWithResponses) CheckMirrorWithBodyWithResponse(ctx context.Contex
 // CheckMirrorWithResponse Check what a mirror needs of its clusters (preflight)
 //
 // Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+// One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

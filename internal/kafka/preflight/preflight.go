@@ -8,6 +8,13 @@
 // may do (KIP-430's authorized operations), or found by asking for the
 // thing itself without doing it (CreateTopics with validate_only, an
 // idempotent producer id): nothing on either cluster is changed.
+//
+// A mirror that names a source Schema Registry gets rows for it and for
+// the deployment's destination registry (registry.go): whether the schema
+// sync may read the one and write the other in IMPORT mode. A fail there
+// stops the schema copy, not the records'. IMPORT is asked for by setting
+// it on a probe subject that holds nothing, whose mode is then deleted: the
+// one change a check makes, undone before it answers.
 package preflight
 
 import (
@@ -35,7 +42,8 @@ const (
 
 // Result is one check.
 type Result struct {
-	// Cluster is "source" or "destination".
+	// Cluster is "source", "destination", "source registry" or
+	// "destination registry".
 	Cluster string
 	// Check says what was checked, e.g. "read topics".
 	Check  string

@@ -312,7 +312,7 @@ export interface paths {
         /**
          * Check what a mirror needs of its clusters (preflight)
          * @description Checks, against the mirror's source cluster and this server's destination cluster with kmirror's own credentials, everything the mirror will need, before it needs it: on the source, describe and read the topics, describe their configs, list groups and read their offsets, describe ACLs; on the destination, an authorizer and the right to create and delete the ACLs that keep mirrored topics read-only, an idempotent producer id, creating, writing and configuring the topics, writing group offsets, message size limits against the source's, and the replication factor against min.insync.replicas.
-         *     One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran.
+         *     One row per check: pass; warn, a feature beside the copy will not work (config, group offset or ACL sync, read-only enforcement); fail, the copy itself will not. Each row that does not pass says what to grant. Permissions are read from what the brokers say the principal may do (KIP-430) or by asking without doing (CreateTopics with validate_only): nothing is changed on either cluster, nor in the database. A cluster that cannot be reached is a failed connect row, not an error: the answer is 200 whenever the checks ran. A mirror that names a source Schema Registry also gets rows for it (its subjects listed with the mirror's credentials) and for the server's destination registry (IMPORT mode set on a probe subject that holds nothing, then its mode deleted: the one change a check makes), or a warn when the server has none; a registry row that fails means the schemas will not be copied.
          */
         post: operations["checkMirror"];
         delete?: never;
@@ -762,10 +762,11 @@ export interface components {
              */
             check: string;
             /**
-             * @description Cluster is source or destination.
+             * @description Cluster is source or destination, or, for a mirror that names a
+             *     source Schema Registry, source registry or destination registry.
              * @enum {string}
              */
-            cluster: "source" | "destination";
+            cluster: "source" | "destination" | "source registry" | "destination registry";
             /**
              * @description Detail is what was found.
              * @example not allowed on orders
@@ -779,7 +780,7 @@ export interface components {
             /**
              * @description Status: pass; warn, a feature beside the copy will not work (config,
              *     group offset or ACL sync, read-only enforcement); fail, the copy
-             *     will not.
+             *     will not (in a registry's row: the schemas' copy will not).
              * @enum {string}
              */
             status: "pass" | "warn" | "fail";
