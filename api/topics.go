@@ -309,10 +309,12 @@ func (s *server) getTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func failoverView(t service.TopicFailoverPreview) TopicFailoverPreview {
-	v := TopicFailoverPreview{Topic: t.Topic, DestinationTopic: t.DestinationTopic, Lag: t.Lag, Partitions: make([]PartitionFailoverPreview, len(t.Partitions))}
+	v := TopicFailoverPreview{Topic: t.Topic, DestinationTopic: t.DestinationTopic, Lag: t.Lag, Records: t.Records,
+		Partitions: make([]PartitionFailoverPreview, len(t.Partitions))}
 	for i, p := range t.Partitions {
 		v.Partitions[i] = PartitionFailoverPreview{Partition: p.Partition, State: PartitionState(p.State.String()),
-			NextOffset: p.NextOffset, SourceEndOffset: p.SourceEndOffset, Lag: p.Lag, NewestNotCopied: p.NewestNotCopied}
+			NextOffset: p.NextOffset, SourceEndOffset: p.SourceEndOffset, Lag: p.Lag, Records: p.Records,
+			NewestNotCopied: p.NewestNotCopied}
 	}
 	return v
 }

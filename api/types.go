@@ -360,7 +360,9 @@ type TopicsResult struct {
 type TopicsWait struct {
 	// Completed says every partition reached the target state. False when
 	// the wait ran out first (not an error: topics hold the current
-	// counts) or when some partitions went FAILED, which ends the wait.
+	// counts) or, for add, pause and resume, when some partitions went
+	// FAILED, which ends the wait. A remove's wait goes on past FAILED
+	// partitions: they reach STOPPED by themselves.
 	Completed bool `json:"completed" example:"true"`
 	// WaitedMs is how long the call waited, in milliseconds.
 	WaitedMs int64 `json:"waited_ms" example:"1830"`
@@ -406,6 +408,11 @@ type TopicFailoverPreview struct {
 	DestinationTopic string `json:"destination_topic" example:"east.orders"`
 	// Lag is the sum of the partitions' lags, in records (source offsets).
 	Lag int64 `json:"lag" example:"12"`
+	// Records is the data records a failover now would leave behind: the
+	// sum of the partitions' records, with a partition's lag where its
+	// records were not counted, so never below the loss; transaction
+	// markers and aborted records, which lag counts, are left out.
+	Records int64 `json:"records" example:"6"`
 	// Partitions are the topic's partitions, by number.
 	Partitions []PartitionFailoverPreview `json:"partitions"`
 } // @name TopicFailoverPreview
@@ -428,6 +435,11 @@ type PartitionFailoverPreview struct {
 	// markers and aborted records count, as in describe); null when
 	// source_end_offset is.
 	Lag *int64 `json:"lag" extensions:"x-nullable" example:"12"`
+	// Records is how many data records the lag holds: committed records,
+	// transaction markers and aborted records left out. Null when lag is,
+	// or when the lag is too long to read whole (more than 512 offsets):
+	// lag then bounds it.
+	Records *int64 `json:"records" extensions:"x-nullable" example:"6"`
 	// NewestNotCopied is the timestamp of the source's last committed
 	// record when lag > 0: the newest data the destination lacks. Null
 	// when nothing committed is missing (or, rarely, when the last 512

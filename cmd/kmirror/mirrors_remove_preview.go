@@ -43,8 +43,10 @@ func writeFailoverTable(w io.Writer, mirror string, topics []client.TopicFailove
 			fmt.Fprintf(w, failoverFormat, mirror, topicName(t.Topic, t.DestinationTopic), strconv.Itoa(p.Partition),
 				string(p.State), offset(p.Lag), newest)
 		}
-		if t.Lag > 0 {
-			records += t.Lag
+		// The data records: markers and aborted records are never
+		// copied, so a failover loses none of them.
+		if t.Records > 0 {
+			records += int(t.Records)
 			lagging++
 		}
 	}

@@ -70,3 +70,37 @@ func TestFailoverTableNothingBehind(t *testing.T) {
 		t.Fatalf("table\n%q\nwant\n%q", b.String(), want)
 	}
 }
+
+// TestFailoverTableCountsDataRecords: transaction markers and aborted
+// records are in the lag, never in what a failover would leave behind.
+func TestFailoverTableCountsDataRecords(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+	e.mustMirrors(t, "Created mirror demo.\n", "--create", "--mirror", "demo", "--source-bootstrap", e.source)
+	e.mustMirrors(t, "Added 1 topic(s) to mirror demo: [my-topic]\n", "--add", "--mirror", "demo", "--topic", "my-topic")
+	// Three committed records in three transactions on my-topic/0: six
+	// offsets, three of them markers.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(e.source, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionalID("preview-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "my-topic", Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := e.mirrors(t, "--remove", "--dry-run", "--mirror", "demo", "--topic", "my-topic")
+	if code != 0 || !strings.Contains(out, "Removing would leave 3 record(s) of 1 topic(s) behind") {
+		t.Fatalf("--remove --dry-run: exit %d, %s%s", code, out, errOut)
+	}
+}

@@ -1240,6 +1240,14 @@ type PartitionFailoverPreview struct {
 	// Partition Example: 1
 	Partition int `json:"partition"`
 
+	// Records Records is how many data records the lag holds: committed records,
+	// transaction markers and aborted records left out. Null when lag is,
+	// or when the lag is too long to read whole (more than 512 offsets):
+	// lag then bounds it.
+	//
+	// Example: 6
+	Records *int `json:"records"`
+
 	// SourceEndOffset SourceEndOffset is the source partition's last stable offset, read
 	// from the source cluster for this call; null when the source no
 	// longer has the partition.
@@ -2513,6 +2521,14 @@ type TopicFailoverPreview struct {
 	// Partitions Partitions are the topic's partitions, by number.
 	Partitions []PartitionFailoverPreview `json:"partitions"`
 
+	// Records Records is the data records a failover now would leave behind: the
+	// sum of the partitions' records, with a partition's lag where its
+	// records were not counted, so never below the loss; transaction
+	// markers and aborted records, which lag counts, are left out.
+	//
+	// Example: 6
+	Records int `json:"records"`
+
 	// Topic Example: orders
 	Topic string `json:"topic"`
 }
@@ -2645,7 +2661,9 @@ type TopicsResult struct {
 type TopicsWait struct {
 	// Completed Completed says every partition reached the target state. False when
 	// the wait ran out first (not an error: topics hold the current
-	// counts) or when some partitions went FAILED, which ends the wait.
+	// counts) or, for add, pause and resume, when some partitions went
+	// FAILED, which ends the wait. A remove's wait goes on past FAILED
+	// partitions: they reach STOPPED by themselves.
 	//
 	// Example: true
 	Completed bool `json:"completed"`

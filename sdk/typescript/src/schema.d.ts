@@ -948,6 +948,14 @@ export interface components {
             /** @example 1 */
             partition: number;
             /**
+             * @description Records is how many data records the lag holds: committed records,
+             *     transaction markers and aborted records left out. Null when lag is,
+             *     or when the lag is too long to read whole (more than 512 offsets):
+             *     lag then bounds it.
+             * @example 6
+             */
+            records: number | null;
+            /**
              * @description SourceEndOffset is the source partition's last stable offset, read
              *     from the source cluster for this call; null when the source no
              *     longer has the partition.
@@ -2134,6 +2142,14 @@ export interface components {
             lag: number;
             /** @description Partitions are the topic's partitions, by number. */
             partitions: components["schemas"]["PartitionFailoverPreview"][];
+            /**
+             * @description Records is the data records a failover now would leave behind: the
+             *     sum of the partitions' records, with a partition's lag where its
+             *     records were not counted, so never below the loss; transaction
+             *     markers and aborted records, which lag counts, are left out.
+             * @example 6
+             */
+            records: number;
             /** @example orders */
             topic: string;
         };
@@ -2257,7 +2273,9 @@ export interface components {
             /**
              * @description Completed says every partition reached the target state. False when
              *     the wait ran out first (not an error: topics hold the current
-             *     counts) or when some partitions went FAILED, which ends the wait.
+             *     counts) or, for add, pause and resume, when some partitions went
+             *     FAILED, which ends the wait. A remove's wait goes on past FAILED
+             *     partitions: they reach STOPPED by themselves.
              * @example true
              */
             completed: boolean;
