@@ -11,6 +11,7 @@ import (
 
 	"kmirror/api"
 	"kmirror/internal/kafka/kafkaconn"
+	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/testing/testdb"
 )
 
@@ -21,7 +22,7 @@ import (
 // kmirror-A and kmirror-B. It checks tokens, as every deployment beyond
 // loopback does. It returns the API's base URL; the server stops at
 // cleanup, and its log is shown when the test failed.
-func startDeployment(t *testing.T, name, destination string, tokens api.Tokens) string {
+func startDeployment(t *testing.T, name, destination, registry string, tokens api.Tokens) string {
 	t.Helper()
 	dbURL := testdb.New(t)
 	logs := &drLogBuffer{}
@@ -30,12 +31,13 @@ func startDeployment(t *testing.T, name, destination string, tokens api.Tokens) 
 	serverErr := make(chan error, 1)
 	cfg := serverConfig{
 		Listen: "127.0.0.1:0", DatabaseURL: dbURL, InstanceID: name,
-		Destination:        kafkaconn.Config{BootstrapServers: []string{destination}},
-		LeaseTTL:           inProcessLeaseTTL,
-		LeaseRenewInterval: time.Second,
-		DeliveryTimeout:    time.Second,
-		SourceTimeout:      2 * time.Second,
-		StatePartitions:    3,
+		Destination:         kafkaconn.Config{BootstrapServers: []string{destination}},
+		DestinationRegistry: &schemaregistry.Config{URLs: []string{registry}},
+		LeaseTTL:            inProcessLeaseTTL,
+		LeaseRenewInterval:  time.Second,
+		DeliveryTimeout:     time.Second,
+		SourceTimeout:       2 * time.Second,
+		StatePartitions:     3,
 		// The test's own checks poll the failover preview, a change as
 		// the limiter counts, faster than a token may change things.
 		ChangeRate: -1,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/internal/kafka/kafkaconn"
@@ -69,15 +70,16 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 	// The deployments check tokens, as every one beyond loopback does: the
 	// runbook's commands, curl included, must send KMIRROR_TOKEN.
 	tokens := newDRTokens(t)
-	kmA := startDeployment(t, "kmirror-a", w.a, tokens.server)
-	kmB := startDeployment(t, "kmirror-b", w.b, tokens.server)
+	w.startRegistries()
+	kmA := startDeployment(t, "kmirror-a", w.a, w.reg.a.URL(), tokens.server)
+	kmB := startDeployment(t, "kmirror-b", w.b, w.reg.b.URL(), tokens.server)
 	w.apiA = apiClient{tb: t, base: kmA, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
 	w.apiB = apiClient{tb: t, base: kmB, http: &http.Client{Timeout: 30 * time.Second}, token: tokens.operator}
 	if err := <-built; err != nil {
 		t.Fatal(err)
 	}
 	rb.env = runbookEnv(bin, "KMIRROR_A="+kmA, "KMIRROR_B="+kmB, "CLUSTER_A="+w.a, "CLUSTER_B="+w.b,
-		"KMIRROR_TOKEN="+tokens.operator)
+		"REGISTRY_A="+w.reg.a.URL(), "REGISTRY_B="+w.reg.b.URL(), "KMIRROR_TOKEN="+tokens.operator)
 	rb.diagnose = w.failedPartitions
 	t.Logf("set up in %s", time.Since(start).Round(time.Millisecond))
 
@@ -88,6 +90,9 @@ func TestDisasterRecoveryRunbook(t *testing.T) {
 	w.waitHolds(w.b, "B, mirroring A", nil)
 	w.wantRaw(w.b, "B, mirroring A", drSnapshot{}, drTopics)
 	w.wantCompacted(w.b, "accounts")
+	out, _ := rb.run("prepare-schemas")
+	wantOutput(t, "prepare-schemas", out, "  orders-value: 1 version(s), READONLY")
+	w.waitSchemas("B, mirroring A", w.reg.regB, sr.ModeReadOnly)
 
 	for round := 1; round <= 2; round++ {
 		if round > 1 {
@@ -124,6 +129,10 @@ func (w *drWorld) switchover(rb *runbook, round int) {
 	out, _ = rb.run("switchover-remove")
 	wantOutput(t, "switchover-remove", out, `"last_mirrored_source_offset"`)
 	w.wantStoppedAt(w.apiB, "from-a", aOld, bAt, nil)
+	// B's subjects open; its producers register a version of their own.
+	rb.run("switchover-schemas")
+	w.waitSchemas("B, the primary", w.reg.regB, sr.ModeReadWrite)
+	w.registerOrders(w.reg.regB, fmt.Sprintf("r%d-b", round))
 
 	// The producers write to B.
 	w.produce(w.b, fmt.Sprintf("r%d-b1", round), 4)
@@ -137,6 +146,7 @@ func (w *drWorld) switchover(rb *runbook, round int) {
 	w.wantDescribeCurrent(w.apiA, "from-b", w.b, fmt.Sprintf("switchover round %d", round))
 	w.waitHolds(w.a, "A, mirroring B", nil)
 	w.wantRaw(w.a, "A, mirroring B", aOld, drTopics)
+	w.waitSchemas("A, mirroring B", w.reg.regA, sr.ModeReadOnly)
 	// The consumers move to B and resume at the record after their last
 	// one on A.
 	w.consume(w.b, "B", 2)
@@ -162,6 +172,12 @@ func (w *drWorld) failback(rb *runbook, what string, consumers bool) {
 	bOld, aAt := w.snapshot(w.b), w.snapshot(w.a)
 	rb.run("failback-remove")
 	w.wantStoppedAt(w.apiA, "from-b", bOld, aAt, nil)
+	// A's subjects open, holding B's versions with B's ids; A's producers
+	// register a version of their own.
+	out, _ = rb.run("failback-schemas")
+	wantOutput(t, "failback-schemas", out, "READWRITE")
+	w.waitSchemas("A, the primary again ("+what+")", w.reg.regA, sr.ModeReadWrite)
+	w.registerOrders(w.reg.regA, "back-on-a-"+strings.ReplaceAll(what, " ", "-"))
 
 	// The producers and consumers are back on A: the group resumes at the
 	// record after its last one on B.
@@ -178,6 +194,7 @@ func (w *drWorld) failback(rb *runbook, what string, consumers bool) {
 	w.wantDescribeCurrent(w.apiB, "from-a", w.a, "failback "+what)
 	w.waitHolds(w.b, "B, mirroring A again ("+what+")", nil)
 	w.wantRaw(w.b, "B, mirroring A again ("+what+")", bOld, drTopics)
+	w.waitSchemas("B, mirroring A again ("+what+")", w.reg.regB, sr.ModeReadOnly)
 }
 
 // unplanned is part 2: kmirror-B loses A while A takes a committed
@@ -194,10 +211,14 @@ func (w *drWorld) unplanned(rb *runbook) {
 	w.apiB.post("/v1/mirrors/from-a/topics:pause?wait=30s", `{"topic":"orders"}`)
 	tail := w.produceTail(w.a, "orders", 1, 3)
 	after := workertest.EndOffsets(t, workertest.Plain(w.a), "orders")
-	behind := after[1] - before[1]
+	if after[1]-before[1] <= int64(len(tail)) {
+		t.Fatalf("the tail's %d records took %d offsets: its commit marker should take one more", len(tail), after[1]-before[1])
+	}
 
+	// The preview counts the records B would lose, not the offsets: the
+	// transaction's marker is no record.
 	out, _ := rb.run("unplanned-preview")
-	wantOutput(t, "unplanned-preview", out, fmt.Sprintf("Removing would leave %d record(s) of 1 topic(s) behind", behind))
+	wantOutput(t, "unplanned-preview", out, fmt.Sprintf("Removing would leave %d record(s) of 1 topic(s) behind", len(tail)))
 	aOld, bAt := w.snapshot(w.a), w.snapshot(w.b)
 	rb.run("unplanned-remove")
 	// B's copy of orders/1 ends before the tail.
@@ -302,6 +323,7 @@ type drWorld struct {
 	apiA, apiB apiClient
 	log        map[string][][]string
 	consumed   map[string][]int
+	reg        drRegistries
 }
 
 type drTP struct {
