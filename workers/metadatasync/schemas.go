@@ -41,6 +41,11 @@ type schemaSync struct {
 	// regexReleased: the regex's subjects were released, no topic being
 	// mirrored; done again once a topic is mirrored and then removed.
 	regexReleased bool
+	// cleared: the mirror names no source registry, and its stored
+	// result was cleared.
+	cleared bool
+	// logged is the failure last logged, "" after a success.
+	logged string
 }
 
 // runSchemas runs schema passes until the lease ends: at once, then every
@@ -94,11 +99,14 @@ func (ss *schemaSync) pass(ctx context.Context) time.Duration {
 	srcCfg, ok, err := s.cfg.Service.SourceRegistry(m)
 	if err == nil && !ok {
 		// The mirror names no source registry (any more): nothing to
-		// sync, and no result to show.
+		// sync, and no result to show. One write clears an old result.
 		ss.src = nil
-		ss.save(ctx, nil)
+		if !ss.cleared {
+			ss.cleared = ss.save(ctx, nil)
+		}
 		return cfg.Interval
 	}
+	ss.cleared = false
 	res := &service.SchemaSyncResult{Instance: s.cfg.InstanceID, Epoch: r.lease.Epoch, StartedAt: time.Now().UTC()}
 	if err == nil {
 		err = ss.sync(ctx, m, srcCfg, cfg, res)
@@ -113,9 +121,23 @@ func (ss *schemaSync) pass(ctx context.Context) time.Duration {
 	}
 	ss.save(ctx, res)
 	s.schemaMetrics.observe(r.name, res)
+	// A failure is logged when it starts or changes, not every pass: the
+	// stored result and the events say it too.
+	summary := ""
 	if !res.OK {
+		summary = res.Error
+		for _, sub := range res.Subjects {
+			summary += sub.Error
+		}
+	}
+	switch {
+	case !res.OK && summary != ss.logged:
 		r.log.Warn("schema sync failed", "subjects", len(res.Subjects), "failed", res.Failed, "err", res.Error)
-	} else if res.Copied > 0 {
+	case res.OK && ss.logged != "":
+		r.log.Info("schema sync succeeded again", "subjects", len(res.Subjects))
+	}
+	ss.logged = summary
+	if res.Copied > 0 {
 		r.log.Info("schema sync copied versions", "copied", res.Copied, "subjects", len(res.Subjects))
 	}
 	return cfg.Interval
@@ -348,11 +370,12 @@ func isNotFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == 404
 }
 
-// save stores the pass's result while the lease holds.
-func (ss *schemaSync) save(ctx context.Context, res *service.SchemaSyncResult) {
+// save stores the pass's result while the lease holds, and reports
+// whether it did.
+func (ss *schemaSync) save(ctx context.Context, res *service.SchemaSyncResult) bool {
 	r, s := ss.r, ss.r.s
 	if !r.lease.Valid() {
-		return
+		return false
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
@@ -362,4 +385,5 @@ func (ss *schemaSync) save(ctx context.Context, res *service.SchemaSyncResult) {
 	} else if err != nil && ctx.Err() == nil {
 		r.log.Warn("schema sync: saving the result failed", "err", err)
 	}
+	return err == nil
 }
