@@ -438,3 +438,77 @@ func TestSchemaSyncFanInContexts(t *testing.T) {
 		t.Fatalf("the default context holds orders-value: %v", err)
 	}
 }
+
+// TestSchemaSyncReferencesAndSoftDeletes: a referenced subject comes with
+// the subjects that reference it, soft-deleted versions stay soft-deleted
+// with their ids, and a failover opens a shared reference only once no
+// mirrored topic needs it.
+func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	for _, topic := range []string{"orders", "payments"} {
+		if err := env.Clusters.Source.CreateTopic(topic, 1, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srcReg, srcCl := newRegistry(t)
+	dstReg, dstCl := newRegistry(t)
+	money := registerAvro(t, srcCl, "com.acme.Money", `{"type":"record","name":"Money","namespace":"com.acme","fields":[{"name":"cents","type":"long"}]}`)
+	ref := []sr.SchemaReference{{Name: "com.acme.Money", Subject: "com.acme.Money", Version: money.Version}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	register := func(subject, schema string) sr.SubjectSchema {
+		ss, err := srcCl.CreateSchema(ctx, subject, sr.Schema{Schema: schema, Type: sr.TypeAvro, References: ref})
+		if err != nil {
+			t.Fatalf("registering %s: %v", subject, err)
+		}
+		return ss
+	}
+	o1 := register("orders-value", `{"type":"record","name":"Order","fields":[{"name":"total","type":"com.acme.Money"}]}`)
+	o2 := register("orders-value", `{"type":"record","name":"Order","fields":[{"name":"total","type":"com.acme.Money"},{"name":"note","type":"string","default":""}]}`)
+	register("payments-value", `{"type":"record","name":"Payment","fields":[{"name":"amount","type":"com.acme.Money"}]}`)
+	if err := srcCl.DeleteSchema(ctx, "orders-value", 1, sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+
+	dcfg := schemaregistry.Config{URLs: []string{dstReg.URL()}}
+	env.startSyncNode("i1", workertest.InstanceOpts{DestinationRegistry: &dcfg})
+	env.syncCreateMirror("m1", "orders|payments", service.SourceInput{SchemaRegistryURLs: []string{srcReg.URL()}},
+		map[string]string{service.CfgSchemaSyncIntervalMs: "1000"})
+	waitVersion(t, dstCl, "com.acme.Money", 1, money.ID)
+	waitVersion(t, dstCl, "orders-value", 2, o2.ID)
+	if got, err := dstCl.SchemaByVersion(sr.WithParams(ctx, sr.ShowDeleted), "orders-value", 1); err != nil || got.ID != o1.ID {
+		t.Fatalf("soft-deleted orders-value v1 on the destination: %+v, %v; want id %d", got, err, o1.ID)
+	}
+	if live, err := dstCl.SubjectVersions(ctx, "orders-value"); err != nil || !slices.Equal(live, []int{2}) {
+		t.Fatalf("orders-value's live versions on the destination %v (%v), want [2]: v1 soft-deleted as on the source", live, err)
+	}
+	for _, sub := range []string{"com.acme.Money", "orders-value", "payments-value"} {
+		waitMode(t, dstCl, sub, sr.ModeReadOnly)
+	}
+
+	// orders fails over: its subject opens, Money stays closed while
+	// payments, still mirrored, references it.
+	if _, err := env.Svc.RemoveTopics(ctx, "m1", "orders"); err != nil {
+		t.Fatal(err)
+	}
+	waitMode(t, dstCl, "orders-value", sr.ModeReadWrite)
+	env.waitSchemaSync("m1", "orders-value open, Money and payments-value closed", func(r *service.SchemaSyncResult) bool {
+		o, _ := subjectOf(r, "orders-value")
+		m, _ := subjectOf(r, "com.acme.Money")
+		p, _ := subjectOf(r, "payments-value")
+		return o.Mode == service.SchemaModeReadWrite && m.Mode == service.SchemaModeReadOnly && p.Mode == service.SchemaModeReadOnly
+	})
+	for _, sub := range []string{"com.acme.Money", "payments-value"} {
+		if m := dstCl.Mode(ctx, sub)[0]; m.Err != nil || m.Mode != sr.ModeReadOnly {
+			t.Fatalf("%s is %s (%v) while payments is mirrored, want READONLY", sub, m.Mode, m.Err)
+		}
+	}
+
+	// payments fails over too: nothing needs Money closed any more.
+	if _, err := env.Svc.RemoveTopics(ctx, "m1", "payments"); err != nil {
+		t.Fatal(err)
+	}
+	waitMode(t, dstCl, "payments-value", sr.ModeReadWrite)
+	waitMode(t, dstCl, "com.acme.Money", sr.ModeReadWrite)
+}
