@@ -21,6 +21,8 @@ import (
 	"kmirror/internal/kafka/kafkaconn"
 	"kmirror/internal/kafka/schemaregistry"
 	"kmirror/internal/runtime/secretbox"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // devConfig is `kmirror dev`'s flags.
@@ -33,7 +35,10 @@ type devConfig struct {
 	SourceRegistryPort      int
 	DestinationRegistryPort int
 	RecordsPerSec           int
-	LogLevel                string
+	// NoDemoMirror leaves the mirror demo out: every source topic is free
+	// for a mirror of the operator's own (the DR runbook's, say).
+	NoDemoMirror bool
+	LogLevel     string
 	// ready, in tests, receives the API's base URL once the demo is set up.
 	ready func(baseURL string)
 }
@@ -46,7 +51,8 @@ func devCommand(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&cfg.DestinationPort, "destination-port", 29092, "destination cluster port on 127.0.0.1")
 	fs.IntVar(&cfg.SourceRegistryPort, "source-registry-port", 18081, "source Schema Registry port on 127.0.0.1")
 	fs.IntVar(&cfg.DestinationRegistryPort, "destination-registry-port", 28081, "destination Schema Registry port on 127.0.0.1")
-	fs.IntVar(&cfg.RecordsPerSec, "rate", 5, "demo records per second per topic")
+	fs.IntVar(&cfg.RecordsPerSec, "rate", 5, "demo records per second per topic (0: none)")
+	fs.BoolVar(&cfg.NoDemoMirror, "no-demo-mirror", false, "do not create the mirror demo, so every source topic is free for mirrors of your own")
 	fs.StringVar(&cfg.LogLevel, "log-level", envOr("KMIRROR_LOG_LEVEL", "warn"), "server log level")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
@@ -81,8 +87,10 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 	}
 
 	fmt.Fprintln(stdout, "Starting the source and destination Kafka clusters ...")
+	// The source creates a topic on its first write (kcat -P -t new-topic),
+	// as a broker with auto.create.topics.enable does.
 	clusters, err := devcluster.Start(devcluster.Config{SourcePort: cfg.SourcePort,
-		DestinationPort: cfg.DestinationPort, Logger: log})
+		DestinationPort: cfg.DestinationPort, Logger: log, SourceOpts: []kfake.Opt{kfake.AllowAutoTopicCreation()}})
 	if err != nil {
 		return fmt.Errorf("start dev clusters (are ports %d and %d free?): %w", cfg.SourcePort, cfg.DestinationPort, err)
 	}
@@ -138,11 +146,14 @@ func runDev(ctx context.Context, cfg devConfig, stdout, stderr io.Writer) error 
 		return nil
 	}
 	base := "http://" + addr
-	if err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), registries.source.URL(), tokens.Admin); err != nil {
-		return err
+	if !cfg.NoDemoMirror {
+		if err := setUpDemoMirror(ctx, base, clusters.SourceAddr(), registries.source.URL(), tokens.Admin); err != nil {
+			return err
+		}
 	}
 	printDevBanner(stdout, devBanner{base: base, source: clusters.SourceAddr(), destination: clusters.DestinationAddr(),
-		sourceRegistry: registries.source.URL(), destinationRegistry: registries.destination.URL(), auth: tokens.Enabled()})
+		sourceRegistry: registries.source.URL(), destinationRegistry: registries.destination.URL(), auth: tokens.Enabled(),
+		noDemoMirror: cfg.NoDemoMirror, rate: cfg.RecordsPerSec})
 	if cfg.ready != nil {
 		cfg.ready(base)
 	}
@@ -268,6 +279,8 @@ type devBanner struct {
 	source, destination                 string // the clusters' host:port
 	sourceRegistry, destinationRegistry string // the registries' base URLs
 	auth                                bool   // the API needs a token
+	noDemoMirror                        bool   // no mirror demo was made
+	rate                                int    // demo records per second per topic
 }
 
 func printDevBanner(w io.Writer, b devBanner) {
@@ -279,6 +292,10 @@ func printDevBanner(w io.Writer, b devBanner) {
 		cli = "KMIRROR_TOKEN=$KMIRROR_API_TOKEN "
 		note = "\n  The API needs a token: KMIRROR_API_TOKEN (admin) or KMIRROR_API_READ_TOKEN (viewer).\n"
 	}
+	traffic := fmt.Sprintf("%d records/s each", b.rate)
+	if b.rate == 0 {
+		traffic = "no traffic: --rate 0"
+	}
 	fmt.Fprintf(w, `
 kmirror dev is running. Ctrl-C stops everything and removes the data.
 %[4]s
@@ -286,11 +303,22 @@ kmirror dev is running. Ctrl-C stops everything and removes the data.
   API and docs          %[1]s/docs
   OpenAPI               %[1]s/openapi.json
   Metrics               %[1]s/metrics
-  Source Kafka          %[2]s   (topics orders, payments, inventory; group demo-consumers)
+  Source Kafka          %[2]s   (topics orders, payments, inventory, %[9]s; group demo-consumers;
+                        a topic is created on its first write, as with kcat -P -t NAME)
   Destination           %[3]s
   Source registry       %[7]s   (subjects orders-value, payments-value)
   Destination registry  %[8]s
-
+`, b.base, b.source, b.destination, note, curl, cli, b.sourceRegistry, b.destinationRegistry, traffic)
+	if b.noDemoMirror {
+		fmt.Fprintf(w, `
+No mirror yet (--no-demo-mirror). Make one of your own:
+  %[2]s -X POST -H 'Content-Type: application/json' %[1]s/v1/mirrors \
+    -d '{"name":"from-a","source":{"bootstrap_servers":"%[3]s","schema_registry":{"urls":["%[4]s"]}}}'
+  %[5]sgo run ./cmd/kmirror mirrors --server %[1]s --add --mirror from-a --topic 'orders|payments' --wait 1m
+`, b.base, curl, b.source, b.sourceRegistry, cli)
+		return
+	}
+	fmt.Fprintf(w, `
 Try it:
   %[5]s %[1]s/v1/mirrors/demo/topics
   %[5]s '%[1]s/v1/partitions?mirror=demo'

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"time"
 
 	"kmirror/internal/testing/syncbuf"
+	"kmirror/workers/workertest"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestDevRunsDemoAndCleansUp runs `kmirror dev` on free ports: the demo
@@ -177,4 +181,89 @@ func registrySubjects(t *testing.T, registry string) []string {
 	}
 	slices.Sort(subjects)
 	return subjects
+}
+
+// TestDevQuietWithoutDemoMirror: --rate 0 writes nothing, --no-demo-mirror
+// leaves every source topic free, and the source creates a topic on its
+// first write, so the DR runbook's commands run against kmirror dev.
+func TestDevQuietWithoutDemoMirror(t *testing.T) {
+	t.Setenv("KMIRROR_DATABASE_URL", "") // exercise the throw-away Postgres
+	t.Setenv("KMIRROR_API_TOKEN", "")
+	t.Setenv("KMIRROR_API_READ_TOKEN", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	var out, errOut syncbuf.Buffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runDev(ctx, devConfig{Listen: "127.0.0.1:0", RecordsPerSec: 0, NoDemoMirror: true, LogLevel: "warn",
+			ready: func(base string) { ready <- base }}, &out, &errOut)
+	}()
+	var base string
+	select {
+	case base = <-ready:
+	case err := <-done:
+		t.Fatalf("dev exited early: %v\n%s", err, errOut.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("dev did not become ready\n%s", errOut.String())
+	}
+	for _, want := range []string{"no traffic: --rate 0", "No mirror yet (--no-demo-mirror)", `"name":"from-a"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("banner lacks %q:\n%s", want, out.String())
+		}
+	}
+	resp, err := http.Get(base + "/v1/mirrors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Mirrors []json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list.Mirrors) != 0 {
+		t.Fatalf("mirrors %s (%v), want none", list.Mirrors, err)
+	}
+	resp.Body.Close()
+	source := bannerAddr(t, out.String(), "Source Kafka")
+	conn := workertest.Plain(source)
+	// A record to a topic nobody made: the source makes it.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(source), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer pcancel()
+	if err := cl.ProduceSync(pctx, &kgo.Record{Topic: "accounts", Value: []byte("a")}).FirstErr(); err != nil {
+		t.Fatalf("writing to a new topic on the dev source: %v", err)
+	}
+	// Nothing else writes: the demo topics stay empty.
+	workertest.HoldsFor(t, time.Second, "no demo traffic", func() (bool, string) {
+		ends := workertest.EndOffsets(t, conn, "orders")
+		total := int64(0)
+		for _, e := range ends {
+			total += e
+		}
+		return total == 0, fmt.Sprintf("orders ends %v", ends)
+	})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dev returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dev did not stop after cancel")
+	}
+}
+
+// bannerAddr returns the host:port a banner line names after label.
+func bannerAddr(t *testing.T, banner, label string) string {
+	t.Helper()
+	for _, line := range strings.Split(banner, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), label+" "); ok {
+			if f := strings.Fields(rest); len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	t.Fatalf("banner has no %q line:\n%s", label, banner)
+	return ""
 }

@@ -18,7 +18,7 @@ import (
 // Demo is the traffic StartDemo puts on the source.
 type Demo struct {
 	Topics           map[string]int32 // topic → partitions; default orders:3, payments:2
-	RecordsPerSecond int              // per topic; default 10
+	RecordsPerSecond int              // per topic; 0 writes none (the topics and the group still come)
 	Group            string           // consuming group; default demo-consumers
 }
 
@@ -32,7 +32,6 @@ const demoFlushTimeout = 5 * time.Second
 // ctx ends or Close is called.
 func (c *Clusters) StartDemo(ctx context.Context, d Demo) error {
 	d.Group = cmp.Or(d.Group, "demo-consumers")
-	d.RecordsPerSecond = cmp.Or(d.RecordsPerSecond, 10)
 	if len(d.Topics) == 0 {
 		d.Topics = map[string]int32{"orders": 3, "payments": 2}
 	}
@@ -91,7 +90,11 @@ func (c *Clusters) StartDemo(ctx context.Context, d Demo) error {
 	stopOnClose := context.AfterFunc(c.ctx, cancel)
 	context.AfterFunc(ctx, func() { stopOnClose() })
 
-	c.wg.Go(func() { c.produce(ctx, producer, topics, d.RecordsPerSecond) })
+	if d.RecordsPerSecond > 0 {
+		c.wg.Go(func() { c.produce(ctx, producer, topics, d.RecordsPerSecond) })
+	} else {
+		producer.Close()
+	}
 	c.wg.Go(func() { c.consume(ctx, consumer) })
 	c.logger.Info("demo traffic started", "topics", d.Topics, "records_per_second_per_topic", d.RecordsPerSecond, "group", d.Group)
 	return nil
