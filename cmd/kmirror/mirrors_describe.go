@@ -86,16 +86,16 @@ func (c *mirrorsCLI) listPartitions(ctx context.Context, params *client.ListPart
 
 func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 	fmt.Fprintf(w, describeFormat, "MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE")
-	var notes, readOnly []string
+	var notes []string
+	// Topics by whether read-only is enforced on them, each once: one
+	// line says it for all of them, as it is mostly the destination's
+	// doing rather than the topic's.
+	readOnly := map[bool][]string{}
 	seen := map[string]bool{}
 	for _, r := range rows {
 		if topic := r.Mirror + "/" + r.Topic; r.ReadOnlyEnforced != nil && !seen[topic] {
 			seen[topic] = true
-			how := "enforced: a DENY WRITE ACL for User:* is set on the destination topic"
-			if !*r.ReadOnlyEnforced {
-				how = "not enforced (the destination has no authorizer that could refuse other writers, or the topic is stopped)"
-			}
-			readOnly = append(readOnly, fmt.Sprintf("%s: read-only %s", topic, how))
+			readOnly[*r.ReadOnlyEnforced] = append(readOnly[*r.ReadOnlyEnforced], topic)
 		}
 		fmt.Fprintf(w, describeFormat, r.Mirror, topicName(r.Topic, r.DestinationTopic), strconv.Itoa(r.Partition),
 			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), string(r.State))
@@ -107,7 +107,14 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(notes, "\n"))
 	}
 	if len(readOnly) > 0 {
-		fmt.Fprintf(w, "\n%s\n", strings.Join(readOnly, "\n"))
+		fmt.Fprintln(w)
+	}
+	if ts := readOnly[true]; len(ts) > 0 {
+		fmt.Fprintf(w, "Read-only enforced on %s: a DENY WRITE ACL for User:* is set on each destination topic\n", strings.Join(ts, ", "))
+	}
+	if ts := readOnly[false]; len(ts) > 0 {
+		fmt.Fprintf(w, "Read-only not enforced on %s: the destination has no authorizer that could refuse other writers, or the topic is stopped\n",
+			strings.Join(ts, ", "))
 	}
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"kmirror/openapi/client"
 	"strings"
 	"testing"
 )
@@ -88,4 +90,30 @@ func TestDescribeReadsEveryPage(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %d", r.Topic, r.Partition))
 	}
 	same("describe --json", got, want(0, topics-1))
+}
+
+// TestDescribeSaysReadOnlyOncePerAnswer: whether read-only is enforced is
+// one line for every topic with the same answer, not one per topic.
+func TestDescribeSaysReadOnlyOncePerAnswer(t *testing.T) {
+	t.Parallel()
+	no, yes := false, true
+	row := func(topic string, partition int, enforced *bool) client.PartitionRow {
+		return client.PartitionRow{Mirror: "demo", Topic: topic, Partition: partition, State: "MIRRORING",
+			LeaseLive: true, ReadOnlyEnforced: enforced}
+	}
+	var b bytes.Buffer
+	writeDescribeTable(&b, []client.PartitionRow{row("orders", 0, &no), row("orders", 1, &no), row("payments", 0, &no),
+		row("audit", 0, &yes)})
+	out := b.String()
+	for _, want := range []string{
+		"\nRead-only enforced on demo/audit: a DENY WRITE ACL for User:* is set on each destination topic\n",
+		"\nRead-only not enforced on demo/orders, demo/payments: the destination has no authorizer",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "Read-only"); n != 2 {
+		t.Errorf("%d read-only lines, want 2:\n%s", n, out)
+	}
 }
