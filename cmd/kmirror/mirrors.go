@@ -112,11 +112,12 @@ Flags:
 `
 
 // mirrorsActions are the action flags, in the order usage lists them.
-var mirrorsActions = []string{"create", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync", "check"}
+var mirrorsActions = []string{"create", "update", "delete", "list", "describe", "add", "pause", "resume", "remove", "sync", "check"}
 
 // mirrorsActionHelp says what each action does, for the flag list.
 var mirrorsActionHelp = map[string]string{
 	"create":   "add a mirror from a source cluster",
+	"update":   "change a mirror's config: --config KEY=VALUE sets a key, --reset-config KEY returns it to its default",
 	"delete":   "delete a mirror whose topics are all removed",
 	"list":     "list the mirrors",
 	"describe": "show each mirrored partition's offsets, lag and state",
@@ -132,7 +133,7 @@ var mirrorsActionHelp = map[string]string{
 // to; --server applies to all. A flag given with another action is a usage
 // error rather than silently ignored.
 var mirrorsFlagActions = map[string][]string{
-	"mirror":                  {"create", "delete", "describe", "add", "pause", "resume", "remove", "sync", "check"},
+	"mirror":                  {"create", "update", "delete", "describe", "add", "pause", "resume", "remove", "sync", "check"},
 	"topic":                   {"describe", "add", "pause", "resume", "remove", "check"},
 	"source-bootstrap":        {"create"},
 	"security-protocol":       {"create"},
@@ -143,7 +144,8 @@ var mirrorsFlagActions = map[string][]string{
 	"tls-cert-file":           {"create"},
 	"tls-key-file":            {"create"},
 	"tls-server-name":         {"create"},
-	"config":                  {"create"},
+	"config":                  {"create", "update"},
+	"reset-config":            {"update"},
 	"dry-run":                 {"create", "add", "remove"},
 	"skip-connectivity-check": {"create"},
 	"replication-factor":      {"add", "check"},
@@ -177,6 +179,7 @@ type mirrorsOptions struct {
 	sasl                  mirrorsSASLFlags
 	schemaRegistry        mirrorsSchemaRegistryFlags
 	config                configFlag
+	resetConfig           listFlag
 	dryRun                bool
 	skipConnectivityCheck bool
 	skipChecks            bool
@@ -258,6 +261,7 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 	o.sasl.register(fs)
 	o.schemaRegistry.register(fs)
 	fs.Var(&o.config, "config", "mirror config KEY=VALUE, for example mirror.metadata.refresh.interval.ms=30000 (repeatable)")
+	fs.Var(&o.resetConfig, "reset-config", "with --update: return the config KEY to its default (repeatable)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "with --create: validate the mirror (and reach its source) without creating it; with --add: resolve and check the topics, and with --continue print per partition what continuing would do; with --remove: print what a failover now would leave behind; each changing nothing")
 	fs.BoolVar(&o.skipConnectivityCheck, "skip-connectivity-check", false, "do not contact the source cluster when creating")
 	fs.BoolVar(&o.skipChecks, "skip-checks", false, "with --add: add even if the preflight checks of the clusters (see --check) fail")
@@ -309,6 +313,16 @@ func parseMirrorsFlags(args []string, stdout, stderr io.Writer) (*mirrorsOptions
 		required = []string{"mirror", "source-bootstrap"}
 	case "delete", "sync", "check":
 		required = []string{"mirror"}
+	case "update":
+		required = []string{"mirror"}
+		if len(o.config) == 0 && len(o.resetConfig) == 0 {
+			return nil, usagef("--update needs what to change: --config KEY=VALUE or --reset-config KEY")
+		}
+		for _, k := range o.resetConfig {
+			if _, both := o.config[k]; both {
+				return nil, usagef("%s is both set (--config) and reset (--reset-config)", k)
+			}
+		}
 	case "add", "pause", "resume", "remove":
 		required = []string{"mirror", "topic"}
 	}
@@ -347,6 +361,23 @@ func (c *configFlag) Set(s string) error {
 		return fmt.Errorf("%s is given twice", key)
 	}
 	(*c)[key] = value
+	return nil
+}
+
+// listFlag collects a repeated flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return errors.New("empty")
+	}
+	if slices.Contains(*l, s) {
+		return fmt.Errorf("%s is given twice", s)
+	}
+	*l = append(*l, s)
 	return nil
 }
 

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,6 +86,8 @@ func (c *mirrorsCLI) run(ctx context.Context) error {
 	switch c.opts.action {
 	case "create":
 		return c.create(ctx)
+	case "update":
+		return c.update(ctx)
 	case "delete":
 		return c.delete(ctx)
 	case "list":
@@ -129,6 +133,33 @@ func (c *mirrorsCLI) create(ctx context.Context) error {
 		fmt.Fprintf(c.stdout, "Mirror %s is valid (dry run, nothing created).\n", c.opts.mirror)
 	} else {
 		fmt.Fprintf(c.stdout, "Created mirror %s.\n", c.opts.mirror)
+	}
+	return nil
+}
+
+// update changes a mirror's config keys, and prints what each is now.
+func (c *mirrorsCLI) update(ctx context.Context) error {
+	cfg := map[string]*string{}
+	for k, v := range c.opts.config {
+		cfg[k] = ptr(v)
+	}
+	for _, k := range c.opts.resetConfig {
+		cfg[k] = nil
+	}
+	resp, err := c.api.UpdateMirrorWithResponse(ctx, c.opts.mirror, &client.UpdateMirrorParams{}, client.UpdateMirrorRequest{Config: &cfg})
+	if err := c.check(resp, err, http.StatusOK); err != nil {
+		return err
+	}
+	if resp.JSON200 == nil {
+		return c.unexpected(resp)
+	}
+	fmt.Fprintf(c.stdout, "Updated mirror %s:\n", c.opts.mirror)
+	for _, k := range slices.Sorted(maps.Keys(cfg)) {
+		how := "set"
+		if cfg[k] == nil {
+			how = "default"
+		}
+		fmt.Fprintf(c.stdout, "  %s=%s (%s)\n", k, resp.JSON200.EffectiveConfig[k], how)
 	}
 	return nil
 }
