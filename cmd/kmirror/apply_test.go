@@ -226,6 +226,7 @@ mirrors:
 	if code != 3 {
 		t.Fatalf("dry run: exit %d, want 3\n%s%s", code, out, errOut)
 	}
+	t.Logf("the plan:\n%s", out)
 	wantLines(t, "dry run", out,
 		"  update mirror west\n      config mirror.metadata.refresh.interval.ms: 30000 → 10000\n",
 		"  add to mirror west: third-topic (3 partition(s))\n",

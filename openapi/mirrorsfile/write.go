@@ -67,9 +67,12 @@ const failoverFormat = "      %-40s %-10s %-12s %-8s %s\n"
 // Write prints the plan for a person: each step, what is left alone, held
 // back or cannot be changed, and a summary line. name names the file.
 func (p *Plan) Write(w io.Writer, name string) {
-	if !p.Changes() {
+	switch {
+	case !p.Changes() && len(p.Held) > 0:
+		fmt.Fprintf(w, "No changes: the deployment matches %s, but for what is held back below.\n", name)
+	case !p.Changes():
 		fmt.Fprintf(w, "No changes: the deployment matches %s.\n", name)
-	} else {
+	default:
 		fmt.Fprintf(w, "Plan for %s:\n", name)
 		counts := map[Action]int{}
 		for _, s := range p.Steps {
