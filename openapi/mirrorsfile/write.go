@@ -39,7 +39,7 @@ func (s Step) Describe() string {
 
 func rfNote(rf int) string {
 	if rf > 0 {
-		return fmt.Sprintf(" (replication factor %d)", rf)
+		return fmt.Sprintf(", replication factor %d", rf)
 	}
 	return ""
 }
