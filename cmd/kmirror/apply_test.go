@@ -13,7 +13,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"kmirror/openapi/client"
 )
@@ -191,6 +193,28 @@ mirrors:
 	if again != string(first) {
 		t.Fatalf("export → apply → export differs:\n%s\nthen\n%s", first, again)
 	}
+
+	// A new source topic that the pattern my-.* matches is added by the
+	// next apply, beside my-topic, which the pattern matched already.
+	admin := kadm.NewClient(newKgoClient(t, e.source))
+	if _, err := admin.CreateTopic(t.Context(), 2, 1, nil, "my-new-topic"); err != nil {
+		t.Fatal(err)
+	}
+	out = mustRun(t, "apply", "--server", wc.url, "-f", file)
+	wantLines(t, "apply after a new source topic", out, "Done: add to mirror east: my-new-topic (2 partition(s))\n", "Applied "+file+": 1 step(s).\n")
+	if w := wc.take(); len(w) != 1 {
+		t.Fatalf("apply of a new topic wrote %v", w)
+	}
+}
+
+func newKgoClient(t *testing.T, bootstrap string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(bootstrap, ",")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // TestApplyDryRunPlan: the plan of a file against a deployment names each
