@@ -378,3 +378,37 @@ mirrors:
 		t.Fatalf("unset secret: exit %d: %s", code, errOut)
 	}
 }
+
+// TestApplyHeldBackAndNotInFile: a topic no entry matches is listed and
+// left alone, and removed only with --prune; a stopped topic the file
+// wants mirrored is held back, and restarted only with --restart-stopped.
+func TestApplyHeldBackAndNotInFile(t *testing.T) {
+	t.Parallel()
+	e := newMirrorsEnv(t)
+	e.mustMirrors(t, "Created mirror north.\n", "--create", "--mirror", "north", "--source-bootstrap", e.source)
+	e.mirrors(t, "--add", "--mirror", "north", "--topic", "my-topic|other-topic")
+	e.mirrors(t, "--remove", "--mirror", "north", "--topic", "my-topic")
+	file := writeFile(t, t.TempDir(), "mirrors.yaml", `apiVersion: kmirror/v1
+kind: Mirrors
+mirrors:
+  - name: north
+    source:
+      bootstrap_servers: `+e.source+`
+    topics:
+      - topic: my-topic
+`)
+	out := mustRun(t, "apply", "--server", e.server, "-f", file)
+	if want := "No changes: the deployment matches " + file + ", but for what is held back below.\n" +
+		"Not in the file, left alone (--prune removes them):\n  north: topic other-topic (mirroring)\n" +
+		"Held back:\n  north: topic my-topic is stopped (removed) and the file wants it mirroring: restarting it is a failback, " +
+		"which copies again; give --restart-stopped (with the entry's recreate or continue if the destination was written to)\n"; out != want {
+		t.Fatalf("apply:\n%s\nwant\n%s", out, want)
+	}
+	out = mustRun(t, "apply", "--server", e.server, "-f", file, "--restart-stopped", "--prune")
+	wantLines(t, "apply --restart-stopped --prune", out,
+		"Done: restart in mirror north (stopped topics, a failback): my-topic\n",
+		"Done: remove from mirror north (failover: the destination topics become writable): other-topic\n")
+	if got := topicStates(t, e.server, "north"); got["my-topic"] != "mirroring" || got["other-topic"] != "stopped" {
+		t.Fatalf("topics: %v", got)
+	}
+}

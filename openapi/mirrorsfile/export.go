@@ -64,8 +64,14 @@ func Export(ctx context.Context, api API, opts ExportOpts) (*File, error) {
 
 func exportMirror(m client.Mirror, topics []client.Topic) Mirror {
 	v := m.Source
+	// After kmirror restore, a secret the server lacks is named in
+	// missing_credentials: the file must give it all the same.
+	missing := map[string]bool{}
+	for _, f := range m.MissingCredentials {
+		missing[strings.Replace(f, "schema_registry.", "schema_registry_", 1)] = true
+	}
 	placeholder := func(set bool, field string) *Secret {
-		if !set {
+		if !set && !missing[field] {
 			return nil
 		}
 		return &Secret{Env: SecretVar(m.Name, field)}
