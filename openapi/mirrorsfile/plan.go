@@ -122,6 +122,11 @@ func (p *Plan) Changes() bool { return len(p.Steps) > 0 }
 // and dry runs of the changes, which the server validates without
 // writing) and says what Apply would change to make it match f.
 func NewPlan(ctx context.Context, api API, f *File, opts Opts) (*Plan, error) {
+	if opts.Prune && len(f.Mirrors) == 0 {
+		// Most likely a file emptied by mistake: pruning against it would
+		// fail over every topic of the deployment.
+		return nil, fmt.Errorf("the file names no mirror: with prune that would delete every mirror; delete them one by one instead")
+	}
 	list, err := call(ctx, "GET /v1/mirrors", func() (*client.ListMirrorsResponse, error) {
 		return api.ListMirrorsWithResponse(ctx)
 	}, http.StatusOK)
