@@ -377,6 +377,34 @@ mirrors:
 	if code != 1 || !strings.Contains(errOut, "source.sasl_password: environment variable APPLY_TEST_SASL_PASSWORD is empty or unset") {
 		t.Fatalf("unset secret: exit %d: %s", code, errOut)
 	}
+
+	// The source moves to a PLAINTEXT cluster: the SASL fields the file
+	// no longer names are cleared, the password with them.
+	plaintext := writeFile(t, dir, "plaintext.yaml", `apiVersion: kmirror/v1
+kind: Mirrors
+mirrors:
+  - name: secured
+    source:
+      bootstrap_servers: `+e.source+`
+      schema_registry:
+        urls: [http://registry:8081]
+        basic_auth_username: sr
+        basic_auth_password: {file: registry-password}
+    topics:
+      - topic: sasl-topic
+`)
+	out = mustRun(t, "apply", "--server", e.server, "-f", plaintext)
+	wantLines(t, "apply plaintext", out, "      security_protocol: SASL_PLAINTEXT → PLAINTEXT\n", "      sasl_mechanism: PLAIN → \"\"\n",
+		"      sasl_password: set → (cleared: not in the file)\n",
+		"      schema_registry.basic_auth_password: set → from file registry-password (sent with the source's other changes)\n",
+		"Done: update mirror secured\n")
+	m = getMirror(t, e.server, "secured")
+	if m.Source.SaslPasswordSet || m.Source.SecurityProtocol != "PLAINTEXT" || m.Source.SaslMechanism != nil {
+		t.Fatalf("source after the move: %+v", m.Source)
+	}
+	if out := mustRun(t, "apply", "--server", e.server, "-f", plaintext); !strings.HasPrefix(out, "No changes") {
+		t.Fatalf("apply again:\n%s", out)
+	}
 }
 
 // TestApplyHeldBackAndNotInFile: a topic no entry matches is listed and
