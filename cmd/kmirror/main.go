@@ -3,6 +3,8 @@
 //	kmirror server    run an instance (REST API and workers)
 //	kmirror dev       everything on one machine, for trying it out
 //	kmirror mirrors   the operator CLI, against the REST API
+//	kmirror apply     make the mirrors match a mirrors file (mirrors as code)
+//	kmirror export    write the mirrors as a mirrors file
 //	kmirror restore   rebuild an empty database from __mirror_state
 //	kmirror token     make an API token and its tokens-file line
 //	kmirror secrets   make a secret key; re-encrypt the stored source secrets
@@ -29,6 +31,10 @@ Usage:
   kmirror server [flags]    run an instance: REST API, leases and workers
   kmirror dev [flags]       Postgres, two Kafka clusters, a demo mirror and the server, on this machine
   kmirror mirrors [flags]   manage mirrors through the REST API (see kmirror mirrors --help)
+  kmirror apply -f FILE [--dry-run] [--prune]
+                            make the mirrors match a mirrors file (mirrors as code)
+  kmirror export [--mirror NAME] [-o FILE]
+                            write the mirrors as a mirrors file
   kmirror restore [flags]   rebuild an empty database from the __mirror_state topic
   kmirror token new --name NAME --role viewer|operator|admin
                             make an API token and the line for the server's tokens file
@@ -73,6 +79,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "mirrors":
 		return mirrorsCommand(ctx, args[1:], stdout, stderr)
+	case "apply":
+		return applyCommand(ctx, args[1:], stdout, stderr)
+	case "export":
+		err = exportCommand(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "kmirror", version)
 		return 0

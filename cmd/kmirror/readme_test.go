@@ -145,6 +145,7 @@ var readmeSections = map[string]string{
 	"Schema Registry: schemas follow the data":     "",
 	"`__mirror_state` and restore":                 "it needs an empty database and a destination of its own, and starts servers (TestRestoreCommand covers restore)",
 	"The CLI":                                      "",
+	"Mirrors as code":                              "",
 	"Running a server":                             "",
 	"Docker":                                       "it needs Docker (TestDeployFiles and .ci/run check the files)",
 	"Kubernetes":                                   "it needs a Kubernetes cluster and Helm (.ci/helmcheck renders the chart)",
