@@ -78,7 +78,7 @@ func runApply(ctx context.Context, fs *flag.FlagSet, args []string, stdout, stde
 	if err != nil {
 		return 0, err
 	}
-	cli, err := newMirrorsCLI(&mirrorsOptions{server: *server}, stdout)
+	cli, err := newMirrorsCLI(&mirrorsOptions{server: *server}, stdout, stderr)
 	if err != nil {
 		return 0, err
 	}

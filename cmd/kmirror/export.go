@@ -39,7 +39,7 @@ func exportCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if fs.NArg() > 0 {
 		return usagef("unexpected argument %q", fs.Arg(0))
 	}
-	cli, err := newMirrorsCLI(&mirrorsOptions{server: *server}, stdout)
+	cli, err := newMirrorsCLI(&mirrorsOptions{server: *server}, stdout, stderr)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,10 @@ const knownKinds = {
   "partition.owner": true,
   "partition.realigned": true,
   "state.restored": true,
+  "schemas.copied": true,
+  "schemas.sync_failed": true,
+  "schemas.sync_recovered": true,
+  "schemas.writable": true,
 } as const satisfies Record<EventKind, true>;
 
 /** Every event kind, at run time. */

@@ -52,7 +52,7 @@ export function newMirrorPage({ session, main }) {
     // topic.name.prefix: set here, as it is fixed once the mirror has topics.
     prefix: h('input', { type: 'text', name: 'topic-name-prefix', autocomplete: 'off', spellcheck: 'false', class: 'mono', pattern: '[a-zA-Z0-9._\\-]{0,200}', placeholder: 'east.' }),
     // source.schema_registry: its URLs, and basic auth when it needs it.
-    registryURLs: h('input', { type: 'text', name: 'schema-registry-urls', autocomplete: 'off', spellcheck: 'false', class: 'mono', placeholder: 'https://registry.east:8081' }),
+    registryURLs: h('input', { type: 'text', name: 'schema-registry-urls', autocomplete: 'off', spellcheck: 'false', class: 'mono' }),
     registryUser: h('input', { type: 'text', name: 'schema-registry-user', autocomplete: 'off', spellcheck: 'false' }),
     registryPassword: h('input', { type: 'password', name: 'schema-registry-password', autocomplete: 'new-password' }),
   };
