@@ -149,6 +149,14 @@ var chartCases = []struct {
 				!strings.Contains(r.notes, "Secret kmirror-schema-registry, key password") {
 				p.add("NOTES.txt does not name the destination Schema Registry and its Secret:\n%s", r.notes)
 			}
+			// Every Secret the pods read is named, the destination's SASL
+			// and TLS ones too, so none is found missing only at start.
+			for _, want := range []string{"kmirror-kafka: the destination's SASL secrets (SCRAM-SHA-512: the password under key password)",
+				"the destination's TLS files (CA under key ca.crt)"} {
+				if !strings.Contains(r.notes, want) {
+					p.add("NOTES.txt lacks %q:\n%s", want, r.notes)
+				}
+			}
 			in := r.ingresses[0]
 			if len(in.Spec.TLS) != 1 || in.Spec.TLS[0].SecretName != "kmirror-tls" || in.Spec.IngressClassName == nil || *in.Spec.IngressClassName != "nginx" {
 				p.add("Ingress TLS %+v, class %v", in.Spec.TLS, in.Spec.IngressClassName)
