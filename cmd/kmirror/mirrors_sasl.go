@@ -52,24 +52,34 @@ func (f *mirrorsSASLFlags) apply(src *client.SourceSpec, mechanism string) error
 		ext := map[string]string(f.oauthExtensions)
 		src.SaslOauthbearerExtensions = &ext
 	}
-	for _, s := range []struct {
-		flag, path, env string
-		use             bool // the environment is read only when the mechanism uses it
-		dst             **string
-	}{
+	return readSecrets([]secretSource{
 		{"aws-secret-access-key-file", f.awsSecretAccessKeyFile, "KMIRROR_SOURCE_AWS_SECRET_ACCESS_KEY",
 			mechanism == "AWS_MSK_IAM" && f.awsAccessKeyID != "", &src.AwsSecretAccessKey},
 		{"aws-session-token-file", f.awsSessionTokenFile, "KMIRROR_SOURCE_AWS_SESSION_TOKEN",
 			mechanism == "AWS_MSK_IAM" && f.awsAccessKeyID != "", &src.AwsSessionToken},
 		{"sasl-oauthbearer-client-secret-file", f.oauthClientSecretFile, "KMIRROR_SOURCE_SASL_OAUTHBEARER_CLIENT_SECRET",
 			mechanism == "OAUTHBEARER", &src.SaslOauthbearerClientSecret},
-	} {
+	})
+}
+
+// secretSource is a write-only field the CLI reads from a file named by a
+// flag, or else from the environment.
+type secretSource struct {
+	flag, path, env string
+	use             bool // the environment is read only when the source uses the field
+	dst             **string
+}
+
+// readSecrets fills each field from its file, or its variable when used.
+func readSecrets(sources []secretSource) error {
+	for _, s := range sources {
 		switch {
 		case s.path != "":
 			v, err := readSecretFile(s.flag, s.path)
 			if err != nil {
 				return err
 			}
+			// A secret file usually ends with a newline that is not part of it.
 			*s.dst = ptrOrNil(strings.TrimRight(v, "\r\n"))
 		case s.use:
 			*s.dst = ptrOrNil(os.Getenv(s.env))

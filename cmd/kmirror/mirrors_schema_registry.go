@@ -2,7 +2,6 @@ package main
 
 import (
 	"flag"
-	"os"
 	"strings"
 
 	"kmirror/openapi/client"
@@ -59,27 +58,13 @@ func (f *mirrorsSchemaRegistryFlags) apply(src *client.SourceSpec) error {
 		}
 	}
 	named := len(r.Urls) > 0
-	for _, s := range []struct {
-		flag, path, env string
-		use             bool // the environment is read only when the registry uses it
-		dst             **string
-	}{
+	if err := readSecrets([]secretSource{
 		{"schema-registry-password-file", f.passwordFile, "KMIRROR_SOURCE_SCHEMA_REGISTRY_PASSWORD",
 			named && f.username != "", &r.BasicAuthPassword},
 		{"schema-registry-bearer-token-file", f.bearerTokenFile, "KMIRROR_SOURCE_SCHEMA_REGISTRY_BEARER_TOKEN",
 			named && f.username == "", &r.BearerToken},
-	} {
-		switch {
-		case s.path != "":
-			v, err := readSecretFile(s.flag, s.path)
-			if err != nil {
-				return err
-			}
-			// A secret file usually ends with a newline that is not part of it.
-			*s.dst = ptrOrNil(strings.TrimRight(v, "\r\n"))
-		case s.use:
-			*s.dst = ptrOrNil(os.Getenv(s.env))
-		}
+	}); err != nil {
+		return err
 	}
 	for _, p := range []struct {
 		flag, path string
