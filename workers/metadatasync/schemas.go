@@ -172,9 +172,13 @@ func (ss *schemaSync) sync(ctx context.Context, m repo.Mirror, srcCfg schemaregi
 	base := schemaregistry.Selection{TopicPrefix: service.EffectiveConfig(m.Config)[service.CfgTopicNamePrefix],
 		Context: cfg.Context}
 
+	// Every topic was removed (a whole failover): the regex's subjects
+	// open with the topics' rather than stay closed.
+	allRemoved := len(mirrored) == 0 && len(removed) > 0
+
 	// The mirrored topics' subjects, and those the regex selects.
 	kept := map[string]bool{}
-	if len(mirrored) > 0 || cfg.SubjectRegex != "" {
+	if len(mirrored) > 0 || (cfg.SubjectRegex != "" && !allRemoved) {
 		sel := base
 		sel.Topics, sel.SubjectRegex = mirrored, cfg.SubjectRegex
 		rep, err := ss.apply(ctx, sel)
@@ -187,12 +191,12 @@ func (ss *schemaSync) sync(ctx context.Context, m repo.Mirror, srcCfg schemaregi
 		}
 	}
 
-	// The removed topics' subjects: one last copy, then READWRITE. The
-	// regex's subjects go too once no topic is mirrored. A subject a
-	// mirrored topic still needs (a shared reference) stays READONLY.
+	// The removed topics' subjects: one last copy, then READWRITE, with
+	// the regex's once every topic was removed. A subject a mirrored
+	// topic still needs (a shared reference) stays READONLY.
 	sel := base
 	sel.Topics = removed
-	if len(mirrored) == 0 {
+	if allRemoved {
 		sel.SubjectRegex = cfg.SubjectRegex
 	}
 	return ss.release(ctx, sel, kept, res)

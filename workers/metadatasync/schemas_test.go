@@ -442,7 +442,8 @@ func TestSchemaSyncFanInContexts(t *testing.T) {
 // TestSchemaSyncReferencesAndSoftDeletes: a referenced subject comes with
 // the subjects that reference it, soft-deleted versions stay soft-deleted
 // with their ids, and a failover opens a shared reference only once no
-// mirrored topic needs it.
+// mirrored topic needs it, and a subject the regex selects only once every
+// topic was removed.
 func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 	t.Parallel()
 	env := newEngineEnv(t, devcluster.Config{})
@@ -470,11 +471,13 @@ func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 	if err := srcCl.DeleteSchema(ctx, "orders-value", 1, sr.SoftDelete); err != nil {
 		t.Fatal(err)
 	}
+	// A shared type no topic references, selected by the regex.
+	registerAvro(t, srcCl, "com.acme.Audit", `{"type":"record","name":"Audit","namespace":"com.acme","fields":[{"name":"who","type":"string"}]}`)
 
 	dcfg := schemaregistry.Config{URLs: []string{dstReg.URL()}}
 	env.startSyncNode("i1", workertest.InstanceOpts{DestinationRegistry: &dcfg})
 	env.syncCreateMirror("m1", "orders|payments", service.SourceInput{SchemaRegistryURLs: []string{srcReg.URL()}},
-		map[string]string{service.CfgSchemaSyncIntervalMs: "1000"})
+		map[string]string{service.CfgSchemaSyncIntervalMs: "1000", service.CfgSchemaSubjectsInclude: `com\.acme\.Audit`})
 	waitVersion(t, dstCl, "com.acme.Money", 1, money.ID)
 	waitVersion(t, dstCl, "orders-value", 2, o2.ID)
 	if got, err := dstCl.SchemaByVersion(sr.WithParams(ctx, sr.ShowDeleted), "orders-value", 1); err != nil || got.ID != o1.ID {
@@ -483,7 +486,7 @@ func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 	if live, err := dstCl.SubjectVersions(ctx, "orders-value"); err != nil || !slices.Equal(live, []int{2}) {
 		t.Fatalf("orders-value's live versions on the destination %v (%v), want [2]: v1 soft-deleted as on the source", live, err)
 	}
-	for _, sub := range []string{"com.acme.Money", "orders-value", "payments-value"} {
+	for _, sub := range []string{"com.acme.Money", "com.acme.Audit", "orders-value", "payments-value"} {
 		waitMode(t, dstCl, sub, sr.ModeReadOnly)
 	}
 
@@ -499,7 +502,7 @@ func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 		p, _ := subjectOf(r, "payments-value")
 		return o.Mode == service.SchemaModeReadWrite && m.Mode == service.SchemaModeReadOnly && p.Mode == service.SchemaModeReadOnly
 	})
-	for _, sub := range []string{"com.acme.Money", "payments-value"} {
+	for _, sub := range []string{"com.acme.Money", "com.acme.Audit", "payments-value"} {
 		if m := dstCl.Mode(ctx, sub)[0]; m.Err != nil || m.Mode != sr.ModeReadOnly {
 			t.Fatalf("%s is %s (%v) while payments is mirrored, want READONLY", sub, m.Mode, m.Err)
 		}
@@ -511,4 +514,5 @@ func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 	}
 	waitMode(t, dstCl, "payments-value", sr.ModeReadWrite)
 	waitMode(t, dstCl, "com.acme.Money", sr.ModeReadWrite)
+	waitMode(t, dstCl, "com.acme.Audit", sr.ModeReadWrite)
 }
