@@ -2,6 +2,8 @@ package metadatasync
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,6 +20,12 @@ import (
 // schemaWakeSpacing is the least time between two schema passes of a
 // mirror that notifications woke: a burst of topic changes costs one pass.
 const schemaWakeSpacing = time.Second
+
+// schemaFullEvery is how many passes in a row may find nothing changed and
+// skip the registries' subjects (a steady pass reads two lists of the
+// source's and nothing of the destination's) before one reads everything
+// again: what someone changed on the destination is put right within it.
+const schemaFullEvery = 30
 
 // schemaSync is one leased mirror's Schema Registry sync (docs/design.md,
 // "Schema Registry"). It runs beside the metadata passes, under the same
@@ -46,6 +54,12 @@ type schemaSync struct {
 	cleared bool
 	// logged is the failure last logged, "" after a success.
 	logged string
+	// steady is what the last full pass that succeeded saw (the source's
+	// schemas and the selection), and skipped how many passes since found
+	// it unchanged and read nothing more.
+	steady  string
+	skipped int
+	last    *service.SchemaSyncResult
 }
 
 // runSchemas runs schema passes until the lease ends: at once, then every
@@ -172,6 +186,24 @@ func (ss *schemaSync) sync(ctx context.Context, m repo.Mirror, srcCfg schemaregi
 	base := schemaregistry.Selection{TopicPrefix: service.EffectiveConfig(m.Config)[service.CfgTopicNamePrefix],
 		Context: cfg.Context}
 
+	// Nothing changed since the last full pass that succeeded: its result
+	// stands, and the registries are spared a read of every subject.
+	steady := ss.steadyKey(ctx, base, cfg, mirrored, removed)
+	if steady != "" && steady == ss.steady && ss.skipped < schemaFullEvery && ss.last != nil {
+		ss.skipped++
+		res.Subjects = ss.last.Subjects
+		res.Versions, res.Failed = ss.last.Versions, ss.last.Failed
+		return nil
+	}
+	ss.steady, ss.skipped, ss.last = "", 0, nil
+	defer func() {
+		if res.Error == "" && res.Failed == 0 && res.Copied == 0 && res.SoftDeleted == 0 && steady != "" && ctx.Err() == nil {
+			// Only a pass that found everything in step: a pass that
+			// wrote is checked once more before passes are skipped.
+			ss.steady, ss.last = steady, res
+		}
+	}()
+
 	// Every topic was removed (a whole failover): the regex's subjects
 	// open with the topics' rather than stay closed.
 	allRemoved := len(mirrored) == 0 && len(removed) > 0
@@ -200,6 +232,30 @@ func (ss *schemaSync) sync(ctx context.Context, m repo.Mirror, srcCfg schemaregi
 		sel.SubjectRegex = cfg.SubjectRegex
 	}
 	return ss.release(ctx, sel, kept, res)
+}
+
+// steadyKey sums up what a pass depends on: the source's schemas (every
+// subject's versions, soft-deleted ones included, in two requests) and the
+// selection. "" when the source cannot list them all at once (a registry
+// without GET /schemas): every pass is then a full one.
+func (ss *schemaSync) steadyKey(ctx context.Context, base schemaregistry.Selection, cfg service.SchemaSyncConfig, mirrored, removed []string) string {
+	all, err := ss.src.AllSchemas(sr.WithParams(ctx, sr.ShowDeleted))
+	if err != nil {
+		return ""
+	}
+	live, err := ss.src.AllSchemas(ctx)
+	if err != nil {
+		return ""
+	}
+	h := sha256.New()
+	for _, list := range [][]sr.SubjectSchema{all, live} {
+		for _, s := range list {
+			fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s\x00%v\x01", s.Subject, s.Version, s.ID, s.Schema.Schema, s.Schema.References)
+		}
+		h.Write([]byte{2})
+	}
+	fmt.Fprintf(h, "%q %q %q %q %q", base.TopicPrefix, base.Context, cfg.SubjectRegex, mirrored, removed)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // apply plans a sync and applies it while the lease holds.

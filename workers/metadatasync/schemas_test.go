@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -515,4 +520,55 @@ func TestSchemaSyncReferencesAndSoftDeletes(t *testing.T) {
 	waitMode(t, dstCl, "payments-value", sr.ModeReadWrite)
 	waitMode(t, dstCl, "com.acme.Money", sr.ModeReadWrite)
 	waitMode(t, dstCl, "com.acme.Audit", sr.ModeReadWrite)
+}
+
+// TestSchemaSyncSteadyPassesSpareTheRegistries: once the registries are in
+// step, a pass reads two lists of the source's and nothing of the
+// destination's, and a version registered after that is still copied at
+// the next pass.
+func TestSchemaSyncSteadyPassesSpareTheRegistries(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	if err := env.Clusters.Source.CreateTopic("orders", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	srcReg, srcCl := newRegistry(t)
+	dstReg, dstCl := newRegistry(t)
+	registerAvro(t, srcCl, "orders-value", orderV1Schema)
+	// The destination behind a proxy that counts what the sync asks of it.
+	var dstRequests atomic.Int64
+	target, err := url.Parse(dstReg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	counted := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		dstRequests.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(counted.Close)
+
+	dcfg := schemaregistry.Config{URLs: []string{counted.URL}}
+	env.startSyncNode("i1", workertest.InstanceOpts{DestinationRegistry: &dcfg})
+	env.syncCreateMirror("m1", "orders", service.SourceInput{SchemaRegistryURLs: []string{srcReg.URL()}},
+		map[string]string{service.CfgSchemaSyncIntervalMs: "1000"})
+	first := env.waitSchemaSync("m1", "orders-value in step", func(r *service.SchemaSyncResult) bool {
+		s, ok := subjectOf(r, "orders-value")
+		return r.OK && ok && s.Versions == 1 && len(s.Copied) == 0
+	})
+	before := dstRequests.Load()
+	var last *service.SchemaSyncResult
+	env.waitSchemaSync("m1", "three more passes", func(r *service.SchemaSyncResult) bool {
+		last = r
+		return r.FinishedAt.Sub(first.FinishedAt) >= 3*time.Second
+	})
+	if n := dstRequests.Load() - before; n != 0 {
+		t.Fatalf("%d requests to the destination registry over passes that had nothing to do", n)
+	}
+	if s, _ := subjectOf(last, "orders-value"); !last.OK || s.Mode != service.SchemaModeReadOnly || s.Versions != 1 {
+		t.Fatalf("a steady pass's result %+v, want the subject in step", last)
+	}
+
+	v2 := registerAvro(t, srcCl, "orders-value", orderV2Schema)
+	waitVersion(t, dstCl, "orders-value", 2, v2.ID)
 }
