@@ -48,9 +48,18 @@ async function shotOf(locator, name) {
   if (!shots) return;
   mkdirSync(shots, { recursive: true });
   await page.evaluate(() => { document.getElementById('toast').hidden = true; });
-  await locator.scrollIntoViewIfNeeded();
-  const clip = await locator.boundingBox();
-  await page.screenshot({ path: path.join(shots, `${name}.png`), clip });
+  // A refresh may replace the element between two steps: try again, up
+  // to a few times, on the element drawn anew.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await locator.scrollIntoViewIfNeeded({ timeout: 2000 });
+      const clip = await locator.boundingBox();
+      await page.screenshot({ path: path.join(shots, `${name}.png`), clip });
+      return;
+    } catch (err) {
+      if (attempt >= 5) throw err;
+    }
+  }
 }
 
 async function axeCheck(what) {
