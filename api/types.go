@@ -261,6 +261,11 @@ type MirrorStatus struct {
 	// re-aligning them after taking them over (see PartitionRow's
 	// realigning).
 	Realigning int `json:"realigning" example:"0"`
+	// MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+	// its partitions (the age of the oldest source record not yet on the
+	// destination), among those where it is known. Null when no
+	// partition's is known.
+	MaxLagMs *int64 `json:"max_lag_ms" extensions:"x-nullable" example:"3200"`
 	// Source is whether the mirror's source cluster answers the holder of
 	// its metadata lease.
 	Source ClusterReachability `json:"source"`
@@ -620,6 +625,13 @@ type PartitionRow struct {
 	// after taking it over: it keeps the state it was left in (MIRRORING,
 	// PAUSING or STOPPING) until alignment has found where to resume.
 	Realigning bool `json:"realigning" example:"false"`
+	// LagMs is the lag in time, in milliseconds: how old the oldest source
+	// record not yet on the destination is (now − its timestamp, by the
+	// database's clock), 0 when caught up. It keeps growing while the
+	// partition is paused, failed or its owner gone. Null when unknown:
+	// the source end is not known, or the checkpoint moved since the
+	// record's timestamp was last read (it is read again within seconds).
+	LagMs *int64 `json:"lag_ms" extensions:"x-nullable" example:"3200"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -801,7 +813,7 @@ func mirrorView(m service.Mirror) Mirror {
 			SchemaRegistry: schemaRegistryView(src.SchemaRegistry)},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
-			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning,
+			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning, MaxLagMs: m.Status.MaxLagMs,
 			RecordsPerSec: m.Status.RecordsPerSec, ThrottledSeconds: float64(m.Status.ThrottledMs) / 1000,
 			Source: clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
@@ -831,7 +843,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		ThrottledMs: p.ThrottledMs, Realigning: p.Realigning}
+		ThrottledMs: p.ThrottledMs, Realigning: p.Realigning, LagMs: p.LagMs}
 	v.Error = nonEmpty(p.Error)
 	if l := p.LastMirrored; l != nil {
 		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset

@@ -42,16 +42,24 @@ type session struct {
 	fetchNext int64 // next source offset to produce
 	produced  int64 // next destination offset to assign
 	pending   []pendingRun
-	acks      *batchproduce.Acks
+	// stamps are the copied batches not yet acknowledged, oldest first,
+	// each with its first record's timestamp: the first one left after
+	// srcNext is the oldest record not yet on the destination (lag in
+	// time), known from the fetch at no cost.
+	stamps []batchStamp
+	acks   *batchproduce.Acks
 	// taken counts the results taken from acks so far (verified ones, then
 	// any after a failure).
 	taken   int64
 	run     *repo.OffsetRun
 	changed []repo.OffsetRun
 	srcEnd  int64
-	// publishedEnd is the source end last handed to the checkpointer.
-	publishedEnd int64
-	failure      error
+	// publishedEnd is the source end last handed to the checkpointer;
+	// publishedOldest says whether that hand-over had the oldest uncopied
+	// record for the srcNext it had.
+	publishedEnd    int64
+	publishedOldest bool
+	failure         error
 	// reported is the fetch or produce trouble last written to the row
 	// ("" none), and reportedSides whose it was.
 	reported      string
@@ -124,6 +132,33 @@ type pendingRun struct {
 	src, dst int64
 	n        int64
 	control  bool
+}
+
+// batchStamp is a copied batch's first source offset copied, the offset
+// after it, and its first record's timestamp (ms).
+type batchStamp struct {
+	src, next int64
+	ts        int64
+}
+
+// oldest is the oldest record not yet on the destination as far as the
+// session knows it: the first copied batch not acknowledged, if it has one.
+// Batches are acknowledged whole, so srcNext never stops inside one, and
+// what lies between srcNext and that batch (markers, aborted records) is
+// no data. Nil when every copy is acknowledged: caught up, or the next
+// records are not fetched yet (lag in time is then unknown until the
+// next publish that has one).
+func (s *session) oldest() *repo.OldestUncopied {
+	i := 0
+	for i < len(s.stamps) && s.stamps[i].next <= s.srcNext {
+		i++
+	}
+	s.stamps = s.stamps[i:]
+	if len(s.stamps) == 0 {
+		return nil
+	}
+	at := time.UnixMilli(s.stamps[0].ts)
+	return &repo.OldestUncopied{Src: s.srcNext, At: &at}
 }
 
 type batchDeadline struct {
@@ -739,15 +774,17 @@ func (s *session) publish() {
 	// Only what changed: every poll reports each partition's end, and
 	// republishing an unchanged one would make every partition's row a
 	// write each second (5,000 rows a second at 5,000 partitions).
-	if len(s.changed) == 0 && (s.srcEnd < 0 || s.srcEnd == s.publishedEnd) {
+	oldest := s.oldest()
+	if len(s.changed) == 0 && (s.srcEnd < 0 || s.srcEnd == s.publishedEnd) && (oldest == nil || s.publishedOldest) {
 		return
 	}
-	s.publishedEnd = s.srcEnd
+	s.publishedEnd, s.publishedOldest = s.srcEnd, oldest != nil
 	// Verified progress ends a run of failures: backoff starts over.
 	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
 	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
-		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load()})
+		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load(),
+		Oldest: oldest})
 	if reset {
 		w.row.RetryAttempt = 0
 	}
