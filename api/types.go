@@ -451,6 +451,15 @@ type PartitionFailoverPreview struct {
 	// offsets before the end hold no committed record: a long aborted
 	// transaction).
 	NewestNotCopied *time.Time `json:"newest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:20:01.123Z"`
+	// OldestNotCopied is the timestamp of the first committed record the
+	// destination lacks, when lag > 0: the oldest data a failover now
+	// would lose (the RPO). Null when nothing committed is missing (or,
+	// rarely, when the first 520 offsets after next_offset hold no
+	// committed record: a long aborted transaction).
+	OldestNotCopied *time.Time `json:"oldest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:19:58.020Z"`
+	// OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+	// preview was made, in milliseconds; null with it.
+	OldestNotCopiedAgeMs *int64 `json:"oldest_not_copied_age_ms" extensions:"x-nullable" example:"3200"`
 } // @name PartitionFailoverPreview
 
 // TopicContinuation is what an add with continue would do with one topic's

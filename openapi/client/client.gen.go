@@ -1092,6 +1092,14 @@ type MirrorStatus struct {
 	// Example: 3
 	Lag int `json:"lag"`
 
+	// MaxLagMs MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+	// its partitions (the age of the oldest source record not yet on the
+	// destination), among those where it is known. Null when no
+	// partition's is known.
+	//
+	// Example: 3200
+	MaxLagMs *int `json:"max_lag_ms"`
+
 	// Partitions Example: 4
 	Partitions int `json:"partitions"`
 
@@ -1236,6 +1244,21 @@ type PartitionFailoverPreview struct {
 	//
 	// Example: 340
 	NextOffset int `json:"next_offset"`
+
+	// OldestNotCopied OldestNotCopied is the timestamp of the first committed record the
+	// destination lacks, when lag > 0: the oldest data a failover now
+	// would lose (the RPO). Null when nothing committed is missing (or,
+	// rarely, when the first 520 offsets after next_offset hold no
+	// committed record: a long aborted transaction).
+	//
+	// Example: 2026-12-04T17:19:58.020Z
+	OldestNotCopied *time.Time `json:"oldest_not_copied"`
+
+	// OldestNotCopiedAgeMs OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+	// preview was made, in milliseconds; null with it.
+	//
+	// Example: 3200
+	OldestNotCopiedAgeMs *int `json:"oldest_not_copied_age_ms"`
 
 	// Partition Example: 1
 	Partition int `json:"partition"`
@@ -1511,6 +1534,16 @@ type PartitionRow struct {
 	//
 	// Example: 3
 	Lag *int `json:"lag"`
+
+	// LagMs LagMs is the lag in time, in milliseconds: how old the oldest source
+	// record not yet on the destination is (now − its timestamp, by the
+	// database's clock), 0 when caught up. It keeps growing while the
+	// partition is paused, failed or its owner gone. Null when unknown:
+	// the source end is not known, or the checkpoint moved since the
+	// record's timestamp was last read (it is read again within seconds).
+	//
+	// Example: 3200
+	LagMs *int `json:"lag_ms"`
 
 	// LastMirroredDestinationOffset LastMirroredDestinationOffset is the destination offset of that
 	// record; null with LastMirroredSourceOffset.
