@@ -91,7 +91,7 @@ func TestRemoveTopicsDryRun(t *testing.T) {
 		t.Fatalf("dry run: %+v", res)
 	}
 	type want struct {
-		state     api.PartitionState
+		state          api.PartitionState
 		next, end      int64
 		newest, oldest *time.Time
 	}
