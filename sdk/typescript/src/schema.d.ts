@@ -818,6 +818,14 @@ export interface components {
              * @example 3
              */
             lag: number;
+            /**
+             * @description MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+             *     its partitions (the age of the oldest source record not yet on the
+             *     destination), among those where it is known. Null when no
+             *     partition's is known.
+             * @example 3200
+             */
+            max_lag_ms: number | null;
             /** @example 4 */
             partitions: number;
             /**
@@ -945,6 +953,22 @@ export interface components {
              * @example 340
              */
             next_offset: number;
+            /**
+             * Format: date-time
+             * @description OldestNotCopied is the timestamp of the first committed record the
+             *     destination lacks, when lag > 0: the oldest data a failover now
+             *     would lose (the RPO). Null when nothing committed is missing (or,
+             *     rarely, when the first 520 offsets after next_offset hold no
+             *     committed record: a long aborted transaction).
+             * @example 2026-12-04T17:19:58.020Z
+             */
+            oldest_not_copied: string | null;
+            /**
+             * @description OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+             *     preview was made, in milliseconds; null with it.
+             * @example 3200
+             */
+            oldest_not_copied_age_ms: number | null;
             /** @example 1 */
             partition: number;
             /**
@@ -1207,6 +1231,16 @@ export interface components {
              * @example 3
              */
             lag: number | null;
+            /**
+             * @description LagMs is the lag in time, in milliseconds: how old the oldest source
+             *     record not yet on the destination is (now − its timestamp, by the
+             *     database's clock), 0 when caught up. It keeps growing while the
+             *     partition is paused, failed or its owner gone. Null when unknown:
+             *     the source end is not known, or the checkpoint moved since the
+             *     record's timestamp was last read (it is read again within seconds).
+             * @example 3200
+             */
+            lag_ms: number | null;
             /**
              * @description LastMirroredDestinationOffset is the destination offset of that
              *     record; null with LastMirroredSourceOffset.
