@@ -732,6 +732,11 @@ type HistoryPoint struct {
 	// RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
 	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
+	// LagSeconds is the lag in time: the age of the oldest source record
+	// not yet on the destination, the largest over the series' partitions
+	// whose lag in time is known (see PartitionRow's lag_ms). Null when
+	// none is known.
+	LagSeconds *float64 `json:"lag_seconds" format:"double" extensions:"x-nullable" example:"3.2"`
 } // @name HistoryPoint
 
 // Whoami is the caller as the server sees it.
@@ -898,6 +903,10 @@ func historyView(h service.ProgressHistory) History {
 		points := make([]HistoryPoint, len(s.Points))
 		for j, p := range s.Points {
 			points[j] = HistoryPoint{At: p.At, Lag: p.Lag, RecordsPerSec: p.RecordsPerSec}
+			if p.LagMs != nil {
+				sec := float64(*p.LagMs) / 1000
+				points[j].LagSeconds = &sec
+			}
 		}
 		out.Series[i] = HistorySeries{Mirror: s.Mirror, Topic: s.Topic, Points: points}
 	}

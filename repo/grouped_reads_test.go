@@ -86,6 +86,11 @@ func TestPartitionsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a/t1's largest lag in time, an hour (statusWorld).
+	if m := got[0].MaxLagMs; m == nil || *m < 3_600_000 || *m > 3_660_000 {
+		t.Fatalf("a/t1 max lag in time %v ms, want about an hour", m)
+	}
+	got[0].MaxLagMs = nil
 	want := []repo.TopicProgress{
 		{Mirror: "a", Topic: "t1", SrcNext: 30, Lag: 12},
 		{Mirror: "a", Topic: "t2"},

@@ -890,6 +890,14 @@ type HistoryPoint struct {
 	// Example: 3
 	Lag int `json:"lag"`
 
+	// LagSeconds LagSeconds is the lag in time: the age of the oldest source record
+	// not yet on the destination, the largest over the series' partitions
+	// whose lag in time is known (see PartitionRow's lag_ms). Null when
+	// none is known.
+	//
+	// Example: 3.2
+	LagSeconds *float64 `json:"lag_seconds"`
+
 	// RecordsPerSec RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
 	//

@@ -625,6 +625,15 @@ export interface components {
             lag: number;
             /**
              * Format: double
+             * @description LagSeconds is the lag in time: the age of the oldest source record
+             *     not yet on the destination, the largest over the series' partitions
+             *     whose lag in time is known (see PartitionRow's lag_ms). Null when
+             *     none is known.
+             * @example 3.2
+             */
+            lag_seconds: number | null;
+            /**
+             * Format: double
              * @description RecordsPerSec is how many records were mirrored per second since the
              *     previous sample; 0 on a series' first point.
              * @example 120.5
