@@ -112,6 +112,20 @@ func BenchmarkPausedLagInTime(b *testing.B) {
 	b.StopTimer()
 	benchReport(b, "trickle on %d of %d paused partitions at 1 record/s: %s (the trickle's producer included)\nbusiest statements:\n%s",
 		total/100, total, trickle, trickle.statementsReport(10))
+	rows, err := env.Pool.Query(ctx, `SELECT kind, count(*), min(message) FROM events WHERE at > now() - $1::interval GROUP BY 1`,
+		fmt.Sprintf("%d seconds", int(window.Seconds())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var kind, msg string
+		var n int
+		if err := rows.Scan(&kind, &n, &msg); err != nil {
+			b.Fatal(err)
+		}
+		benchReport(b, "events in the window: %d %s (%s)", n, kind, msg)
+	}
+	rows.Close()
 	b.ReportMetric(known.Seconds(), "known-s")
 	b.ReportMetric(trickle.kmirror, "trickle-cores")
 	b.ReportMetric(trickle.pg.Commits, "trickle-commits/s")
