@@ -3,10 +3,13 @@ package partition_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"kmirror/internal/devenv/devcluster"
 	"kmirror/repo"
@@ -122,4 +125,52 @@ func produceTransaction(t *testing.T, addr, topic string, p int32, ts time.Time,
 	if err := tx.EndTransaction(ctx, end); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestLagInTimeWhileMirroring: a mirroring session knows the oldest record
+// not yet on the destination from the batches it has copied and not seen
+// acknowledged, and its checkpoints carry it: while the destination holds
+// its produce requests, a MIRRORING partition's lag_ms is the age of the
+// first record held back, and 0 once the copies land.
+func TestLagInTimeWhileMirroring(t *testing.T) {
+	t.Parallel()
+	env := newEngineEnv(t, devcluster.Config{})
+	env.CreateSourceTopics(1, "live")
+	workertest.Produce(t, env.Clusters.SourceAddr(), "live", 1, 5, kgo.NoCompression())
+	env.CreateMirror("m", "live")
+	// A delivery timeout longer than the copy is held below, so that the
+	// partition stays MIRRORING meanwhile.
+	env.StartInstanceOpts("i1", workertest.InstanceOpts{DeliveryTimeout: 20 * time.Second})
+	env.WaitStates("m", service.StateMirroring, 20*time.Second)
+	workertest.WaitEndsEqual(t, env.Env, "live", 1, 20*time.Second)
+	env.waitPartition("m", "live", 0, 10*time.Second, "lag_ms 0 when caught up", func(r repo.Partition) bool {
+		return r.LagMs != nil && *r.LagMs == 0
+	})
+
+	// From here the destination answers no produce until released.
+	var holding atomic.Bool
+	holding.Store(true)
+	release := make(chan struct{})
+	releaseAll := sync.OnceFunc(func() { holding.Store(false); close(release) })
+	defer releaseAll()
+	dst := env.Clusters.Destination
+	dst.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		dst.KeepControl()
+		if holding.Load() {
+			dst.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	stamp := time.Now().Add(-time.Hour)
+	workertest.ProduceRecords(t, workertest.Plain(env.Clusters.SourceAddr()),
+		&kgo.Record{Topic: "live", Partition: 0, Value: []byte("held"), Timestamp: stamp})
+	env.waitPartition("m", "live", 0, 10*time.Second, "lag_ms ≈ an hour while the copy is held", func(r repo.Partition) bool {
+		return r.State == service.StateMirroring && r.LagMs != nil &&
+			*r.LagMs >= time.Since(stamp).Milliseconds()-2000 && *r.LagMs < time.Since(stamp).Milliseconds()+60_000
+	})
+	releaseAll()
+	workertest.WaitEndsEqual(t, env.Env, "live", 1, 30*time.Second)
+	env.waitPartition("m", "live", 0, 10*time.Second, "lag_ms 0 once the copy landed", func(r repo.Partition) bool {
+		return r.LagMs != nil && *r.LagMs == 0
+	})
 }
