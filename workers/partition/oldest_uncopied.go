@@ -31,6 +31,13 @@ import (
 // the refresh's next round waits for them.
 const oldestReadTimeout = 10 * time.Second
 
+// oldestRetryAfter is how long a partition whose read failed waits before
+// it is read again: a record that retention removed before it was mirrored
+// fails every read (its lag in time stays unknown, its lost records are
+// counted when the partition next aligns), and should not cost one each
+// refresh.
+const oldestRetryAfter = 30 * time.Second
+
 // oldestCache is what the refresh last stored of each held partition that
 // is not mirroring.
 type oldestCache map[lease.Key]oldestEntry
@@ -43,6 +50,22 @@ type oldestEntry struct {
 	// none: no data record lay in [src, end) (markers, aborted records),
 	// which holds only until the end moves. caughtUp: src was at the end.
 	none, caughtUp bool
+	// retryAt, when set, is when a failed read of src may be tried again.
+	retryAt time.Time
+}
+
+// settled says whether the entry still answers for a partition at epoch
+// whose checkpoint is src (-1: not known here) and source end end.
+func (en oldestEntry) settled(epoch, src, end int64, now time.Time) bool {
+	switch {
+	case en.epoch != epoch || (src >= 0 && en.src != src):
+		return false
+	case !en.retryAt.IsZero():
+		return now.Before(en.retryAt)
+	case en.none || en.caughtUp:
+		return en.end == end
+	}
+	return true
 }
 
 // forget drops the entries of partitions no longer held, and of those now
@@ -67,13 +90,14 @@ func (c oldestCache) forget(running []lease.Key, states []workerState) {
 // looked at under this lease, or last found caught up or with no data
 // record below an end that has moved since.
 func (c oldestCache) unknown(ends, changed []repo.EndOffsets, workers []workerState) []repo.EndOffsets {
+	now := time.Now()
 	var in map[repo.PartitionID]bool
 	var out []repo.EndOffsets
 	for i, o := range ends {
 		if workers[i].mirroring || o.SourceEnd < 0 {
 			continue
 		}
-		if en, ok := c[keyOf(o.ID)]; ok && en.epoch == o.Epoch && ((!en.none && !en.caughtUp) || en.end == o.SourceEnd) {
+		if en, ok := c[keyOf(o.ID)]; ok && en.settled(o.Epoch, -1, o.SourceEnd, now) {
 			continue
 		}
 		if in == nil {
@@ -103,6 +127,7 @@ type oldestRead struct {
 // partition's src_next).
 func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.EndOffsets, stored map[repo.PartitionID]int64) {
 	workers := e.workersOf(keysOfEnds(ends))
+	now := time.Now()
 	byMirror := map[string][]*oldestRead{}
 	for i, o := range ends {
 		next, ok := stored[o.ID]
@@ -114,7 +139,7 @@ func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.E
 			c[k] = oldestEntry{epoch: o.Epoch, src: next, end: o.SourceEnd, caughtUp: true}
 			continue
 		}
-		if en, ok := c[k]; ok && en.epoch == o.Epoch && en.src == next && !en.caughtUp && (!en.none || en.end == o.SourceEnd) {
+		if en, ok := c[k]; ok && en.settled(o.Epoch, next, o.SourceEnd, now) {
 			continue
 		}
 		byMirror[o.ID.Mirror] = append(byMirror[o.ID.Mirror], &oldestRead{end: o, src: next})
@@ -154,6 +179,8 @@ func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.E
 	for _, reads := range byMirror {
 		for _, r := range reads {
 			if !r.ok {
+				c[keyOf(r.end.ID)] = oldestEntry{epoch: r.end.Epoch, src: r.src, end: r.end.SourceEnd,
+					retryAt: time.Now().Add(oldestRetryAfter)}
 				continue
 			}
 			writes = append(writes, repo.EndOffsets{ID: r.end.ID, Epoch: r.end.Epoch, SourceEnd: -1, DestinationEnd: -1,
