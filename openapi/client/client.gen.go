@@ -3169,7 +3169,7 @@ type ClientInterface interface {
 
 	// GetHistory Lag and throughput history
 	//
-	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3433,7 +3433,7 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 
 // GetHistory Lag and throughput history
 //
-// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 //
 // Corresponds with GET /v1/history (the `GetHistory` operationId).
 func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5205,7 +5205,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetHistoryWithResponse Lag and throughput history
 	//
-	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7277,7 +7277,7 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 
 // GetHistoryWithResponse Lag and throughput history
 //
-// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 //
 // Returns a wrapper object for the known response body format(s).
 //
