@@ -77,6 +77,16 @@ func TestOldestUncopiedWrites(t *testing.T) {
 	if l := lagMs(); l == nil || *l < time.Minute.Milliseconds() || *l > 2*time.Minute.Milliseconds() {
 		t.Fatalf("lag_ms %v from the checkpoint's oldest record, want about a minute", l)
 	}
+	// A STOPPED partition (its topic removed, failed over) has none.
+	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET state = 'STOPPED' WHERE partition = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if l := lagMs(); l != nil {
+		t.Fatalf("lag_ms %v once STOPPED, want none", *l)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE mirror_partitions SET state = 'PREPARING' WHERE partition = 0`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := repo.CheckpointsSave(ctx, pool, "a", []repo.Checkpoint{{Mirror: "m", Topic: "t", Partition: 0,
 		Epoch: 2, SrcNext: 15, DstNext: 15, SourceEnd: 15, DestinationEnd: -1}}); err != nil {
 		t.Fatal(err)

@@ -70,16 +70,18 @@ const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesc
 	throttled_ms, coalesce(handed_back_dst, -1), coalesce(aligned_epoch, 0), ` + LagMsSQL
 
 // LagMsSQL is a partition row's lag in time, in milliseconds (design.md,
-// "RPO"): the age of the oldest source record not yet on the destination.
+// "Lag"): the age of the oldest source record not yet on the destination.
 // It is 0 when the checkpoint has reached the source end, and nil when the
-// end is unknown, or when the stored timestamp was read for another offset
+// end is unknown, when the stored timestamp was read for another offset
 // than src_next (the checkpoint moved since: the timestamp would overstate
-// the age). A NULL timestamp read for src_next means no data record lay
+// the age), and for a STOPPED partition: its topic was removed (failed
+// over), and what it did not copy is counted once, by the preview, not
+// as an age that would keep an RPO alert firing for ever. A NULL timestamp read for src_next means no data record lay
 // between it and the end (markers, aborted records): nothing to lose. The
 // age comes from the database's clock when read, so a row that nobody
 // writes (paused, failed, its owner or source gone) keeps ageing.
 const LagMsSQL = `CASE
-		WHEN source_end_offset IS NULL OR src_next IS NULL THEN NULL
+		WHEN state = 'STOPPED' OR source_end_offset IS NULL OR src_next IS NULL THEN NULL
 		WHEN source_end_offset <= src_next THEN 0
 		WHEN oldest_uncopied_src IS DISTINCT FROM src_next THEN NULL
 		WHEN oldest_uncopied_at IS NULL THEN 0
