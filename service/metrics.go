@@ -49,7 +49,7 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 		partLag: prometheus.NewDesc("kmirror_partition_lag_records", "Source end offset minus the next source offset to mirror, per partition; exported only while the deployment has at most 1000 partitions.",
 			[]string{"mirror", "topic", "partition"}, nil),
 		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
-		lagSeconds: prometheus.NewDesc("kmirror_replication_lag_seconds", "Lag in time, the RPO: the age of the oldest source record not yet on the destination, the largest over the topic's partitions whose lag in time is known (0 when caught up). It grows while a partition is paused, failed or unowned. No series while no partition's is known.",
+		lagSeconds: prometheus.NewDesc("kmirror_replication_lag_seconds", "Lag in time, the RPO: the age of the oldest source record not yet on the destination, the largest over the topic's partitions whose lag in time is known (0 when caught up; STOPPED ones have none). It grows while a partition is paused, failed or unowned. No series while no partition's is known.",
 			[]string{"mirror", "topic"}, nil),
 		reachable: prometheus.NewDesc("kmirror_cluster_reachable", "1 when kmirror's last probe reached the cluster, 0 when it failed: a mirror's source (probed by the holder of its metadata lease), or the destination (cluster=\"destination\", no mirror; 0 when any live instance fails to reach it). No series while no live instance has probed it.",
 			[]string{"cluster", "mirror"}, nil),
