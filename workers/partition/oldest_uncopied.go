@@ -9,7 +9,7 @@ import (
 	"kmirror/workers/lease"
 )
 
-// Lag in time (design.md, "RPO") is the age of the oldest source record not
+// Lag in time (design.md, "Lag") is the age of the oldest source record not
 // yet on the destination: now − the timestamp of the first committed data
 // record at or after the checkpoint's src_next. The row stores that
 // timestamp with the src_next it was read for (repo.OldestUncopied), and
@@ -147,11 +147,11 @@ func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.E
 	if len(byMirror) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, oldestReadTimeout)
+	readCtx, cancel := context.WithTimeout(ctx, oldestReadTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	for mirror, reads := range byMirror {
-		src, err := e.source(ctx, mirror)
+		src, err := e.source(readCtx, mirror)
 		if err != nil {
 			continue
 		}
@@ -159,7 +159,7 @@ func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.E
 		// go together on one client (recordReads).
 		for _, r := range reads {
 			wg.Go(func() {
-				recs, err := src.Records(ctx, r.end.ID.Topic, r.end.ID.Partition, r.src, r.end.SourceEnd, 1)
+				recs, err := src.Records(readCtx, r.end.ID.Topic, r.end.ID.Partition, r.src, r.end.SourceEnd, 1)
 				if err != nil {
 					e.log.Debug("reading the oldest uncopied record failed", "mirror", mirror,
 						"topic", r.end.ID.Topic, "partition", r.end.ID.Partition, "offset", r.src, "err", err)
@@ -191,7 +191,10 @@ func (e *Engine) refreshOldest(ctx context.Context, c oldestCache, ends []repo.E
 	if len(writes) == 0 {
 		return
 	}
-	written, err := repo.PartitionsSetEndsNext(ctx, e.cfg.Pool, e.cfg.InstanceID, writes)
+	// Its own bound: the reads may have used up theirs.
+	writeCtx, cancelWrite := context.WithTimeout(ctx, checkpointSaveTimeout)
+	defer cancelWrite()
+	written, err := repo.PartitionsSetEndsNext(writeCtx, e.cfg.Pool, e.cfg.InstanceID, writes)
 	if err != nil {
 		if ctx.Err() == nil {
 			e.log.Warn("saving oldest uncopied records failed", "err", err)
