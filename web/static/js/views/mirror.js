@@ -371,10 +371,11 @@ function partitionsTable(t, rows) {
   const dest = destinationOf(t);
   const cols = [
     ['Partition', 'num'], ['Source offset', 'num', null, dest && t.topic], ['Destination offset', 'num', null, dest],
-    ['Lag', 'num'], ['Lag in time', 'num', ' (age of the oldest record not copied)'], ['State'], ['Owner'],
+    ['Lag', 'num'], ['State'], ['Owner'],
     ['Retries', 'num'], ['Lost', 'num'], throttled ? ['Throttled', 'num'] : null,
     ['Last mirrored', 'num', ' (source → destination offset)'],
-    tails ? ['Kept divergent tail'] : null, ['Progressed'], ['Error'],
+    // Lag in time comes after the columns the describe table shares.
+    tails ? ['Kept divergent tail'] : null, ['Lag in time', 'num', ' (age of the oldest record not copied)'], ['Progressed'], ['Error'],
   ].filter(Boolean);
   const names = topicNames(t);
   return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${names}`, tabindex: '0' },
@@ -389,7 +390,6 @@ function partitionsTable(t, rows) {
         h('td', { class: 'num', 'data-label': 'Source offset' }, count(p.source_offset)),
         h('td', { class: 'num', 'data-label': 'Destination offset' }, count(p.destination_offset)),
         h('td', { class: 'num', 'data-label': 'Lag' }, count(p.lag)),
-        h('td', { class: 'num', 'data-label': 'Lag in time' }, p.lag_ms === null || p.lag_ms === undefined ? '—' : seconds(p.lag_ms / 1000)),
         // A new owner re-aligning the partition keeps the state it was left in
         // until alignment has found where to resume: say so in words.
         h('td', { 'data-label': 'State' }, stateBadge(p.state), p.realigning ? h('span', {
@@ -401,6 +401,7 @@ function partitionsTable(t, rows) {
         throttled ? h('td', { class: 'num', 'data-label': 'Throttled' }, seconds(p.throttled_ms / 1000)) : null,
         h('td', { class: 'num', 'data-label': 'Last mirrored' }, lastMirrored(p)),
         tails ? h('td', { 'data-label': 'Kept divergent tail' }, p.divergent_tail ? tailText(p.divergent_tail) : '—') : null,
+        h('td', { class: 'num', 'data-label': 'Lag in time' }, p.lag_ms === null || p.lag_ms === undefined ? '—' : seconds(p.lag_ms / 1000)),
         h('td', { 'data-label': 'Progressed' }, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
         h('td', { class: 'error-cell', 'data-label': 'Error' }, p.error || ''))))));
 }
