@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/recordbatch"
 )
 
 // TestAckedBytesAreExact: the promise publishes each batch's result with
@@ -86,4 +87,11 @@ func TestOldestUncopiedFromBatches(t *testing.T) {
 	check("the first batch acknowledged", 4, 2000)
 	s.acks.PromiseBatch(2, 20, 3, nil)
 	check("every copy acknowledged", 6, -1)
+	// A fetched batch that waits for the throttle, nothing unacknowledged.
+	s.fetchNext = 6
+	s.noteWaiting(FetchBatch{Batches: []recordbatch.Batch{{BaseOffset: 6, LastOffsetDelta: 1, FirstTimestamp: 3000, MaxTimestamp: 3001}}})
+	check("a batch waiting for the throttle", 6, 3000)
+	s.waiting = nil
+	s.noteWaiting(FetchBatch{Batches: []recordbatch.Batch{{BaseOffset: 6, LastOffsetDelta: 1, Attributes: 0x10}}})
+	check("a transactional batch waiting: it may be aborted", 6, -1)
 }
