@@ -91,9 +91,9 @@ func TestRemoveTopicsDryRun(t *testing.T) {
 		t.Fatalf("dry run: %+v", res)
 	}
 	type want struct {
-		state     api.PartitionState
-		next, end int64
-		newest    *time.Time
+		state          api.PartitionState
+		next, end      int64
+		newest, oldest *time.Time
 	}
 	at := func(ts time.Time) *time.Time { return &ts }
 	check := func(f api.TopicFailoverPreview, topic string, lag int64, rows []want) {
@@ -109,14 +109,21 @@ func TestRemoveTopicsDryRun(t *testing.T) {
 				(p.NewestNotCopied == nil) != (w.newest == nil) || (w.newest != nil && !p.NewestNotCopied.Equal(*w.newest)) {
 				t.Fatalf("%s/%d: %+v (newest %v), want %+v (newest %v)", topic, i, p, p.NewestNotCopied, w, w.newest)
 			}
+			// The oldest data record not copied, and its age when asked.
+			if (p.OldestNotCopied == nil) != (w.oldest == nil) || (w.oldest != nil && !p.OldestNotCopied.Equal(*w.oldest)) ||
+				(p.OldestNotCopiedAgeMs == nil) != (w.oldest == nil) ||
+				(w.oldest != nil && (*p.OldestNotCopiedAgeMs > time.Since(*w.oldest).Milliseconds() ||
+					*p.OldestNotCopiedAgeMs < time.Since(*w.oldest).Milliseconds()-60_000)) {
+				t.Fatalf("%s/%d: oldest not copied %v (age %v ms), want %v", topic, i, p.OldestNotCopied, p.OldestNotCopiedAgeMs, w.oldest)
+			}
 		}
 	}
 	check(res.Failover[0], "orders", 10, []want{
-		{api.PartitionStateUnknown, 0, 0, nil},
-		{api.PartitionStateMirroring, 2, 12, at(base.Add(11 * time.Millisecond))},
-		{api.PartitionStateMirroring, 5, 5, nil},
+		{api.PartitionStateUnknown, 0, 0, nil, nil},
+		{api.PartitionStateMirroring, 2, 12, at(base.Add(11 * time.Millisecond)), at(base.Add(2 * time.Millisecond))},
+		{api.PartitionStateMirroring, 5, 5, nil, nil},
 	})
-	check(res.Failover[1], "payments", 9, []want{{api.PartitionStateUnknown, 0, 9, at(tx.Add(time.Millisecond))}})
+	check(res.Failover[1], "payments", 9, []want{{api.PartitionStateUnknown, 0, 9, at(tx.Add(time.Millisecond)), at(base)}})
 
 	// Nothing written: no desired-state change, no event, no outbox row.
 	e.unchanged(t, before)

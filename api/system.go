@@ -59,7 +59,7 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 // getHistory godoc
 //
 //	@Summary		Lag and throughput history
-//	@Description	Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+//	@Description	Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 //	@ID				getHistory
 //	@Tags			system
 //	@Produce		json

@@ -314,7 +314,7 @@ func failoverView(t service.TopicFailoverPreview) TopicFailoverPreview {
 	for i, p := range t.Partitions {
 		v.Partitions[i] = PartitionFailoverPreview{Partition: p.Partition, State: PartitionState(p.State.String()),
 			NextOffset: p.NextOffset, SourceEndOffset: p.SourceEndOffset, Lag: p.Lag, Records: p.Records,
-			NewestNotCopied: p.NewestNotCopied}
+			NewestNotCopied: p.NewestNotCopied, OldestNotCopied: p.OldestNotCopied, OldestNotCopiedAgeMs: p.OldestNotCopiedAgeMs}
 	}
 	return v
 }

@@ -261,6 +261,11 @@ type MirrorStatus struct {
 	// re-aligning them after taking them over (see PartitionRow's
 	// realigning).
 	Realigning int `json:"realigning" example:"0"`
+	// MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+	// its partitions (the age of the oldest source record not yet on the
+	// destination), among those where it is known. Null when no
+	// partition's is known.
+	MaxLagMs *int64 `json:"max_lag_ms" extensions:"x-nullable" example:"3200"`
 	// Source is whether the mirror's source cluster answers the holder of
 	// its metadata lease.
 	Source ClusterReachability `json:"source"`
@@ -446,6 +451,15 @@ type PartitionFailoverPreview struct {
 	// offsets before the end hold no committed record: a long aborted
 	// transaction).
 	NewestNotCopied *time.Time `json:"newest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:20:01.123Z"`
+	// OldestNotCopied is the timestamp of the first committed record the
+	// destination lacks, when lag > 0: the oldest data a failover now
+	// would lose (the RPO). Null when nothing committed is missing (or,
+	// rarely, when the first 520 offsets after next_offset hold no
+	// committed record: a long aborted transaction).
+	OldestNotCopied *time.Time `json:"oldest_not_copied" format:"date-time" extensions:"x-nullable" example:"2026-12-04T17:19:58.020Z"`
+	// OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+	// preview was made, in milliseconds; null with it.
+	OldestNotCopiedAgeMs *int64 `json:"oldest_not_copied_age_ms" extensions:"x-nullable" example:"3200"`
 } // @name PartitionFailoverPreview
 
 // TopicContinuation is what an add with continue would do with one topic's
@@ -620,6 +634,13 @@ type PartitionRow struct {
 	// after taking it over: it keeps the state it was left in (MIRRORING,
 	// PAUSING or STOPPING) until alignment has found where to resume.
 	Realigning bool `json:"realigning" example:"false"`
+	// LagMs is the lag in time, in milliseconds: how old the oldest source
+	// record not yet on the destination is (now − its timestamp, by the
+	// database's clock), 0 when caught up. It keeps growing while the
+	// partition is paused, failed or its owner gone. Null when unknown:
+	// the source end is not known, or the checkpoint moved since the
+	// record's timestamp was last read (it is read again within seconds).
+	LagMs *int64 `json:"lag_ms" extensions:"x-nullable" example:"3200"`
 } // @name PartitionRow
 
 // PartitionList is one page of GET /v1/partitions.
@@ -711,6 +732,11 @@ type HistoryPoint struct {
 	// RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
 	RecordsPerSec float64 `json:"records_per_sec" format:"double" example:"120.5"`
+	// LagSeconds is the lag in time: the age of the oldest source record
+	// not yet on the destination, the largest over the series' partitions
+	// whose lag in time is known (see PartitionRow's lag_ms). Null when
+	// none is known.
+	LagSeconds *float64 `json:"lag_seconds" format:"double" extensions:"x-nullable" example:"3.2"`
 } // @name HistoryPoint
 
 // Whoami is the caller as the server sees it.
@@ -801,7 +827,7 @@ func mirrorView(m service.Mirror) Mirror {
 			SchemaRegistry: schemaRegistryView(src.SchemaRegistry)},
 		Config: m.Config, EffectiveConfig: service.EffectiveConfig(m.Config),
 		Status: MirrorStatus{Topics: m.Status.Topics, Partitions: m.Status.Partitions,
-			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning,
+			Lag: m.Status.Lag, Erroring: m.Status.Erroring, Realigning: m.Status.Realigning, MaxLagMs: m.Status.MaxLagMs,
 			RecordsPerSec: m.Status.RecordsPerSec, ThrottledSeconds: float64(m.Status.ThrottledMs) / 1000,
 			Source: clusterReachabilityView(m.Status.Source), Destination: clusterReachabilityView(m.Status.Destination)},
 		State: MirrorState(m.State), MissingCredentials: append([]string{}, m.MissingCredentials...),
@@ -831,7 +857,7 @@ func partitionView(p service.PartitionRow) PartitionRow {
 		State: PartitionState(p.State.String()), RetryAttempt: p.RetryAttempt,
 		LostRecords: p.LostRecords, Owner: nonEmpty(p.Owner), ReadOnlyEnforced: p.ReadOnlyEnforced,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
-		ThrottledMs: p.ThrottledMs, Realigning: p.Realigning}
+		ThrottledMs: p.ThrottledMs, Realigning: p.Realigning, LagMs: p.LagMs}
 	v.Error = nonEmpty(p.Error)
 	if l := p.LastMirrored; l != nil {
 		v.LastMirroredSourceOffset, v.LastMirroredDestinationOffset = &l.SourceOffset, &l.DestinationOffset
@@ -877,6 +903,10 @@ func historyView(h service.ProgressHistory) History {
 		points := make([]HistoryPoint, len(s.Points))
 		for j, p := range s.Points {
 			points[j] = HistoryPoint{At: p.At, Lag: p.Lag, RecordsPerSec: p.RecordsPerSec}
+			if p.LagMs != nil {
+				sec := float64(*p.LagMs) / 1000
+				points[j].LagSeconds = &sec
+			}
 		}
 		out.Series[i] = HistorySeries{Mirror: s.Mirror, Topic: s.Topic, Points: points}
 	}

@@ -34,6 +34,12 @@ func statusWorld(t *testing.T) *pgxpool.Pool {
 			('a', 't1', 2, 'FAILED', 'boom', NULL, NULL, 7, 'i1', 2),
 			('a', 't2', 0, NULL, '', NULL, NULL, NULL, 'i2', 1),
 			('b', 't3', 0, 'PAUSED', 'source unreachable', 5, 5, 9, 'i3', 2)`,
+		// Lag in time: a/t1/0's first uncopied record is an hour old; b/t3's
+		// was read for an offset its checkpoint has left (unknown).
+		`UPDATE mirror_partitions SET oldest_uncopied_src = 10, oldest_uncopied_at = now() - interval '1 hour'
+			WHERE mirror = 'a' AND topic = 't1' AND partition = 0`,
+		`UPDATE mirror_partitions SET oldest_uncopied_src = 4, oldest_uncopied_at = now() - interval '1 day'
+			WHERE mirror = 'b'`,
 	} {
 		if _, err := pool.Exec(context.Background(), sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -49,6 +55,11 @@ func TestMirrorsStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The largest known lag in time, an hour and what the test took.
+	if m := got[1].MaxLagMs; m == nil || *m < 3_600_000 || *m > 3_660_000 {
+		t.Fatalf("MIRRORING max lag in time %v ms, want about an hour", m)
+	}
+	got[1].MaxLagMs = nil
 	want := []repo.MirrorStateCount{
 		{Mirror: "a", Topics: 2, State: "FAILED", Partitions: 1, Lag: 7, Erroring: 1},
 		{Mirror: "a", Topics: 2, State: "MIRRORING", Partitions: 2, Lag: 5},
@@ -75,6 +86,11 @@ func TestPartitionsProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// a/t1's largest lag in time, an hour (statusWorld).
+	if m := got[0].MaxLagMs; m == nil || *m < 3_600_000 || *m > 3_660_000 {
+		t.Fatalf("a/t1 max lag in time %v ms, want about an hour", m)
+	}
+	got[0].MaxLagMs = nil
 	want := []repo.TopicProgress{
 		{Mirror: "a", Topic: "t1", SrcNext: 30, Lag: 12},
 		{Mirror: "a", Topic: "t2"},

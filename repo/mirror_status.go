@@ -22,6 +22,9 @@ type MirrorStateCount struct {
 	// Realigning counts the partitions their new owner is re-aligning
 	// after taking them over: Partition.Realigning, in SQL.
 	Realigning int
+	// MaxLagMs is the largest lag in time (LagMsSQL) of the group's
+	// partitions whose lag in time is known; nil when none is.
+	MaxLagMs *int64
 }
 
 // MirrorsStatus groups the partitions of every mirror (or of the one named,
@@ -36,14 +39,15 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 				count(*) FILTER (WHERE coalesce(error, '') <> '') AS erroring,
 				sum(throttled_ms)::bigint AS throttled_ms,
 				count(*) FILTER (WHERE state IN ('MIRRORING', 'PAUSING', 'STOPPING')
-					AND coalesce(lease_owner, '') <> '' AND coalesce(aligned_epoch, 0) <> lease_epoch) AS realigning
+					AND coalesce(lease_owner, '') <> '' AND coalesce(aligned_epoch, 0) <> lease_epoch) AS realigning,
+				max(`+LagMsSQL+`) AS max_lag_ms
 			FROM mirror_partitions WHERE ($1 = '' OR mirror = $1) GROUP BY 1, 2
 		), topics AS (
 			SELECT mirror, count(*) AS topics FROM mirror_topics WHERE ($1 = '' OR mirror = $1) GROUP BY 1
 		)
 		SELECT m.name, coalesce(t.topics, 0), coalesce(p.state, ''), coalesce(p.partitions, 0),
 			coalesce(p.lag, 0), coalesce(p.erroring, 0), coalesce(p.throttled_ms, 0),
-			coalesce(p.realigning, 0)
+			coalesce(p.realigning, 0), p.max_lag_ms
 		FROM mirrors m
 		LEFT JOIN topics t ON t.mirror = m.name
 		LEFT JOIN parts p ON p.mirror = m.name
@@ -56,7 +60,7 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 	var out []MirrorStateCount
 	for rows.Next() {
 		var c MirrorStateCount
-		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring, &c.ThrottledMs, &c.Realigning); err != nil {
+		if err := rows.Scan(&c.Mirror, &c.Topics, &c.State, &c.Partitions, &c.Lag, &c.Erroring, &c.ThrottledMs, &c.Realigning, &c.MaxLagMs); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, c)

@@ -16,6 +16,9 @@ type PartitionStateCount struct {
 	LostRecords int64
 	// Erroring counts partitions with an error, FAILED or still retrying.
 	Erroring int64
+	// MaxLagMs is the largest known lag in time (LagMsSQL) of the group's
+	// partitions; nil when none is known.
+	MaxLagMs *int64
 }
 
 // PartitionsCountByState groups every partition by mirror, topic and state,
@@ -25,7 +28,7 @@ func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount,
 	rows, err := q.Query(ctx, `
 		SELECT mirror, topic, coalesce(state, 'UNKNOWN'), count(*),
 			coalesce(sum(greatest(source_end_offset - coalesce(src_next, 0), 0)), 0), sum(lost_records),
-			count(*) FILTER (WHERE error IS NOT NULL)
+			count(*) FILTER (WHERE error IS NOT NULL), max(`+LagMsSQL+`)
 		FROM mirror_partitions GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
 	if err != nil {
 		return nil, interpret(err)
@@ -34,7 +37,7 @@ func PartitionsCountByState(ctx context.Context, q DBTX) ([]PartitionStateCount,
 	var out []PartitionStateCount
 	for rows.Next() {
 		var c PartitionStateCount
-		if err := rows.Scan(&c.Mirror, &c.Topic, &c.State, &c.Partitions, &c.Lag, &c.LostRecords, &c.Erroring); err != nil {
+		if err := rows.Scan(&c.Mirror, &c.Topic, &c.State, &c.Partitions, &c.Lag, &c.LostRecords, &c.Erroring, &c.MaxLagMs); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, c)

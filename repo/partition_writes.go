@@ -91,6 +91,10 @@ type Checkpoint struct {
 	// was answered, and the destination ends at DstNext as far as this
 	// mirror wrote it (handed_back_dst). Any other save clears the mark.
 	HandBack bool
+	// Oldest, when set with Src = SrcNext, is the oldest record not yet
+	// copied, as the mirroring session knows it from the batches it has
+	// fetched; stored with the checkpoint.
+	Oldest *OldestUncopied
 }
 
 // CheckpointsSave stores the checkpoints of one owner in one statement,
@@ -104,7 +108,12 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	epochs, src, dst, srcEnd, dstEnd := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	lastSrc, lastDst, throttled := make([]int64, n), make([]int64, n), make([]int64, n)
 	reset, handBack := make([]bool, n), make([]bool, n)
+	oldSrc, oldAt := make([]int64, n), make([]*time.Time, n)
 	for i, c := range cps {
+		oldSrc[i] = -1
+		if o := c.Oldest; o != nil && o.Src == c.SrcNext {
+			oldSrc[i], oldAt[i] = o.Src, o.At
+		}
 		mirrors[i], topics[i], parts[i], epochs[i] = c.Mirror, c.Topic, c.Partition, c.Epoch
 		src[i], dst[i], srcEnd[i], dstEnd[i] = c.SrcNext, c.DstNext, c.SourceEnd, c.DestinationEnd
 		reset[i], throttled[i], handBack[i] = c.ResetRetries, c.ThrottledMs, c.HandBack
@@ -118,8 +127,9 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 	rows, err := q.Query(ctx, `
 		WITH v AS (
 			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::bool[],
-				$11::bigint[], $12::bigint[], $13::bigint[], $14::bool[])
-				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst, throttled_ms, hand_back)
+				$11::bigint[], $12::bigint[], $13::bigint[], $14::bool[], $15::bigint[], $16::timestamptz[])
+				AS v(mirror, topic, partition, epoch, src_next, dst_next, src_end, dst_end, reset, last_src, last_dst, throttled_ms, hand_back,
+					old_src, old_at)
 		), locked AS (`+lockOwned+`)
 		UPDATE mirror_partitions p SET
 			-- A slower save of an older checkpoint must not move it back.
@@ -140,11 +150,15 @@ func CheckpointsSave(ctx context.Context, q DBTX, owner string, cps []Checkpoint
 			-- A running total, so an older checkpoint's is never the larger.
 			throttled_ms = greatest(p.throttled_ms, v.throttled_ms),
 			handed_back_dst = CASE WHEN v.hand_back THEN v.dst_next END,
+			oldest_uncopied_src = CASE WHEN v.old_src >= 0 AND (p.dst_next IS NULL OR v.dst_next >= p.dst_next)
+				THEN v.old_src ELSE p.oldest_uncopied_src END,
+			oldest_uncopied_at = CASE WHEN v.old_src >= 0 AND (p.dst_next IS NULL OR v.dst_next >= p.dst_next)
+				THEN v.old_at ELSE p.oldest_uncopied_at END,
 			updated_at = now()
 		FROM locked v
 		WHERE p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
 		RETURNING p.mirror, p.topic, p.partition`,
-		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled, handBack)
+		owner, mirrors, topics, parts, epochs, src, dst, srcEnd, dstEnd, reset, lastSrc, lastDst, throttled, handBack, oldSrc, oldAt)
 	if err != nil {
 		return nil, interpret(err)
 	}
@@ -261,34 +275,70 @@ type EndOffsets struct {
 	Epoch          int64
 	SourceEnd      int64
 	DestinationEnd int64
+	// Oldest, when set, is the partition's oldest uncopied record as read
+	// for the checkpoint's src_next: written only while src_next is still
+	// Oldest.Src.
+	Oldest *OldestUncopied
+}
+
+// OldestUncopied is the timestamp of the first committed data record at or
+// after source offset Src (the checkpoint's src_next when it was read), or
+// a nil At when none lay between Src and the source end: lag in time
+// (LagMsSQL).
+type OldestUncopied struct {
+	Src int64
+	At  *time.Time
 }
 
 // PartitionsSetEnds stores end offsets for the owner's partitions in one
 // statement, fenced by owner and epoch; the checkpoint is not touched. It
 // returns the partitions whose stored ends now match the given ones.
-//
-// Only rows whose end offsets change are locked and written: an idle
-// partition costs no row update. A row another transaction holds (a state
-// change, a checkpoint) is skipped, not waited for: end offsets only show
-// lag, the caller sends them again next time, and a refresh that waited
-// for thousands of busy rows would hold a connection while a large topic
-// is being added.
 func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffsets) (map[PartitionID]bool, error) {
+	next, err := PartitionsSetEndsNext(ctx, q, owner, ends)
+	if err != nil {
+		return nil, err
+	}
+	stored := make(map[PartitionID]bool, len(next))
+	for id := range next {
+		stored[id] = true
+	}
+	return stored, nil
+}
+
+// PartitionsSetEndsNext is PartitionsSetEnds that also returns, for each
+// partition stored, its checkpoint's src_next (-1 when it has none): what
+// the oldest uncopied record is read for.
+//
+// Only rows whose end offsets (or oldest uncopied record) change are locked
+// and written: an idle partition costs no row update. A row another
+// transaction holds (a state change, a checkpoint) is skipped, not waited
+// for: end offsets only show lag, the caller sends them again next time,
+// and a refresh that waited for thousands of busy rows would hold a
+// connection while a large topic is being added.
+func PartitionsSetEndsNext(ctx context.Context, q DBTX, owner string, ends []EndOffsets) (map[PartitionID]int64, error) {
 	n := len(ends)
 	mirrors, topics := make([]string, n), make([]string, n)
 	parts := make([]int32, n)
-	epochs, src, dst := make([]int64, n), make([]int64, n), make([]int64, n)
+	epochs, src, dst, oldSrc := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	oldAt := make([]*time.Time, n)
 	for i, e := range ends {
 		mirrors[i], topics[i], parts[i] = e.ID.Mirror, e.ID.Topic, e.ID.Partition
-		epochs[i], src[i], dst[i] = e.Epoch, e.SourceEnd, e.DestinationEnd
+		epochs[i], src[i], dst[i], oldSrc[i] = e.Epoch, e.SourceEnd, e.DestinationEnd, -1
+		if o := e.Oldest; o != nil {
+			oldSrc[i], oldAt[i] = o.Src, o.At
+		}
 	}
 	rows, err := q.Query(ctx, `
 		WITH v AS (
-			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[])
-				AS v(mirror, topic, partition, epoch, src_end, dst_end)
+			SELECT * FROM unnest($2::text[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], $7::bigint[],
+				$8::bigint[], $9::timestamptz[])
+				AS v(mirror, topic, partition, epoch, src_end, dst_end, old_src, old_at)
 		), held AS (
-			SELECT v.*, (v.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM v.src_end)
-				OR (v.dst_end >= 0 AND p.destination_end_offset IS DISTINCT FROM v.dst_end) AS changes
+			SELECT v.*, coalesce(p.src_next, -1) AS src_next,
+				(v.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM v.src_end)
+				OR (v.dst_end >= 0 AND p.destination_end_offset IS DISTINCT FROM v.dst_end)
+				OR (v.old_src >= 0 AND v.old_src = p.src_next AND (p.oldest_uncopied_src IS DISTINCT FROM v.old_src
+					OR p.oldest_uncopied_at IS DISTINCT FROM v.old_at)) AS changes
 			FROM v JOIN mirror_partitions p ON p.mirror = v.mirror AND p.topic = v.topic AND p.partition = v.partition
 			WHERE p.lease_owner = $1 AND p.lease_epoch = v.epoch
 		), locked AS (
@@ -296,7 +346,7 @@ func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffs
 			-- update joins only them, by primary key. Joining held as well
 			-- let the planner (which expects one row from each) compare
 			-- every locked row with every held one: 15 s for 6,600 rows.
-			SELECT h.mirror, h.topic, h.partition, h.src_end, h.dst_end
+			SELECT h.mirror, h.topic, h.partition, h.src_end, h.dst_end, h.old_src, h.old_at
 			FROM held h
 			JOIN mirror_partitions p ON p.mirror = h.mirror AND p.topic = h.topic AND p.partition = h.partition
 			WHERE h.changes AND p.lease_owner = $1 AND p.lease_epoch = h.epoch
@@ -307,26 +357,33 @@ func PartitionsSetEnds(ctx context.Context, q DBTX, owner string, ends []EndOffs
 				source_end_offset = CASE WHEN l.src_end < 0 THEN p.source_end_offset ELSE l.src_end END,
 				source_end_at = CASE WHEN l.src_end >= 0 AND p.source_end_offset IS DISTINCT FROM l.src_end
 					THEN now() ELSE p.source_end_at END,
-				destination_end_offset = CASE WHEN l.dst_end < 0 THEN p.destination_end_offset ELSE l.dst_end END
+				destination_end_offset = CASE WHEN l.dst_end < 0 THEN p.destination_end_offset ELSE l.dst_end END,
+				-- Read for a checkpoint that has moved on since, it would
+				-- overstate the age: not written.
+				oldest_uncopied_src = CASE WHEN l.old_src >= 0 AND l.old_src = p.src_next
+					THEN l.old_src ELSE p.oldest_uncopied_src END,
+				oldest_uncopied_at = CASE WHEN l.old_src >= 0 AND l.old_src = p.src_next
+					THEN l.old_at ELSE p.oldest_uncopied_at END
 			FROM locked l
 			WHERE p.mirror = l.mirror AND p.topic = l.topic AND p.partition = l.partition
-			RETURNING p.mirror, p.topic, p.partition
+			RETURNING p.mirror, p.topic, p.partition, coalesce(p.src_next, -1) AS src_next
 		)
-		SELECT mirror, topic, partition FROM written
+		SELECT mirror, topic, partition, src_next FROM written
 		UNION ALL
-		SELECT mirror, topic, partition FROM held WHERE NOT changes`,
-		owner, mirrors, topics, parts, epochs, src, dst)
+		SELECT mirror, topic, partition, src_next FROM held WHERE NOT changes`,
+		owner, mirrors, topics, parts, epochs, src, dst, oldSrc, oldAt)
 	if err != nil {
 		return nil, interpret(err)
 	}
 	defer rows.Close()
-	stored := map[PartitionID]bool{}
+	stored := map[PartitionID]int64{}
 	for rows.Next() {
 		var id PartitionID
-		if err := rows.Scan(&id.Mirror, &id.Topic, &id.Partition); err != nil {
+		var next int64
+		if err := rows.Scan(&id.Mirror, &id.Topic, &id.Partition, &next); err != nil {
 			return nil, interpret(err)
 		}
-		stored[id] = true
+		stored[id] = next
 	}
 	return stored, interpret(rows.Err())
 }

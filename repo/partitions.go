@@ -51,6 +51,10 @@ type Partition struct {
 	// AlignedEpoch is the lease epoch under which the partition was last
 	// aligned: under a newer one, its owner is re-aligning it (Realigning).
 	AlignedEpoch int64
+	// LagMs is the age, by the database's clock when read, of the oldest
+	// source record not yet on the destination: 0 when caught up, nil when
+	// unknown (LagMsSQL).
+	LagMs *int64
 	// LeaseLive and OwnerRenewedAt are set by PartitionsList only: whether
 	// the owner's session still holds the lease, and when the owner last
 	// renewed its session.
@@ -63,7 +67,26 @@ const partitionColumns = `mirror, topic, partition, coalesce(state, ''), coalesc
 	lease_epoch, src_next, dst_next, source_end_offset,
 	destination_end_offset, lost_records, state_changed_at, updated_at, progressed_at,
 	last_mirrored_src, last_mirrored_dst, divergent_tail_start, divergent_tail_end, divergent_tail_records,
-	throttled_ms, coalesce(handed_back_dst, -1), coalesce(aligned_epoch, 0)`
+	throttled_ms, coalesce(handed_back_dst, -1), coalesce(aligned_epoch, 0), ` + LagMsSQL
+
+// LagMsSQL is a partition row's lag in time, in milliseconds (design.md,
+// "Lag"): the age of the oldest source record not yet on the destination.
+// It is 0 when the checkpoint has reached the source end, and nil when the
+// end is unknown, when the stored timestamp was read for another offset
+// than src_next (the checkpoint moved since: the timestamp would overstate
+// the age), and for a STOPPED partition: its topic was removed (failed
+// over), and what it did not copy is counted once, by the preview, not
+// as an age that would keep an RPO alert firing for ever. A NULL timestamp read for src_next means no data record lay
+// between it and the end (markers, aborted records): nothing to lose. The
+// age comes from the database's clock when read, so a row that nobody
+// writes (paused, failed, its owner or source gone) keeps ageing.
+const LagMsSQL = `CASE
+		WHEN state = 'STOPPED' OR source_end_offset IS NULL OR src_next IS NULL THEN NULL
+		WHEN source_end_offset <= src_next THEN 0
+		WHEN oldest_uncopied_src IS DISTINCT FROM src_next THEN NULL
+		WHEN oldest_uncopied_at IS NULL THEN 0
+		ELSE greatest(0, floor(extract(epoch FROM now() - oldest_uncopied_at) * 1000))::bigint
+	END`
 
 // DivergentTail is a range of destination offsets holding records that the
 // source never had: written to the destination after the mirror that
@@ -100,7 +123,7 @@ func newPartitionScan(extra ...any) *partitionScan {
 		&p.SrcNext, &p.DstNext, &p.SourceEndOffset,
 		&p.DestinationEndOffset, &p.LostRecords, &p.StateChangedAt, &p.UpdatedAt, &p.ProgressedAt,
 		&p.LastMirroredSrc, &p.LastMirroredDst, &s.tail[0], &s.tail[1], &s.tail[2],
-		&p.ThrottledMs, &p.HandedBackDst, &p.AlignedEpoch}, extra...)
+		&p.ThrottledMs, &p.HandedBackDst, &p.AlignedEpoch, &p.LagMs}, extra...)
 	return s
 }
 

@@ -15,6 +15,9 @@ type TopicProgress struct {
 	// Lag sums source end offset − src_next, floored at 0 per partition,
 	// over the partitions whose source end is known.
 	Lag int64
+	// MaxLagMs is the largest known lag in time (LagMsSQL) of the topic's
+	// partitions; nil when none is known.
+	MaxLagMs *int64
 }
 
 // PartitionsProgress sums every mirror topic's checkpoints and lag in one
@@ -24,7 +27,8 @@ func PartitionsProgress(ctx context.Context, q DBTX) ([]TopicProgress, error) {
 		SELECT m.name, coalesce(p.topic, ''),
 			coalesce(sum(coalesce(p.src_next, 0)), 0)::bigint,
 			coalesce(sum(greatest(p.source_end_offset - coalesce(p.src_next, 0), 0))
-				FILTER (WHERE p.source_end_offset IS NOT NULL), 0)::bigint
+				FILTER (WHERE p.source_end_offset IS NOT NULL), 0)::bigint,
+			max(`+LagMsSQL+`)
 		FROM mirrors m LEFT JOIN mirror_partitions p ON p.mirror = m.name
 		GROUP BY m.name, p.topic ORDER BY 1, 2`)
 	if err != nil {
@@ -34,7 +38,7 @@ func PartitionsProgress(ctx context.Context, q DBTX) ([]TopicProgress, error) {
 	var out []TopicProgress
 	for rows.Next() {
 		var tp TopicProgress
-		if err := rows.Scan(&tp.Mirror, &tp.Topic, &tp.SrcNext, &tp.Lag); err != nil {
+		if err := rows.Scan(&tp.Mirror, &tp.Topic, &tp.SrcNext, &tp.Lag, &tp.MaxLagMs); err != nil {
 			return nil, interpret(err)
 		}
 		out = append(out, tp)

@@ -80,6 +80,17 @@ type ProgressPoint struct {
 	At            time.Time
 	Lag           int64
 	RecordsPerSec float64
+	// LagMs is the largest known lag in time of the series' partitions (a
+	// mirror's total: of its topics); nil when none is known.
+	LagMs *int64
+}
+
+// maxLagMs is the larger of two known lags in time; nil when neither is.
+func maxLagMs(a, b *int64) *int64 {
+	if a == nil || (b != nil && *b > *a) {
+		return b
+	}
+	return a
 }
 
 // ProgressSeries is the history of one mirror topic, or of a mirror's total
@@ -180,7 +191,7 @@ func (h *History) record(at time.Time, rows []repo.TopicProgress) {
 			continue // a mirror with no partitions: its total only
 		}
 		k := seriesKey{r.Mirror, r.Topic}
-		p := ProgressPoint{At: stamp, Lag: r.Lag}
+		p := ProgressPoint{At: stamp, Lag: r.Lag, LagMs: r.MaxLagMs}
 		s := h.series[k]
 		if s == nil {
 			s = &progressSeries{}
@@ -193,6 +204,7 @@ func (h *History) record(at time.Time, rows []repo.TopicProgress) {
 		seen[k] = true
 		total.Lag += p.Lag
 		total.RecordsPerSec += p.RecordsPerSec
+		total.LagMs = maxLagMs(total.LagMs, p.LagMs)
 	}
 	for mirror, p := range totals {
 		k := seriesKey{mirror, ""}

@@ -25,6 +25,7 @@ type StateCollector struct {
 	outboxAge  *prometheus.Desc
 	partLag    *prometheus.Desc
 	reachable  *prometheus.Desc
+	lagSeconds *prometheus.Desc
 }
 
 // PartitionLagLimit is the most partitions whose lag is exported one series
@@ -48,6 +49,8 @@ func NewStateCollector(pool *pgxpool.Pool) *StateCollector {
 		partLag: prometheus.NewDesc("kmirror_partition_lag_records", "Source end offset minus the next source offset to mirror, per partition; exported only while the deployment has at most 1000 partitions.",
 			[]string{"mirror", "topic", "partition"}, nil),
 		outboxAge: prometheus.NewDesc("kmirror_outbox_oldest_unpublished_age_seconds", "Age of the oldest outbox row not yet published to __mirror_state (0 when none).", nil, nil),
+		lagSeconds: prometheus.NewDesc("kmirror_replication_lag_seconds", "Lag in time, the RPO: the age of the oldest source record not yet on the destination, the largest over the topic's partitions whose lag in time is known (0 when caught up; STOPPED ones have none). It grows while a partition is paused, failed or unowned. No series while no partition's is known.",
+			[]string{"mirror", "topic"}, nil),
 		reachable: prometheus.NewDesc("kmirror_cluster_reachable", "1 when kmirror's last probe reached the cluster, 0 when it failed: a mirror's source (probed by the holder of its metadata lease), or the destination (cluster=\"destination\", no mirror; 0 when any live instance fails to reach it). No series while no live instance has probed it.",
 			[]string{"cluster", "mirror"}, nil),
 	}
@@ -64,6 +67,7 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.outboxAge
 	ch <- c.partLag
 	ch <- c.reachable
+	ch <- c.lagSeconds
 }
 
 // stateScrapeTimeout bounds the query of one scrape.
@@ -94,6 +98,7 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	var keys []topicKey
 	byKey := map[topicKey]map[string]stateCount{}
 	lag, lost := map[topicKey]float64{}, map[topicKey]float64{}
+	lagMs := map[topicKey]int64{}
 	for _, g := range counts {
 		k := topicKey{g.Mirror, g.Topic}
 		if byKey[k] == nil {
@@ -103,6 +108,11 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 		byKey[k][g.State] = stateCount{g.Partitions, g.Erroring}
 		lag[k] += float64(g.Lag)
 		lost[k] += float64(g.LostRecords)
+		if m := g.MaxLagMs; m != nil {
+			if old, ok := lagMs[k]; !ok || *m > old {
+				lagMs[k] = *m
+			}
+		}
 	}
 	for _, k := range keys {
 		emit := func(state string, n stateCount) {
@@ -145,6 +155,9 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	for k, v := range lag {
 		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, v, k.mirror, k.topic)
 		ch <- prometheus.MustNewConstMetric(c.lost, prometheus.CounterValue, lost[k], k.mirror, k.topic)
+	}
+	for k, ms := range lagMs {
+		ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, float64(ms)/1000, k.mirror, k.topic)
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1)
 }

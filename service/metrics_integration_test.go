@@ -66,14 +66,6 @@ kmirror_state_scrape_ok 1
 		"kmirror_partitions", "kmirror_partitions_erroring", "kmirror_state_scrape_ok"); err != nil {
 		t.Fatal(err)
 	}
-	// The outbox backlog: unpublished rows and the age of the oldest.
-	if _, err := pool.Exec(context.Background(), `
-		INSERT INTO outbox (mirror, key, value, created_at, published_at) VALUES
-			('m', 'mirror/m', '{}', now() - interval '1 hour', now()),
-			('m', 'topic/m/orders', '{}', now() - interval '90 seconds', NULL),
-			('m', 'topic/m/orders', NULL, now(), NULL)`); err != nil {
-		t.Fatal(err)
-	}
 	gauge := func(name string) float64 {
 		mfs, err := reg.Gather()
 		if err != nil {
@@ -86,6 +78,24 @@ kmirror_state_scrape_ok 1
 		}
 		t.Fatalf("no %s", name)
 		return 0
+	}
+	// Lag in time: no series while no partition's is known; then the
+	// largest over the topic's partitions, from the database's clock.
+	if _, err := pool.Exec(context.Background(), `
+		UPDATE mirror_partitions SET oldest_uncopied_src = 10, oldest_uncopied_at = now() - interval '90 seconds'
+		WHERE partition = 0`); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauge("kmirror_replication_lag_seconds"); got < 90 || got > 3000 {
+		t.Errorf("kmirror_replication_lag_seconds = %v, want about 90", got)
+	}
+	// The outbox backlog: unpublished rows and the age of the oldest.
+	if _, err := pool.Exec(context.Background(), `
+		INSERT INTO outbox (mirror, key, value, created_at, published_at) VALUES
+			('m', 'mirror/m', '{}', now() - interval '1 hour', now()),
+			('m', 'topic/m/orders', '{}', now() - interval '90 seconds', NULL),
+			('m', 'topic/m/orders', NULL, now(), NULL)`); err != nil {
+		t.Fatal(err)
 	}
 	if got := gauge("kmirror_outbox_unpublished_rows"); got < 2 {
 		t.Errorf("kmirror_outbox_unpublished_rows = %v, want at least the 2 inserted", got)

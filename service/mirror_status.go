@@ -28,6 +28,10 @@ type MirrorStatus struct {
 	// Realigning counts the partitions their new owner is re-aligning
 	// after taking them over.
 	Realigning int
+	// MaxLagMs is the largest lag in time of the mirror's partitions (the
+	// age of the oldest source record not yet on the destination, 0 when
+	// caught up) among those whose lag in time is known; nil when none is.
+	MaxLagMs *int64
 	// Source and Destination say whether kmirror reaches each cluster.
 	Source, Destination ClusterReachability
 }
@@ -105,6 +109,10 @@ func (s *Control) mirrorStatuses(ctx context.Context, q repo.DBTX, mirror string
 			st.Erroring += r.Erroring
 			st.ThrottledMs += r.ThrottledMs
 			st.Realigning += r.Realigning
+			if r.MaxLagMs != nil && (st.MaxLagMs == nil || *r.MaxLagMs > *st.MaxLagMs) {
+				v := *r.MaxLagMs
+				st.MaxLagMs = &v
+			}
 		}
 		out[r.Mirror] = st
 	}

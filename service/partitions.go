@@ -54,6 +54,10 @@ type PartitionRow struct {
 	// it over; it keeps the state it was left in until alignment has found
 	// where to resume.
 	Realigning bool
+	// LagMs is the lag in time: the age of the oldest source record not yet
+	// on the destination, by the database's clock when read; 0 when caught
+	// up, nil when unknown (repo.LagMsSQL).
+	LagMs *int64
 }
 
 // PartitionFilter selects describe rows; empty fields match all.
@@ -269,7 +273,7 @@ func describeRow(p repo.Partition) PartitionRow {
 		LostRecords: p.LostRecords, Owner: p.LeaseOwner,
 		LeaseLive: p.LeaseLive, OwnerRenewedAt: p.OwnerRenewedAt, ProgressedAt: p.ProgressedAt,
 		LastMirrored: LastMirroredOf(p), DivergentTail: p.DivergentTail, ThrottledMs: p.ThrottledMs,
-		Realigning: p.Realigning(),
+		Realigning: p.Realigning(), LagMs: p.LagMs,
 	}
 	if p.SourceEndOffset != nil {
 		next := int64(0)

@@ -53,6 +53,13 @@ type PartitionFailoverPreview struct {
 	// NewestNotCopied is the timestamp of the source's last committed
 	// record when Lag > 0; nil when nothing committed is missing.
 	NewestNotCopied *time.Time `json:"newest_not_copied"`
+	// OldestNotCopied is the timestamp of the first committed record at or
+	// after NextOffset when Lag > 0: the oldest data a failover now would
+	// lose. OldestNotCopiedAgeMs is its age when the preview was made. Nil
+	// when nothing committed is missing (or the first 520 offsets hold no
+	// committed record: a long aborted transaction).
+	OldestNotCopied      *time.Time `json:"oldest_not_copied"`
+	OldestNotCopiedAgeMs *int64     `json:"oldest_not_copied_age_ms"`
 }
 
 // tailReadParallelism bounds the source reads one preview runs at once.
@@ -155,6 +162,11 @@ func (s *Control) PreviewRemoveTopics(ctx context.Context, mirror, pattern strin
 			if tail.Last != nil {
 				ts := tail.Last.Timestamp.UTC()
 				rd.row.NewestNotCopied = &ts
+			}
+			if tail.First != nil {
+				ts := tail.First.Timestamp.UTC()
+				age := max(time.Since(ts).Milliseconds(), 0)
+				rd.row.OldestNotCopied, rd.row.OldestNotCopiedAgeMs = &ts, &age
 			}
 			if tail.Counted {
 				rd.row.Records = &tail.Records

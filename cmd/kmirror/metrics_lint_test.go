@@ -66,7 +66,8 @@ func TestMetricsLint(t *testing.T) {
 		// The probes record reachability once a lease is held.
 		if bytes.Contains(body, []byte("kmirror_mirrored_records_total{")) &&
 			bytes.Contains(body, []byte(`kmirror_cluster_reachable{cluster="source",mirror="m"}`)) &&
-			bytes.Contains(body, []byte(`kmirror_cluster_reachable{cluster="destination"`)) || time.Now().After(deadline) {
+			bytes.Contains(body, []byte(`kmirror_cluster_reachable{cluster="destination"`)) &&
+			bytes.Contains(body, []byte(`kmirror_replication_lag_seconds{mirror="m",topic="bench"}`)) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -87,6 +88,7 @@ func TestMetricsLint(t *testing.T) {
 		`kmirror_last_mirrored_timestamp_seconds{mirror="m",topic="bench"}`,
 		`kmirror_lag_records{mirror="m",topic="bench"}`,
 		`kmirror_partition_lag_records{mirror="m",partition="0",topic="bench"}`,
+		`kmirror_replication_lag_seconds{mirror="m",topic="bench"}`,
 		`kmirror_http_requests_total{`,
 		`kmirror_outbox_unpublished_rows `,
 		`kmirror_checkpoint_save_duration_seconds_count `,

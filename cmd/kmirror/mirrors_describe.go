@@ -19,8 +19,9 @@ import (
 // describeFormat reproduces the seed's describe table: each column is
 // left-aligned and padded to the seed's width (31, 41, 11, 16, 19, 9 and 12
 // characters, STATE included, so lines carry its trailing spaces). A value
-// longer than its column still gets one space before the next.
-const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s\n"
+// longer than its column still gets one space before the next. LAG-TIME,
+// kmirror's own, comes after the seed's columns, unpadded.
+const describeFormat = "%-30s %-40s %-10s %-15s %-18s %-8s %-12s %s\n"
 
 // describe prints the describe rows. The seed's seven columns are kept
 // exactly; what they cannot show (an error with its retry attempt, records
@@ -85,7 +86,7 @@ func (c *mirrorsCLI) listPartitions(ctx context.Context, params *client.ListPart
 }
 
 func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
-	fmt.Fprintf(w, describeFormat, "MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE")
+	fmt.Fprintf(w, describeFormat, "MIRROR", "TOPIC", "PARTITION", "SOURCE-OFFSET", "DESTINATION-OFFSET", "LAG", "STATE", "LAG-TIME")
 	var notes []string
 	// Topics by whether read-only is enforced on them, each once: one
 	// line says it for all of them, as it is mostly the destination's
@@ -98,7 +99,7 @@ func writeDescribeTable(w io.Writer, rows []client.PartitionRow) {
 			readOnly[*r.ReadOnlyEnforced] = append(readOnly[*r.ReadOnlyEnforced], topic)
 		}
 		fmt.Fprintf(w, describeFormat, r.Mirror, topicName(r.Topic, r.DestinationTopic), strconv.Itoa(r.Partition),
-			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), string(r.State))
+			offset(r.SourceOffset), offset(r.DestinationOffset), offset(r.Lag), string(r.State), lagTime(r.LagMs))
 		if note := partitionNote(r); note != "" {
 			notes = append(notes, fmt.Sprintf("%s/%s/%d: %s", r.Mirror, r.Topic, r.Partition, note))
 		}
@@ -124,6 +125,21 @@ func offset(p *int) string {
 		return "-"
 	}
 	return strconv.Itoa(*p)
+}
+
+// lagTime prints a lag in time (the age of the oldest record not yet
+// copied): 0s when caught up, tenths of a second under a minute, whole
+// seconds above; - when unknown.
+func lagTime(ms *int) string {
+	switch {
+	case ms == nil:
+		return "-"
+	case *ms == 0:
+		return "0s"
+	case *ms < 60_000:
+		return fmt.Sprintf("%.1fs", float64(*ms)/1000)
+	}
+	return (time.Duration(*ms) * time.Millisecond).Round(time.Second).String()
 }
 
 // partitionNote says what the table's columns cannot: the partition's error

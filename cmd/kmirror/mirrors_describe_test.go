@@ -47,7 +47,7 @@ func TestDescribeReadsEveryPage(t *testing.T) {
 		}
 		table, _, _ := strings.Cut(out, "\n\n") // the last sync follows the table
 		lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-		if lines[0] != seedHeader {
+		if lines[0] != describeHeader {
 			t.Fatalf("describe %v: header %q", args, lines[0])
 		}
 		var got []string

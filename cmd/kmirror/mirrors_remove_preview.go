@@ -33,8 +33,12 @@ func (c *mirrorsCLI) previewRemove(ctx context.Context) error {
 func writeFailoverTable(w io.Writer, mirror string, topics []client.TopicFailoverPreview) {
 	fmt.Fprintf(w, failoverFormat, "MIRROR", "TOPIC", "PARTITION", "STATE", "LAG", "NEWEST-NOT-COPIED")
 	var records, lagging int
+	oldest := -1 // the oldest record not copied, its age in ms
 	for _, t := range topics {
 		for _, p := range t.Partitions {
+			if a := p.OldestNotCopiedAgeMs; a != nil && *a > oldest {
+				oldest = *a
+			}
 			newest := "-"
 			if p.NewestNotCopied != nil {
 				// Kafka timestamps are milliseconds.
@@ -54,5 +58,9 @@ func writeFailoverTable(w io.Writer, mirror string, topics []client.TopicFailove
 		fmt.Fprintln(w, "Removing would leave no record behind; nothing was changed (dry run).")
 		return
 	}
-	fmt.Fprintf(w, "Removing would leave %d record(s) of %d topic(s) behind; nothing was changed (dry run).\n", records, lagging)
+	age := ""
+	if oldest >= 0 {
+		age = fmt.Sprintf(" (the oldest %s old)", lagTime(&oldest))
+	}
+	fmt.Fprintf(w, "Removing would leave %d record(s) of %d topic(s) behind%s; nothing was changed (dry run).\n", records, lagging, age)
 }

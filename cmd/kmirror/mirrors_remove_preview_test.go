@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,15 +46,25 @@ func TestMirrorsRemoveDryRun(t *testing.T) {
 	want := fmt.Sprintf(failoverFormat, "MIRROR", "TOPIC", "PARTITION", "STATE", "LAG", "NEWEST-NOT-COPIED") +
 		row(0, "MIRRORING", "0", "-") +
 		row(1, "MIRRORING", "12", "2026-12-04T17:20:11.123Z") +
-		row(2, "UNKNOWN", "0", "-") +
-		"Removing would leave 12 record(s) of 1 topic(s) behind; nothing was changed (dry run).\n"
-	e.mustMirrors(t, want, "--remove", "--dry-run", "--mirror", "demo", "--topic", "my-.*")
+		row(2, "UNKNOWN", "0", "-")
+	// The last line says how old the oldest record left behind is: the
+	// first of my-topic/1's, stamped base + 123 ms.
+	code, out, errOut := e.mirrors(t, "--remove", "--dry-run", "--mirror", "demo", "--topic", "my-.*")
+	table, last, _ := strings.Cut(out, "Removing")
+	m := regexp.MustCompile(`^ would leave 12 record\(s\) of 1 topic\(s\) behind \(the oldest (\S+) old\); nothing was changed \(dry run\)\.\n$`).FindStringSubmatch(last)
+	if code != 0 || table != want || m == nil {
+		t.Fatalf("--remove --dry-run: exit %d, stderr %q, stdout\n%q\nwant\n%q and the oldest's age", code, errOut, out, want)
+	}
+	age, err := time.ParseDuration(m[1])
+	if oldest := time.Since(base.Add(123 * time.Millisecond)); err != nil || age > oldest || age < oldest-time.Minute {
+		t.Errorf("the oldest record left behind is %s old, want about %s", m[1], oldest.Round(time.Second))
+	}
 
 	// Nothing changed: a real remove still finds the topic mirroring.
 	e.mustMirrors(t, "Removed 1 topic(s) from mirror demo: [my-topic]\n", "--remove", "--mirror", "demo", "--topic", "my-topic")
 	e.wantFailure(t, 1, []string{"Error: ", "my-topic is stopped"}, "--remove", "--dry-run", "--mirror", "demo", "--topic", "my-topic")
 
-	code, out, errOut := e.mirrors(t, "--remove", "--dry-run", "--wait", "5s", "--mirror", "demo", "--topic", "my-topic")
+	code, out, errOut = e.mirrors(t, "--remove", "--dry-run", "--wait", "5s", "--mirror", "demo", "--topic", "my-topic")
 	if code != 2 || out != "" || !strings.Contains(errOut, "--wait does not apply to --remove --dry-run") {
 		t.Errorf("--remove --dry-run --wait: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}

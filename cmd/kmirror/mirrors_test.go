@@ -28,6 +28,9 @@ import (
 // spaces included.
 const seedHeader = "MIRROR                         TOPIC                                    PARTITION  SOURCE-OFFSET   DESTINATION-OFFSET LAG      STATE       "
 
+// describeHeader is the seed's header and kmirror's LAG-TIME after it.
+const describeHeader = seedHeader + " LAG-TIME"
+
 // mirrorsEnv is a real API server (handler, service, Postgres) and a kfake
 // source cluster with my-topic (3 partitions), other-topic (1) and
 // third-topic (3).
@@ -157,8 +160,8 @@ func TestMirrorsLifecycle(t *testing.T) {
 		t.Fatalf("describe: exit %d: %s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if lines[0] != seedHeader {
-		t.Fatalf("describe header\n%q\nwant\n%q", lines[0], seedHeader)
+	if lines[0] != describeHeader {
+		t.Fatalf("describe header\n%q\nwant\n%q", lines[0], describeHeader)
 	}
 	if len(lines) != 1+3+3+1 {
 		t.Fatalf("describe: %d lines, want header and 7 rows:\n%s", len(lines), out)
@@ -170,8 +173,8 @@ func TestMirrorsLifecycle(t *testing.T) {
 		if got := strings.Join(f[:3], " "); got != want || f[3] != "-" || f[4] != "-" || f[5] != "-" {
 			t.Errorf("describe row %d: %q, want %s with - - -", i, lines[i+1], want)
 		}
-		if len(lines[i+1]) != len(seedHeader) {
-			t.Errorf("describe row %d is %d characters wide, the header %d: %q", i, len(lines[i+1]), len(seedHeader), lines[i+1])
+		if len(lines[i+1]) != len(seedHeader)+len(" -") || f[len(f)-1] != "-" {
+			t.Errorf("describe row %d is %d characters wide, the seed's header and LAG-TIME - %d: %q", i, len(lines[i+1]), len(seedHeader)+2, lines[i+1])
 		}
 	}
 
@@ -182,7 +185,7 @@ func TestMirrorsLifecycle(t *testing.T) {
 		!strings.Contains(out, "\nLast sync of new-mirror: none yet\n") {
 		t.Errorf("describe --mirror new-mirror --topic other.*: exit %d, output:\n%s", code, out)
 	}
-	e.mustMirrors(t, seedHeader+"\n", "--describe", "--failed")
+	e.mustMirrors(t, describeHeader+"\n", "--describe", "--failed")
 	code, out, errOut = e.mirrors(t, "--describe", "--mirror", "my-mirror", "--json")
 	var rows []map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 3 {
@@ -339,13 +342,12 @@ func TestDescribeTable(t *testing.T) {
 	}
 	n := func(v int) *int { return &v }
 	var b bytes.Buffer
-	writeDescribeTable(&b, []client.PartitionRow{
-		row("my-mirror", "bar", 0, n(2324), n(2324), n(0), "MIRRORING"),
-		row("my-mirror", "foo", 0, n(69), n(66), n(3), "MIRRORING"),
-	})
-	want := seedHeader + "\n" +
-		"my-mirror                      bar                                      0          2324            2324               0        MIRRORING   \n" +
-		"my-mirror                      foo                                      0          69              66                 3        MIRRORING   \n"
+	bar, foo := row("my-mirror", "bar", 0, n(2324), n(2324), n(0), "MIRRORING"), row("my-mirror", "foo", 0, n(69), n(66), n(3), "MIRRORING")
+	bar.LagMs, foo.LagMs = n(0), n(3249)
+	writeDescribeTable(&b, []client.PartitionRow{bar, foo})
+	want := describeHeader + "\n" +
+		"my-mirror                      bar                                      0          2324            2324               0        MIRRORING    0s\n" +
+		"my-mirror                      foo                                      0          69              66                 3        MIRRORING    3.2s\n"
 	if b.String() != want {
 		t.Errorf("seed rows:\n%q\nwant\n%q", b.String(), want)
 	}
@@ -354,11 +356,12 @@ func TestDescribeTable(t *testing.T) {
 	failed.Error, failed.RetryAttempt = ptr("source topic t was recreated"), 3
 	lost := row("m", "t", 2, n(100), n(90), n(0), "MIRRORING")
 	lost.LostRecords = 10
+	lost.LagMs = n(int((2*time.Hour + 5*time.Minute).Milliseconds()))
 	b.Reset()
 	writeDescribeTable(&b, []client.PartitionRow{failed, lost})
-	want = seedHeader + "\n" +
-		"m                              t                                        1          -               5                  -        FAILED      \n" +
-		"m                              t                                        2          100             90                 0        MIRRORING   \n" +
+	want = describeHeader + "\n" +
+		"m                              t                                        1          -               5                  -        FAILED       -\n" +
+		"m                              t                                        2          100             90                 0        MIRRORING    2h5m0s\n" +
 		"\n" +
 		"m/t/1: source topic t was recreated (retry attempt 3)\n" +
 		"m/t/2: 10 record(s) removed by source retention before they were mirrored\n"

@@ -28,11 +28,11 @@ func TestMirrorsShowDestinationNames(t *testing.T) {
 	e.mustMirrors(t, "Added 1 topic(s) to mirror plain: [other-topic]\n", "--add", "--mirror", "plain", "--topic", "other-topic")
 
 	code, out, errOut = e.mirrors(t, "--describe")
-	want := seedHeader + "\n"
+	want := describeHeader + "\n"
 	for p := range 3 {
-		want += fmt.Sprintf(describeFormat, "east", "my-topic → east.my-topic", fmt.Sprint(p), "-", "-", "-", "UNKNOWN")
+		want += fmt.Sprintf(describeFormat, "east", "my-topic → east.my-topic", fmt.Sprint(p), "-", "-", "-", "UNKNOWN", "-")
 	}
-	want += fmt.Sprintf(describeFormat, "plain", "other-topic", "0", "-", "-", "-", "UNKNOWN")
+	want += fmt.Sprintf(describeFormat, "plain", "other-topic", "0", "-", "-", "-", "UNKNOWN", "-")
 	if code != 0 || out != want {
 		t.Fatalf("describe: exit %d (%s)\n%s\nwant\n%s", code, errOut, out, want)
 	}

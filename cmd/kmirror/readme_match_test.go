@@ -34,7 +34,7 @@ import (
 //     strings alike.
 //   - In the CLI's tables, the columns whose values the demo traffic moves
 //     (readmeVolatileColumns: SOURCE-OFFSET, DESTINATION-OFFSET, LAG,
-//     NEWEST-NOT-COPIED) become <n>, cut at the header's column positions
+//     NEWEST-NOT-COPIED, LAG-TIME) become <n>, cut at the header's column positions
 //     ("-", not known yet, too: right after a start the offsets are not).
 //     The failover preview's last line counts the records the demo produced
 //     since the last checkpoint, so "no record" and "N record(s) of M
@@ -53,7 +53,7 @@ var readmeVolatileKeys = map[string]bool{
 // readmeVolatileColumns are the CLI table columns whose values the demo
 // traffic moves.
 var readmeVolatileColumns = map[string]bool{
-	"SOURCE-OFFSET": true, "DESTINATION-OFFSET": true, "LAG": true, "NEWEST-NOT-COPIED": true,
+	"SOURCE-OFFSET": true, "DESTINATION-OFFSET": true, "LAG": true, "NEWEST-NOT-COPIED": true, "LAG-TIME": true,
 }
 
 var readmeNormalisers = []struct {
@@ -66,7 +66,7 @@ var readmeNormalisers = []struct {
 	{regexp.MustCompile(`^id: \d+$`), "id: <id>"},
 	{regexp.MustCompile(`kmt_\S+`), "kmt_<token>"},
 	{regexp.MustCompile(`\b[0-9a-f]{64}\b`), "<sha256>"},
-	{regexp.MustCompile(`Removing would leave (no record|\d+ record\(s\) of \d+ topic\(s\)) behind`),
+	{regexp.MustCompile(`Removing would leave (no record|\d+ record\(s\) of \d+ topic\(s\)) behind( \(the oldest \S+ old\))?`),
 		"Removing would leave <n> record(s) of <n> topic(s) behind"},
 }
 
@@ -683,6 +683,8 @@ func TestREADMEAnswerMatching(t *testing.T) {
 				"Removing would leave no record behind; nothing was changed (dry run).\n", false, true},
 		{"failover preview counts", []string{"Removing would leave 1 record(s) of 1 topic(s) behind; nothing was changed (dry run)."},
 			"Removing would leave no record behind; nothing was changed (dry run).\n", false, true},
+		{"failover preview's oldest", []string{"Removing would leave 1 record(s) of 1 topic(s) behind (the oldest 0.4s old); nothing was changed (dry run)."},
+			"Removing would leave 3 record(s) of 1 topic(s) behind (the oldest 2m5s old); nothing was changed (dry run).\n", false, true},
 		{"a stream's answer anywhere", []string{"id: 57", "event: partition.state", `data: {"id":57,"message":"orders/0: resumed",`, `       "data":{"epoch":3}}`},
 			"id: 1\nevent: mirror.created\ndata: {\"id\":1}\n\nid: 9\nevent: partition.state\ndata: {\"id\":9,\"message\":\"orders/0: resumed\",\"data\":{\"epoch\":1}}\n\nid: 10\n", true, true},
 		{"a stream without it", []string{"id: 57", "event: partition.state"}, "id: 1\nevent: mirror.created\n", true, false},

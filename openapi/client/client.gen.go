@@ -890,6 +890,14 @@ type HistoryPoint struct {
 	// Example: 3
 	Lag int `json:"lag"`
 
+	// LagSeconds LagSeconds is the lag in time: the age of the oldest source record
+	// not yet on the destination, the largest over the series' partitions
+	// whose lag in time is known (see PartitionRow's lag_ms). Null when
+	// none is known.
+	//
+	// Example: 3.2
+	LagSeconds *float64 `json:"lag_seconds"`
+
 	// RecordsPerSec RecordsPerSec is how many records were mirrored per second since the
 	// previous sample; 0 on a series' first point.
 	//
@@ -1092,6 +1100,14 @@ type MirrorStatus struct {
 	// Example: 3
 	Lag int `json:"lag"`
 
+	// MaxLagMs MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+	// its partitions (the age of the oldest source record not yet on the
+	// destination), among those where it is known. Null when no
+	// partition's is known.
+	//
+	// Example: 3200
+	MaxLagMs *int `json:"max_lag_ms"`
+
 	// Partitions Example: 4
 	Partitions int `json:"partitions"`
 
@@ -1236,6 +1252,21 @@ type PartitionFailoverPreview struct {
 	//
 	// Example: 340
 	NextOffset int `json:"next_offset"`
+
+	// OldestNotCopied OldestNotCopied is the timestamp of the first committed record the
+	// destination lacks, when lag > 0: the oldest data a failover now
+	// would lose (the RPO). Null when nothing committed is missing (or,
+	// rarely, when the first 520 offsets after next_offset hold no
+	// committed record: a long aborted transaction).
+	//
+	// Example: 2026-12-04T17:19:58.020Z
+	OldestNotCopied *time.Time `json:"oldest_not_copied"`
+
+	// OldestNotCopiedAgeMs OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+	// preview was made, in milliseconds; null with it.
+	//
+	// Example: 3200
+	OldestNotCopiedAgeMs *int `json:"oldest_not_copied_age_ms"`
 
 	// Partition Example: 1
 	Partition int `json:"partition"`
@@ -1511,6 +1542,16 @@ type PartitionRow struct {
 	//
 	// Example: 3
 	Lag *int `json:"lag"`
+
+	// LagMs LagMs is the lag in time, in milliseconds: how old the oldest source
+	// record not yet on the destination is (now − its timestamp, by the
+	// database's clock), 0 when caught up. It keeps growing while the
+	// partition is paused, failed or its owner gone. Null when unknown:
+	// the source end is not known, or the checkpoint moved since the
+	// record's timestamp was last read (it is read again within seconds).
+	//
+	// Example: 3200
+	LagMs *int `json:"lag_ms"`
 
 	// LastMirroredDestinationOffset LastMirroredDestinationOffset is the destination offset of that
 	// record; null with LastMirroredSourceOffset.
@@ -3128,7 +3169,7 @@ type ClientInterface interface {
 
 	// GetHistory Lag and throughput history
 	//
-	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 	//
 	// Corresponds with GET /v1/history (the `GetHistory` operationId).
 	GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3392,7 +3433,7 @@ func (c *Client) StreamEvents(ctx context.Context, params *StreamEventsParams, r
 
 // GetHistory Lag and throughput history
 //
-// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 //
 // Corresponds with GET /v1/history (the `GetHistory` operationId).
 func (c *Client) GetHistory(ctx context.Context, params *GetHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5164,7 +5205,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetHistoryWithResponse Lag and throughput history
 	//
-	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+	// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7236,7 +7277,7 @@ func (c *ClientWithResponses) StreamEventsWithResponse(ctx context.Context, para
 
 // GetHistoryWithResponse Lag and throughput history
 //
-// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+// Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -111,6 +111,9 @@ func (c *checkpointer) Update(k lease.Key, cp repo.Checkpoint) {
 		if cp.DestinationEnd < 0 {
 			cp.DestinationEnd = old.DestinationEnd
 		}
+		if cp.Oldest == nil && old.Oldest != nil && old.Oldest.Src == cp.SrcNext {
+			cp.Oldest = old.Oldest
+		}
 	}
 	c.dirty[k] = &cp
 }

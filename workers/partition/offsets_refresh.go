@@ -28,6 +28,7 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 	t := time.NewTicker(e.cfg.OffsetsInterval)
 	defer t.Stop()
 	saved := map[lease.Key]repo.EndOffsets{}
+	oldest := oldestCache{}
 	for round := 1; ; round++ {
 		select {
 		case <-ctx.Done():
@@ -56,15 +57,20 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 			byMirror[k.Mirror] = append(byMirror[k.Mirror], k)
 		}
 		forgetReleased(saved, running)
+		oldest.forget(running, states)
 		var ends []repo.EndOffsets
 		for mirror, keys := range byMirror {
 			ends = append(ends, e.listEnds(ctx, mirror, keys)...)
 		}
 		changed := changedEnds(saved, ends, full)
+		// Partitions whose oldest uncopied record must be looked at go too,
+		// changed or not: the statement returns their src_next, and an
+		// unchanged row costs it a lookup, not a write.
+		changed = append(changed, oldest.unknown(ends, changed, e.workersOf(keysOfEnds(ends)))...)
 		if len(changed) == 0 {
 			continue
 		}
-		stored, err := repo.PartitionsSetEnds(ctx, e.cfg.Pool, e.cfg.InstanceID, changed)
+		stored, err := repo.PartitionsSetEndsNext(ctx, e.cfg.Pool, e.cfg.InstanceID, changed)
 		if err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("saving end offsets failed", "err", err)
@@ -73,11 +79,21 @@ func (e *Engine) refreshOffsetsLoop(ctx context.Context) {
 		}
 		// A row that was busy, or whose lease moved on, is sent again.
 		for _, o := range changed {
-			if stored[o.ID] {
+			if _, ok := stored[o.ID]; ok {
 				saved[keyOf(o.ID)] = o
 			}
 		}
+		e.refreshOldest(ctx, oldest, ends, stored)
 	}
+}
+
+// keysOfEnds returns the keys of ends, in order.
+func keysOfEnds(ends []repo.EndOffsets) []lease.Key {
+	out := make([]lease.Key, len(ends))
+	for i, o := range ends {
+		out[i] = keyOf(o.ID)
+	}
+	return out
 }
 
 // changedEnds returns the ends that differ from the saved ones (all of

@@ -61,9 +61,41 @@ func LastCommittedRecord(ctx context.Context, c Config, topic string, partition 
 	return nil, nil
 }
 
+// FirstCommittedRecord returns the first committed record at an offset in
+// [from, end), where end is a last stable offset, reading forward from
+// from a window at a time (LastCommittedRecord's windows, mirrored). It
+// returns nil when [from, end) holds only transaction markers and aborted
+// records, and also when the windows read hold none: a longer aborted
+// stretch is not worth reading through. Failing to read within timeout is
+// an *UnreachableError.
+func FirstCommittedRecord(ctx context.Context, c Config, topic string, partition int32, from, end int64, timeout time.Duration) (*kgo.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := from
+	for _, w := range tailWindows {
+		stop := min(start+w, end)
+		if start >= stop {
+			break
+		}
+		rs, err := readTailWindow(ctx, c, topic, partition, start, stop, timeout)
+		if err != nil {
+			return nil, err
+		}
+		if r := firstData(rs); r != nil {
+			return r, nil
+		}
+		start = stop
+	}
+	return nil, nil
+}
+
 // CommittedTail is what a partition holds in [from, end) past a mirror's
 // progress, end being a last stable offset.
 type CommittedTail struct {
+	// First is the first committed record in the range: the oldest a
+	// failover now would leave behind; nil as FirstCommittedRecord returns
+	// it.
+	First *kgo.Record
 	// Last is the last committed record in the range, nil as
 	// LastCommittedRecord returns it.
 	Last *kgo.Record
@@ -83,7 +115,11 @@ type CommittedTail struct {
 func ReadCommittedTail(ctx context.Context, c Config, topic string, partition int32, from, end int64, timeout time.Duration) (CommittedTail, error) {
 	if end-from > tailWindows[len(tailWindows)-1] {
 		r, err := LastCommittedRecord(ctx, c, topic, partition, from, end, timeout)
-		return CommittedTail{Last: r}, err
+		if err != nil {
+			return CommittedTail{}, err
+		}
+		first, err := FirstCommittedRecord(ctx, c, topic, partition, from, end, timeout)
+		return CommittedTail{First: first, Last: r}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -91,7 +127,7 @@ func ReadCommittedTail(ctx context.Context, c Config, topic string, partition in
 	if err != nil {
 		return CommittedTail{}, err
 	}
-	t := CommittedTail{Last: lastData(rs), Counted: true}
+	t := CommittedTail{First: firstData(rs), Last: lastData(rs), Counted: true}
 	for _, r := range rs {
 		if !r.Attrs.IsControl() {
 			t.Records++
@@ -111,6 +147,17 @@ func readTailWindow(ctx context.Context, c Config, topic string, partition int32
 		return nil, &UnreachableError{Servers: c.BootstrapServers, Timeout: timeout, Err: err}
 	}
 	return rs, nil
+}
+
+// firstData is the first of rs that is not a transaction marker, nil if
+// none.
+func firstData(rs []*kgo.Record) *kgo.Record {
+	for _, r := range rs {
+		if !r.Attrs.IsControl() {
+			return r
+		}
+	}
+	return nil
 }
 
 // lastData is the last of rs that is not a transaction marker, nil if none.

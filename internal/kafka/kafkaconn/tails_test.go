@@ -86,32 +86,61 @@ func TestLastCommittedRecord(t *testing.T) {
 		}
 	}
 
+	// The first committed record: at from, past a marker, never an
+	// aborted one.
+	for _, tc := range []struct {
+		from int64
+		want string // "" for none
+	}{
+		{0, "a"},
+		{2, "c"},
+		{4, ""},
+		{20, ""},
+	} {
+		r, err := FirstCommittedRecord(ctx, conn, "t", 0, tc.from, 26, testTimeout)
+		if err != nil {
+			t.Fatalf("first from %d: %v", tc.from, err)
+		}
+		got := ""
+		if r != nil {
+			got = string(r.Value)
+		}
+		if got != tc.want {
+			t.Errorf("from %d: first committed record %q, want %q", tc.from, got, tc.want)
+		}
+	}
+
 	// ReadCommittedTail counts the data records: markers and aborted
 	// records are not counted.
 	for _, tc := range []struct {
 		from    int64
 		records int64
+		first   string
 		last    string
 	}{
-		{0, 4, "d"},
-		{3, 1, "d"},
-		{4, 0, ""},
-		{20, 0, ""},
+		{0, 4, "a", "d"},
+		{3, 1, "d", "d"},
+		{4, 0, "", ""},
+		{20, 0, "", ""},
 	} {
 		tail, err := ReadCommittedTail(ctx, conn, "t", 0, tc.from, 26, testTimeout)
 		if err != nil {
 			t.Fatalf("tail from %d: %v", tc.from, err)
 		}
-		last := ""
+		first, last := "", ""
+		if tail.First != nil {
+			first = string(tail.First.Value)
+		}
 		if tail.Last != nil {
 			last = string(tail.Last.Value)
 		}
-		if !tail.Counted || tail.Records != tc.records || last != tc.last {
-			t.Errorf("tail from %d: %d record(s) (counted %v), last %q; want %d, %q", tc.from, tail.Records, tail.Counted, last, tc.records, tc.last)
+		if !tail.Counted || tail.Records != tc.records || first != tc.first || last != tc.last {
+			t.Errorf("tail from %d: %d record(s) (counted %v), first %q, last %q; want %d, %q, %q",
+				tc.from, tail.Records, tail.Counted, first, last, tc.records, tc.first, tc.last)
 		}
 	}
 	// A range longer than the last window is not read whole, so not
-	// counted; its last record is still found.
+	// counted; its first and last records are still found.
 	long := make([]string, 600)
 	for i := range long {
 		long[i] = "plain"
@@ -119,7 +148,8 @@ func TestLastCommittedRecord(t *testing.T) {
 	long[len(long)-1] = "last"
 	produce("", false, long...)
 	tail, err := ReadCommittedTail(ctx, conn, "t", 0, 0, 626, testTimeout)
-	if err != nil || tail.Counted || tail.Last == nil || string(tail.Last.Value) != "last" {
-		t.Fatalf("tail of 626 offsets: %+v, %v; want the last record, not counted", tail, err)
+	if err != nil || tail.Counted || tail.Last == nil || string(tail.Last.Value) != "last" ||
+		tail.First == nil || string(tail.First.Value) != "a" {
+		t.Fatalf("tail of 626 offsets: %+v, %v; want the first and last records, not counted", tail, err)
 	}
 }

@@ -178,6 +178,17 @@ func (b *Batch) Control() bool { return b.Attributes&controlBit != 0 }
 // Records is the batch's record count.
 func (b *Batch) Records() int32 { return b.NumRecords }
 
+// FirstRecordTimestamp is the first record's timestamp in milliseconds as a
+// consumer reads it: the batch's first timestamp, or, for a batch stamped
+// with log-append time, the broker's append time (the max timestamp) that
+// each of its records reads.
+func (b *Batch) FirstRecordTimestamp() int64 {
+	if b.Attributes&logAppendTimeBit != 0 {
+		return b.MaxTimestamp
+	}
+	return b.FirstTimestamp
+}
+
 // NextOffset is the offset after the batch's last record.
 func (b *Batch) NextOffset() int64 { return b.BaseOffset + int64(b.LastOffsetDelta) + 1 }
 

@@ -268,3 +268,25 @@ func uncompressedSize(b *testing.B, in []byte) int {
 	}
 	return len(plain)
 }
+
+// TestFirstRecordTimestamp: a batch's first record reads the batch's first
+// timestamp, or, stamped with log-append time, the broker's append time
+// (the max timestamp) as every record of it does.
+func TestFirstRecordTimestamp(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		attrs int16
+		want  int64
+	}{
+		{"create time", 0, 1000},
+		{"log-append time", 0x08, 1003},
+	} {
+		bs, err := recordbatch.Split(encodeBatch(t, batchSpec{base: 10, codec: kgo.NoCompression(), attrs: c.attrs, records: records(3, 20)}))
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("%s: %d batches, %v", c.name, len(bs), err)
+		}
+		if got := bs[0].FirstRecordTimestamp(); got != c.want {
+			t.Errorf("%s: first record's timestamp %d, want %d", c.name, got, c.want)
+		}
+	}
+}

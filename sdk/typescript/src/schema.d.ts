@@ -77,7 +77,7 @@ export interface paths {
         };
         /**
          * Lag and throughput history
-         * @description Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point). While the database cannot be reached, the last known points are served.
+         * @description Sampled by this API instance every interval_seconds and kept for window_seconds, in memory: the history starts when the instance starts, and each instance keeps its own. Without mirror: one total series per mirror, by name. With mirror: that mirror's total first, then one series per topic, by name. records_per_sec is how far the checkpoints moved since the previous sample, per second (0 on a series' first point); lag_seconds is the largest known lag in time of the series' partitions (the age of the oldest source record not yet on the destination), null when none is known. While the database cannot be reached, the last known points are served.
          */
         get: operations["getHistory"];
         put?: never;
@@ -625,6 +625,15 @@ export interface components {
             lag: number;
             /**
              * Format: double
+             * @description LagSeconds is the lag in time: the age of the oldest source record
+             *     not yet on the destination, the largest over the series' partitions
+             *     whose lag in time is known (see PartitionRow's lag_ms). Null when
+             *     none is known.
+             * @example 3.2
+             */
+            lag_seconds: number | null;
+            /**
+             * Format: double
              * @description RecordsPerSec is how many records were mirrored per second since the
              *     previous sample; 0 on a series' first point.
              * @example 120.5
@@ -818,6 +827,14 @@ export interface components {
              * @example 3
              */
             lag: number;
+            /**
+             * @description MaxLagMs is the mirror's lag in time, the RPO: the largest lag_ms of
+             *     its partitions (the age of the oldest source record not yet on the
+             *     destination), among those where it is known. Null when no
+             *     partition's is known.
+             * @example 3200
+             */
+            max_lag_ms: number | null;
             /** @example 4 */
             partitions: number;
             /**
@@ -945,6 +962,22 @@ export interface components {
              * @example 340
              */
             next_offset: number;
+            /**
+             * Format: date-time
+             * @description OldestNotCopied is the timestamp of the first committed record the
+             *     destination lacks, when lag > 0: the oldest data a failover now
+             *     would lose (the RPO). Null when nothing committed is missing (or,
+             *     rarely, when the first 520 offsets after next_offset hold no
+             *     committed record: a long aborted transaction).
+             * @example 2026-12-04T17:19:58.020Z
+             */
+            oldest_not_copied: string | null;
+            /**
+             * @description OldestNotCopiedAgeMs is how old oldest_not_copied was when the
+             *     preview was made, in milliseconds; null with it.
+             * @example 3200
+             */
+            oldest_not_copied_age_ms: number | null;
             /** @example 1 */
             partition: number;
             /**
@@ -1207,6 +1240,16 @@ export interface components {
              * @example 3
              */
             lag: number | null;
+            /**
+             * @description LagMs is the lag in time, in milliseconds: how old the oldest source
+             *     record not yet on the destination is (now − its timestamp, by the
+             *     database's clock), 0 when caught up. It keeps growing while the
+             *     partition is paused, failed or its owner gone. Null when unknown:
+             *     the source end is not known, or the checkpoint moved since the
+             *     record's timestamp was last read (it is read again within seconds).
+             * @example 3200
+             */
+            lag_ms: number | null;
             /**
              * @description LastMirroredDestinationOffset is the destination offset of that
              *     record; null with LastMirroredSourceOffset.

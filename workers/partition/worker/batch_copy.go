@@ -48,13 +48,16 @@ func (s *session) copyBatches(b FetchBatch) {
 		if deadline == nil {
 			return
 		}
+		first := bt.BaseOffset
 		if sources == nil {
 			s.addRun(bt.BaseOffset, n)
 		} else {
+			first = sources[0]
 			for _, src := range sources {
 				s.addRun(src, 1)
 			}
 		}
+		s.stamps = append(s.stamps, batchStamp{src: first, next: bt.NextOffset(), ts: payload.FirstRecordTimestamp()})
 		s.fetchNext = bt.NextOffset()
 		size := int64(len(payload.Raw))
 		w.p.Copy.Produce(s.produceCtx, s.dest, w.key.Partition, sentBatch{Batch: payload, s: s, d: deadline}, func(r batchproduce.Result) {

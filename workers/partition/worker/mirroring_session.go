@@ -42,16 +42,30 @@ type session struct {
 	fetchNext int64 // next source offset to produce
 	produced  int64 // next destination offset to assign
 	pending   []pendingRun
-	acks      *batchproduce.Acks
+	// stamps are the copied batches not yet acknowledged, oldest first,
+	// each with its first record's timestamp: the first one left after
+	// srcNext is the oldest record not yet on the destination (lag in
+	// time), known from the fetch at no cost.
+	stamps []batchStamp
+	// waiting is the first batch of a delivery that has waited a second or
+	// more for the mirror's throttle, when it is plain data (neither a
+	// marker nor transactional, which may be aborted) at or past fetchNext:
+	// while nothing copied is unacknowledged, it is the oldest record not
+	// yet on the destination.
+	waiting *batchStamp
+	acks    *batchproduce.Acks
 	// taken counts the results taken from acks so far (verified ones, then
 	// any after a failure).
 	taken   int64
 	run     *repo.OffsetRun
 	changed []repo.OffsetRun
 	srcEnd  int64
-	// publishedEnd is the source end last handed to the checkpointer.
-	publishedEnd int64
-	failure      error
+	// publishedEnd is the source end last handed to the checkpointer;
+	// publishedOldest says whether that hand-over had the oldest uncopied
+	// record for the srcNext it had.
+	publishedEnd    int64
+	publishedOldest bool
+	failure         error
 	// reported is the fetch or produce trouble last written to the row
 	// ("" none), and reportedSides whose it was.
 	reported      string
@@ -124,6 +138,52 @@ type pendingRun struct {
 	src, dst int64
 	n        int64
 	control  bool
+}
+
+// batchStamp is a copied batch's first source offset copied, the offset
+// after it, and its first record's timestamp (ms).
+type batchStamp struct {
+	src, next int64
+	ts        int64
+}
+
+// oldest is the oldest record not yet on the destination as far as the
+// session knows it: the first copied batch not acknowledged, if it has one,
+// else the batch waiting for the throttle. Batches are acknowledged whole,
+// so srcNext never stops inside one, and what lies between srcNext and that
+// batch (markers, aborted records) is no data. Nil when neither is known:
+// caught up, or the next records are not fetched yet (lag in time is then
+// unknown until the next publish that has one).
+func (s *session) oldest() *repo.OldestUncopied {
+	i := 0
+	for i < len(s.stamps) && s.stamps[i].next <= s.srcNext {
+		i++
+	}
+	s.stamps = s.stamps[i:]
+	first := s.waiting
+	if len(s.stamps) > 0 {
+		first = &s.stamps[0]
+	}
+	if first == nil || first.next <= s.srcNext {
+		return nil
+	}
+	at := time.UnixMilli(first.ts)
+	return &repo.OldestUncopied{Src: s.srcNext, At: &at}
+}
+
+// noteWaiting records b's first batch as the one waiting for the throttle
+// (session.waiting), if it is plain data at or past fetchNext; s.mu is held.
+func (s *session) noteWaiting(b FetchBatch) {
+	for i := range b.Batches {
+		bt := &b.Batches[i]
+		if bt.NextOffset() <= s.fetchNext {
+			continue
+		}
+		if !bt.Control() && !bt.Transactional() && bt.BaseOffset >= s.fetchNext {
+			s.waiting = &batchStamp{src: bt.BaseOffset, next: bt.NextOffset(), ts: bt.FirstRecordTimestamp()}
+		}
+		return
+	}
 }
 
 type batchDeadline struct {
@@ -464,6 +524,7 @@ func (s *session) deliver(ctx context.Context, b FetchBatch) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.waiting = nil // copied below, or never
 	if s.closed || s.failure != nil || s.outOfRange || s.interrupted != nil {
 		return
 	}
@@ -504,6 +565,9 @@ func (s *session) throttle(ctx context.Context, b FetchBatch) (time.Duration, er
 		counted = d.Truncate(time.Millisecond)
 		s.mu.Lock()
 		if !s.closed {
+			if s.waiting == nil {
+				s.noteWaiting(b)
+			}
 			s.publishThrottled()
 		}
 		s.mu.Unlock()
@@ -739,15 +803,17 @@ func (s *session) publish() {
 	// Only what changed: every poll reports each partition's end, and
 	// republishing an unchanged one would make every partition's row a
 	// write each second (5,000 rows a second at 5,000 partitions).
-	if len(s.changed) == 0 && (s.srcEnd < 0 || s.srcEnd == s.publishedEnd) {
+	oldest := s.oldest()
+	if len(s.changed) == 0 && (s.srcEnd < 0 || s.srcEnd == s.publishedEnd) && (oldest == nil || s.publishedOldest) {
 		return
 	}
-	s.publishedEnd = s.srcEnd
+	s.publishedEnd, s.publishedOldest = s.srcEnd, oldest != nil
 	// Verified progress ends a run of failures: backoff starts over.
 	reset := len(s.changed) > 0 && w.row.RetryAttempt > 0
 	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
-		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load()})
+		DestinationEnd: s.dstNext, Runs: s.changed, ResetRetries: reset, ThrottledMs: s.throttledMs.Load(),
+		Oldest: oldest})
 	if reset {
 		w.row.RetryAttempt = 0
 	}
@@ -761,7 +827,7 @@ func (s *session) publishThrottled() {
 	w := s.w
 	w.p.Checkpoints.Update(w.key, repo.Checkpoint{Mirror: w.key.Mirror, Topic: w.key.Topic, Partition: w.key.Partition,
 		Epoch: w.lease.Epoch, SrcNext: s.srcNext, DstNext: s.dstNext, SourceEnd: s.srcEnd,
-		DestinationEnd: s.dstNext, Runs: s.changed, ThrottledMs: s.throttledMs.Load()})
+		DestinationEnd: s.dstNext, Runs: s.changed, ThrottledMs: s.throttledMs.Load(), Oldest: s.oldest()})
 	s.changed = nil
 }
 

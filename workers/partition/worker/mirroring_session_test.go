@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kmirror/internal/kafka/batchproduce"
+	"kmirror/internal/kafka/recordbatch"
 )
 
 // TestAckedBytesAreExact: the promise publishes each batch's result with
@@ -50,4 +51,47 @@ func TestAckedBytesAreExact(t *testing.T) {
 	if s.inFlight() != 0 {
 		t.Fatalf("%d still in flight once every batch is answered", s.inFlight())
 	}
+}
+
+// TestOldestUncopiedFromBatches: the session knows the oldest record not yet
+// on the destination from the batches it copied and has not seen
+// acknowledged: the first one's first timestamp, for its srcNext. Markers
+// before it are no data; once every copy is acknowledged it knows nothing
+// (caught up, or the next records not fetched yet).
+func TestOldestUncopiedFromBatches(t *testing.T) {
+	s := &session{acks: batchproduce.NewAcks(0, nil, nil)}
+	copyBatch := func(src, n, ts int64) { // the worker's side of a data batch
+		s.pending = append(s.pending, pendingRun{src: src, dst: s.produced, n: n})
+		s.stamps = append(s.stamps, batchStamp{src: src, next: src + n, ts: ts})
+		s.acks.SetProducedEnd(s.produced + n)
+		s.produced += n
+	}
+	check := func(what string, src, ts int64) {
+		t.Helper()
+		s.handleAcks()
+		o := s.oldest()
+		switch {
+		case ts < 0 && o != nil:
+			t.Fatalf("%s: oldest %+v at %v, want none", what, o, o.At)
+		case ts >= 0 && (o == nil || o.Src != src || o.At == nil || o.At.UnixMilli() != ts):
+			t.Fatalf("%s: oldest %+v, want source offset %d stamped %d", what, o, src, ts)
+		}
+	}
+	check("nothing copied", 0, -1)
+	// A marker (offset 0), then batches at 1..3 and 4..5.
+	s.pending = append(s.pending, pendingRun{src: 0, n: 1, control: true})
+	copyBatch(1, 3, 1000)
+	copyBatch(4, 2, 2000)
+	check("the marker passed: the first batch's first record", 1, 1000)
+	s.acks.PromiseBatch(3, 30, 0, nil)
+	check("the first batch acknowledged", 4, 2000)
+	s.acks.PromiseBatch(2, 20, 3, nil)
+	check("every copy acknowledged", 6, -1)
+	// A fetched batch that waits for the throttle, nothing unacknowledged.
+	s.fetchNext = 6
+	s.noteWaiting(FetchBatch{Batches: []recordbatch.Batch{{BaseOffset: 6, LastOffsetDelta: 1, FirstTimestamp: 3000, MaxTimestamp: 3001}}})
+	check("a batch waiting for the throttle", 6, 3000)
+	s.waiting = nil
+	s.noteWaiting(FetchBatch{Batches: []recordbatch.Batch{{BaseOffset: 6, LastOffsetDelta: 1, Attributes: 0x10}}})
+	check("a transactional batch waiting: it may be aborted", 6, -1)
 }

@@ -206,6 +206,8 @@ function headView(m, session, actions) {
       h('div', {}, h('dt', {}, 'Partitions'), h('dd', {}, count(m.status?.partitions))),
       h('div', {}, h('dt', {}, 'Records/s'), h('dd', {}, rate(m.status?.records_per_sec))),
       h('div', {}, h('dt', {}, 'Lag'), h('dd', {}, count(m.status?.lag))),
+      h('div', {}, h('dt', {}, 'Lag in time'), h('dd', { title: 'The age of the oldest source record not yet on the destination, the largest over the partitions (max_lag_ms)' },
+        m.status?.max_lag_ms === null || m.status?.max_lag_ms === undefined ? '—' : seconds(m.status.max_lag_ms / 1000))),
       // Shown once the mirror's replication throttle has held a copy back.
       m.status?.throttled_seconds > 0 ? h('div', {}, h('dt', {}, 'Throttled'),
         h('dd', { title: 'How long copies have waited for mirror.replication.throttled.rate, over all partitions' },
@@ -253,6 +255,8 @@ function picturesView(m, history) {
     h('div', { class: 'chart-pair' },
       h('figure', { class: 'card' }, lagChart(pts, 'Lag, all topics', win, m.status?.states?.FAILED),
         h('figcaption', {}, 'Lag (records), all topics')),
+      h('figure', { class: 'card' }, lagTimeChart(pts, 'Lag in seconds, all topics', win, m.status?.states?.FAILED),
+        h('figcaption', {}, 'Lag (seconds: age of the oldest record not copied), all topics')),
       h('figure', { class: 'card' }, lineChart({ points: pts.map((p) => ({ at: p.at, value: p.records_per_sec })), label: 'Records per second, all topics', format: rate, windowSec: win, cls: 'rate' }),
         h('figcaption', {}, 'Records/s, all topics'))),
   ];
@@ -262,6 +266,14 @@ function picturesView(m, history) {
 function lagChart(points, label, windowSec, failed) {
   const lag = points.map((p) => ({ at: p.at, value: p.lag }));
   return lineChart({ points: lag, label, windowSec, tone: lagTone(lag, failed) });
+}
+
+// lagTimeChart draws history points' lag in time (lag_seconds: the age of
+// the oldest source record not yet on the destination), where known.
+function lagTimeChart(points, label, windowSec, failed) {
+  const lag = points.filter((p) => p.lag_seconds !== null && p.lag_seconds !== undefined)
+    .map((p) => ({ at: p.at, value: p.lag_seconds }));
+  return lineChart({ points: lag, label, format: seconds, windowSec, cls: 'lag-time', tone: lagTone(lag, failed) });
 }
 
 function topicsView(view, session) {
@@ -300,6 +312,7 @@ function topicItem(view, t, points, win, session) {
     open ? h('div', { id: panelId, class: 'topic-panel' },
       h('div', { class: 'chart-pair' },
         h('figure', { class: 'card' }, lagChart(points, `Lag of ${names}`, win, t.states?.FAILED), h('figcaption', {}, `Lag of ${names}`)),
+        h('figure', { class: 'card' }, lagTimeChart(points, `Lag in seconds of ${names}`, win, t.states?.FAILED), h('figcaption', {}, `Lag in seconds of ${names}`)),
         h('figure', { class: 'card' }, lineChart({ points: points.map((p) => ({ at: p.at, value: p.records_per_sec })), label: `Records per second of ${names}`, format: rate, windowSec: win, cls: 'rate' }), h('figcaption', {}, `Records/s of ${names}`))),
       partitionsPanel(view, t)) : null);
 }
@@ -361,7 +374,8 @@ function partitionsTable(t, rows) {
     ['Lag', 'num'], ['State'], ['Owner'],
     ['Retries', 'num'], ['Lost', 'num'], throttled ? ['Throttled', 'num'] : null,
     ['Last mirrored', 'num', ' (source → destination offset)'],
-    tails ? ['Kept divergent tail'] : null, ['Progressed'], ['Error'],
+    // Lag in time comes after the columns the describe table shares.
+    tails ? ['Kept divergent tail'] : null, ['Lag in time', 'num', ' (age of the oldest record not copied)'], ['Progressed'], ['Error'],
   ].filter(Boolean);
   const names = topicNames(t);
   return h('div', { class: 'table-wrap', role: 'region', 'aria-label': `Partitions of ${names}`, tabindex: '0' },
@@ -387,6 +401,7 @@ function partitionsTable(t, rows) {
         throttled ? h('td', { class: 'num', 'data-label': 'Throttled' }, seconds(p.throttled_ms / 1000)) : null,
         h('td', { class: 'num', 'data-label': 'Last mirrored' }, lastMirrored(p)),
         tails ? h('td', { 'data-label': 'Kept divergent tail' }, p.divergent_tail ? tailText(p.divergent_tail) : '—') : null,
+        h('td', { class: 'num', 'data-label': 'Lag in time' }, p.lag_ms === null || p.lag_ms === undefined ? '—' : seconds(p.lag_ms / 1000)),
         h('td', { 'data-label': 'Progressed' }, p.progressed_at ? [time(p.progressed_at), h('span', { class: 'muted' }, ` (${ago(p.progressed_at)})`)] : '—'),
         h('td', { class: 'error-cell', 'data-label': 'Error' }, p.error || ''))))));
 }
