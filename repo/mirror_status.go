@@ -67,3 +67,12 @@ func MirrorsStatus(ctx context.Context, q DBTX, mirror string) ([]MirrorStateCou
 	}
 	return out, interpret(rows.Err())
 }
+
+// PartitionsMaxLagMs returns the largest known lag in time (LagMsSQL) of
+// a mirror's partitions of the named topics; nil when none is known.
+func PartitionsMaxLagMs(ctx context.Context, q DBTX, mirror string, topics []string) (*int64, error) {
+	var v *int64
+	err := q.QueryRow(ctx, `SELECT max(`+LagMsSQL+`) FROM mirror_partitions
+		WHERE mirror = $1 AND topic = ANY($2)`, mirror, topics).Scan(&v)
+	return v, interpret(err)
+}

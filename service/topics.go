@@ -340,16 +340,39 @@ func (s *Control) transitionTopics(ctx context.Context, mirror, pattern string, 
 		if names, err = resolveTransition(existing, re, mirror, pattern, tr); err != nil {
 			return err
 		}
+		// A failover's record says what it cost, in the terms of a
+		// recovery point objective: read before the partitions stop.
+		rpo := ""
+		if tr.to == DesiredStopped {
+			lag, err := repo.PartitionsMaxLagMs(ctx, tx, mirror, names)
+			if err != nil {
+				return err
+			}
+			rpo = "; " + failoverLag(lag)
+		}
 		if err := repo.TopicsSetDesiredState(ctx, tx, mirror, names, tr.to); err != nil {
 			return err
 		}
 		return recordTopics(ctx, tx, repo.Event{Kind: tr.event, Mirror: mirror,
-			Message: fmt.Sprintf("%s %d topic(s) of mirror %s: [%s]", tr.verb, len(names), mirror, topicList(names))}, names)
+			Message: fmt.Sprintf("%s %d topic(s) of mirror %s: [%s]%s", tr.verb, len(names), mirror, topicList(names), rpo)}, names)
 	})
 	if err != nil {
 		return TopicsResult{}, err
 	}
 	return TopicsResult{Mirror: mirror, Action: tr.action, Topics: names}, nil
+}
+
+// failoverLag says how far behind a failover's partitions were, as the
+// age of the oldest record not copied (describe's lag_ms).
+func failoverLag(ms *int64) string {
+	switch {
+	case ms == nil:
+		return "lag in time unknown (no partition had its oldest record not copied read)"
+	case *ms == 0:
+		return "no record was behind (lag in time 0)"
+	}
+	return fmt.Sprintf("the oldest record not copied was %s old (lag in time): records after it stay on the source",
+		(time.Duration(*ms) * time.Millisecond).Round(time.Millisecond))
 }
 
 // resolveTransition matches the pattern against the mirror's topics and
