@@ -44,7 +44,7 @@ type schemaSync struct {
 	// released are the destination subjects this lease made READWRITE:
 	// they are not read again while their topics stay removed
 	// (stillReleased marks those seen removed this pass).
-	released      map[string]bool
+	released      map[string]int // by destination subject: its versions when opened
 	stillReleased map[string]bool
 	// regexReleased: the regex's subjects were released, no topic being
 	// mirrored; done again once a topic is mirrored and then removed.
@@ -67,7 +67,7 @@ type schemaSync struct {
 // or "sync now").
 func (r *mirrorSync) runSchemas(ctx context.Context, dst *sr.Client) {
 	defer close(r.schemasDone)
-	ss := &schemaSync{r: r, dst: dst, released: map[string]bool{}, stillReleased: map[string]bool{}}
+	ss := &schemaSync{r: r, dst: dst, released: map[string]int{}, stillReleased: map[string]bool{}}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -289,10 +289,10 @@ func (ss *schemaSync) release(ctx context.Context, sel schemaregistry.Selection,
 	for _, t := range sel.Topics {
 		for _, suffix := range []string{"-key", "-value"} {
 			d := sel.DestinationSubject(t + suffix)
-			if ss.released[d] {
+			if versions, ok := ss.released[d]; ok {
 				ss.stillReleased[d] = true
 				res.Subjects = append(res.Subjects, service.SchemaSubject{Source: t + suffix, Destination: d,
-					Mode: service.SchemaModeReadWrite})
+					Versions: versions, Mode: service.SchemaModeReadWrite})
 			} else if !slices.Contains(pending, t) {
 				pending = append(pending, t)
 			}
@@ -375,7 +375,7 @@ func (ss *schemaSync) release(ctx context.Context, sel schemaregistry.Selection,
 			res.Failed++
 		} else {
 			s.Mode = service.SchemaModeReadWrite
-			ss.released[sp.Destination] = true
+			ss.released[sp.Destination] = s.Versions
 			ss.stillReleased[sp.Destination] = true
 			switch {
 			case planErr != nil:

@@ -215,9 +215,19 @@ func TestSchemasFollowTheData(t *testing.T) {
 	}
 	env.syncWaitTopic("m1", "orders", service.StateStopped, 20*time.Second)
 	waitMode(t, dstCl, "orders-value", sr.ModeReadWrite)
-	env.waitSchemaSync("m1", "orders-value READWRITE", func(r *service.SchemaSyncResult) bool {
+	opened := env.waitSchemaSync("m1", "orders-value READWRITE", func(r *service.SchemaSyncResult) bool {
 		s, ok := subjectOf(r, "orders-value")
 		return ok && s.Mode == service.SchemaModeReadWrite && s.Error == ""
+	})
+	// Later passes go on saying what the subject held when it opened, a
+	// full one too (a change on the source, even a soft delete in a
+	// subject not mirrored, makes the next pass full).
+	if err := srcCl.DeleteSchema(ctx, "audit-value", 1, sr.SoftDelete); err != nil {
+		t.Fatal(err)
+	}
+	env.waitSchemaSync("m1", "a later pass with orders-value's 2 versions, READWRITE", func(r *service.SchemaSyncResult) bool {
+		s, _ := subjectOf(r, "orders-value")
+		return r.FinishedAt.Sub(opened.FinishedAt) >= 2*time.Second && s.Versions == 2 && s.Mode == service.SchemaModeReadWrite
 	})
 
 	// Every record decodes through the destination registry alone, by the
