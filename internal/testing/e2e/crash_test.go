@@ -128,7 +128,7 @@ func (w *world) finish(prod *producer, api func() string, kills int, modes map[s
 	}
 	var failures []string
 	for _, s := range w.servers {
-		for _, f := range s.logs.partitionFailures() {
+		for _, f := range s.logs.partitionFailuresSince(w.failuresFrom) {
 			failures = append(failures, s.id+": "+f)
 		}
 	}

@@ -178,6 +178,7 @@ type serverLog struct {
 	partial  []byte
 	addr     string
 	failures []string
+	failedAt []time.Time // when each of failures was logged
 	// aligned are the reasons given for entering MIRRORING, which say how
 	// alignment found the point to resume from.
 	aligned []string
@@ -222,8 +223,9 @@ func (l *serverLog) Write(p []byte) (int, error) {
 
 func (l *serverLog) line(b []byte) {
 	var rec struct {
-		Msg    string `json:"msg"`
-		Listen string `json:"listen"`
+		Time   time.Time `json:"time"`
+		Msg    string    `json:"msg"`
+		Listen string    `json:"listen"`
 		Kind   string `json:"kind"`
 		To     string `json:"to"`
 		Err    string `json:"err"`
@@ -260,6 +262,7 @@ func (l *serverLog) line(b []byte) {
 			p = *rec.Part
 		}
 		l.failures = append(l.failures, fmt.Sprintf("%s/%d: %s", rec.Topic, p, rec.Err))
+		l.failedAt = append(l.failedAt, rec.Time)
 	}
 }
 
@@ -333,9 +336,21 @@ func duplicateKeys(line []byte) []string {
 
 // partitionFailures returns the "partition failed" errors logged so far.
 func (l *serverLog) partitionFailures() []string {
+	return l.partitionFailuresSince(time.Time{})
+}
+
+// partitionFailuresSince returns the partition failures logged at or
+// after since.
+func (l *serverLog) partitionFailuresSince(since time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.failures...)
+	var out []string
+	for i, f := range l.failures {
+		if !l.failedAt[i].Before(since) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // alignments returns the reasons logged on entering MIRRORING.

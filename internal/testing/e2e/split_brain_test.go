@@ -166,6 +166,12 @@ func cutOff(t *testing.T, opts cutOffOpts) {
 		})
 		t.Logf("the copy healed and a's heartbeats were acknowledged %s after the destination came back empty",
 			time.Since(rebuilt).Round(time.Millisecond))
+		// What must log no partition failure is the ride-through that
+		// follows. While the copy heals, a first copy to the empty
+		// cluster can go unanswered past the servers' 1 s delivery
+		// timeout on a loaded machine: its partition fails once, says
+		// so, and retries (seen in CI, on both orders/2 and orders/3).
+		w.failuresFrom = time.Now()
 	}
 	if opts.forge {
 		var deployment string

@@ -37,6 +37,9 @@ type world struct {
 	servers    []*serverProcess
 	// args are flags added to every server's, after the test's own.
 	args []string
+	// failuresFrom, when set, is when the part of the test that must log
+	// no partition failure begins (finish); zero: its start.
+	failuresFrom time.Time
 }
 
 func newWorld(t testing.TB, topic string, partitions int32) *world {
