@@ -226,13 +226,13 @@ func (l *serverLog) line(b []byte) {
 		Time   time.Time `json:"time"`
 		Msg    string    `json:"msg"`
 		Listen string    `json:"listen"`
-		Kind   string `json:"kind"`
-		To     string `json:"to"`
-		Err    string `json:"err"`
-		Reason string `json:"reason"`
-		State  string `json:"state"`
-		Topic  string `json:"topic"`
-		Part   *int   `json:"partition"`
+		Kind   string    `json:"kind"`
+		To     string    `json:"to"`
+		Err    string    `json:"err"`
+		Reason string    `json:"reason"`
+		State  string    `json:"state"`
+		Topic  string    `json:"topic"`
+		Part   *int      `json:"partition"`
 	}
 	if json.Unmarshal(b, &rec) != nil {
 		return
